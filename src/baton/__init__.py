@@ -1,0 +1,1 @@
+"""baton: durable, resumable agent workflows with human-in-the-loop."""

@@ -1,0 +1,205 @@
+"""Events (what a run produces), their actions, and RequestInput (how a node asks)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Final, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from baton.types import Content, FunctionCall, Part, WireModel
+
+__all__ = [
+    "REQUEST_INPUT_FUNCTION",
+    "Event",
+    "EventActions",
+    "NodeInfo",
+    "RequestInput",
+    "RouteValue",
+    "new_event_id",
+    "to_json_value",
+]
+
+REQUEST_INPUT_FUNCTION: Final = "adk_request_input"
+"""The function name under which a RequestInput reaches clients."""
+
+RouteValue: TypeAlias = str | int | bool
+
+
+def new_event_id() -> str:
+    """A fresh, unique event id."""
+    return uuid.uuid4().hex
+
+
+def to_json_value(value: object, *, what: str = "value") -> JsonValue:
+    """Convert a node's value (pydantic models, dataclasses, sets...) to plain JSON.
+
+    Raises:
+        TypeError: the value cannot be represented as JSON; names `what`.
+    """
+    try:
+        converted: JsonValue = to_jsonable_python(value)
+    except PydanticSerializationError as exc:
+        raise TypeError(
+            f"{what} of type {type(value).__name__} is not JSON-serializable; return plain "
+            "data, a pydantic model or a dataclass so it can be checkpointed."
+        ) from exc
+    return converted
+
+
+class EventActions(WireModel):
+    """Side effects an event carries: state changes, routing, agent checkpoints."""
+
+    skip_summarization: bool | None = None
+    state_delta: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+    artifact_delta: dict[str, int] = Field(default_factory=dict[str, int])
+    transfer_to_agent: str | None = None
+    escalate: bool | None = None
+    end_of_agent: bool | None = None
+    agent_state: dict[str, JsonValue] | None = None
+    route: RouteValue | list[RouteValue] | None = None
+    requested_tool_confirmations: dict[str, JsonValue] | None = None
+
+
+class NodeInfo(WireModel):
+    """Where in the node tree an event came from."""
+
+    path: str = ""
+    run_id: str | None = None
+    output_for: list[str] | None = None
+
+
+class Event(WireModel):
+    """One thing that happened in a session: a message, an output, an interrupt, an error.
+
+    Shortcuts accepted by the constructor: `message=` (a Content or a text) for
+    `content`, `state=` for `actions.state_delta`, `route=` for `actions.route`.
+    """
+
+    id: str = Field(default_factory=new_event_id)
+    invocation_id: str = ""
+    author: str = ""
+    timestamp: float = Field(default_factory=time.time)
+    content: Content | None = None
+    actions: EventActions = Field(default_factory=EventActions)
+    output: JsonValue = None
+    node_info: NodeInfo | None = None
+    long_running_tool_ids: set[str] | None = None
+    branch: str | None = None
+    partial: bool | None = None
+    turn_complete: bool | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    custom_metadata: dict[str, JsonValue] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_shortcuts(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType] -- raw input
+        message = fields.pop("message", None)
+        if message is not None and fields.get("content") is None:
+            fields["content"] = (
+                Content(role="model", parts=[Part(text=message)])
+                if isinstance(message, str)
+                else message
+            )
+        shortcut = {k: fields.pop(k) for k in ("state", "route") if k in fields}
+        if shortcut:
+            actions = fields.get("actions")
+            merged = (
+                actions.model_dump()
+                if isinstance(actions, EventActions)
+                else dict(actions or {})  # pyright: ignore[reportUnknownArgumentType]
+            )
+            if "state" in shortcut:
+                merged["state_delta"] = {**merged.get("state_delta", {}), **shortcut["state"]}
+            if "route" in shortcut:
+                merged["route"] = shortcut["route"]
+            fields["actions"] = merged
+        return fields
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _jsonify_output(cls, value: object) -> JsonValue:
+        return to_json_value(value, what="a node output")
+
+    @field_serializer("long_running_tool_ids")
+    def _sorted_ids(self, ids: set[str] | None) -> list[str] | None:
+        return sorted(ids) if ids is not None else None
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        """The function calls in this event's content."""
+        return self.content.function_calls if self.content else []
+
+    @property
+    def is_final_response(self) -> bool:
+        """True for a model message that ends a turn (no pending calls, not partial)."""
+        return (
+            not self.partial
+            and not self.function_calls
+            and not (self.content and self.content.function_responses)
+        )
+
+
+class RequestInput(WireModel):
+    """Yield or return this from a node to pause and ask a person for input.
+
+    Args:
+        interrupt_id: the id the answer must carry (a UUID when omitted).
+        message: what to show the person.
+        payload: any data to show with it (JSON-serializable).
+        response_schema: the expected answer: a pydantic class, a Python type, or a
+            JSON-schema dict. Answers are validated against it before anything is stored.
+    """
+
+    interrupt_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    message: str | None = None
+    payload: Any = None
+    response_schema: Any = None
+
+    def json_schema(self) -> dict[str, JsonValue] | None:
+        """The response schema as a JSON-schema dict (None when any answer is accepted)."""
+        return json_schema_of(self.response_schema)
+
+    def to_function_call(self) -> FunctionCall:
+        """The function call that carries this request to clients."""
+        return FunctionCall(
+            id=self.interrupt_id,
+            name=REQUEST_INPUT_FUNCTION,
+            args={
+                "interruptId": self.interrupt_id,
+                "payload": to_json_value(self.payload, what="a RequestInput payload"),
+                "message": self.message,
+                "response_schema": self.json_schema(),
+            },
+        )
+
+
+def json_schema_of(schema: object) -> dict[str, JsonValue] | None:
+    """Turn a response_schema (model class, Python type or dict) into a JSON schema."""
+    if schema is None:
+        return None
+    if isinstance(schema, dict):
+        return to_json_value(schema, what="a response_schema")  # pyright: ignore[reportReturnType]
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()  # pyright: ignore[reportReturnType]
+    try:
+        return TypeAdapter(schema).json_schema()  # pyright: ignore[reportReturnType]
+    except Exception as exc:  # pydantic raises several types for unsupported annotations
+        raise TypeError(
+            f"response_schema {schema!r} is not a pydantic model, a Python type or a "
+            "JSON-schema dict."
+        ) from exc

@@ -1,0 +1,257 @@
+"""The in-memory store: a real backend for one process (tests, demos, notebooks).
+
+Every method runs without awaiting in between its reads and writes, so each call
+is atomic on the event loop, and values are copied in and out so callers never
+share mutable state with the store.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import final
+
+from pydantic import JsonValue
+
+from baton.errors import InvocationBusyError, SessionExistsError, SessionNotFoundError
+from baton.sessions.store import (
+    Clock,
+    Interrupt,
+    InterruptStatus,
+    Invocation,
+    InvocationStatus,
+    Lease,
+    Session,
+    SessionKey,
+    StepCommit,
+    strip_temp_state,
+)
+from baton.errors import StaleVersionError
+from baton.events import Event
+from baton.types import InterruptId, InvocationId, SessionId
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _SessionData:
+    session: Session
+    events: list[Event] = field(default_factory=list[Event])
+    invocations: dict[str, Invocation] = field(default_factory=dict[str, Invocation])
+    # (invocation id, interrupt id) -> row
+    interrupts: dict[tuple[str, str], Interrupt] = field(
+        default_factory=dict[tuple[str, str], Interrupt]
+    )
+
+
+@final
+class MemoryStore:
+    """Sessions, checkpoints, interrupts and leases in process memory."""
+
+    def __init__(self, *, clock: Clock = time.time) -> None:
+        self._clock = clock
+        self._sessions: dict[SessionKey, _SessionData] = {}
+        self._leases: dict[str, Lease] = {}
+
+    async def create_session(
+        self,
+        app_name: str,
+        user_id: str,
+        *,
+        session_id: SessionId | None = None,
+        state: dict[str, JsonValue] | None = None,
+    ) -> Session:
+        key = SessionKey(app_name, user_id, session_id or SessionId(str(uuid.uuid4())))
+        if key in self._sessions:
+            raise SessionExistsError(
+                f"session '{key.session_id}' already exists for user '{user_id}' in app "
+                f"'{app_name}'; pick another id or omit it to get a fresh one."
+            )
+        session = Session(
+            id=key.session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=strip_temp_state(dict(state or {})),
+            last_update_time=self._clock(),
+        )
+        self._sessions[key] = _SessionData(session=session)
+        return session.model_copy(deep=True)
+
+    async def get_session(
+        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+    ) -> Session | None:
+        data = self._sessions.get(key)
+        if data is None:
+            return None
+        copy = data.session.model_copy(deep=True)
+        if with_events:
+            events = data.events if event_limit is None else data.events[-event_limit:]
+            copy.events = [e.model_copy(deep=True) for e in events] if event_limit != 0 else []
+        return copy
+
+    async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
+        return [
+            data.session.model_copy(deep=True)
+            for key, data in self._sessions.items()
+            if key.app_name == app_name and (user_id is None or key.user_id == user_id)
+        ]
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        data = self._sessions.pop(key, None)
+        if data is None:
+            return False
+        for invocation_id in data.invocations:
+            self._leases.pop(invocation_id, None)
+        return True
+
+    async def commit_step(self, commit: StepCommit) -> int:
+        data = self._require(commit.session)
+        version = self._check_version(data, commit)
+        now = self._clock()
+        for event in commit.events:
+            data.events.append(event.model_copy(deep=True))
+        data.session.state.update(strip_temp_state(commit.state_delta))
+        data.session.last_update_time = now
+        if commit.invocation_id is not None:
+            self._write_invocation(data, commit, version, now)
+            self._write_interrupts(data, commit, now)
+        return version
+
+    def _require(self, key: SessionKey) -> _SessionData:
+        data = self._sessions.get(key)
+        if data is None:
+            raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
+        return data
+
+    def _check_version(self, data: _SessionData, commit: StepCommit) -> int:
+        if commit.invocation_id is None:
+            return 0
+        current = data.invocations.get(commit.invocation_id)
+        actual = current.version if current else 0
+        if actual != commit.expected_version:
+            raise StaleVersionError(
+                f"invocation '{commit.invocation_id}' is at version {actual}, not "
+                f"{commit.expected_version}: another process advanced it; reload and retry."
+            )
+        return actual + 1
+
+    def _write_invocation(
+        self, data: _SessionData, commit: StepCommit, version: int, now: float
+    ) -> None:
+        assert commit.invocation_id is not None  # checked by the caller
+        current = data.invocations.get(commit.invocation_id)
+        if current is None:
+            current = Invocation(
+                id=commit.invocation_id,
+                app_name=commit.session.app_name,
+                user_id=commit.session.user_id,
+                session_id=commit.session.session_id,
+                status=commit.status or InvocationStatus.RUNNING,
+                fingerprint=commit.fingerprint or "",
+                created_at=now,
+            )
+        updates: dict[str, object] = {"version": version, "updated_at": now}
+        if commit.checkpoint is not None:
+            updates["checkpoint"] = commit.checkpoint
+        if commit.status is not None:
+            updates["status"] = commit.status
+            updates["error"] = commit.error
+        data.invocations[commit.invocation_id] = current.model_copy(update=updates, deep=True)
+
+    def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
+        assert commit.invocation_id is not None  # checked by the caller
+        for row in commit.opened:
+            stored = row.model_copy(update={"created_at": now}, deep=True)
+            data.interrupts[(row.invocation_id, row.interrupt_id)] = stored
+        for interrupt_id, answer in commit.answered:
+            row = data.interrupts.get((commit.invocation_id, interrupt_id))
+            if row is not None:
+                data.interrupts[(commit.invocation_id, interrupt_id)] = row.model_copy(
+                    update={
+                        "status": InterruptStatus.ANSWERED,
+                        "answered_at": now,
+                        "answer": answer,
+                        "answered_by": commit.answered_by,
+                    },
+                    deep=True,
+                )
+
+    async def load_invocation(
+        self, key: SessionKey, invocation_id: InvocationId
+    ) -> Invocation | None:
+        data = self._sessions.get(key)
+        found = data.invocations.get(invocation_id) if data else None
+        return found.model_copy(deep=True) if found else None
+
+    async def list_invocations(self, key: SessionKey) -> list[Invocation]:
+        data = self._sessions.get(key)
+        if data is None:
+            return []
+        return sorted(
+            (i.model_copy(deep=True) for i in data.invocations.values()),
+            key=lambda i: i.created_at,
+        )
+
+    async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
+        data = self._sessions.get(key)
+        if data is None:
+            return []
+        return [
+            row.model_copy(deep=True)
+            for (_, iid), row in data.interrupts.items()
+            if iid == interrupt_id
+        ]
+
+    async def list_interrupts(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        session_id: SessionId | None = None,
+        invocation_id: InvocationId | None = None,
+        status: InterruptStatus | None = InterruptStatus.OPEN,
+    ) -> list[Interrupt]:
+        rows = [
+            row
+            for key, data in self._sessions.items()
+            if key.app_name == app_name
+            and (user_id is None or key.user_id == user_id)
+            and (session_id is None or key.session_id == session_id)
+            for row in data.interrupts.values()
+            if (invocation_id is None or row.invocation_id == invocation_id)
+            and (status is None or row.status == status)
+        ]
+        return [r.model_copy(deep=True) for r in sorted(rows, key=lambda r: r.created_at)]
+
+    async def claim(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
+        now = self._clock()
+        held = self._leases.get(invocation_id)
+        if held is not None and held.owner != owner and held.expires_at > now:
+            raise InvocationBusyError(
+                f"invocation '{invocation_id}' is being run by '{held.owner}' (lease until "
+                f"{held.expires_at:.0f}); wait for that run to pause or finish, then retry."
+            )
+        lease = Lease(invocation_id, owner, now + ttl.total_seconds())
+        self._leases[invocation_id] = lease
+        return lease
+
+    async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
+        held = self._leases.get(lease.invocation_id)
+        if held is None or held.owner != lease.owner:
+            raise InvocationBusyError(
+                f"lease on invocation '{lease.invocation_id}' was lost by '{lease.owner}'; "
+                "another process took the run over."
+            )
+        renewed = Lease(lease.invocation_id, lease.owner, self._clock() + ttl.total_seconds())
+        self._leases[lease.invocation_id] = renewed
+        return renewed
+
+    async def release(self, lease: Lease) -> None:
+        held = self._leases.get(lease.invocation_id)
+        if held is not None and held.owner == lease.owner:
+            del self._leases[lease.invocation_id]
+
+    async def close(self) -> None:
+        return None
