@@ -1,0 +1,117 @@
+"""The session services users construct: the reference API over a Store.
+
+`InMemorySessionService()`, `SqliteSessionService(path)` and
+`DatabaseSessionService(url)` differ only in the store they wrap; the Runner
+reads `.store` and talks to it directly.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, JsonValue
+
+from baton.events import Event
+from baton.sessions.memory import MemoryStore
+from baton.sessions.store import Session, SessionKey, StepCommit, Store
+from baton.errors import SessionNotFoundError
+from baton.types import SessionId
+
+__all__ = [
+    "BaseSessionService",
+    "GetSessionConfig",
+    "InMemorySessionService",
+    "ListSessionsResponse",
+]
+
+
+class GetSessionConfig(BaseModel):
+    """How much of a session's history `get_session` loads."""
+
+    num_recent_events: int | None = None
+
+
+class ListSessionsResponse(BaseModel):
+    """The result of `list_sessions`."""
+
+    sessions: list[Session] = Field(default_factory=list[Session])
+
+
+class BaseSessionService:
+    """Session CRUD in the reference system's shape, over any `Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, JsonValue] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session (a fresh UUID when `session_id` is omitted).
+
+        Raises:
+            SessionExistsError: the id is taken.
+        """
+        return await self.store.create_session(
+            app_name, user_id, session_id=SessionId(session_id) if session_id else None, state=state
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (the newest N with `config`), or None."""
+        limit = config.num_recent_events if config else None
+        return await self.store.get_session(
+            SessionKey(app_name, user_id, SessionId(session_id)), event_limit=limit
+        )
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """Sessions of an app (of one user when given), without events."""
+        return ListSessionsResponse(sessions=await self.store.list_sessions(app_name, user_id))
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete a session with its events, invocations and interrupts."""
+        await self.store.delete_session(SessionKey(app_name, user_id, SessionId(session_id)))
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Append an event outside any run (partial events are skipped).
+
+        Raises:
+            SessionNotFoundError: the session does not exist.
+        """
+        if event.partial:
+            return event
+        if await self.store.get_session(session.key, with_events=False) is None:
+            raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
+        await self.store.commit_step(
+            StepCommit(
+                session=session.key,
+                invocation_id=None,
+                expected_version=0,
+                events=(event,),
+                state_delta=dict(event.actions.state_delta),
+            )
+        )
+        session.events.append(event)
+        session.state.update(event.actions.state_delta)
+        return event
+
+    async def close(self) -> None:
+        """Release the store's connections."""
+        await self.store.close()
+
+
+class InMemorySessionService(BaseSessionService):
+    """Sessions kept in this process's memory."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore())
