@@ -119,9 +119,7 @@ class Event(WireModel):
         if shortcut:
             actions = fields.get("actions")
             merged = (
-                actions.model_dump()
-                if isinstance(actions, EventActions)
-                else dict(actions or {})  # pyright: ignore[reportUnknownArgumentType]
+                actions.model_dump() if isinstance(actions, EventActions) else dict(actions or {})  # pyright: ignore[reportUnknownArgumentType]
             )
             if "state" in shortcut:
                 merged["state_delta"] = {**merged.get("state_delta", {}), **shortcut["state"]}
@@ -193,11 +191,13 @@ def json_schema_of(schema: object) -> dict[str, JsonValue] | None:
     if schema is None:
         return None
     if isinstance(schema, dict):
-        return to_json_value(schema, what="a response_schema")  # pyright: ignore[reportReturnType]
+        as_dict: dict[str, object] = schema  # pyright: ignore[reportUnknownVariableType] -- a user's dict
+        return to_json_value(as_dict, what="a response_schema")  # pyright: ignore[reportReturnType] -- a dict stays a dict
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_json_schema()  # pyright: ignore[reportReturnType]
     try:
-        return TypeAdapter(schema).json_schema()  # pyright: ignore[reportReturnType]
+        adapter: TypeAdapter[Any] = TypeAdapter(schema)  # pyright: ignore[reportArgumentType, reportUnknownVariableType] -- any type form is tried
+        return adapter.json_schema()  # pyright: ignore[reportReturnType] -- JSON schema is JSON
     except Exception as exc:  # pydantic raises several types for unsupported annotations
         raise TypeError(
             f"response_schema {schema!r} is not a pydantic model, a Python type or a "

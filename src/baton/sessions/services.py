@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, JsonValue
 
+from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.memory import MemoryStore
 from baton.sessions.store import Session, SessionKey, StepCommit, Store
-from baton.errors import SessionNotFoundError
 from baton.types import SessionId
 
 __all__ = [

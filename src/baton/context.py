@@ -1,0 +1,172 @@
+"""InvocationContext (one per invocation) and Context (one per node run).
+
+A node sees its Context: the session state, the answers to its interrupts
+(`resume_inputs`), its run id and a stable idempotency key. Writes to
+`ctx.state` stay pending until the node's step commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from pydantic import JsonValue
+
+from baton.events import Event, EventActions, RouteValue, to_json_value
+from baton.sessions.store import Interrupt, Session, SessionKey
+from baton.types import Content, InvocationId
+
+__all__ = ["CommitFn", "Context", "InvocationContext", "State", "StepParts"]
+
+
+class State(MutableMapping[str, JsonValue]):
+    """Session state as a node sees it: committed values overlaid with this run's writes."""
+
+    def __init__(self, committed: dict[str, JsonValue]) -> None:
+        self._committed = committed
+        self._writes: dict[str, JsonValue] = {}
+        self._pending: dict[str, JsonValue] = {}
+
+    def __getitem__(self, key: str) -> JsonValue:
+        if key in self._writes:
+            return self._writes[key]
+        return self._committed[key]
+
+    def __setitem__(self, key: str, value: JsonValue) -> None:
+        converted = to_json_value(value, what=f"state value '{key}'")
+        self._writes[key] = converted
+        self._pending[key] = converted
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._writes
+        yield from (k for k in self._committed if k not in self._writes)
+
+    def __len__(self) -> int:
+        return len(self._committed.keys() | self._writes.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._writes or key in self._committed
+
+    def take_pending(self) -> dict[str, JsonValue]:
+        """Writes not yet attached to an event; they stay visible to the node."""
+        pending, self._pending = self._pending, {}
+        return pending
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """A plain copy of what this view shows."""
+        return {k: self[k] for k in self}
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """What a step adds besides the checkpoint: events, state, interrupt index changes."""
+
+    events: tuple[Event, ...] = ()
+    state_delta: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    opened: tuple[Interrupt, ...] = ()
+    answered: tuple[tuple[str, JsonValue], ...] = ()
+
+
+CommitFn: TypeAlias = Callable[[StepParts, Callable[[], None]], Awaitable[None]]
+"""Lands a step: runs the checkpoint mutation, then commits it with the parts atomically."""
+
+
+@dataclass
+class InvocationContext:
+    """What every node run of one invocation shares."""
+
+    invocation_id: InvocationId
+    app_name: str
+    user_id: str
+    session: Session
+    user_content: Content | None
+    is_resumable: bool
+    load_history: Callable[[], Awaitable[list[Event]]]
+    commit: CommitFn
+    agent_name: str = ""
+    services: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def session_key(self) -> SessionKey:
+        return self.session.key
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+
+class Context:
+    """One node run's view of the invocation: state, answers, ids, and what it produced."""
+
+    def __init__(
+        self,
+        invocation: InvocationContext,
+        *,
+        node_path: str,
+        run_id: str,
+        node_name: str,
+        resume_inputs: dict[str, JsonValue] | None = None,
+        open_interrupts: dict[str, Interrupt] | None = None,
+        answered: set[str] | None = None,
+        output: JsonValue = None,
+        attempt_count: int = 1,
+        agent_states: dict[str, JsonValue] | None = None,
+        ended_agents: set[str] | None = None,
+    ) -> None:
+        self._invocation_context = invocation
+        self.node_path = node_path
+        self.run_id = run_id
+        self.node_name = node_name
+        self.resume_inputs: dict[str, JsonValue] = dict(resume_inputs or {})
+        self.open_interrupts: dict[str, Interrupt] = dict(open_interrupts or {})
+        self.answered: set[str] = set(answered or ())
+        self.raised: dict[str, Interrupt] = {}
+        self.output: JsonValue = output
+        self.route: RouteValue | list[RouteValue] | None = None
+        self.attempt_count = attempt_count
+        self.actions = EventActions()
+        self.state = State(invocation.session.state)
+        self.agent_states: dict[str, JsonValue] = dict(agent_states or {})
+        self.ended_agents: set[str] = set(ended_agents or ())
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        return self._invocation_context
+
+    @property
+    def invocation_id(self) -> InvocationId:
+        return self._invocation_context.invocation_id
+
+    @property
+    def session(self) -> Session:
+        return self._invocation_context.session
+
+    @property
+    def user_id(self) -> str:
+        return self._invocation_context.user_id
+
+    @property
+    def app_name(self) -> str:
+        return self._invocation_context.app_name
+
+    @property
+    def user_content(self) -> Content | None:
+        return self._invocation_context.user_content
+
+    @property
+    def is_resumable(self) -> bool:
+        return self._invocation_context.is_resumable
+
+    @property
+    def interrupt_ids(self) -> set[str]:
+        """Ids of this run's interrupts that still wait for an answer."""
+        return set(self.open_interrupts)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across retries and crash recovery of this node run: dedupe side effects on it."""
+        return f"{self.invocation_id}/{self.node_path}@{self.run_id}"

@@ -1,0 +1,18 @@
+"""Workflow graphs: nodes, edges, and the scheduler that runs them."""
+
+from baton.workflow.graph import DEFAULT_ROUTE, Edge
+from baton.workflow.nodes import START, BaseNode, FunctionNode, JoinNode, Node, RetryConfig, node
+from baton.workflow.scheduler import Workflow
+
+__all__ = [
+    "DEFAULT_ROUTE",
+    "START",
+    "BaseNode",
+    "Edge",
+    "FunctionNode",
+    "JoinNode",
+    "Node",
+    "RetryConfig",
+    "Workflow",
+    "node",
+]

@@ -1,0 +1,136 @@
+"""Binding a function node's parameters by name.
+
+`ctx` gets the Context, `node_input` the predecessor's output; any other
+parameter is read from session state by name or, when it is the only other
+parameter and state has no such key, from the node input, validated into its
+annotated type.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
+
+from baton.context import Context
+from baton.errors import MissingParameterError
+from baton.types import Content, Part
+
+__all__ = ["Binder"]
+
+_EMPTY: Final = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    annotation: Any
+    default: Any
+    adapter: TypeAdapter[Any] | None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _EMPTY
+
+
+def _adapter_for(annotation: Any) -> TypeAdapter[Any] | None:
+    if annotation is _EMPTY or annotation is Any or annotation is object:
+        return None
+    try:
+        return TypeAdapter(annotation)
+    except Exception:  # pydantic raises several types for unsupported annotations
+        return None
+
+
+class Binder:
+    """Computes the keyword arguments of one function for each run."""
+
+    def __init__(self, func: Callable[..., object], node_name: str) -> None:
+        self._node_name = node_name
+        hints = _resolved_hints(func)
+        self._ctx_params: list[str] = []
+        self._input_param: _Param | None = None
+        self._state_params: list[_Param] = []
+        for p in inspect.signature(func).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            annotation = hints.get(p.name, p.annotation)
+            if p.name == "ctx" or annotation is Context:
+                self._ctx_params.append(p.name)
+                continue
+            param = _Param(p.name, annotation, p.default, _adapter_for(annotation))
+            if p.name == "node_input":
+                self._input_param = param
+            else:
+                self._state_params.append(param)
+        self._input_fallback = len(self._state_params) == 1 and self._input_param is None
+
+    @property
+    def takes_ctx(self) -> bool:
+        return bool(self._ctx_params)
+
+    def bind(self, ctx: Context, node_input: JsonValue) -> dict[str, Any]:
+        """The arguments for one call.
+
+        Raises:
+            MissingParameterError: a parameter has no value anywhere; names it and the node.
+        """
+        kwargs: dict[str, Any] = dict.fromkeys(self._ctx_params, ctx)
+        if self._input_param is not None:
+            kwargs["node_input"] = self._convert(self._input_param, node_input)
+        for param in self._state_params:
+            kwargs[param.name] = self._bind_state(param, ctx, node_input)
+        return kwargs
+
+    def _bind_state(self, param: _Param, ctx: Context, node_input: JsonValue) -> Any:
+        if param.name in ctx.state:
+            return self._convert(param, ctx.state[param.name])
+        if self._input_fallback and node_input is not None:
+            return self._convert(param, node_input)
+        if param.has_default:
+            return param.default
+        raise MissingParameterError(
+            f"node '{self._node_name}' needs parameter '{param.name}', but session state has "
+            f"no key '{param.name}'"
+            + ("" if self._input_fallback else " (and it is not the node's only input parameter)")
+            + f"; set state['{param.name}'] before this node runs or give the parameter a default."
+        )
+
+    def _convert(self, param: _Param, value: JsonValue) -> Any:
+        if param.annotation is Content:
+            return _as_content(value)
+        if param.adapter is None or value is None:
+            return value
+        try:
+            return param.adapter.validate_python(value)
+        except ValidationError as first:
+            if isinstance(value, str):
+                try:
+                    return param.adapter.validate_json(value)
+                except ValidationError:
+                    pass
+            raise MissingParameterError(
+                f"node '{self._node_name}' parameter '{param.name}' expects "
+                f"{_type_name(param.annotation)}, got {value!r}: {first.errors()[0]['msg']}."
+            ) from first
+
+
+def _resolved_hints(func: Callable[..., object]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(func)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        return {}
+
+
+def _as_content(value: JsonValue) -> Content:
+    if isinstance(value, dict):
+        return Content.model_validate(value)
+    return Content(role="user", parts=[Part(text="" if value is None else str(value))])
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or repr(annotation)

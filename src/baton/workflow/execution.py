@@ -1,0 +1,366 @@
+"""Executing one node run: drive its generator, collect what it yields, commit its step.
+
+A run's events, state writes and new interrupts are buffered and land in one
+commit together with the run's new status (and whatever its parent decides
+about successors), so a crash leaves either all of a step or none of it.
+Nodes with `commits_each_event` (agents) commit each event as it comes, so a
+finished tool call or sub-agent is durable before the next one starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Final
+
+from pydantic import JsonValue
+
+from baton.context import Context, InvocationContext, StepParts
+from baton.errors import NodeTimeoutError, OutputAlreadySetError
+from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput
+from baton.sessions.store import Interrupt
+from baton.types import Content, Part
+from baton.workflow.checkpoint import RunRecord, RunStatus
+from baton.workflow.nodes import Node
+
+__all__ = [
+    "NodeRunFailedError",
+    "carried_interrupt",
+    "complete_with_answers",
+    "current_record",
+    "execute_run",
+    "wants_execution",
+]
+
+current_record: Final[ContextVar[RunRecord]] = ContextVar("baton_current_record")
+"""The record of the node run executing in this task (read by workflows for their state)."""
+
+Finish = Callable[[RunRecord], None]
+
+
+class NodeRunFailedError(Exception):
+    """A node run failed for good; carries the node's own exception up the tree."""
+
+    def __init__(self, path: str, error: BaseException) -> None:
+        super().__init__(f"node run '{path}' failed: {type(error).__name__}: {error}")
+        self.path = path
+        self.error = error
+
+
+def wants_execution(node: Node, record: RunRecord) -> bool | None:
+    """Whether a loaded run must execute (True), complete from its answers (None) or wait."""
+    if record.status in (RunStatus.RUNNING, RunStatus.FAILED):
+        return True
+    if record.status != RunStatus.WAITING or not record.fresh:
+        return False
+    if node.rerun_on_resume or record.child is not None:
+        return True
+    return None if not record.interrupts else False
+
+
+async def complete_with_answers(
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
+) -> None:
+    """Finish a `rerun_on_resume=False` run whose interrupts are all answered: the answer
+    (or the answers by id) becomes its output, without executing it again."""
+    answers = record.answers
+    output: JsonValue = next(iter(answers.values())) if len(answers) == 1 else dict(answers)
+    event = Event(
+        invocation_id=invocation.invocation_id,
+        author=node.name,
+        output=output,
+        node_info=NodeInfo(path=record.path, run_id=record.run_id),
+    )
+
+    def mutate() -> None:
+        record.status = RunStatus.COMPLETED
+        record.output = output
+        record.fresh = []
+        finish(record)
+
+    await invocation.commit(StepParts(events=(event,)), mutate)
+
+
+@dataclass
+class _Collector:
+    """Normalizes what a node yields and keeps it until the step commits."""
+
+    node: Node
+    ctx: Context
+    record: RunRecord
+    events: list[Event] = field(default_factory=list[Event])
+    opened: list[Interrupt] = field(default_factory=list[Interrupt])
+    has_output: bool = False
+
+    async def take(self, item: object) -> None:
+        if item is None:
+            return
+        if isinstance(item, RequestInput):
+            event = self._ask(item)
+            if event is None:
+                return
+        elif isinstance(item, Event):
+            event = item
+        else:
+            event = Event.model_validate({"output": item})
+        self._absorb(event)
+        if getattr(self.node, "commits_each_event", False):
+            await self.flush()
+
+    def _ask(self, request: RequestInput) -> Event | None:
+        iid = request.interrupt_id
+        if iid in self.ctx.open_interrupts or iid in self.ctx.resume_inputs:
+            return None  # asked again on a rerun: already open, or answered
+        call = request.to_function_call()
+        payload = (call.args or {}).get("payload")
+        self._open(iid, REQUEST_INPUT_FUNCTION, request.message, payload, request.json_schema())
+        return Event(
+            content=Content(role="model", parts=[Part(function_call=call)]),
+            long_running_tool_ids={iid},
+        )
+
+    def _open(
+        self,
+        iid: str,
+        function_name: str,
+        message: str | None,
+        payload: JsonValue,
+        schema: dict[str, JsonValue] | None,
+    ) -> None:
+        ic = self.ctx.invocation_context
+        row = Interrupt(
+            app_name=ic.app_name,
+            user_id=ic.user_id,
+            session_id=ic.session.id,
+            invocation_id=ic.invocation_id,
+            interrupt_id=iid,
+            node_path=self.record.path,
+            function_name=function_name,
+            message=message,
+            payload=payload,
+            response_schema=schema,
+        )
+        self.ctx.open_interrupts[iid] = row
+        self.ctx.raised[iid] = row
+        self.opened.append(row)
+
+    def _absorb(self, event: Event) -> None:
+        ctx = self.ctx
+        event.invocation_id = ctx.invocation_id
+        event.author = event.author or self.node.name
+        if event.node_info is None:
+            event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
+        if event.output is not None:
+            if self.has_output:
+                raise OutputAlreadySetError(
+                    f"node '{self.node.name}' produced a second output ({event.output!r}); a node "
+                    "run has one output: yield further values as events without output."
+                )
+            self.has_output = True
+            ctx.output = event.output
+        if event.actions.route is not None:
+            ctx.route = event.actions.route
+        for key, value in event.actions.state_delta.items():
+            ctx.state[key] = value
+        event.actions.state_delta = ctx.state.take_pending()
+        self._note_long_running(event)
+        self._note_agent_state(event)
+        self.events.append(event)
+
+    def _note_long_running(self, event: Event) -> None:
+        calls = {c.id: c for c in event.function_calls if c.id}
+        for iid in sorted(event.long_running_tool_ids or ()):
+            if iid in self.ctx.open_interrupts or iid in self.ctx.resume_inputs:
+                continue
+            call = calls.get(iid)
+            name = call.name if call and call.name else ""
+            self._open(iid, name, None, call.args if call else None, None)
+
+    def _note_agent_state(self, event: Event) -> None:
+        actions = event.actions
+        if actions.agent_state is not None:
+            self.ctx.agent_states[event.author] = actions.agent_state
+        if actions.end_of_agent:
+            self.ctx.agent_states.pop(event.author, None)
+            self.ctx.ended_agents.add(event.author)
+
+    def parts(self) -> StepParts:
+        return StepParts(
+            events=tuple(self.events),
+            state_delta=self._all_writes(),
+            opened=tuple(self.opened),
+        )
+
+    def _all_writes(self) -> dict[str, JsonValue]:
+        delta: dict[str, JsonValue] = {}
+        for event in self.events:
+            delta.update(event.actions.state_delta)
+        delta.update(self.ctx.state.take_pending())
+        return delta
+
+    async def flush(self) -> None:
+        """Commit what was collected so far; the run stays RUNNING."""
+        parts = self.parts()
+        self.events, self.opened = [], []
+        record, ctx = self.record, self.ctx
+
+        def mutate() -> None:
+            record.agent_states = dict(ctx.agent_states)
+            record.ended_agents = sorted(ctx.ended_agents)
+            record.interrupts = list(ctx.open_interrupts)
+            record.output = ctx.output
+
+        await ctx.invocation_context.commit(parts, mutate)
+
+
+def _context_for(node: Node, record: RunRecord, invocation: InvocationContext) -> Context:
+    return Context(
+        invocation,
+        node_path=record.path,
+        run_id=record.run_id,
+        node_name=node.name,
+        resume_inputs=record.answers,
+        open_interrupts={
+            iid: carried_interrupt(invocation, record, iid) for iid in record.interrupts
+        },
+        output=record.output,
+        attempt_count=record.attempt,
+        agent_states=record.agent_states,
+        ended_agents=set(record.ended_agents),
+    )
+
+
+def carried_interrupt(invocation: InvocationContext, record: RunRecord, iid: str) -> Interrupt:
+    """A still-open interrupt carried over from an earlier execution (its index row exists)."""
+    return Interrupt(
+        app_name=invocation.app_name,
+        user_id=invocation.user_id,
+        session_id=invocation.session.id,
+        invocation_id=invocation.invocation_id,
+        interrupt_id=iid,
+        node_path=record.path,
+        function_name="",
+    )
+
+
+async def execute_run(
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
+) -> None:
+    """Execute one run (retrying per the node's RetryConfig) and commit its step.
+
+    Raises:
+        NodeRunFailedError: the run failed for good; its error event was committed.
+    """
+    token = current_record.set(record)
+    record.attempt = 0
+    try:
+        while True:
+            record.attempt += 1
+            ctx = _context_for(node, record, invocation)
+            collector = _Collector(node, ctx, record)
+            try:
+                await _drive(node, ctx, record, collector)
+            except NodeRunFailedError as failure:
+                await _commit_failure(node, record, invocation, None, finish)
+                raise NodeRunFailedError(record.path, failure.error) from failure.error
+            except Exception as error:
+                if node.retry_config and node.retry_config.should_retry(error, record.attempt):
+                    await _commit_attempt_error(node, record, invocation, error)
+                    await asyncio.sleep(node.retry_config.delay(record.attempt))
+                    continue
+                await _commit_failure(node, record, invocation, error, finish)
+                raise NodeRunFailedError(record.path, error) from error
+            await _commit_end(node, ctx, record, collector, finish)
+            return
+    finally:
+        current_record.reset(token)
+
+
+async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
+    timeout = node.timeout
+    scope = asyncio.timeout(timeout)
+    items = node.run(ctx, record.input)
+    try:
+        async with scope:
+            try:
+                async for item in items:
+                    await collector.take(item)
+            finally:
+                await _close(items)
+    except TimeoutError as error:
+        if timeout is not None and scope.expired():
+            raise NodeTimeoutError(node.name, timeout) from error
+        raise
+
+
+async def _close(items: AsyncIterator[object]) -> None:
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _error_event(
+    node: Node, record: RunRecord, invocation: InvocationContext, error: BaseException
+) -> Event:
+    return Event(
+        invocation_id=invocation.invocation_id,
+        author=node.name,
+        node_info=NodeInfo(path=record.path, run_id=record.run_id),
+        error_code=type(error).__name__,
+        error_message=str(error),
+    )
+
+
+async def _commit_attempt_error(
+    node: Node, record: RunRecord, invocation: InvocationContext, error: Exception
+) -> None:
+    event = _error_event(node, record, invocation, error)
+    await invocation.commit(StepParts(events=(event,)), lambda: None)
+
+
+async def _commit_failure(
+    node: Node,
+    record: RunRecord,
+    invocation: InvocationContext,
+    error: BaseException | None,
+    finish: Finish,
+) -> None:
+    events = () if error is None else (_error_event(node, record, invocation, error),)
+
+    def mutate() -> None:
+        record.status = RunStatus.FAILED
+        record.error = None if error is None else f"{type(error).__name__}: {error}"
+        finish(record)
+
+    await invocation.commit(StepParts(events=events), mutate)
+
+
+async def _commit_end(
+    node: Node, ctx: Context, record: RunRecord, collector: _Collector, finish: Finish
+) -> None:
+    if ctx.output is not None and not collector.has_output and getattr(node, "emits_output", True):
+        collector.events.append(
+            Event(
+                invocation_id=ctx.invocation_id,
+                author=node.name,
+                output=ctx.output,
+                node_info=NodeInfo(path=record.path, run_id=record.run_id),
+            )
+        )
+    parts = collector.parts()
+    routes = ctx.route if isinstance(ctx.route, list) else [] if ctx.route is None else [ctx.route]
+
+    def mutate() -> None:
+        record.interrupts = list(ctx.open_interrupts)
+        record.status = RunStatus.WAITING if record.interrupts else RunStatus.COMPLETED
+        record.output = ctx.output
+        record.routes = list(routes)
+        record.fresh = []
+        record.error = None
+        record.agent_states = dict(ctx.agent_states)
+        record.ended_agents = sorted(ctx.ended_agents)
+        finish(record)
+
+    await ctx.invocation_context.commit(parts, mutate)

@@ -1,0 +1,388 @@
+"""From edge specs to a validated graph with a structural fingerprint (no I/O).
+
+An edge item is a chain tuple `("START", a, b)`, whose elements may be a node
+(object, function or name), a tuple of nodes (fan-out / fan-in), or a routing map
+`{route_value: node_or_tuple}`; or an `Edge(from_node=, to_node=, route=)`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, final
+
+from pydantic import JsonValue
+
+from baton.events import RouteValue
+from baton.workflow.nodes import START, FunctionNode, Node, StartNode
+
+__all__ = [
+    "DEFAULT_ROUTE",
+    "Edge",
+    "Graph",
+    "GraphEdge",
+    "describe_difference",
+    "fingerprint_of",
+    "parse_graph",
+]
+
+DEFAULT_ROUTE: Final = "__DEFAULT__"
+"""A route that fires when none of the node's other routes matched."""
+
+_START_NAME: Final = START.name
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class Edge:
+    """One edge spelled out: `Edge(from_node=a, to_node=b, route="ok")`."""
+
+    from_node: object
+    to_node: object
+    route: RouteValue | Sequence[RouteValue] | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """A resolved edge; `routes` is None for an unconditional edge."""
+
+    source: str
+    target: str
+    routes: tuple[RouteValue, ...] | None = None
+
+    def describe(self) -> str:
+        shown = "START" if self.source == _START_NAME else self.source
+        label = "" if self.routes is None else f" [{', '.join(map(repr, self.routes))}]"
+        return f"{shown} -> {self.target}{label}"
+
+
+@dataclass
+class Graph:
+    """A validated workflow graph."""
+
+    name: str
+    nodes: dict[str, Node]
+    edges: list[GraphEdge]
+    outgoing: dict[str, list[GraphEdge]] = field(default_factory=dict[str, list[GraphEdge]])
+    predecessors: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+
+    def __post_init__(self) -> None:
+        for edge in self.edges:
+            self.outgoing.setdefault(edge.source, []).append(edge)
+            preds = self.predecessors.setdefault(edge.target, [])
+            if edge.source not in preds:
+                preds.append(edge.source)
+
+    def successors(self, name: str, routes: Sequence[RouteValue]) -> list[str]:
+        """The nodes triggered when `name` finishes having emitted `routes`."""
+        chosen: list[str] = []
+        defaults: list[str] = []
+        matched = False
+        for edge in self.outgoing.get(name, ()):
+            if edge.routes is None:
+                chosen.append(edge.target)
+            elif DEFAULT_ROUTE in edge.routes:
+                defaults.append(edge.target)
+            elif any(_route_in(r, edge.routes) for r in routes):
+                chosen.append(edge.target)
+                matched = True
+        return chosen + ([] if matched else defaults)
+
+    def structure(self) -> dict[str, JsonValue]:
+        """The canonical structure the fingerprint is computed from."""
+        edges: list[JsonValue] = [e.describe() for e in sorted(self.edges, key=GraphEdge.describe)]
+        return {
+            "workflow": self.name,
+            "nodes": {name: _kind(n) for name, n in sorted(self.nodes.items())},
+            "edges": edges,
+        }
+
+    def fingerprint(self) -> str:
+        """The structure as canonical JSON: equal iff nodes (with kinds) and edges are equal."""
+        return json.dumps(self.structure(), sort_keys=True, separators=(",", ":"))
+
+    def digest(self) -> str:
+        """A short hash of the fingerprint, for display."""
+        return hashlib.sha256(self.fingerprint().encode()).hexdigest()[:12]
+
+
+def _route_in(route: RouteValue, routes: tuple[RouteValue, ...]) -> bool:
+    # `True == 1` in Python; routes compare by type too, so `1` does not match `True`.
+    return any(route == r and type(route) is type(r) for r in routes)
+
+
+def _kind(node: Node) -> JsonValue:
+    nested = getattr(node, "graph", None)
+    if isinstance(nested, Graph):
+        return {"Workflow": nested.structure()}
+    kind = type(node).__name__
+    return f"{kind}(rerun)" if node.rerun_on_resume else kind
+
+
+class _Parser:
+    def __init__(self, workflow: str) -> None:
+        self.workflow = workflow
+        self.problems: list[str] = []
+        self.nodes: dict[str, Node] = {}
+        self.by_callable: dict[int, Node] = {}
+        self.refs: list[tuple[str, str]] = []  # (name, where) referenced by string
+        self.edges: list[GraphEdge] = []
+
+    def resolve(self, item: object, where: str) -> str | None:
+        """The node name for an edge element, registering the node; None on a problem."""
+        if isinstance(item, StartNode) or item == "START":
+            return _START_NAME
+        if isinstance(item, str):
+            self.refs.append((item, where))
+            return item
+        if isinstance(item, Node):
+            return self._register(item, where)
+        if callable(item):
+            return self._register_callable(item, where)
+        self.problems.append(
+            f"{where}: {item!r} is not a node; use a node, a function, a node name or 'START'."
+        )
+        return None
+
+    def _register_callable(self, func: Callable[..., Any], where: str) -> str | None:
+        known = self.by_callable.get(id(func))
+        if known is not None:
+            return known.name
+        try:
+            wrapped = FunctionNode(func)
+        except (TypeError, ValueError) as exc:
+            self.problems.append(f"{where}: {exc}")
+            return None
+        self.by_callable[id(func)] = wrapped
+        return self._register(wrapped, where)
+
+    def _register(self, node: Node, where: str) -> str:
+        existing = self.nodes.get(node.name)
+        if existing is not None and existing is not node:
+            self.problems.append(
+                f"{where}: two different nodes are named '{node.name}'; give each a unique name."
+            )
+        elif node.name == _START_NAME and not isinstance(node, StartNode):
+            self.problems.append(f"{where}: the name '{_START_NAME}' is reserved for START.")
+        else:
+            self.nodes[node.name] = node
+        return node.name
+
+    def add_edge(
+        self, source: str, target: str, routes: tuple[RouteValue, ...] | None, where: str
+    ) -> None:
+        if target == _START_NAME:
+            self.problems.append(f"{where}: START cannot be the target of an edge.")
+            return
+        if source == _START_NAME and routes is not None:
+            self.problems.append(f"{where}: edges out of START cannot carry a route.")
+            return
+        edge = GraphEdge(source, target, routes)
+        if edge in self.edges:
+            self.problems.append(f"{where}: duplicate edge {edge.describe()}.")
+            return
+        self.edges.append(edge)
+
+
+def _routes_of(route: object, where: str, parser: _Parser) -> tuple[RouteValue, ...] | None:
+    if route is None:
+        return None
+    values: Iterable[object] = route if isinstance(route, list | tuple) else (route,)  # pyright: ignore[reportUnknownVariableType] -- checked below
+    checked: list[RouteValue] = []
+    for value in values:  # pyright: ignore[reportUnknownVariableType] -- checked here
+        if not isinstance(value, str | int | bool):
+            parser.problems.append(f"{where}: route {value!r} must be a str, int or bool.")
+            return None
+        checked.append(value)
+    if len(checked) > 1 and DEFAULT_ROUTE in checked:
+        parser.problems.append(f"{where}: DEFAULT_ROUTE cannot be mixed into a route list.")
+        return None
+    if not checked:
+        parser.problems.append(f"{where}: an empty route list never fires.")
+        return None
+    return tuple(checked)
+
+
+def _targets(
+    element: object, where: str, parser: _Parser
+) -> list[tuple[str, tuple[RouteValue, ...] | None]]:
+    """(target, routes) pairs an element stands for; routes only for routing maps."""
+    if isinstance(element, Mapping):
+        if not element:
+            parser.problems.append(f"{where}: an empty routing map routes nowhere.")
+        pairs: list[tuple[str, tuple[RouteValue, ...] | None]] = []
+        mapping: Mapping[object, object] = element  # pyright: ignore[reportUnknownVariableType] -- keys and values are checked below
+        for route, target in mapping.items():
+            routes = _routes_of(route, f"{where} route {route!r}", parser)
+            for name, _ in _targets(target, f"{where} route {route!r}", parser):
+                pairs.append((name, routes))
+        return pairs
+    if isinstance(element, tuple):
+        if not element:
+            parser.problems.append(f"{where}: an empty tuple names no node.")
+        members: tuple[object, ...] = element  # pyright: ignore[reportUnknownVariableType] -- checked by resolve
+        names = [parser.resolve(e, where) for e in members]
+        return [(n, None) for n in names if n is not None]
+    name = parser.resolve(element, where)
+    return [] if name is None else [(name, None)]
+
+
+def _parse_chain(chain: tuple[object, ...], where: str, parser: _Parser) -> None:
+    if len(chain) < 2:
+        parser.problems.append(f"{where}: a chain needs at least two elements, got {chain!r}.")
+        return
+    if isinstance(chain[0], Mapping):
+        parser.problems.append(f"{where}: a chain cannot begin with a routing map.")
+        return
+    sources = [name for name, _ in _targets(chain[0], f"{where} element 0", parser)]
+    previous_was_map = False
+    for index, element in enumerate(chain[1:], start=1):
+        is_map = isinstance(element, Mapping)
+        if is_map and previous_was_map:
+            parser.problems.append(f"{where} element {index}: two routing maps in a row.")
+        label = f"{where} element {index}"
+        targets = _targets(element, label, parser)
+        if any(name == _START_NAME for name, _ in targets):
+            parser.problems.append(f"{label}: START may only begin a chain.")
+            targets = [(n, r) for n, r in targets if n != _START_NAME]
+        for source in sources:
+            for target, routes in targets:
+                parser.add_edge(source, target, routes, label)
+        sources = [name for name, _ in targets]
+        previous_was_map = is_map
+
+
+def parse_graph(name: str, edges: Sequence[object]) -> tuple[Graph | None, list[str]]:
+    """Parse and validate edge items; returns the graph, or None and every problem found."""
+    parser = _Parser(name)
+    for index, item in enumerate(edges):
+        where = f"edge item {index}"
+        if isinstance(item, Edge):
+            source = parser.resolve(item.from_node, f"{where} from_node")
+            target = parser.resolve(item.to_node, f"{where} to_node")
+            routes = _routes_of(item.route, where, parser)
+            if source is not None and target is not None:
+                parser.add_edge(source, target, routes, where)
+        elif isinstance(item, tuple):
+            _parse_chain(item, where, parser)  # pyright: ignore[reportUnknownArgumentType] -- elements checked by resolve
+        else:
+            parser.problems.append(
+                f"{where}: {item!r} is not an edge; use a chain tuple like "
+                "('START', a, b) or Edge(...)."
+            )
+    _check_names(parser)
+    if not parser.problems:
+        _check_shape(parser)
+    if parser.problems:
+        return None, parser.problems
+    return Graph(name, parser.nodes, parser.edges), []
+
+
+def _check_names(parser: _Parser) -> None:
+    for ref, where in parser.refs:
+        if ref not in parser.nodes:
+            known = ", ".join(sorted(parser.nodes)) or "none"
+            parser.problems.append(f"{where}: no node is named '{ref}' (known: {known}).")
+
+
+def _check_shape(parser: _Parser) -> None:
+    outgoing: dict[str, list[GraphEdge]] = {}
+    for edge in parser.edges:
+        outgoing.setdefault(edge.source, []).append(edge)
+    if _START_NAME not in outgoing:
+        parser.problems.append("no edge starts at START; begin a chain with 'START'.")
+        return
+    reached = _reachable(outgoing, lambda e: True)
+    for name in parser.nodes:
+        if name not in reached:
+            parser.problems.append(f"node '{name}' is unreachable from START.")
+    cycle = _unconditional_cycle(outgoing)
+    if cycle:
+        parser.problems.append(
+            f"the cycle {' -> '.join(cycle)} has no routed edge, so it would never end; "
+            "put a route on one of its edges."
+        )
+
+
+def _reachable(
+    outgoing: dict[str, list[GraphEdge]], follow: Callable[[GraphEdge], bool]
+) -> set[str]:
+    seen = {_START_NAME}
+    stack = [_START_NAME]
+    while stack:
+        for edge in outgoing.get(stack.pop(), ()):
+            if follow(edge) and edge.target not in seen:
+                seen.add(edge.target)
+                stack.append(edge.target)
+    return seen
+
+
+def _unconditional_cycle(outgoing: dict[str, list[GraphEdge]]) -> list[str]:
+    plain = {s: [e.target for e in es if e.routes is None] for s, es in outgoing.items()}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = 1
+        path.append(name)
+        for target in plain.get(name, ()):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[name] = 2
+        return []
+
+    for start in plain:
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def describe_difference(old: str, new: str) -> str:
+    """What changed between two fingerprints, in words ('' when nothing did)."""
+    try:
+        before: dict[str, Any] = json.loads(old)
+        after: dict[str, Any] = json.loads(new)
+    except ValueError:
+        return "the workflow's structure changed"
+    changes: list[str] = []
+    old_nodes: dict[str, Any] = before.get("nodes", {})
+    new_nodes: dict[str, Any] = after.get("nodes", {})
+    changes += [f"node '{n}' was added" for n in new_nodes if n not in old_nodes]
+    changes += [f"node '{n}' was removed" for n in old_nodes if n not in new_nodes]
+    changes += [
+        f"node '{n}' changed ({_short(old_nodes[n])} -> {_short(new_nodes[n])})"
+        for n in old_nodes
+        if n in new_nodes and old_nodes[n] != new_nodes[n]
+    ]
+    old_edges, new_edges = set(before.get("edges", [])), set(after.get("edges", []))
+    changes += [f"edge {e} was added" for e in sorted(new_edges - old_edges)]
+    changes += [f"edge {e} was removed" for e in sorted(old_edges - new_edges)]
+    if before.get("workflow") != after.get("workflow"):
+        changes.append(f"workflow renamed '{before.get('workflow')}' -> '{after.get('workflow')}'")
+    return "; ".join(changes)
+
+
+def _short(kind: Any) -> str:
+    return "Workflow" if isinstance(kind, dict) else str(kind)
+
+
+def fingerprint_of(root: object) -> str:
+    """The fingerprint of a root node: its graph's for a workflow, else its name and kind."""
+    graph = getattr(root, "graph", None)
+    if isinstance(graph, Graph):
+        return graph.fingerprint()
+    name = getattr(root, "name", "")
+    children: list[object] = list(getattr(root, "sub_agents", None) or [])
+    subs = [str(getattr(s, "name", "")) for s in children]
+    structure = {
+        "workflow": name,
+        "nodes": {name: type(root).__name__},
+        "edges": [],
+        "sub_agents": subs,
+    }
+    return json.dumps(structure, sort_keys=True, separators=(",", ":"))

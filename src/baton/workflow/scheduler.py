@@ -1,0 +1,184 @@
+"""The Workflow node and its scheduler: dispatch ready nodes, route outputs, pause, resume.
+
+A workflow's state (queue, running and waiting runs, join arrivals, output) lives
+in its run record inside the invocation's checkpoint. Every child step commits
+the child's result together with the scheduling decision it causes, so on
+resume the scheduler continues from exactly the committed frontier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar, final
+
+from pydantic import JsonValue
+
+from baton.context import Context, InvocationContext
+from baton.errors import GraphValidationError
+from baton.workflow.checkpoint import RunRecord, RunStatus, Trigger, WorkflowState
+from baton.workflow.execution import (
+    NodeRunFailedError,
+    carried_interrupt,
+    complete_with_answers,
+    current_record,
+    execute_run,
+    wants_execution,
+)
+from baton.workflow.graph import Graph, parse_graph
+from baton.workflow.nodes import BaseNode, JoinNode, Node, RetryConfig
+
+__all__ = ["Workflow"]
+
+_START = "__START__"
+
+
+@final
+class Workflow(BaseNode):
+    """A graph of nodes; itself a node, so workflows nest.
+
+    Args:
+        name: the workflow's name (a Python identifier).
+        edges: edge items: chain tuples `("START", a, b)` with fan-out tuples and
+            routing maps, or `Edge(...)`.
+        max_concurrency: at most this many child runs at once (unbounded when None).
+        retry_config, timeout, description: as for any node.
+
+    Raises:
+        GraphValidationError: every problem of the graph, in one error.
+    """
+
+    emits_output: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        edges: Sequence[object] = (),
+        max_concurrency: int | None = None,
+        rerun_on_resume: bool = True,
+        retry_config: RetryConfig | None = None,
+        timeout: float | None = None,
+        description: str = "",
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description,
+            rerun_on_resume=rerun_on_resume,
+            retry_config=retry_config,
+            timeout=timeout,
+        )
+        if max_concurrency is not None and max_concurrency < 1:
+            raise GraphValidationError(
+                name, [f"max_concurrency must be at least 1, got {max_concurrency}."]
+            )
+        graph, problems = parse_graph(name, list(edges))
+        if graph is None:
+            raise GraphValidationError(name, problems)
+        self.graph: Graph = graph
+        self.max_concurrency = max_concurrency
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.graph.nodes
+
+    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        record = current_record.get()
+        state = record.child if record.child is not None else WorkflowState()
+        record.child = state
+        if not state.started:
+            state.started = True
+            state.queue.extend(
+                Trigger(node=n, input=node_input) for n in self.graph.successors(_START, [])
+            )
+        await _Scheduler(self, ctx, record, state).run()
+        ctx.open_interrupts = {
+            iid: carried_interrupt(ctx.invocation_context, record, iid)
+            for iid in state.open_interrupts()
+        }
+        ctx.output = state.output
+        return
+        yield  # an async generator that yields nothing: children commit their own events
+
+
+class _Scheduler:
+    def __init__(
+        self, workflow: Workflow, ctx: Context, record: RunRecord, state: WorkflowState
+    ) -> None:
+        self.workflow = workflow
+        self.graph = workflow.graph
+        self.ctx = ctx
+        self.invocation: InvocationContext = ctx.invocation_context
+        self.record = record
+        self.state = state
+        self.running = 0
+        self.group: asyncio.TaskGroup | None = None
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                self.group = group
+                for run in list(self.state.runs.values()):
+                    await self._resume(run)
+                self._pump()
+        except* NodeRunFailedError as failures:
+            # The first failure stops the workflow; siblings were cancelled and stay
+            # RUNNING in the checkpoint, so a retry of the invocation re-runs them.
+            raise failures.exceptions[0] from None
+
+    async def _resume(self, run: RunRecord) -> None:
+        node = self.graph.nodes[run.node]
+        decision = wants_execution(node, run)
+        if decision is True:
+            self._start(run)
+        elif decision is None:
+            await complete_with_answers(node, run, self.invocation, self._absorb)
+            self._pump()
+
+    def _pump(self) -> None:
+        limit = self.workflow.max_concurrency
+        while self.state.queue and (limit is None or self.running < limit):
+            trigger = self.state.queue.pop(0)
+            run_id = self.state.counters.get(trigger.node, 0) + 1
+            self.state.counters[trigger.node] = run_id
+            run = RunRecord(
+                node=trigger.node,
+                path=f"{self.record.path}/{trigger.node}@{run_id}",
+                run_id=str(run_id),
+                input=trigger.input,
+            )
+            self.state.runs[run.key] = run
+            self._start(run)
+
+    def _start(self, run: RunRecord) -> None:
+        assert self.group is not None  # only called inside run()
+        self.running += 1
+        self.group.create_task(self._execute(run), name=run.path)
+
+    async def _execute(self, run: RunRecord) -> None:
+        try:
+            await execute_run(self.graph.nodes[run.node], run, self.invocation, self._absorb)
+        finally:
+            self.running -= 1
+        self._pump()
+
+    def _absorb(self, run: RunRecord) -> None:
+        """Fold a finished run into the workflow state (inside the run's commit)."""
+        if run.status != RunStatus.COMPLETED:
+            return
+        self.state.runs.pop(run.key, None)
+        successors = self.graph.successors(run.node, run.routes)
+        for name in successors:
+            if isinstance(self.graph.nodes[name], JoinNode):
+                self._arrive(name, run)
+            else:
+                self.state.queue.append(Trigger(node=name, input=run.output))
+        if not successors and run.output is not None:
+            self.state.output = run.output
+
+    def _arrive(self, join: str, run: RunRecord) -> None:
+        arrivals = self.state.joins.setdefault(join, {})
+        arrivals[run.node] = run.output
+        if all(p in arrivals for p in self.graph.predecessors.get(join, [])):
+            self.state.queue.append(Trigger(node=join, input=dict(arrivals)))
+            del self.state.joins[join]
