@@ -20,7 +20,7 @@ from baton.types import Content, InvocationId
 __all__ = ["CommitFn", "Context", "InvocationContext", "State", "StepParts"]
 
 
-class State(MutableMapping[str, JsonValue]):
+class State(MutableMapping[str, Any]):
     """Session state as a node sees it: committed values overlaid with this run's writes."""
 
     def __init__(self, committed: dict[str, JsonValue]) -> None:
@@ -28,12 +28,12 @@ class State(MutableMapping[str, JsonValue]):
         self._writes: dict[str, JsonValue] = {}
         self._pending: dict[str, JsonValue] = {}
 
-    def __getitem__(self, key: str) -> JsonValue:
+    def __getitem__(self, key: str) -> Any:
         if key in self._writes:
             return self._writes[key]
         return self._committed[key]
 
-    def __setitem__(self, key: str, value: JsonValue) -> None:
+    def __setitem__(self, key: str, value: Any) -> None:
         converted = to_json_value(value, what=f"state value '{key}'")
         self._writes[key] = converted
         self._pending[key] = converted
@@ -121,11 +121,12 @@ class Context:
         self.node_path = node_path
         self.run_id = run_id
         self.node_name = node_name
-        self.resume_inputs: dict[str, JsonValue] = dict(resume_inputs or {})
+        # Any, not JsonValue: answers are JSON, but typed code should read them without casts.
+        self.resume_inputs: dict[str, Any] = dict(resume_inputs or {})
         self.open_interrupts: dict[str, Interrupt] = dict(open_interrupts or {})
         self.answered: set[str] = set(answered or ())
         self.raised: dict[str, Interrupt] = {}
-        self.output: JsonValue = output
+        self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
         self.actions = EventActions()

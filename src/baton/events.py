@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 from pydantic import (
@@ -101,6 +102,54 @@ class Event(WireModel):
     error_code: str | None = None
     error_message: str | None = None
     custom_metadata: dict[str, JsonValue] | None = None
+
+    def __init__(
+        self,
+        *,
+        message: Content | str | None = None,
+        state: Mapping[str, object] | None = None,
+        route: RouteValue | list[RouteValue] | None = None,
+        output: object = None,
+        id: str | None = None,  # noqa: A002 -- the wire field's name
+        invocation_id: str = "",
+        author: str = "",
+        timestamp: float | None = None,
+        content: Content | None = None,
+        actions: EventActions | None = None,
+        node_info: NodeInfo | None = None,
+        long_running_tool_ids: set[str] | None = None,
+        branch: str | None = None,
+        partial: bool | None = None,
+        turn_complete: bool | None = None,
+        error_code: str | None = None,
+        error_message: str | None = None,
+        custom_metadata: dict[str, JsonValue] | None = None,
+        **extra: Any,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "invocation_id": invocation_id,
+            "author": author,
+            "content": content,
+            "output": output,
+            "node_info": node_info,
+            "long_running_tool_ids": long_running_tool_ids,
+            "branch": branch,
+            "partial": partial,
+            "turn_complete": turn_complete,
+            "error_code": error_code,
+            "error_message": error_message,
+            "custom_metadata": custom_metadata,
+            "message": message,
+            **extra,
+        }
+        for name, value in (("id", id), ("timestamp", timestamp), ("actions", actions)):
+            if value is not None:
+                fields[name] = value
+        if state is not None:
+            fields["state"] = dict(state)
+        if route is not None:
+            fields["route"] = route
+        super().__init__(**fields)
 
     @model_validator(mode="before")
     @classmethod

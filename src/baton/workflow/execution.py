@@ -340,7 +340,13 @@ async def _commit_failure(
 async def _commit_end(
     node: Node, ctx: Context, record: RunRecord, collector: _Collector, finish: Finish
 ) -> None:
-    if ctx.output is not None and not collector.has_output and getattr(node, "emits_output", True):
+    carried = ctx.output == record.output  # an output from an earlier execution was emitted then
+    if (
+        ctx.output is not None
+        and not collector.has_output
+        and not carried
+        and getattr(node, "emits_output", True)
+    ):
         collector.events.append(
             Event(
                 invocation_id=ctx.invocation_id,

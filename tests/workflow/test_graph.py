@@ -1,0 +1,185 @@
+"""Edge specs -> validated graph -> fingerprint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from baton import DEFAULT_ROUTE, START, Edge, FunctionNode, JoinNode, Workflow
+from baton.errors import GraphValidationError
+from baton.workflow.graph import describe_difference, parse_graph
+
+
+def a() -> None: ...
+def b() -> None: ...
+def c() -> None: ...
+def d() -> None: ...
+
+
+def edges_of(wf: Workflow) -> list[str]:
+    return sorted(e.describe() for e in wf.graph.edges)
+
+
+def test_chain_fan_out_and_fan_in() -> None:
+    wf = Workflow(name="wf", edges=[("START", a, (b, c), d)])
+    assert edges_of(wf) == ["START -> a", "a -> b", "a -> c", "b -> d", "c -> d"]
+
+
+def test_routing_map_then_chain_continues_from_every_target() -> None:
+    wf = Workflow(name="wf", edges=[(START, a, {"x": b, "y": (c,)}, d)])
+    assert edges_of(wf) == ["START -> a", "a -> b ['x']", "a -> c ['y']", "b -> d", "c -> d"]
+    assert wf.graph.successors("a", ["y"]) == ["c"]
+    assert wf.graph.successors("a", ["z"]) == []
+
+
+def test_default_route_fires_only_when_nothing_else_matched() -> None:
+    wf = Workflow(name="wf", edges=[("START", a, {"x": b, DEFAULT_ROUTE: c})])
+    assert wf.graph.successors("a", ["x"]) == ["b"]
+    assert wf.graph.successors("a", ["nope"]) == ["c"]
+    assert wf.graph.successors("a", []) == ["c"]
+
+
+def test_routes_compare_by_type_so_one_is_not_true() -> None:
+    wf = Workflow(
+        name="wf",
+        edges=[
+            ("START", a),
+            Edge(from_node=a, to_node=b, route=True),
+            Edge(from_node=a, to_node=c, route=1),
+        ],
+    )
+    assert wf.graph.successors("a", [True]) == ["b"]
+    assert wf.graph.successors("a", [1]) == ["c"]
+
+
+def test_explicit_edges_names_and_nodes_mix() -> None:
+    nb = FunctionNode(b)
+    wf = Workflow(
+        name="wf",
+        edges=[
+            ("START", a),
+            Edge(from_node=a, to_node=nb, route=["ok", "fine"]),
+            Edge(from_node="b", to_node=a, route="again"),
+        ],
+    )
+    assert edges_of(wf) == ["START -> a", "a -> b ['ok', 'fine']", "b -> a ['again']"]
+
+
+def test_same_function_is_one_node_everywhere() -> None:
+    wf = Workflow(name="wf", edges=[("START", a, b), (b, {"loop": a})])
+    assert sorted(wf.nodes) == ["a", "b"]
+
+
+def test_every_problem_is_reported_in_one_error() -> None:
+    orphan = FunctionNode(c)
+    with pytest.raises(GraphValidationError) as caught:
+        Workflow(
+            name="bad",
+            edges=[
+                ("START", a, "missing"),
+                (b, orphan),
+                42,
+                ("START",),
+                (a, FunctionNode(a, name="b")),
+                Edge(from_node=a, to_node=START),
+            ],
+        )
+    problems = caught.value.problems
+    assert problems == [
+        "edge item 2: 42 is not an edge; use a chain tuple like ('START', a, b) or Edge(...).",
+        "edge item 3: a chain needs at least two elements, got ('START',).",
+        "edge item 4 element 1: two different nodes are named 'b'; give each a unique name.",
+        "edge item 5: START cannot be the target of an edge.",
+        "edge item 0 element 2: no node is named 'missing' (known: a, b, c).",
+    ]
+    assert "workflow 'bad' is invalid (5 problems)" in str(caught.value)
+
+
+def test_unreachable_nodes_and_unconditional_cycles_are_rejected() -> None:
+    with pytest.raises(GraphValidationError) as caught:
+        Workflow(name="wf", edges=[("START", a, b, a), (c, d)])
+    assert caught.value.problems == [
+        "node 'c' is unreachable from START.",
+        "node 'd' is unreachable from START.",
+        "the cycle a -> b -> a has no routed edge, so it would never end; put a route on one of "
+        "its edges.",
+    ]
+
+
+def test_bad_routes_are_rejected() -> None:
+    with pytest.raises(GraphValidationError) as caught:
+        Workflow(
+            name="wf",
+            edges=[
+                ("START", a, {1.5: b}),
+                Edge(from_node=a, to_node=c, route=["x", DEFAULT_ROUTE]),
+                Edge(from_node="START", to_node=d, route="r"),
+                (a, dict[str, object]()),
+            ],
+        )
+    assert caught.value.problems == [
+        "edge item 0 element 2 route 1.5: route 1.5 must be a str, int or bool.",
+        "edge item 1: DEFAULT_ROUTE cannot be mixed into a route list.",
+        "edge item 2: edges out of START cannot carry a route.",
+        "edge item 3 element 1: an empty routing map routes nowhere.",
+    ]
+
+
+def test_no_start_edge_is_reported() -> None:
+    with pytest.raises(GraphValidationError, match="no edge starts at START"):
+        Workflow(name="wf", edges=[(a, b)])
+
+
+def test_join_node_and_nested_workflow_are_part_of_the_fingerprint() -> None:
+    inner = Workflow(name="inner", edges=[("START", c)])
+    join = JoinNode(name="join")
+    wf = Workflow(name="wf", edges=[("START", (a, b), join, inner)])
+    structure = json.loads(wf.graph.fingerprint())
+    assert structure["nodes"]["join"] == "JoinNode"
+    assert structure["nodes"]["inner"] == {
+        "Workflow": {"workflow": "inner", "nodes": {"c": "FunctionNode"}, "edges": ["START -> c"]}
+    }
+
+
+def test_describe_difference_names_added_and_removed_parts() -> None:
+    old = Workflow(name="wf", edges=[("START", a, b)]).graph.fingerprint()
+    new = Workflow(name="wf", edges=[("START", a, c)]).graph.fingerprint()
+    assert describe_difference(old, new) == (
+        "node 'c' was added; node 'b' was removed; edge a -> c was added; edge a -> b was removed"
+    )
+    assert describe_difference(old, old) == ""
+
+
+_NAMES = ["n0", "n1", "n2", "n3", "n4"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_NAMES), st.sampled_from(_NAMES), st.sampled_from(["r", "s", None])
+        ),
+        max_size=8,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_fingerprint_is_independent_of_edge_order(
+    extra: list[tuple[str, str, str | None]], rng: object
+) -> None:
+    nodes = {n: FunctionNode(a, name=n) for n in _NAMES}
+    items: list[object] = [("START", *nodes.values())]
+    seen: set[tuple[str, str, str | None]] = set()
+    for source, target, route in extra:
+        if (source, target, route) in seen or route is None:
+            continue
+        seen.add((source, target, route))
+        items.append(Edge(from_node=nodes[source], to_node=nodes[target], route=route))
+    graph, problems = parse_graph("wf", items)
+    shuffled = list(items)
+    rng.shuffle(shuffled)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType] -- hypothesis Random
+    again, problems_again = parse_graph("wf", shuffled)
+    assert problems == problems_again
+    if graph is not None and again is not None:
+        assert graph.fingerprint() == again.fingerprint()
