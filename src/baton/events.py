@@ -110,7 +110,7 @@ class Event(WireModel):
         state: Mapping[str, object] | None = None,
         route: RouteValue | list[RouteValue] | None = None,
         output: object = None,
-        id: str | None = None,  # noqa: A002 -- the wire field's name
+        id: str | None = None,
         invocation_id: str = "",
         author: str = "",
         timestamp: float | None = None,
