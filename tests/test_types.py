@@ -1,0 +1,129 @@
+"""Wire types round-trip through the reference JSON (camelCase, nulls dropped)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from baton import Event, EventActions, RequestInput, types
+from baton.events import NodeInfo
+
+json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+json_object = st.dictionaries(st.text(max_size=6), json_value, max_size=3)
+
+function_calls = st.builds(
+    types.FunctionCall,
+    id=st.none() | st.text(max_size=8),
+    name=st.text(max_size=8),
+    args=json_object,
+)
+function_responses = st.builds(
+    types.FunctionResponse, id=st.text(max_size=8), name=st.text(max_size=8), response=json_object
+)
+parts = st.one_of(
+    st.builds(types.Part, text=st.text(max_size=20)),
+    st.builds(types.Part, function_call=function_calls),
+    st.builds(types.Part, function_response=function_responses),
+)
+contents = st.builds(
+    types.Content, role=st.sampled_from(["user", "model"]), parts=st.lists(parts, max_size=3)
+)
+actions = st.builds(
+    EventActions,
+    state_delta=json_object,
+    escalate=st.none() | st.booleans(),
+    end_of_agent=st.none() | st.booleans(),
+    agent_state=st.none() | json_object,
+    route=st.none() | st.text(max_size=5) | st.integers(0, 9),
+)
+events = st.builds(
+    Event,
+    invocation_id=st.text(max_size=8),
+    author=st.text(max_size=8),
+    content=st.none() | contents,
+    actions=actions,
+    output=json_value,
+    node_info=st.none()
+    | st.builds(NodeInfo, path=st.text(max_size=10), run_id=st.none() | st.text(max_size=3)),
+    long_running_tool_ids=st.none() | st.sets(st.text(max_size=5), max_size=3),
+    error_code=st.none() | st.text(max_size=5),
+)
+
+
+@given(contents)
+def test_content_round_trips(content: types.Content) -> None:
+    assert types.Content.from_wire(content.to_json()) == content
+
+
+@given(events)
+def test_event_round_trips_through_wire_json(event: Event) -> None:
+    again = Event.from_wire(event.to_json())
+    assert again == event
+    assert Event.from_wire(json.loads(event.to_json())) == event
+
+
+def test_wire_keys_are_camel_case_and_snake_case_is_accepted() -> None:
+    event = Event(
+        invocation_id="inv",
+        author="a",
+        long_running_tool_ids={"b", "a"},
+        state={"k": 1},
+        route="go",
+        message="hi",
+    )
+    wire = event.to_wire()
+    assert wire["invocationId"] == "inv"
+    assert wire["longRunningToolIds"] == ["a", "b"]
+    assert wire["actions"]["stateDelta"] == {"k": 1}
+    assert wire["actions"]["route"] == "go"
+    assert wire["content"] == {"role": "model", "parts": [{"text": "hi"}]}
+    assert "output" not in wire
+    snake = {
+        "invocation_id": "inv",
+        "long_running_tool_ids": ["x"],
+        "actions": {"state_delta": {"k": 2}},
+    }
+    parsed = Event.from_wire(snake)
+    assert (parsed.invocation_id, parsed.long_running_tool_ids, parsed.actions.state_delta) == (
+        "inv",
+        {"x"},
+        {"k": 2},
+    )
+
+
+def test_part_constructors() -> None:
+    assert types.Part.from_text(text="t").to_wire() == {"text": "t"}
+    assert types.Part.from_function_call(name="f", args={"a": 1}).to_wire() == {
+        "functionCall": {"name": "f", "args": {"a": 1}}
+    }
+    assert types.Part.from_function_response(name="f", response={"r": 2}).to_wire() == {
+        "functionResponse": {"name": "f", "response": {"r": 2}}
+    }
+
+
+class Decision(BaseModel):
+    approved: bool
+
+
+def test_request_input_schema_forms() -> None:
+    assert RequestInput(response_schema=int).json_schema() == {"type": "integer"}
+    assert RequestInput(response_schema=list[int]).json_schema() == {
+        "type": "array",
+        "items": {"type": "integer"},
+    }
+    assert RequestInput(response_schema={"type": "string"}).json_schema() == {"type": "string"}
+    assert RequestInput(response_schema=Decision).json_schema() == Decision.model_json_schema()
+    assert RequestInput().json_schema() is None
+
+
+def test_model_outputs_become_json() -> None:
+    assert Event(output=Decision(approved=True)).output == {"approved": True}
