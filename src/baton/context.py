@@ -170,4 +170,4 @@ class Context:
     @property
     def idempotency_key(self) -> str:
         """Stable across retries and crash recovery of this node run: dedupe side effects on it."""
-        return f"{self.invocation_id}/{self.node_path}@{self.run_id}"
+        return f"{self.invocation_id}/{self.node_path}"

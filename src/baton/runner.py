@@ -211,7 +211,9 @@ class Runner:
         key = SessionKey(self.app_name, user_id, SessionId(session_id))
         plan = await self._plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
-        lease = await self.store.claim(plan.invocation_id, self.owner, self.lease_ttl)
+        # Each call is its own resumer, even when two share this Runner.
+        owner = f"{self.owner}/{uuid.uuid4().hex[:8]}"
+        lease = await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
         try:
             run = await self._open_run(plan, lease, answered_by)
             async for event in run.stream(yield_user_message):
@@ -328,6 +330,7 @@ class Runner:
         )
         listed = ", ".join(f"'{r.interrupt_id}'" for r in still_open) or "none"
         if rows:
+            await self._fail_if_busy(InvocationId(rows[0].invocation_id))
             raise AlreadyAnsweredError(
                 f"interrupt '{interrupt_id}' of invocation '{rows[0].invocation_id}' was already "
                 f"answered; nothing was changed. Open interrupts in this session: {listed}."
@@ -337,6 +340,16 @@ class Runner:
             f"interrupt '{interrupt_id}' is not open in {scope} (open: {listed}); answer one "
             "of the open ids."
         )
+
+    async def _fail_if_busy(self, invocation_id: InvocationId) -> None:
+        """Raise InvocationBusyError when another runner holds the invocation right now.
+
+        An answered interrupt whose invocation is still executing means a concurrent
+        resumer got there first: "busy" tells the caller more than "answered".
+        """
+        probe = f"{self.owner}/probe-{uuid.uuid4().hex[:8]}"
+        lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
+        await self.store.release(lease)
 
     async def _open_run(self, plan: _Plan, lease: Lease, answered_by: str | None) -> _Run:
         if plan.kind is _Kind.START:
@@ -487,14 +500,19 @@ class _Run:
                 self.outbox.put_nowait(event)
 
     async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
-        async with asyncio.TaskGroup() as group:
-            driver = group.create_task(self._drive())
-            renewer = group.create_task(self._renew(driver))
+        # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
+        # generator would throw into the group. The two tasks are owned and awaited here.
+        driver = asyncio.create_task(self._drive())
+        renewer = asyncio.create_task(self._renew(driver))
+        try:
             while (item := await self.outbox.get()) is not _DONE:
                 assert isinstance(item, Event)
                 if item is not self.user_event or yield_user_message:
                     yield item
+        finally:
             renewer.cancel()
+            driver.cancel()
+            await asyncio.gather(driver, renewer, return_exceptions=True)
         if self.error is not None:
             raise self.error
 

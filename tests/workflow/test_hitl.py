@@ -12,7 +12,7 @@ from baton import Context, Event, FunctionNode, JoinNode, RequestInput, Workflow
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.store import InterruptStatus, InvocationStatus
 from baton.types import InvocationId
-from tests.workflow.conftest import MakeHarness, asked, outputs
+from tests.harness import MakeHarness, asked, outputs
 
 
 class Counter:

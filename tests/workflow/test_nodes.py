@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from baton import Context, Event, FunctionNode, JoinNode, RequestInput, RetryConfig, Workflow, node
 from baton.errors import MissingParameterError, NodeTimeoutError, OutputAlreadySetError
-from tests.workflow.conftest import MakeHarness, asked, outputs
+from tests.harness import MakeHarness, asked, outputs
 
 
 async def test_every_kind_of_function_is_a_node(make_harness: MakeHarness) -> None:

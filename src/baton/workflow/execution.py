@@ -287,8 +287,10 @@ async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collec
             try:
                 async for item in items:
                     await collector.take(item)
-            finally:
+            except Exception:
+                # Stopped at a yield by our own error: let the node's `finally` blocks run.
                 await _close(items)
+                raise
     except TimeoutError as error:
         if timeout is not None and scope.expired():
             raise NodeTimeoutError(node.name, timeout) from error

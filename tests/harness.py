@@ -1,0 +1,117 @@
+"""A harness that drives a Runner the way a client would: start, answer, continue.
+
+Test folders that use it import `make_harness` in their conftest.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+from pydantic import JsonValue
+
+from baton import App, ResumabilityConfig, Runner, types
+from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.sessions.services import BaseSessionService, InMemorySessionService
+from baton.sessions.store import Invocation, SessionKey
+from baton.types import InvocationId, SessionId
+from baton.workflow.nodes import Node
+
+
+@dataclass
+class Harness:
+    runner: Runner
+    service: BaseSessionService
+    session_id: str
+    user_id: str = "u"
+    seen: list[Event] = field(default_factory=list[Event])
+
+    @property
+    def key(self) -> SessionKey:
+        return SessionKey(self.runner.app_name, self.user_id, SessionId(self.session_id))
+
+    async def collect(self, **kwargs: object) -> list[Event]:
+        call: dict[str, object] = {"user_id": self.user_id, "session_id": self.session_id, **kwargs}
+        events = [
+            e
+            async for e in self.runner.run_async(
+                **call,  # pyright: ignore[reportArgumentType] -- forwarded as given by the test
+            )
+        ]
+        self.seen.extend(events)
+        return events
+
+    async def start(self, text: str | None = "go") -> list[Event]:
+        message = (
+            None if text is None else types.Content(role="user", parts=[types.Part(text=text)])
+        )
+        return await self.collect(new_message=message)
+
+    async def answer(
+        self,
+        *answers: tuple[str, JsonValue],
+        name: str = REQUEST_INPUT_FUNCTION,
+        invocation_id: str | None = None,
+        wrap: bool = True,
+    ) -> list[Event]:
+        parts = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=iid,
+                    name=name,
+                    response={"result": value} if wrap or not isinstance(value, dict) else value,
+                )
+            )
+            for iid, value in answers
+        ]
+        return await self.collect(
+            new_message=types.Content(role="user", parts=parts), invocation_id=invocation_id
+        )
+
+    async def invocation(self) -> Invocation:
+        invocations = await self.service.store.list_invocations(self.key)
+        assert invocations, "no invocation was started"
+        return invocations[-1]
+
+    async def load(self, invocation_id: InvocationId) -> Invocation | None:
+        return await self.service.store.load_invocation(self.key, invocation_id)
+
+
+def asked(events: list[Event]) -> list[str]:
+    """Interrupt ids asked in these events, in order."""
+    return [
+        c.id
+        for e in events
+        for c in e.function_calls
+        if c.id and e.long_running_tool_ids and c.id in e.long_running_tool_ids
+    ]
+
+
+def outputs(events: list[Event]) -> list[tuple[str, JsonValue]]:
+    """(author, output) of every event that carries an output, in order."""
+    return [(e.author, e.output) for e in events if e.output is not None]
+
+
+MakeHarness = Callable[..., Awaitable[Harness]]
+
+
+@pytest.fixture
+def make_harness() -> MakeHarness:
+    async def make(
+        root: Node,
+        *,
+        resumable: bool = True,
+        service: BaseSessionService | None = None,
+        state: dict[str, JsonValue] | None = None,
+    ) -> Harness:
+        service = service or InMemorySessionService()
+        config = ResumabilityConfig(is_resumable=resumable)
+        runner = Runner(
+            app=App(name="app", root_agent=root, resumability_config=config),
+            session_service=service,
+        )
+        session = await service.create_session(app_name="app", user_id="u", state=state)
+        return Harness(runner, service, session.id)
+
+    return make

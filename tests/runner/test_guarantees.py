@@ -1,0 +1,330 @@
+"""DESIGN §3: bad input changes nothing, one resumer at a time, changed code detected,
+no completed work redone."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, JsonValue
+
+from baton import App, Context, Event, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton.errors import (
+    AlreadyAnsweredError,
+    BatonError,
+    InvalidMessageError,
+    InvalidResponseError,
+    InvocationBusyError,
+    InvocationFinishedError,
+    InvocationNotFoundError,
+    SessionNotFoundError,
+    UnknownInterruptError,
+    WorkflowChangedError,
+)
+from baton.events import REQUEST_INPUT_FUNCTION
+from baton.sessions.memory import MemoryStore
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
+from baton.types import InvocationId, SessionId
+from tests.harness import Harness, MakeHarness, asked, outputs
+
+
+class Amount(BaseModel):
+    amount: int
+    reason: str
+
+
+def _approval_workflow(counter: dict[str, int], *, extra: bool = False) -> Workflow:
+    def prepare(node_input: str) -> str:
+        counter["prepare"] = counter.get("prepare", 0) + 1
+        return f"prepared {node_input}"
+
+    async def ask(ctx: Context, node_input: str):
+        counter["ask"] = counter.get("ask", 0) + 1
+        yield RequestInput(interrupt_id="approve", message="How much?", response_schema=Amount)
+
+    def book(node_input: dict[str, Any]) -> str:
+        counter["book"] = counter.get("book", 0) + 1
+        return f"booked {node_input['amount']}"
+
+    def notify(node_input: str) -> str:
+        return node_input
+
+    chain: tuple[object, ...] = (
+        ("START", prepare, ask, book, notify) if extra else ("START", prepare, ask, book)
+    )
+    return Workflow(name="expenses", edges=[chain])
+
+
+async def snapshot(service: BaseSessionService, key: SessionKey) -> dict[str, JsonValue]:
+    store = service.store
+    session = await store.get_session(key)
+    invocations = await store.list_invocations(key)
+    interrupts = await store.list_interrupts(key.app_name, key.user_id, status=None)
+    return {
+        "session": None if session is None else session.model_dump(mode="json"),
+        "invocations": [i.model_dump(mode="json") for i in invocations],
+        "interrupts": [i.model_dump(mode="json") for i in interrupts],
+    }
+
+
+def fr(
+    iid: str, response: dict[str, JsonValue] | None, *, name: str = REQUEST_INPUT_FUNCTION
+) -> types.Content:
+    part = types.Part(
+        function_response=types.FunctionResponse(id=iid, name=name, response=response)
+    )
+    return types.Content(role="user", parts=[part])
+
+
+GOOD: dict[str, JsonValue] = {"amount": 12, "reason": "taxi"}
+
+
+async def paused(make_harness: MakeHarness, counter: dict[str, int]) -> Harness:
+    h = await make_harness(_approval_workflow(counter))
+    assert asked(await h.start("trip")) == ["approve"]
+    return h
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "named"),
+    [
+        (
+            {"session_id": "nope", "new_message": fr("approve", GOOD)},
+            SessionNotFoundError,
+            "'nope'",
+        ),
+        ({"invocation_id": "inv-missing"}, InvocationNotFoundError, "'inv-missing'"),
+        ({"new_message": fr("approve-2", GOOD)}, UnknownInterruptError, "'approve-2'"),
+        (
+            {"new_message": fr("approve", {"amount": "lots", "reason": "x"})},
+            InvalidResponseError,
+            "amount",
+        ),
+        ({"new_message": fr("approve", {"result": 5})}, InvalidResponseError, "'approve'"),
+        (
+            {
+                "new_message": types.Content(
+                    role="user",
+                    parts=[*(fr("approve", GOOD).parts or []), types.Part(text="also this")],
+                )
+            },
+            InvalidMessageError,
+            "mix function responses",
+        ),
+        ({"new_message": fr("", GOOD)}, InvalidMessageError, "has no id"),
+        (
+            {"new_message": fr("approve", GOOD), "invocation_id": "other-inv"},
+            UnknownInterruptError,
+            "'other-inv'",
+        ),
+    ],
+)
+async def test_bad_input_raises_specific_error_and_changes_nothing(
+    make_harness: MakeHarness,
+    call: dict[str, Any],
+    error: type[BatonError],
+    named: str,
+) -> None:
+    counter: dict[str, int] = {}
+    h = await paused(make_harness, counter)
+    before = await snapshot(h.service, h.key)
+    with pytest.raises(error) as caught:
+        await h.collect(**call)
+    assert named in str(caught.value)
+    assert await snapshot(h.service, h.key) == before
+    done = await h.collect(new_message=fr("approve", GOOD))
+    assert outputs(done)[-1] == ("book", "booked 12")
+    assert counter == {"prepare": 1, "ask": 1, "book": 1}
+
+
+async def test_unknown_interrupt_message_lists_the_open_ones(make_harness: MakeHarness) -> None:
+    h = await paused(make_harness, {})
+    with pytest.raises(UnknownInterruptError) as caught:
+        await h.collect(new_message=fr("approve-2", GOOD))
+    assert str(caught.value) == (
+        f"interrupt 'approve-2' is not open in session '{h.session_id}' (open: 'approve'); "
+        "answer one of the open ids."
+    )
+
+
+async def test_answered_twice_and_finished_invocation_are_refused(
+    make_harness: MakeHarness,
+) -> None:
+    counter: dict[str, int] = {}
+    h = await paused(make_harness, counter)
+    await h.collect(new_message=fr("approve", GOOD))
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.COMPLETED
+    before = await snapshot(h.service, h.key)
+    with pytest.raises(
+        AlreadyAnsweredError, match="'approve' of invocation .* was already answered"
+    ):
+        await h.collect(new_message=fr("approve", {"amount": 99, "reason": "again"}))
+    with pytest.raises(InvocationFinishedError, match="already completed"):
+        await h.collect(invocation_id=invocation.id)
+    with pytest.raises(InvalidMessageError, match="a text message cannot continue"):
+        await h.collect(
+            invocation_id=invocation.id,
+            new_message=types.Content(role="user", parts=[types.Part(text="hi")]),
+        )
+    assert await snapshot(h.service, h.key) == before
+    assert counter == {"prepare": 1, "ask": 1, "book": 1}
+
+
+async def test_changed_workflow_is_detected_and_the_old_code_still_resumes(
+    make_harness: MakeHarness,
+) -> None:
+    counter: dict[str, int] = {}
+    h = await paused(make_harness, counter)
+    before = await snapshot(h.service, h.key)
+    changed = Runner(
+        app=App(
+            name="app",
+            root_agent=_approval_workflow(counter, extra=True),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        ),
+        session_service=h.service,
+    )
+    stream = changed.run_async(
+        user_id="u", session_id=h.session_id, new_message=fr("approve", GOOD)
+    )
+    with pytest.raises(WorkflowChangedError) as caught:
+        await anext(stream)
+    invocation = await h.invocation()
+    assert str(caught.value) == (
+        f"workflow 'expenses' changed since invocation '{invocation.id}' started: node 'notify' "
+        "was added; edge book -> notify was added. Resume with the code it started with, or start "
+        "a new run."
+    )
+    assert await snapshot(h.service, h.key) == before
+    assert outputs(await h.collect(new_message=fr("approve", GOOD)))[-1] == ("book", "booked 12")
+
+
+async def test_of_concurrent_resumes_exactly_one_runs(make_harness: MakeHarness) -> None:
+    gate = asyncio.Event()
+    runs: list[str] = []
+
+    def ask() -> RequestInput:
+        return RequestInput(interrupt_id="go")
+
+    slow_started = asyncio.Event()
+
+    async def slow(node_input: Any) -> str:
+        runs.append("slow")
+        slow_started.set()
+        await gate.wait()
+        return "done"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", ask, slow)]))
+    await h.start()
+
+    async def resume() -> list[Event] | BaseException:
+        try:
+            return await h.collect(new_message=fr("go", {"result": 1}))
+        except InvocationBusyError as busy:
+            return busy
+
+    tasks = [asyncio.create_task(resume()) for _ in range(5)]
+    await slow_started.wait()
+    await asyncio.wait(tasks, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+    for _ in range(10):  # let the losers, which fail without waiting on anything, finish
+        await asyncio.sleep(0)
+    busy = [t for t in tasks if t.done()]
+    assert len(busy) == 4
+    assert all(isinstance(t.result(), InvocationBusyError) for t in busy)
+    gate.set()
+    results = await asyncio.gather(*tasks)
+    winners = [r for r in results if isinstance(r, list)]
+    assert len(winners) == 1
+    assert runs == ["slow"]
+    assert "is being run by" in str(busy[0].result())
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_lease_of_a_dead_holder_expires_and_the_run_recovers(
+    make_harness: MakeHarness,
+) -> None:
+    clock = FakeClock()
+    service = BaseSessionService(MemoryStore(clock=clock))
+    h = await make_harness(_approval_workflow({}), service=service)
+    await h.start("trip")
+    invocation = await h.invocation()
+    dead = await service.store.claim(
+        InvocationId(invocation.id), "dead-host:1", timedelta(seconds=30)
+    )
+    with pytest.raises(InvocationBusyError, match="dead-host:1"):
+        await h.collect(new_message=fr("approve", GOOD))
+    assert [r.status for r in await service.store.list_interrupts("app", "u", status=None)] == [
+        InterruptStatus.OPEN
+    ]
+    clock.now += 31
+    assert outputs(await h.collect(new_message=fr("approve", GOOD)))[-1] == ("book", "booked 12")
+    with pytest.raises(InvocationBusyError, match="was lost"):
+        await service.store.renew(dead, timedelta(seconds=30))
+
+
+async def test_interrupted_run_resumes_in_flight_node_with_the_same_idempotency_key(
+    make_harness: MakeHarness,
+) -> None:
+    started = asyncio.Event()
+    keys: list[str] = []
+    counter: dict[str, int] = {}
+
+    def first() -> str:
+        counter["first"] = counter.get("first", 0) + 1
+        return "1"
+
+    async def charge(ctx: Context, node_input: str) -> str:
+        keys.append(ctx.idempotency_key)
+        counter["charge"] = counter.get("charge", 0) + 1
+        if len(keys) == 1:
+            started.set()
+            await asyncio.Event().wait()  # the "crash" happens while this waits
+        return "charged"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", first, charge)]))
+    stream = h.runner.run_async(
+        user_id="u",
+        session_id=h.session_id,
+        new_message=types.Content(role="user", parts=[types.Part(text="x")]),
+    )
+    consumer = asyncio.create_task(anext(stream))
+    first_event = await consumer
+    assert first_event.output == "1"
+    pending = asyncio.create_task(anext(stream))
+    await started.wait()
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    await stream.aclose()
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.RUNNING
+    events = await h.collect(invocation_id=invocation.id)
+    assert outputs(events) == [("charge", "charged")]
+    assert counter == {"first": 1, "charge": 2}
+    assert keys[0] == keys[1] == f"{invocation.id}/wf@1/charge@1"
+
+
+async def test_session_crud_through_the_in_memory_service(make_harness: MakeHarness) -> None:
+    h = await make_harness(_approval_workflow({}))
+    service = h.service
+    made = await service.create_session(
+        app_name="app", user_id="u", session_id="s2", state={"a": 1}
+    )
+    assert (made.id, made.state) == ("s2", {"a": 1})
+    listed = await service.list_sessions(app_name="app", user_id="u")
+    assert sorted(s.id for s in listed.sessions) == sorted([h.session_id, "s2"])
+    await service.delete_session(app_name="app", user_id="u", session_id="s2")
+    assert await service.get_session(app_name="app", user_id="u", session_id="s2") is None
+    key = SessionKey("app", "u", SessionId("s2"))
+    assert await service.store.get_session(key) is None
