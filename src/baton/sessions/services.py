@@ -12,14 +12,17 @@ from pydantic import BaseModel, Field, JsonValue
 from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.memory import MemoryStore
+from baton.sessions.sql import SqlStore
 from baton.sessions.store import Session, SessionKey, StepCommit, Store
 from baton.types import SessionId
 
 __all__ = [
     "BaseSessionService",
+    "DatabaseSessionService",
     "GetSessionConfig",
     "InMemorySessionService",
     "ListSessionsResponse",
+    "SqliteSessionService",
 ]
 
 
@@ -115,3 +118,30 @@ class InMemorySessionService(BaseSessionService):
 
     def __init__(self) -> None:
         super().__init__(MemoryStore())
+
+
+class SqliteSessionService(BaseSessionService):
+    """Sessions in a SQLite file: the embedded default, durable across restarts.
+
+    Args:
+        db_path: a file path (created on first use) or a `sqlite:///path` URL.
+    """
+
+    def __init__(self, db_path: str) -> None:
+        url = db_path if "://" in db_path else f"sqlite+aiosqlite:///{db_path}"
+        super().__init__(SqlStore(url))
+
+
+class DatabaseSessionService(BaseSessionService):
+    """Sessions in the database a URL names, for several processes sharing one database.
+
+    Args:
+        db_url: `postgresql+asyncpg://user@host/db` (the `postgres` extra) or a SQLite URL.
+
+    Raises:
+        ValueError: the URL names an unsupported database.
+        ExtraNotInstalledError: a PostgreSQL URL without asyncpg installed.
+    """
+
+    def __init__(self, db_url: str) -> None:
+        super().__init__(SqlStore(db_url))

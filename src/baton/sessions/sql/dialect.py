@@ -1,0 +1,134 @@
+"""What differs between SQLite and PostgreSQL: URLs, engine options, conflicts, locks.
+
+Everything else in `baton.sessions.sql` is one SQLAlchemy Core code path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from sqlalchemy import Table, event, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from baton.errors import ExtraNotInstalledError
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "SQLITE_BEGIN_OPTION",
+    "create_engine",
+    "insert",
+    "is_unique_violation",
+    "lock_for_migration",
+    "normalize_url",
+]
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a SQLite writer waits for another process's write lock before failing."""
+
+SQLITE_BEGIN_OPTION = "baton_sqlite_begin"
+"""Execution option naming the SQLite BEGIN mode ("IMMEDIATE" for read-then-write)."""
+
+_SQLITE_DRIVER = "sqlite+aiosqlite"
+_POSTGRES_DRIVER = "postgresql+asyncpg"
+_SUPPORTED = f"'{_SQLITE_DRIVER}:///path', 'sqlite:///path' or '{_POSTGRES_DRIVER}://...'"
+# Any 64-bit constant works; it only has to be the same in every baton process.
+_MIGRATION_LOCK_KEY = 0x62_61_74_6F_6E_00_00_01
+
+
+def normalize_url(url: str) -> URL:
+    """Parse a database URL, rewriting `sqlite://` and `postgresql://` to their async drivers.
+
+    Raises:
+        ValueError: the URL names a database or driver baton does not support.
+    """
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", _SQLITE_DRIVER):
+        return parsed.set(drivername=_SQLITE_DRIVER)
+    if parsed.drivername in ("postgresql", "postgres", _POSTGRES_DRIVER):
+        return parsed.set(drivername=_POSTGRES_DRIVER)
+    raise ValueError(
+        f"unsupported database URL '{parsed.render_as_string(hide_password=True)}' "
+        f"(driver '{parsed.drivername}'); use {_SUPPORTED}."
+    )
+
+
+def create_engine(url: URL) -> AsyncEngine:
+    """An async engine with baton's options for the URL's database.
+
+    PostgreSQL URLs may carry `?search_path=schema` to keep baton's tables in one schema.
+
+    Raises:
+        ExtraNotInstalledError: a PostgreSQL URL and asyncpg is not installed.
+    """
+    if url.get_backend_name() == "sqlite":
+        return _create_sqlite_engine(url)
+    if importlib.util.find_spec("asyncpg") is None:
+        raise ExtraNotInstalledError("postgres", "asyncpg", "PostgreSQL storage")
+    search_path = url.query.get("search_path")
+    connect_args: dict[str, Any] = {}
+    if search_path is not None:
+        value = search_path if isinstance(search_path, str) else ",".join(search_path)
+        connect_args["server_settings"] = {"search_path": value}
+    return create_async_engine(
+        url.difference_update_query(["search_path"]),
+        connect_args=connect_args,
+        pool_pre_ping=True,
+    )
+
+
+def _create_sqlite_engine(url: URL) -> AsyncEngine:
+    engine = create_async_engine(url)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
+        # Take over BEGIN from the driver so transactions start where SQLAlchemy says,
+        # in the mode we choose (see _begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        # busy_timeout first: switching to WAL waits for other processes' locks.
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(connection: Any) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
+        # A transaction that reads and then writes must take the write lock up front
+        # (IMMEDIATE): upgrading a read lock later fails at once when another writer
+        # committed in between, instead of waiting out busy_timeout.
+        mode = connection.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def insert(connection: AsyncConnection, table: Table) -> sqlite.Insert | postgresql.Insert:
+    """An INSERT into `table` with ON CONFLICT support, for the connection's database."""
+    if connection.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    return postgresql.insert(table)
+
+
+def is_unique_violation(error: IntegrityError) -> bool:
+    """True when the error is a primary-key or unique-constraint conflict."""
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate == "23505"
+    message = str(error.orig)
+    return "UNIQUE constraint failed" in message or "PRIMARY KEY" in message
+
+
+async def lock_for_migration(connection: AsyncConnection) -> None:
+    """Serialize schema migration between processes, until the transaction ends.
+
+    SQLite needs nothing more: the migration transaction begins IMMEDIATE, which
+    already excludes every other writer.
+    """
+    if connection.dialect.name == "postgresql":
+        await connection.execute(
+            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY}
+        )

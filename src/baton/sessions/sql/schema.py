@@ -1,0 +1,147 @@
+"""baton's tables, as SQLAlchemy Core objects shared by SQLite and PostgreSQL.
+
+Sessions get an integer surrogate key (`pk`) that every child row references with
+ON DELETE CASCADE, so deleting a session removes its events, invocations and
+interrupts in one statement. Timestamps are seconds since the epoch (float).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ColumnElement,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+)
+
+from baton.sessions.store import SessionKey
+
+__all__ = [
+    "events",
+    "interrupts",
+    "invocations",
+    "is_session",
+    "leases",
+    "metadata",
+    "schema_version",
+    "sessions",
+]
+
+metadata = MetaData()
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL wants 64 bits.
+_SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+
+sessions = Table(
+    "baton_sessions",
+    metadata,
+    Column("pk", _SERIAL, primary_key=True, autoincrement=True),
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("state", JSON, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    UniqueConstraint("app_name", "user_id", "session_id", name="uq_baton_sessions_key"),
+)
+
+events = Table(
+    "baton_events",
+    metadata,
+    Column("seq", _SERIAL, primary_key=True, autoincrement=True),
+    Column(
+        "session_pk",
+        _SERIAL,
+        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("invocation_id", String(255), nullable=False),
+    Column("author", String(255), nullable=False),
+    Column("timestamp", Double, nullable=False),
+    Column("event", JSON, nullable=False),
+    # Loading the newest N events walks this index backwards.
+    Index("ix_baton_events_session_seq", "session_pk", "seq"),
+)
+
+invocations = Table(
+    "baton_invocations",
+    metadata,
+    Column("id", String(255), primary_key=True),
+    Column(
+        "session_pk",
+        _SERIAL,
+        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("status", String(32), nullable=False),
+    Column("fingerprint", String(255), nullable=False),
+    Column("checkpoint", JSON(none_as_null=True), nullable=True),
+    Column("version", Integer, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("error", Text, nullable=True),
+)
+
+interrupts = Table(
+    "baton_interrupts",
+    metadata,
+    Column("invocation_id", String(255), primary_key=True),
+    Column("interrupt_id", String(255), primary_key=True),
+    Column(
+        "session_pk",
+        _SERIAL,
+        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
+        nullable=False,
+    ),
+    # Copied from the session so pending-input listings need no join.
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("node_path", Text, nullable=False),
+    Column("function_name", String(255), nullable=False),
+    Column("message", Text, nullable=True),
+    Column("payload", JSON(none_as_null=True), nullable=True),
+    Column("response_schema", JSON(none_as_null=True), nullable=True),
+    Column("status", String(32), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("answered_at", Double, nullable=True),
+    Column("answer", JSON(none_as_null=True), nullable=True),
+    Column("answered_by", String(255), nullable=True),
+    Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
+    Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),
+)
+
+leases = Table(
+    "baton_leases",
+    metadata,
+    # No foreign key: a run is claimed before its first step creates the invocation.
+    Column("invocation_id", String(255), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("expires_at", Double, nullable=False),
+)
+
+schema_version = Table(
+    "baton_schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("version", Integer, nullable=False),
+)
+
+
+def is_session(key: SessionKey) -> ColumnElement[bool]:
+    """The WHERE clause picking one session's row out of `sessions`."""
+    return and_(
+        sessions.c.app_name == key.app_name,
+        sessions.c.user_id == key.user_id,
+        sessions.c.session_id == key.session_id,
+    )
