@@ -96,17 +96,20 @@ def outputs(events: list[Event]) -> list[tuple[str, JsonValue]]:
 MakeHarness = Callable[..., Awaitable[Harness]]
 
 
-@pytest.fixture
-def make_harness() -> MakeHarness:
+@pytest.fixture(params=[True, False], ids=["resumable", "replay"])
+def make_harness(request: pytest.FixtureRequest) -> MakeHarness:
+    """Every test using it runs in both modes: resumable, and replay from START."""
+    default_mode: bool = request.param
+
     async def make(
         root: Node,
         *,
-        resumable: bool = True,
+        resumable: bool | None = None,
         service: BaseSessionService | None = None,
         state: dict[str, JsonValue] | None = None,
     ) -> Harness:
         service = service or InMemorySessionService()
-        config = ResumabilityConfig(is_resumable=resumable)
+        config = ResumabilityConfig(is_resumable=default_mode if resumable is None else resumable)
         runner = Runner(
             app=App(name="app", root_agent=root, resumability_config=config),
             session_service=service,

@@ -9,12 +9,22 @@ checkpoint's size follows the frontier, not the history.
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 
 from pydantic import BaseModel, Field, JsonValue
 
 from baton.events import RouteValue
 
-__all__ = ["RunRecord", "RunStatus", "Trigger", "WorkflowState", "find_chain"]
+__all__ = [
+    "Outcome",
+    "RunRecord",
+    "RunStatus",
+    "Trigger",
+    "WorkflowState",
+    "find_chain",
+    "replay_key",
+]
 
 
 class RunStatus(enum.StrEnum):
@@ -55,8 +65,20 @@ class RunRecord(BaseModel):
         return f"{self.node}@{self.run_id}"
 
 
+class Outcome(BaseModel):
+    """A completed run's result, kept by replay-mode workflows to fast-forward it."""
+
+    run_id: str
+    output: JsonValue = None
+    routes: list[RouteValue] = Field(default_factory=list[RouteValue])
+
+
 class WorkflowState(BaseModel):
-    """A workflow run's scheduler state."""
+    """A workflow run's scheduler state.
+
+    `recorded` exists only in replay mode (non-resumable apps): completed runs'
+    outcomes by node and input, in completion order.
+    """
 
     started: bool = False
     counters: dict[str, int] = Field(default_factory=dict[str, int])
@@ -64,10 +86,17 @@ class WorkflowState(BaseModel):
     runs: dict[str, RunRecord] = Field(default_factory=dict[str, RunRecord])
     joins: dict[str, dict[str, JsonValue]] = Field(default_factory=dict[str, dict[str, JsonValue]])
     output: JsonValue = None
+    recorded: dict[str, list[Outcome]] = Field(default_factory=dict[str, list[Outcome]])
 
     def open_interrupts(self) -> list[str]:
         """Ids still waiting anywhere below this workflow."""
         return [iid for run in self.runs.values() for iid in run.interrupts]
+
+
+def replay_key(node: str, node_input: JsonValue) -> str:
+    """Identifies a trigger by node and input, so replay matches runs by what they got."""
+    canonical = json.dumps(node_input, sort_keys=True, separators=(",", ":"))
+    return f"{node}:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
 
 
 def find_chain(root: RunRecord, path: str) -> list[RunRecord] | None:

@@ -16,7 +16,14 @@ from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext
 from baton.errors import GraphValidationError
-from baton.workflow.checkpoint import RunRecord, RunStatus, Trigger, WorkflowState
+from baton.workflow.checkpoint import (
+    Outcome,
+    RunRecord,
+    RunStatus,
+    Trigger,
+    WorkflowState,
+    replay_key,
+)
 from baton.workflow.execution import (
     NodeRunFailedError,
     carried_interrupt,
@@ -86,12 +93,15 @@ class Workflow(BaseNode):
         record = current_record.get()
         state = record.child if record.child is not None else WorkflowState()
         record.child = state
-        if not state.started:
+        replay = not ctx.is_resumable
+        restarted = state.started and replay
+        frontier = _restart(state) if restarted else []
+        if not state.started or restarted:
             state.started = True
             state.queue.extend(
                 Trigger(node=n, input=node_input) for n in self.graph.successors(_START, [])
             )
-        await _Scheduler(self, ctx, record, state).run()
+        await _Scheduler(self, ctx, record, state, replay=replay, frontier=frontier).run()
         ctx.open_interrupts = {
             iid: carried_interrupt(ctx.invocation_context, record, iid)
             for iid in state.open_interrupts()
@@ -101,9 +111,30 @@ class Workflow(BaseNode):
         yield  # an async generator that yields nothing: children commit their own events
 
 
+def _restart(state: WorkflowState) -> list[RunRecord]:
+    """Reset a replay-mode workflow to START; returns the unfinished runs to reinstate.
+
+    Completed runs stay in `state.recorded` and are fast-forwarded as the walk reaches them.
+    """
+    frontier = list(state.runs.values())
+    state.queue.clear()
+    state.runs.clear()
+    state.joins.clear()
+    state.counters.clear()
+    state.output = None
+    return frontier
+
+
 class _Scheduler:
     def __init__(
-        self, workflow: Workflow, ctx: Context, record: RunRecord, state: WorkflowState
+        self,
+        workflow: Workflow,
+        ctx: Context,
+        record: RunRecord,
+        state: WorkflowState,
+        *,
+        replay: bool = False,
+        frontier: list[RunRecord] | None = None,
     ) -> None:
         self.workflow = workflow
         self.graph = workflow.graph
@@ -113,6 +144,9 @@ class _Scheduler:
         self.state = state
         self.running = 0
         self.group: asyncio.TaskGroup | None = None
+        self.replay = replay
+        self.frontier = list(frontier or [])
+        self.replayed: dict[str, int] = {}  # recorded outcomes consumed, by replay key
 
     async def run(self) -> None:
         try:
@@ -121,6 +155,9 @@ class _Scheduler:
                 for run in list(self.state.runs.values()):
                     await self._resume(run)
                 self._pump()
+            # Runs the replay walk never reached (it stopped upstream) keep waiting as they were.
+            for run in self.frontier:
+                self.state.runs[run.key] = run
         except* NodeRunFailedError as failures:
             # The first failure stops the workflow; siblings were cancelled and stay
             # RUNNING in the checkpoint, so a retry of the invocation re-runs them.
@@ -139,6 +176,8 @@ class _Scheduler:
         limit = self.workflow.max_concurrency
         while self.state.queue and (limit is None or self.running < limit):
             trigger = self.state.queue.pop(0)
+            if self.replay and self._replayed(trigger):
+                continue
             run_id = self.state.counters.get(trigger.node, 0) + 1
             self.state.counters[trigger.node] = run_id
             run = RunRecord(
@@ -149,6 +188,39 @@ class _Scheduler:
             )
             self.state.runs[run.key] = run
             self._start(run)
+
+    def _replayed(self, trigger: Trigger) -> bool:
+        """Fast-forward a completed run, or reinstate an unfinished one; False if neither."""
+        key = replay_key(trigger.node, trigger.input)
+        used = self.replayed.get(key, 0)
+        recorded = self.state.recorded.get(key, [])
+        if used < len(recorded):
+            self.replayed[key] = used + 1
+            outcome = recorded[used]
+            self._count(trigger.node, outcome.run_id)
+            done = RunRecord(
+                node=trigger.node,
+                path=f"{self.record.path}/{trigger.node}@{outcome.run_id}",
+                run_id=outcome.run_id,
+                status=RunStatus.COMPLETED,
+                input=trigger.input,
+                output=outcome.output,
+                routes=list(outcome.routes),
+            )
+            self._absorb(done, record=False)
+            return True
+        for run in self.frontier:
+            if run.node == trigger.node and run.input == trigger.input:
+                self.frontier.remove(run)
+                self._count(run.node, run.run_id)
+                self.state.runs[run.key] = run
+                assert self.group is not None  # only called inside run()
+                self.group.create_task(self._resume(run))
+                return True
+        return False
+
+    def _count(self, node: str, run_id: str) -> None:
+        self.state.counters[node] = max(self.state.counters.get(node, 0), int(run_id))
 
     def _start(self, run: RunRecord) -> None:
         assert self.group is not None  # only called inside run()
@@ -162,11 +234,15 @@ class _Scheduler:
             self.running -= 1
         self._pump()
 
-    def _absorb(self, run: RunRecord) -> None:
+    def _absorb(self, run: RunRecord, *, record: bool = True) -> None:
         """Fold a finished run into the workflow state (inside the run's commit)."""
         if run.status != RunStatus.COMPLETED:
             return
         self.state.runs.pop(run.key, None)
+        if self.replay and record:
+            self.state.recorded.setdefault(replay_key(run.node, run.input), []).append(
+                Outcome(run_id=run.run_id, output=run.output, routes=list(run.routes))
+            )
         successors = self.graph.successors(run.node, run.routes)
         for name in successors:
             if isinstance(self.graph.nodes[name], JoinNode):
