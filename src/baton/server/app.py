@@ -1,0 +1,394 @@
+"""The HTTP API: the reference server's routes, plus the inbox of pending inputs.
+
+Routes check the caller, then call the Runner or the store, nothing else. Every
+baton error becomes a JSON body `{"detail": ..., "error": ...}` with the status
+of `_STATUS`, and — because the Runner checks before it changes anything — a
+refused request leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Final, final
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Response, params
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from pydantic import JsonValue
+
+from baton.errors import (
+    AlreadyAnsweredError,
+    AppNotFoundError,
+    BatonError,
+    InvalidMessageError,
+    InvalidResponseError,
+    InvocationBusyError,
+    InvocationFinishedError,
+    InvocationNotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleVersionError,
+    UnknownInterruptError,
+    WorkflowChangedError,
+    http_status,
+)
+from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.server.bodies import (
+    AppsDetail,
+    AppSummary,
+    CreateSessionRequest,
+    ErrorBody,
+    RespondRequest,
+    RunAgentRequest,
+    VersionInfo,
+)
+from baton.server.catalog import AppCatalog
+from baton.server.lenient_json import LenientJsonMiddleware
+from baton.server.security import ApiKeys
+from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
+from baton.server.timeline import Timeline, build_timeline
+from baton.sessions.store import Interrupt, Session, SessionKey
+from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
+
+__all__ = ["STATIC_DIR", "create_app"]
+
+STATIC_DIR: Final = Path(__file__).parent / "static"
+
+# The one place HTTP statuses of baton errors are decided.
+_STATUS: Final[dict[type[BatonError], int]] = {
+    AppNotFoundError: 404,
+    SessionNotFoundError: 404,
+    InvocationNotFoundError: 404,
+    UnknownInterruptError: 404,
+    SessionExistsError: 409,
+    AlreadyAnsweredError: 409,
+    InvocationFinishedError: 409,
+    InvocationBusyError: 409,
+    StaleVersionError: 409,
+    WorkflowChangedError: 409,
+    InvalidResponseError: 422,
+    InvalidMessageError: 422,
+}
+
+_ERRORS: Final[dict[int | str, dict[str, object]]] = {
+    404: {"model": ErrorBody, "description": "Unknown app, session, invocation or interrupt"},
+    409: {"model": ErrorBody, "description": "Busy, already answered, finished or changed"},
+    422: {"description": "The answer fails its response_schema, or a malformed request"},
+}
+
+
+def status_of(error: BaseException) -> int:
+    """The HTTP status for an error: the table first, then the class's own default."""
+    for cls in type(error).__mro__:
+        if cls in _STATUS:
+            return _STATUS[cls]  # pyright: ignore[reportArgumentType] -- cls is a BatonError subclass here
+    return http_status(error)
+
+
+@final
+@dataclass
+class _Server:
+    catalog: AppCatalog
+    keys: ApiKeys
+    poll_interval: float
+    changes: ChangeSignal = field(default_factory=ChangeSignal)
+    group: asyncio.TaskGroup | None = None
+
+    def feed(self, events: AsyncIterator[Event]) -> RunFeed:
+        if self.group is None:
+            raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
+        return RunFeed.start(self.group, events, on_change=self.changes.notify)  # pyright: ignore[reportArgumentType] -- run_async is an async generator
+
+
+def create_app(
+    catalog: AppCatalog,
+    *,
+    api_keys: ApiKeys | None = None,
+    web: bool = False,
+    poll_interval: float = 1.0,
+) -> FastAPI:
+    """The ASGI app serving `catalog`'s apps.
+
+    Args:
+        catalog: the apps and their shared session service.
+        api_keys: keys callers must present (none: open server).
+        web: also serve the inbox page at `/`.
+        poll_interval: how often live streams look for changes made by other processes.
+    """
+    server = _Server(catalog, api_keys or ApiKeys(), poll_interval)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with asyncio.TaskGroup() as group:
+            server.group = group
+            try:
+                yield
+            finally:
+                server.group = None
+                for task in asyncio.all_tasks():
+                    if task.get_coro().__qualname__.startswith("RunFeed._pump"):  # pyright: ignore[reportOptionalMemberAccess] -- tasks here have coroutines
+                        task.cancel()
+
+    app = FastAPI(
+        title="baton",
+        version=version("baton"),
+        description="Durable, resumable agent workflows with human-in-the-loop.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(LenientJsonMiddleware)
+    app.add_exception_handler(BatonError, _error_response)  # pyright: ignore[reportArgumentType] -- starlette's handler type is loose
+    app.include_router(_public_routes(server))
+    app.include_router(_session_routes(server))
+    app.include_router(_run_routes(server))
+    app.include_router(_inbox_routes(server))
+    if web:
+        app.include_router(_page_routes())
+        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    return app
+
+
+async def _error_response(_: Request, error: BatonError) -> JSONResponse:
+    body = ErrorBody(detail=str(error), error=type(error).__name__)
+    return JSONResponse(body.to_wire(), status_code=status_of(error))
+
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
+_SECURITY: Final = [Depends(_bearer), Depends(_api_key)]
+
+
+def _user_guard(server: _Server) -> params.Depends:
+    def guard(request: Request, user_id: str) -> None:
+        server.keys.authorize(request, user_id)
+
+    return Depends(guard)
+
+
+def _public_routes(server: _Server) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/health")
+    async def health() -> dict[str, str]:  # pyright: ignore[reportUnusedFunction] -- a route
+        return {"status": "ok"}
+
+    @router.get("/version", response_model=VersionInfo)
+    async def version_info() -> VersionInfo:  # pyright: ignore[reportUnusedFunction] -- a route
+        return VersionInfo(version=version("baton"), language_version=platform.python_version())
+
+    @router.get("/list-apps", dependencies=_SECURITY, response_model=list[str] | AppsDetail)
+    async def list_apps(request: Request, detailed: bool = False) -> list[str] | AppsDetail:  # pyright: ignore[reportUnusedFunction] -- a route
+        server.keys.authorize(request, None)
+        if not detailed:
+            return server.catalog.names
+        runners = [server.catalog.runner(name) for name in server.catalog.names]
+        return AppsDetail(
+            apps=[
+                AppSummary(
+                    name=r.app_name, root_agent_name=r.root.name, description=r.app.description
+                )
+                for r in runners
+            ]
+        )
+
+    return router
+
+
+def _session_routes(server: _Server) -> APIRouter:
+    prefix = "/apps/{app_name}/users/{user_id}/sessions"
+    router = APIRouter(
+        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=_ERRORS
+    )
+    service = server.catalog.session_service
+
+    @router.post("", response_model=Session, response_model_exclude_none=True)
+    async def create_session(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, body: CreateSessionRequest | None = None
+    ) -> Session:
+        server.catalog.runner(app_name)
+        body = body or CreateSessionRequest()
+        session = await service.create_session(
+            app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
+        )
+        for event in body.events or []:
+            await service.append_event(session, event)
+        return session
+
+    @router.get("", response_model=list[Session], response_model_exclude_none=True)
+    async def list_sessions(app_name: str, user_id: str) -> list[Session]:  # pyright: ignore[reportUnusedFunction] -- a route
+        server.catalog.runner(app_name)
+        return (await service.list_sessions(app_name=app_name, user_id=user_id)).sessions
+
+    @router.get("/{session_id}", response_model=Session, response_model_exclude_none=True)
+    async def get_session(app_name: str, user_id: str, session_id: str) -> Session:  # pyright: ignore[reportUnusedFunction] -- a route
+        return await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
+
+    @router.delete("/{session_id}")
+    async def delete_session(app_name: str, user_id: str, session_id: str) -> None:  # pyright: ignore[reportUnusedFunction] -- a route
+        server.catalog.runner(app_name)
+        await service.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    @router.get("/{session_id}/timeline", response_model=Timeline)
+    async def timeline(app_name: str, user_id: str, session_id: str) -> Timeline:  # pyright: ignore[reportUnusedFunction] -- a route
+        key = SessionKey(app_name, user_id, SessionId(session_id))
+        session = await _session(server, key)
+        store = service.store
+        interrupts = await store.list_interrupts(
+            app_name, user_id, session_id=key.session_id, status=None
+        )
+        return build_timeline(session, await store.list_invocations(key), interrupts)
+
+    return router
+
+
+async def _session(server: _Server, key: SessionKey) -> Session:
+    server.catalog.runner(key.app_name)
+    session = await server.catalog.session_service.store.get_session(key)
+    if session is None:
+        raise SessionNotFoundError(
+            f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
+            f"'{key.app_name}'."
+        )
+    return session
+
+
+def _run_routes(server: _Server) -> APIRouter:
+    router = APIRouter(dependencies=_SECURITY, responses=_ERRORS)
+
+    @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
+    async def run(request: Request, body: RunAgentRequest) -> list[Event]:  # pyright: ignore[reportUnusedFunction] -- a route
+        server.keys.authorize(request, body.user_id)
+        feed = await _start(server, body)
+        return [item async for item in feed.items() if isinstance(item, Event)]
+
+    @router.post(
+        "/run_sse",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}},
+    )
+    async def run_sse(request: Request, body: RunAgentRequest) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
+        server.keys.authorize(request, body.user_id)
+        feed = await _start(server, body)
+        return StreamingResponse(_frames(feed), media_type="text/event-stream")
+
+    return router
+
+
+async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
+    runner = server.catalog.runner(body.app_name)
+    message = body.new_message
+    answers = message.function_responses if message else []
+    feed = server.feed(
+        runner.run_async(
+            user_id=body.user_id,
+            session_id=body.session_id,
+            invocation_id=body.invocation_id,
+            new_message=message,
+            state_delta=body.state_delta,
+            answered_by=body.user_id if answers else None,
+        )
+    )
+    await feed.opening()
+    return feed
+
+
+async def _frames(feed: RunFeed) -> AsyncIterator[bytes]:
+    async for item in feed.items():
+        yield error_frame(item) if isinstance(item, Exception) else frame(item.to_wire())
+
+
+def _inbox_routes(server: _Server) -> APIRouter:
+    prefix = "/apps/{app_name}/users/{user_id}"
+    router = APIRouter(
+        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=_ERRORS
+    )
+
+    @router.get("/pending", response_model=list[Interrupt], response_model_exclude_none=True)
+    async def pending(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, session_id: str | None = None
+    ) -> list[Interrupt]:
+        return await _pending(server, app_name, user_id, session_id)
+
+    @router.get(
+        "/pending/stream",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}},
+    )
+    async def pending_stream(app_name: str, user_id: str) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
+        await _pending(server, app_name, user_id, None)
+        return StreamingResponse(
+            _pending_frames(server, app_name, user_id), media_type="text/event-stream"
+        )
+
+    @router.post(
+        "/sessions/{session_id}/interrupts/{interrupt_id}/respond",
+        response_model=list[Event],
+        response_model_exclude_none=True,
+    )
+    async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, session_id: str, interrupt_id: str, body: RespondRequest
+    ) -> list[Event]:
+        run = await _answer(
+            server, SessionKey(app_name, user_id, SessionId(session_id)), interrupt_id, body
+        )
+        feed = await _start(server, run)
+        return [item async for item in feed.items() if isinstance(item, Event)]
+
+    return router
+
+
+async def _pending(
+    server: _Server, app_name: str, user_id: str, session_id: str | None
+) -> list[Interrupt]:
+    server.catalog.runner(app_name)
+    return await server.catalog.session_service.store.list_interrupts(
+        app_name, user_id, session_id=SessionId(session_id) if session_id else None
+    )
+
+
+async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
+    sent: Sequence[JsonValue] | None = None
+    while True:
+        rows = await _pending(server, app_name, user_id, None)
+        current: list[JsonValue] = [row.to_wire() for row in rows]
+        if current != sent:
+            sent = current
+            yield frame({"pending": current})
+        else:
+            yield keepalive_frame()
+        await server.changes.wait(server.poll_interval)
+
+
+async def _answer(
+    server: _Server, key: SessionKey, interrupt_id: str, body: RespondRequest
+) -> RunAgentRequest:
+    rows = await server.catalog.session_service.store.find_interrupts(
+        key, InterruptId(interrupt_id)
+    )
+    name = rows[0].function_name if rows else REQUEST_INPUT_FUNCTION
+    # Always wrapped, so an object answer with a lone "result" key is not unwrapped twice.
+    response = FunctionResponse(id=interrupt_id, name=name, response={"result": body.response})
+    return RunAgentRequest(
+        app_name=key.app_name,
+        user_id=key.user_id,
+        session_id=key.session_id,
+        invocation_id=body.invocation_id,
+        state_delta=body.state_delta,
+        new_message=Content(role="user", parts=[Part(function_response=response)]),
+    )
+
+
+def _page_routes() -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/")
+    async def index() -> Response:  # pyright: ignore[reportUnusedFunction] -- a route
+        return FileResponse(STATIC_DIR / "index.html")
+
+    return router

@@ -1,0 +1,72 @@
+"""Request and response bodies of the HTTP API (camelCase out; either case accepted in)."""
+
+from __future__ import annotations
+
+from pydantic import Field, JsonValue
+
+from baton.events import Event
+from baton.types import Content, WireModel
+
+__all__ = [
+    "AppSummary",
+    "AppsDetail",
+    "CreateSessionRequest",
+    "ErrorBody",
+    "RespondRequest",
+    "RunAgentRequest",
+    "VersionInfo",
+]
+
+
+class RunAgentRequest(WireModel):
+    """`POST /run` and `/run_sse`: start a run, answer its interrupts, or continue it."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    new_message: Content | None = None
+    streaming: bool = False
+    state_delta: dict[str, JsonValue] | None = None
+    invocation_id: str | None = None
+    function_call_event_id: str | None = None
+    custom_metadata: dict[str, JsonValue] | None = None
+
+
+class CreateSessionRequest(WireModel):
+    """`POST .../sessions`: an optional id, initial state and initial events."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    state: dict[str, JsonValue] | None = None
+    events: list[Event] | None = None
+
+
+class RespondRequest(WireModel):
+    """`POST .../interrupts/{id}/respond`: the answer, any JSON value the schema accepts."""
+
+    response: JsonValue = None
+    invocation_id: str | None = None
+    state_delta: dict[str, JsonValue] | None = None
+
+
+class ErrorBody(WireModel):
+    """What every refused request returns: what happened and what to do."""
+
+    detail: str
+    error: str = "HTTPException"
+
+
+class VersionInfo(WireModel):
+    version: str
+    language: str = "python"
+    language_version: str
+
+
+class AppSummary(WireModel):
+    name: str
+    root_agent_name: str
+    description: str = ""
+    language: str = "python"
+
+
+class AppsDetail(WireModel):
+    apps: list[AppSummary]

@@ -1,0 +1,87 @@
+"""Optional API keys, and the rule that a request acts for exactly one user.
+
+A key is either `SECRET` (may act for any user: an operator's key) or
+`USER:SECRET` (may act only for USER). Keys come from `--api-key` and from the
+`BATON_API_KEY` environment variable (comma-separated). With no keys the server
+is open, as the reference server is; user scoping by path still applies.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import final
+
+from fastapi import HTTPException, Request
+
+__all__ = ["ANY_USER", "ApiKeys", "keys_from_env"]
+
+ANY_USER = "*"
+
+
+def keys_from_env(value: str | None) -> list[str]:
+    """The keys in a `BATON_API_KEY` value (comma-separated; blanks ignored)."""
+    return [k.strip() for k in (value or "").split(",") if k.strip()]
+
+
+@final
+@dataclass(frozen=True)
+class ApiKeys:
+    """Secret -> the user it may act for (ANY_USER for an operator's key)."""
+
+    users_by_secret: dict[str, str] = field(default_factory=dict[str, str])
+
+    @classmethod
+    def parse(cls, specs: Iterable[str]) -> ApiKeys:
+        """Keys from `SECRET` / `USER:SECRET` specs."""
+        keys: dict[str, str] = {}
+        for spec in specs:
+            user, sep, secret = spec.partition(":")
+            keys[secret if sep else user] = user if sep else ANY_USER
+        return cls(keys)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.users_by_secret)
+
+    def authorize(self, request: Request, user_id: str | None) -> None:
+        """Refuse the request unless it carries a key that may act for `user_id`.
+
+        Raises:
+            HTTPException: 401 without a valid key, 403 when the key is another user's.
+        """
+        if not self.enabled:
+            return
+        allowed = self._user_for(_presented(request))
+        if allowed is None:
+            raise HTTPException(
+                401,
+                "missing or unknown API key; send it as `Authorization: Bearer <key>` or "
+                "`X-API-Key: <key>`.",
+            )
+        if allowed != ANY_USER and user_id is not None and user_id != allowed:
+            raise HTTPException(
+                403,
+                f"this API key acts for user '{allowed}' only, not '{user_id}'; use "
+                f"/apps/{{app}}/users/{allowed}/... or a key of that user.",
+            )
+
+    def _user_for(self, secret: str | None) -> str | None:
+        if secret is None:
+            return None
+        for known, user in self.users_by_secret.items():
+            # Constant-time comparison, so response timing does not reveal a key's prefix.
+            if hmac.compare_digest(known.encode(), secret.encode()):
+                return user
+        return None
+
+
+def _presented(request: Request) -> str | None:
+    header = request.headers.get("x-api-key")
+    if header:
+        return header
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token:
+        return token.strip()
+    return None

@@ -1,0 +1,123 @@
+"""Server-Sent Events: framing, runs that outlive their request, and change signals.
+
+A run is driven by a background task (a `RunFeed`) in the server's task group, not
+by the response body: the run goes on to its next pause even when the client hangs
+up, and an error raised before the first event still becomes an HTTP status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Final, final
+
+from pydantic import JsonValue
+
+from baton.events import Event
+
+__all__ = ["ChangeSignal", "RunFeed", "error_frame", "frame", "keepalive_frame"]
+
+_END: Final = object()
+
+
+def frame(data: JsonValue) -> bytes:
+    """One SSE frame: `data: <json>` and a blank line (no event or id lines)."""
+    return f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def keepalive_frame() -> bytes:
+    """An SSE comment, ignored by clients, that keeps proxies from closing the stream."""
+    return b": keepalive\n\n"
+
+
+def error_frame(error: BaseException) -> bytes:
+    """The final frame of a stream whose run failed, in the reference system's shape."""
+    message = f"{type(error).__name__}: {error}"
+    return frame(
+        {
+            "error": message,
+            "error_details": {
+                "error_type": type(error).__name__,
+                "error_message": str(error),
+                "timestamp": time.time(),
+            },
+        }
+    )
+
+
+@final
+class ChangeSignal:
+    """Wakes every waiter when something that the inbox shows may have changed."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        """Wake the current waiters."""
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, seconds: float) -> None:
+        """Return on the next notify, or after `seconds` (to see changes by other processes)."""
+        event = self._event
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await event.wait()
+
+
+@final
+class RunFeed:
+    """One `run_async` call driven by a background task; its events arrive over a queue."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._head: object = None
+        self._has_head = False
+        self._on_change = on_change
+
+    @classmethod
+    def start(
+        cls,
+        group: asyncio.TaskGroup,
+        events: AsyncGenerator[Event, None],
+        *,
+        on_change: Callable[[], None],
+    ) -> RunFeed:
+        """Start driving `events` in `group`."""
+        feed = cls(on_change)
+        group.create_task(feed._pump(events))
+        return feed
+
+    async def _pump(self, events: AsyncGenerator[Event, None]) -> None:
+        try:
+            async with aclosing(events) as stream:
+                async for event in stream:
+                    self._queue.put_nowait(event)
+                    self._on_change()
+        except Exception as exc:  # handed to the request; the task group must not fail
+            self._queue.put_nowait(exc)
+        finally:
+            self._queue.put_nowait(_END)
+            self._on_change()
+
+    async def opening(self) -> None:
+        """Wait for the first event; re-raise an error the run raised before it."""
+        self._head = await self._queue.get()
+        self._has_head = True
+        if isinstance(self._head, Exception):
+            raise self._head
+
+    async def items(self) -> AsyncIterator[Event | Exception]:
+        """The events, then the error that ended the run, if any."""
+        if self._has_head:
+            item, self._has_head = self._head, False
+        else:
+            item = await self._queue.get()
+        while item is not _END:
+            assert isinstance(item, Event | Exception)
+            yield item
+            item = await self._queue.get()

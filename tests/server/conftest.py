@@ -1,0 +1,175 @@
+"""A live baton server on 127.0.0.1 (uvicorn, port 0) over a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from pydantic import BaseModel, JsonValue
+
+from baton import App, Context, Event, RequestInput, ResumabilityConfig, Workflow
+from baton.server.app import create_app
+from baton.server.catalog import AppCatalog, load_app
+from baton.server.security import ApiKeys
+from baton.sessions.services import BaseSessionService, SqliteSessionService
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+class Decision(BaseModel):
+    approved: bool
+
+
+def ask_approval(node_input: Any) -> RequestInput:
+    return RequestInput(
+        interrupt_id="approve",
+        message="Approve?",
+        payload={"input": node_input},
+        response_schema=Decision,
+    )
+
+
+def finish(node_input: Any) -> str:
+    return f"done:{json.dumps(node_input, sort_keys=True)}"
+
+
+async def ask_twice(ctx: Context, node_input: Any):
+    if len(ctx.resume_inputs) == 2:
+        yield Event(output=dict(ctx.resume_inputs))
+        return
+    yield RequestInput(interrupt_id="name", message="Name?", response_schema={"type": "string"})
+    yield RequestInput(interrupt_id="age", message="Age?", response_schema={"type": "integer"})
+
+
+def approval_app() -> App:
+    """START -> ask_approval (pauses on 'approve') -> finish."""
+    return App(
+        name="approval",
+        root_agent=Workflow(name="approval_wf", edges=[("START", ask_approval, finish)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+def form_app() -> App:
+    """One node asking two questions at once ('name' and 'age')."""
+    return App(
+        name="form",
+        root_agent=Workflow(name="form_wf", edges=[("START", ask_twice)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+@dataclass
+class Live:
+    """A running server and a client for it."""
+
+    url: str
+    client: httpx.AsyncClient
+    service: BaseSessionService
+
+    async def create(self, app: str, user: str, **body: JsonValue) -> str:
+        r = await self.client.post(f"/apps/{app}/users/{user}/sessions", json=body)
+        r.raise_for_status()
+        return str(r.json()["id"])
+
+    async def run(
+        self, app: str, user: str, session: str, **body: JsonValue
+    ) -> list[dict[str, Any]]:
+        r = await self.client.post(
+            "/run", json={"appName": app, "userId": user, "sessionId": session, **body}
+        )
+        assert r.status_code == 200, r.text
+        events: list[dict[str, Any]] = r.json()
+        return events
+
+    async def start(self, app: str, user: str, session: str, text: str = "go") -> list[Any]:
+        message: JsonValue = {"role": "user", "parts": [{"text": text}]}
+        return await self.run(app, user, session, newMessage=message)
+
+
+@dataclass
+class Serving:
+    """A uvicorn server running an ASGI app in this event loop."""
+
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+
+    @property
+    def url(self) -> str:
+        sockets = self.server.servers[0].sockets
+        host, port = sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+async def serve(app: FastAPI) -> Serving:
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        ws="none",
+        http="h11",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    async with asyncio.timeout(10):
+        while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
+            await asyncio.sleep(0.01)
+    return Serving(server, task)
+
+
+StartLive = Callable[..., Any]
+
+
+@pytest.fixture
+async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
+    """Start a server over a SQLite file: `await start_live(apps=..., keys=..., web=...)`."""
+    stack: list[tuple[Serving, Live]] = []
+
+    async def start(
+        apps: list[App] | None = None,
+        *,
+        keys: list[str] | None = None,
+        web: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Live:
+        service = SqliteSessionService(str(tmp_path / f"sessions{len(stack)}.db"))
+        apps = apps if apps is not None else [approval_app(), form_app()]
+        catalog = AppCatalog.of(apps, service)
+        app = create_app(catalog, api_keys=ApiKeys.parse(keys or []), web=web, poll_interval=0.2)
+        serving = await serve(app)
+        client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
+        live = Live(serving.url, client, service)
+        stack.append((serving, live))
+        return live
+
+    yield start
+    for serving, live in reversed(stack):
+        await live.client.aclose()
+        await serving.stop()
+        await live.service.close()
+
+
+@pytest.fixture
+async def live(start_live: StartLive) -> Live:
+    """The default server: apps 'approval' and 'form', no API keys."""
+    started: Live = await start_live()
+    return started
+
+
+def example_app() -> App:
+    return load_app(EXAMPLES / "expense_approval")

@@ -1,0 +1,116 @@
+"""The reference server's routes, over the wire: sessions, /run, /run_sse, health, version."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from baton.events import REQUEST_INPUT_FUNCTION
+from tests.server.conftest import Live
+
+
+def answer(iid: str, value: Any, *, name: str = REQUEST_INPUT_FUNCTION) -> dict[str, Any]:
+    part = {"functionResponse": {"id": iid, "name": name, "response": {"result": value}}}
+    return {"role": "user", "parts": [part]}
+
+
+def asked(events: list[dict[str, Any]]) -> list[str]:
+    return [iid for e in events for iid in e.get("longRunningToolIds", [])]
+
+
+async def read_sse(response: httpx.Response) -> list[dict[str, Any]]:
+    """Every `data:` frame of a stream, decoded; asserts the framing is data-only."""
+    frames: list[dict[str, Any]] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            frames.append(json.loads(line.removeprefix("data: ")))
+        else:
+            assert line == "", f"unexpected SSE line {line!r}"
+    return frames
+
+
+async def test_health_version_and_list_apps(live: Live) -> None:
+    assert (await live.client.get("/health")).json() == {"status": "ok"}
+    version = (await live.client.get("/version")).json()
+    assert version["language"] == "python"
+    assert set(version) == {"version", "language", "languageVersion"}
+    assert (await live.client.get("/list-apps")).json() == ["approval", "form"]
+    detailed = (await live.client.get("/list-apps", params={"detailed": "true"})).json()
+    assert [a["rootAgentName"] for a in detailed["apps"]] == ["approval_wf", "form_wf"]
+
+
+async def test_session_crud_accepts_camel_and_snake_case(live: Live) -> None:
+    base = "/apps/approval/users/u/sessions"
+    r = await live.client.post(base, json={"sessionId": "s1", "state": {"k": 1}})
+    assert r.status_code == 200
+    created = r.json()
+    assert created["id"] == "s1"
+    assert created["appName"] == "approval"
+    assert created["userId"] == "u"
+    assert created["state"] == {"k": 1}
+    assert (await live.client.post(base, json={"session_id": "s2"})).json()["id"] == "s2"
+    fresh = (await live.client.post(base)).json()["id"]
+    duplicate = await live.client.post(base, json={"session_id": "s1"})
+    assert duplicate.status_code == 409
+    assert "s1" in duplicate.json()["detail"]
+    listed = (await live.client.get(base)).json()
+    assert sorted(s["id"] for s in listed) == sorted(["s1", "s2", fresh])
+    await live.start("approval", "u", "s1")
+    got = (await live.client.get(f"{base}/s1")).json()
+    assert [e["author"] for e in got["events"]] == ["user", "ask_approval"]
+    assert (await live.client.delete(f"{base}/s1")).json() is None
+    missing = await live.client.get(f"{base}/s1")
+    assert missing.status_code == 404
+    assert "s1" in missing.json()["detail"]
+
+
+async def test_run_pauses_then_function_response_completes(live: Live) -> None:
+    sid = await live.create("approval", "u")
+    paused = await live.start("approval", "u", sid, "hello")
+    assert asked(paused) == ["approve"]
+    call = paused[-1]["content"]["parts"][0]["functionCall"]
+    assert call["name"] == REQUEST_INPUT_FUNCTION
+    assert call["args"]["message"] == "Approve?"
+    assert call["args"]["response_schema"]["properties"] == {
+        "approved": {"title": "Approved", "type": "boolean"}
+    }
+    done = await live.run("approval", "u", sid, new_message=answer("approve", {"approved": True}))
+    assert {e["invocationId"] for e in done} == {paused[0]["invocationId"]}
+    assert done[-1]["author"] == "finish"
+    assert done[-1]["output"] == 'done:{"approved": true}'
+
+
+async def test_run_sse_streams_one_data_frame_per_event_and_resumes(live: Live) -> None:
+    sid = await live.create("approval", "u")
+    body = {
+        "app_name": "approval",
+        "user_id": "u",
+        "session_id": sid,
+        "new_message": {"role": "user", "parts": [{"text": "x"}]},
+    }
+    async with live.client.stream("POST", "/run_sse", json=body) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        first = await read_sse(response)
+    assert asked(first) == ["approve"]
+    invocation = first[0]["invocationId"]
+    resume = {
+        "appName": "approval",
+        "userId": "u",
+        "sessionId": sid,
+        "invocationId": invocation,
+        "newMessage": answer("approve", {"approved": False}),
+    }
+    async with live.client.stream("POST", "/run_sse", json=resume) as response:
+        second = await read_sse(response)
+    assert [e["author"] for e in second] == ["ask_approval", "finish"]
+    assert {e["invocationId"] for e in second} == {invocation}
+
+
+async def test_run_sse_refuses_before_streaming_with_a_status(live: Live) -> None:
+    body = {"appName": "approval", "userId": "u", "sessionId": "nope"}
+    r = await live.client.post("/run_sse", json=body)
+    assert r.status_code == 404
+    assert r.json()["error"] == "SessionNotFoundError"
+    assert "nope" in r.json()["detail"]
