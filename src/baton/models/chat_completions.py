@@ -1,0 +1,259 @@
+"""The chat-completions wire format: LlmRequest -> request params, completion -> LlmResponse.
+
+Pure conversions, no I/O; `openai.py` sends what this module builds. The openai
+types are imported for type checking only, so importing this module does not
+need the `openai` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
+
+from baton.models.llm import FunctionDeclaration, LlmRequest, LlmResponse, UsageMetadata
+from baton.types import Content, FunctionCall, FunctionResponse, Part
+
+if TYPE_CHECKING:
+    from openai.types import CompletionUsage
+    from openai.types.chat import (
+        ChatCompletion,
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionMessageFunctionToolCallParam,
+        ChatCompletionMessageParam,
+        ChatCompletionToolMessageParam,
+        ChatCompletionToolParam,
+    )
+    from openai.types.chat.completion_create_params import CompletionCreateParamsBase
+
+__all__ = [
+    "MALFORMED_FUNCTION_CALL",
+    "RawToolCall",
+    "build_turn",
+    "finish_reason_of",
+    "from_completion",
+    "to_completion_params",
+    "to_messages",
+]
+
+MALFORMED_FUNCTION_CALL = "MALFORMED_FUNCTION_CALL"
+"""error_code of a response whose tool call arguments are not a JSON object."""
+
+# OpenAI's finish reasons in the reference's vocabulary.
+_FINISH_REASONS = {
+    "stop": "STOP",
+    "tool_calls": "STOP",
+    "function_call": "STOP",
+    "length": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+}
+
+RawToolCall = tuple[str, str, str]
+"""A tool call as received: (id, function name, JSON arguments text)."""
+
+
+def to_completion_params(request: LlmRequest, model: str) -> CompletionCreateParamsBase:
+    """The chat-completions request for an LlmRequest (unset options are left out).
+
+    Args:
+        request: the conversation, instruction, tools and sampling options.
+        model: the model name the server knows (no "openai/" prefix).
+
+    Returns:
+        Keyword arguments for `client.chat.completions.create`.
+
+    Raises:
+        ValueError: a function call or response has no id (the protocol pairs them by id).
+    """
+    config = request.config
+    params: CompletionCreateParamsBase = {"model": model, "messages": to_messages(request)}
+    if config.tools:
+        params["tools"] = [_tool_param(d) for d in config.tools]
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    if config.top_p is not None:
+        params["top_p"] = config.top_p
+    if config.max_output_tokens is not None:
+        params["max_tokens"] = config.max_output_tokens
+    if config.stop_sequences:
+        params["stop"] = config.stop_sequences
+    if config.seed is not None:
+        params["seed"] = config.seed
+    if config.response_schema is not None:
+        schema: dict[str, object] = dict(config.response_schema)
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": schema},
+        }
+    return params
+
+
+def to_messages(request: LlmRequest) -> list[ChatCompletionMessageParam]:
+    """The chat messages for a request: system instruction first, then each content.
+
+    Args:
+        request: the request.
+
+    Returns:
+        The messages, in order.
+
+    Raises:
+        ValueError: a function call or response has no id.
+    """
+    messages: list[ChatCompletionMessageParam] = []
+    if request.config.system_instruction:
+        messages.append({"role": "system", "content": request.config.system_instruction})
+    for index, content in enumerate(request.contents):
+        messages.extend(_content_messages(content, index))
+    return messages
+
+
+def _content_messages(content: Content, index: int) -> list[ChatCompletionMessageParam]:
+    # Thoughts are the model's own reasoning; they are not sent back.
+    parts = [p for p in content.parts or [] if not p.thought]
+    text = "".join(p.text for p in parts if p.text)
+    calls = [p.function_call for p in parts if p.function_call]
+    tools: list[ChatCompletionMessageParam] = [
+        _tool_message(p.function_response, index) for p in parts if p.function_response
+    ]
+    if content.role in ("model", "assistant"):
+        assistant = [_assistant_message(text, calls, index)] if text or calls else []
+        return [*assistant, *tools]
+    user: list[ChatCompletionMessageParam] = [{"role": "user", "content": text}] if text else []
+    return [*tools, *user]
+
+
+def _assistant_message(
+    text: str, calls: list[FunctionCall], index: int
+) -> ChatCompletionAssistantMessageParam:
+    message: ChatCompletionAssistantMessageParam = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = [_tool_call_param(call, index) for call in calls]
+    return message
+
+
+def _tool_call_param(call: FunctionCall, index: int) -> ChatCompletionMessageFunctionToolCallParam:
+    name = call.name or ""
+    return {
+        "id": _require_id(call.id, "call", name, index),
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(call.args or {}, ensure_ascii=False)},
+    }
+
+
+def _tool_message(response: FunctionResponse, index: int) -> ChatCompletionToolMessageParam:
+    return {
+        "role": "tool",
+        "tool_call_id": _require_id(response.id, "response", response.name or "", index),
+        "content": json.dumps(response.response or {}, ensure_ascii=False),
+    }
+
+
+def _require_id(call_id: str | None, kind: str, name: str, index: int) -> str:
+    if not call_id:
+        raise ValueError(
+            f"function {kind} '{name}' in contents[{index}] has no id; the chat-completions "
+            "protocol pairs calls and responses by id, so give both the call's id."
+        )
+    return call_id
+
+
+def _tool_param(declaration: FunctionDeclaration) -> ChatCompletionToolParam:
+    parameters: dict[str, object] = dict(
+        declaration.parameters or {"type": "object", "properties": {}}
+    )
+    return {
+        "type": "function",
+        "function": {
+            "name": declaration.name,
+            "description": declaration.description,
+            "parameters": parameters,
+        },
+    }
+
+
+def from_completion(completion: ChatCompletion) -> LlmResponse:
+    """The LlmResponse for a (non-streamed) chat completion.
+
+    Args:
+        completion: the server's answer; its first choice is used.
+
+    Returns:
+        The response: text and function calls (ids kept, arguments parsed), finish
+        reason and token usage; `error_code` MALFORMED_FUNCTION_CALL when a call's
+        arguments are not a JSON object, or when the server returned no choice.
+    """
+    usage = _usage(completion.usage)
+    if not completion.choices:
+        return LlmResponse(error_code="NO_CHOICES", error_message="the server returned no choices.")
+    choice = completion.choices[0]
+    raw_calls: list[RawToolCall] = [
+        (call.id, call.function.name, call.function.arguments)
+        for call in choice.message.tool_calls or []
+        if call.type == "function"
+    ]
+    response = build_turn(choice.message.content, raw_calls)
+    response.finish_reason = finish_reason_of(choice.finish_reason)
+    response.usage_metadata = usage
+    return response
+
+
+def build_turn(text: str | None, raw_calls: list[RawToolCall]) -> LlmResponse:
+    """A complete model turn from its text and tool calls.
+
+    Args:
+        text: the assistant's text, if any.
+        raw_calls: the tool calls as received, in order.
+
+    Returns:
+        A turn-complete response; a call whose arguments do not parse to a JSON
+        object is left out and reported in `error_code` / `error_message`.
+    """
+    parts = [Part(text=text)] if text else []
+    problems: list[str] = []
+    for call_id, name, arguments in raw_calls:
+        args = _parse_arguments(arguments)
+        if args is None:
+            problems.append(f"tool call '{name}' ({call_id}) has arguments {arguments!r}")
+            continue
+        parts.append(Part(function_call=FunctionCall(id=call_id, name=name, args=args)))
+    response = LlmResponse(content=Content(role="model", parts=parts), turn_complete=True)
+    if problems:
+        response.error_code = MALFORMED_FUNCTION_CALL
+        response.error_message = (
+            "; ".join(problems) + ", which is not a JSON object; ask the model to call again."
+        )
+    return response
+
+
+def finish_reason_of(reason: str | None) -> str | None:
+    """OpenAI's finish reason in the reference's vocabulary ("length" -> "MAX_TOKENS").
+
+    Args:
+        reason: as the server sent it.
+
+    Returns:
+        The mapped reason; an unknown one upper-cased; None stays None.
+    """
+    return _FINISH_REASONS.get(reason, reason.upper()) if reason else None
+
+
+def _parse_arguments(arguments: str) -> dict[str, JsonValue] | None:
+    if not arguments.strip():
+        return {}
+    try:
+        parsed: JsonValue = json.loads(arguments)
+    except json.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _usage(usage: CompletionUsage | None) -> UsageMetadata | None:
+    if usage is None:
+        return None
+    return UsageMetadata(
+        prompt_token_count=usage.prompt_tokens,
+        candidates_token_count=usage.completion_tokens,
+        total_token_count=usage.total_tokens,
+    )
