@@ -96,9 +96,26 @@ def outputs(events: list[Event]) -> list[tuple[str, JsonValue]]:
 MakeHarness = Callable[..., Awaitable[Harness]]
 
 
+async def build_harness(
+    root: Node,
+    service: BaseSessionService,
+    *,
+    resumable: bool,
+    state: dict[str, JsonValue] | None = None,
+) -> Harness:
+    """A Runner for `root` as app 'app' and a fresh session of user 'u'."""
+    config = ResumabilityConfig(is_resumable=resumable)
+    runner = Runner(
+        app=App(name="app", root_agent=root, resumability_config=config),
+        session_service=service,
+    )
+    session = await service.create_session(app_name="app", user_id="u", state=state)
+    return Harness(runner, service, session.id)
+
+
 @pytest.fixture(params=[True, False], ids=["resumable", "replay"])
 def make_harness(request: pytest.FixtureRequest) -> MakeHarness:
-    """Every test using it runs in both modes: resumable, and replay from START."""
+    """In memory; every test using it runs in both modes: resumable, and replay from START."""
     default_mode: bool = request.param
 
     async def make(
@@ -108,13 +125,11 @@ def make_harness(request: pytest.FixtureRequest) -> MakeHarness:
         service: BaseSessionService | None = None,
         state: dict[str, JsonValue] | None = None,
     ) -> Harness:
-        service = service or InMemorySessionService()
-        config = ResumabilityConfig(is_resumable=default_mode if resumable is None else resumable)
-        runner = Runner(
-            app=App(name="app", root_agent=root, resumability_config=config),
-            session_service=service,
+        return await build_harness(
+            root,
+            service or InMemorySessionService(),
+            resumable=default_mode if resumable is None else resumable,
+            state=state,
         )
-        session = await service.create_session(app_name="app", user_id="u", state=state)
-        return Harness(runner, service, session.id)
 
     return make

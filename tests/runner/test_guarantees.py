@@ -24,10 +24,10 @@ from baton.errors import (
     WorkflowChangedError,
 )
 from baton.events import REQUEST_INPUT_FUNCTION
-from baton.sessions.memory import MemoryStore
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
 from baton.types import InvocationId, SessionId
+from tests.conftest import FakeClock
 from tests.harness import Harness, MakeHarness, asked, outputs
 
 
@@ -229,9 +229,12 @@ async def test_of_concurrent_resumes_exactly_one_runs(make_harness: MakeHarness)
 
     tasks = [asyncio.create_task(resume()) for _ in range(5)]
     await slow_started.wait()
-    await asyncio.wait(tasks, timeout=5, return_when=asyncio.FIRST_COMPLETED)
-    for _ in range(10):  # let the losers, which fail without waiting on anything, finish
-        await asyncio.sleep(0)
+    async with asyncio.timeout(10):
+        # The winner is held at the gate, so the four losers must finish on their own.
+        while sum(t.done() for t in tasks) < 4:
+            await asyncio.wait(
+                [t for t in tasks if not t.done()], return_when=asyncio.FIRST_COMPLETED
+            )
     busy = [t for t in tasks if t.done()]
     assert len(busy) == 4
     assert all(isinstance(t.result(), InvocationBusyError) for t in busy)
@@ -243,20 +246,11 @@ async def test_of_concurrent_resumes_exactly_one_runs(make_harness: MakeHarness)
     assert "is being run by" in str(busy[0].result())
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_lease_of_a_dead_holder_expires_and_the_run_recovers(
-    make_harness: MakeHarness,
+    make_harness: MakeHarness, clock: FakeClock
 ) -> None:
-    clock = FakeClock()
-    service = BaseSessionService(MemoryStore(clock=clock))
-    h = await make_harness(_approval_workflow({}), service=service)
+    h = await make_harness(_approval_workflow({}))
+    service = h.service
     await h.start("trip")
     invocation = await h.invocation()
     dead = await service.store.claim(
@@ -267,7 +261,7 @@ async def test_lease_of_a_dead_holder_expires_and_the_run_recovers(
     assert [r.status for r in await service.store.list_interrupts("app", "u", status=None)] == [
         InterruptStatus.OPEN
     ]
-    clock.now += 31
+    clock.advance(31)
     assert outputs(await h.collect(new_message=fr("approve", GOOD)))[-1] == ("book", "booked 12")
     with pytest.raises(InvocationBusyError, match="was lost"):
         await service.store.renew(dead, timedelta(seconds=30))
