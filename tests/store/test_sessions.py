@@ -1,0 +1,203 @@
+"""Sessions on every backend: create, read, list, delete, events and state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import JsonValue
+
+from baton import types
+from baton.errors import SessionExistsError, SessionNotFoundError
+from baton.events import Event, NodeInfo
+from baton.sessions.store import InterruptStatus, Store
+from baton.types import InterruptId, InvocationId, SessionId
+from tests.conftest import FakeClock
+from tests.store.builders import APP, USER, event, key, question, snapshot, step
+
+
+async def test_create_then_get_returns_the_same_session(store: Store, clock: FakeClock) -> None:
+    created = await store.create_session(
+        APP, USER, session_id=SessionId("s1"), state={"topic": "expenses"}
+    )
+
+    assert created.id == "s1"
+    assert created.state == {"topic": "expenses"}
+    assert created.events == []
+    assert created.last_update_time <= clock.now
+    assert await store.get_session(key("s1")) == created
+
+
+async def test_create_without_id_gets_a_fresh_unique_id(store: Store) -> None:
+    first = await store.create_session(APP, USER)
+    second = await store.create_session(APP, USER)
+
+    assert first.id != second.id
+    assert await store.get_session(first.key) == first
+
+
+async def test_duplicate_session_id_raises_and_keeps_the_original(store: Store) -> None:
+    original = await store.create_session(APP, USER, session_id=SessionId("s1"), state={"a": 1})
+
+    with pytest.raises(SessionExistsError, match="'s1'"):
+        await store.create_session(APP, USER, session_id=SessionId("s1"), state={"a": 2})
+
+    assert await store.get_session(key("s1")) == original
+
+
+async def test_same_session_id_is_separate_per_user_and_app(store: Store) -> None:
+    await store.create_session(APP, USER, session_id=SessionId("s1"), state={"who": "u"})
+    await store.create_session(APP, "v", session_id=SessionId("s1"), state={"who": "v"})
+    await store.create_session("other", USER, session_id=SessionId("s1"), state={"who": "o"})
+
+    owners = [(APP, USER), (APP, "v"), ("other", USER)]
+    found = [await store.get_session(key("s1", app=a, user=u)) for a, u in owners]
+    assert [s.state["who"] if s else None for s in found] == ["u", "v", "o"]
+
+
+async def test_unknown_session_reads_as_none_and_commit_raises(store: Store) -> None:
+    missing = key("nope")
+
+    assert await store.get_session(missing) is None
+    assert await store.list_invocations(missing) == []
+    assert await store.find_interrupts(missing, InterruptId("q")) == []
+    with pytest.raises(SessionNotFoundError, match="app/u/nope"):
+        await store.commit_step(step(missing, "inv-1", 0, events=(event("hi"),)))
+    assert await store.get_session(missing) is None
+
+
+async def test_list_sessions_filters_by_app_and_user_without_events(store: Store) -> None:
+    for app, user, sid in [(APP, USER, "a"), (APP, USER, "b"), (APP, "v", "c"), ("x", USER, "d")]:
+        await store.create_session(app, user, session_id=SessionId(sid))
+    await store.commit_step(step(key("a"), None, 0, events=(event("hi"),)))
+
+    mine = await store.list_sessions(APP, USER)
+    everyone = await store.list_sessions(APP)
+
+    assert sorted(s.id for s in mine) == ["a", "b"]
+    assert sorted(s.id for s in everyone) == ["a", "b", "c"]
+    assert all(s.events == [] for s in everyone)
+    assert await store.list_sessions("nobody") == []
+
+
+async def test_temp_state_is_never_stored(store: Store) -> None:
+    await store.create_session(
+        APP, USER, session_id=SessionId("s1"), state={"keep": 1, "temp:scratch": 2}
+    )
+    await store.commit_step(
+        step(key("s1"), "inv-1", 0, state={"temp:draft": "x", "answer": 42, "keep": 3})
+    )
+
+    found = await store.get_session(key("s1"))
+    assert found is not None
+    assert found.state == {"keep": 3, "answer": 42}
+
+
+async def test_event_limit_loads_only_the_newest_events(store: Store) -> None:
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    written = [event(f"e{i}") for i in range(6)]
+    await store.commit_step(step(key("s1"), None, 0, events=tuple(written[:4])))
+    await store.commit_step(step(key("s1"), None, 0, events=tuple(written[4:])))
+
+    async def texts(limit: int | None) -> list[Event]:
+        found = await store.get_session(key("s1"), event_limit=limit)
+        assert found is not None
+        return found.events
+
+    assert await texts(None) == written
+    assert await texts(2) == written[4:]
+    assert await texts(1) == written[5:]
+    assert await texts(0) == []
+    assert await texts(100) == written
+    without = await store.get_session(key("s1"), with_events=False)
+    assert without is not None
+    assert without.events == []
+
+
+async def test_events_round_trip_unicode_and_nested_json(store: Store) -> None:
+    await store.create_session(APP, USER, session_id=SessionId("s1"), state={"名前": "Zoë"})
+    rich = Event(
+        invocation_id="inv-1",
+        author="réviseur",
+        content=types.Content(
+            role="model",
+            parts=[
+                types.Part(text='Ça va? 日本語 🎉 \u2028 "quoted" \\ back'),
+                types.Part(
+                    function_call=types.FunctionCall(
+                        id="fc-1", name="adk_request_input", args={"interruptId": "ok?"}
+                    )
+                ),
+            ],
+        ),
+        output={"list": [1, 2.5, -3e-9, None, True, "ß"], "nested": {"ü": {"deep": []}}},
+        node_info=NodeInfo(path="wf/ask", run_id="r1"),
+        long_running_tool_ids={"fc-1"},
+        custom_metadata={"emoji": "🙂"},
+        state={"😀": "smile"},
+    )
+    checkpoint: JsonValue = {"nodes": {"ask": {"status": "waiting", "note": "née ✓"}}, "n": 10**18}
+    opened = question(key("s1"), "inv-1", "q-ü", message="Approve €12?")
+    await store.commit_step(
+        step(key("s1"), "inv-1", 0, events=(rich,), checkpoint=checkpoint, opened=(opened,))
+    )
+
+    found = await store.get_session(key("s1"))
+    invocation = await store.load_invocation(key("s1"), InvocationId("inv-1"))
+    [row] = await store.find_interrupts(key("s1"), InterruptId("q-ü"))
+    assert found is not None
+    assert invocation is not None
+    assert found.events == [rich]
+    assert found.state == {"名前": "Zoë"}
+    assert invocation.checkpoint == checkpoint
+    assert (row.message, row.payload, row.response_schema) == (
+        "Approve €12?",
+        {"amount": 12},
+        {"type": "object"},
+    )
+
+
+async def test_delete_session_removes_everything_in_it(store: Store) -> None:
+    await store.create_session(APP, USER, session_id=SessionId("gone"))
+    await store.create_session(APP, USER, session_id=SessionId("kept"))
+    for sid in ("gone", "kept"):
+        inv = f"inv-{sid}"
+        await store.commit_step(
+            step(
+                key(sid),
+                inv,
+                0,
+                events=(event("hi", invocation_id=inv),),
+                state={"x": 1},
+                checkpoint={"at": sid},
+                opened=(question(key(sid), inv, "q"),),
+            )
+        )
+        await store.claim(InvocationId(inv), "worker-1", timedelta(minutes=5))
+    kept_before = await snapshot(store, key("kept"))
+
+    assert await store.delete_session(key("gone")) is True
+
+    assert await snapshot(store, key("gone")) == await snapshot(store, key("nope"))
+    assert await store.load_invocation(key("gone"), InvocationId("inv-gone")) is None
+    assert await store.find_interrupts(key("gone"), InterruptId("q")) == []
+    assert [r.session_id for r in await store.list_interrupts(APP, status=None)] == ["kept"]
+    # Its lease went too: another owner can claim at once; the kept one's lease holds.
+    assert (await store.claim(InvocationId("inv-gone"), "worker-2", timedelta(1))).owner == (
+        "worker-2"
+    )
+    assert await snapshot(store, key("kept")) == kept_before
+    assert await store.delete_session(key("gone")) is False
+
+
+async def test_session_events_and_invocation_events_share_one_order(store: Store) -> None:
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    first, second, third = event("a"), event("b", invocation_id="inv-1"), event("c")
+    await store.commit_step(step(key("s1"), None, 0, events=(first,)))
+    await store.commit_step(step(key("s1"), "inv-1", 0, events=(second,)))
+    await store.commit_step(step(key("s1"), None, 0, events=(third,)))
+
+    found = await store.get_session(key("s1"))
+    assert found is not None
+    assert found.events == [first, second, third]
+    assert await store.list_interrupts(APP, status=InterruptStatus.OPEN) == []

@@ -1,0 +1,173 @@
+"""What only the SQL stores promise: durability across processes, migrations, URLs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from baton.errors import ExtraNotInstalledError, InvocationBusyError
+from baton.sessions.services import DatabaseSessionService, SqliteSessionService
+from baton.sessions.sql import SqlStore, schema
+from baton.sessions.sql.dialect import create_engine, normalize_url
+from baton.sessions.sql.migrations import LATEST_VERSION, migrate, read_version
+from baton.types import InvocationId, SessionId
+from tests.conftest import FakeClock
+from tests.store.builders import APP, USER, event, key, question, snapshot, step
+
+MIGRATORS = 4
+
+
+@asynccontextmanager
+async def _engine(url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(normalize_url(url))
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+async def test_second_store_on_the_same_database_sees_everything(
+    store_url: str, clock: FakeClock
+) -> None:
+    first = SqlStore(store_url, clock=clock)
+    await first.create_session(APP, USER, session_id=SessionId("s1"), state={"a": 1})
+    await first.commit_step(
+        step(
+            key(),
+            "inv-1",
+            0,
+            events=(event("asked", invocation_id="inv-1"),),
+            checkpoint={"at": "ask"},
+            opened=(question(key(), "inv-1", "q1"),),
+        )
+    )
+    await first.claim(InvocationId("inv-1"), "worker-1", timedelta(minutes=5))
+    written = await snapshot(first, key())
+    await first.close()
+
+    second = SqlStore(store_url, clock=clock)
+    try:
+        assert await snapshot(second, key()) == written
+        with pytest.raises(InvocationBusyError, match="'worker-1'"):
+            await second.claim(InvocationId("inv-1"), "worker-2", timedelta(minutes=5))
+    finally:
+        await second.close()
+
+
+async def test_migrations_run_once_and_are_idempotent(store_url: str) -> None:
+    async with _engine(store_url) as engine:
+        assert await migrate(engine) == [1]
+        assert await migrate(engine) == []
+        async with engine.connect() as connection:
+            assert await read_version(connection) == LATEST_VERSION
+
+
+async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> None:
+    async with (
+        _engine(store_url) as a,
+        _engine(store_url) as b,
+        _engine(store_url) as c,
+        _engine(store_url) as d,
+    ):
+        applied = await asyncio.gather(*(migrate(e) for e in (a, b, c, d)))
+
+    assert sorted(applied) == [[]] * (MIGRATORS - 1) + [[1]]
+
+
+async def test_a_newer_schema_is_refused(store_url: str) -> None:
+    async with _engine(store_url) as engine:
+        await migrate(engine)
+        async with engine.begin() as connection:
+            await connection.execute(schema.schema_version.update().values(version=99))
+
+        with pytest.raises(RuntimeError, match=r"schema version 99.*upgrade baton"):
+            await migrate(engine)
+
+
+async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
+    store = SqlStore(store_url)
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    await store.commit_step(
+        step(
+            key(),
+            "inv-1",
+            0,
+            events=(event("a"), event("b")),
+            opened=(question(key(), "inv-1", "q1"),),
+        )
+    )
+    await store.claim(InvocationId("inv-1"), "worker-1", timedelta(minutes=5))
+    await store.delete_session(key())
+    await store.close()
+
+    tables = [schema.sessions, schema.events, schema.invocations, schema.interrupts, schema.leases]
+    async with _engine(store_url) as engine, engine.connect() as connection:
+        counts = [await connection.scalar(select(func.count()).select_from(t)) for t in tables]
+    assert counts == [0, 0, 0, 0, 0]
+
+
+async def test_sqlite_foreign_keys_and_wal_are_on(tmp_path: Path) -> None:
+    async with _engine(f"sqlite:///{tmp_path / 'x.db'}") as engine, engine.connect() as c:
+        assert await c.scalar(text("PRAGMA foreign_keys")) == 1
+        assert await c.scalar(text("PRAGMA journal_mode")) == "wal"
+
+
+async def test_plain_sqlite_url_is_rewritten_to_aiosqlite(tmp_path: Path) -> None:
+    path = tmp_path / "plain.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        await store.create_session(APP, USER, session_id=SessionId("s1"))
+        assert store.url == f"sqlite+aiosqlite:///{path}"
+    finally:
+        await store.close()
+    assert path.exists()
+
+
+@pytest.mark.parametrize("url", ["mysql://root@localhost/db", "oracle://x", "sqlite+pysqlite:///x"])
+def test_unsupported_url_raises_naming_it(url: str) -> None:
+    with pytest.raises(ValueError, match=r"unsupported database URL .*; use 'sqlite\+aiosqlite"):
+        SqlStore(url)
+
+
+def test_postgres_without_asyncpg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # what a missing package looks like
+
+    with pytest.raises(ExtraNotInstalledError, match=r"pip install 'baton\[postgres\]'"):
+        SqlStore("postgresql://postgres@127.0.0.1/test")
+
+
+async def test_sqlite_session_service_persists_in_a_plain_path(tmp_path: Path) -> None:
+    path = str(tmp_path / "sessions.db")
+    writer = SqliteSessionService(path)
+    created = await writer.create_session(app_name=APP, user_id=USER, state={"k": "v"})
+    await writer.close()
+
+    reader = SqliteSessionService(f"sqlite:///{path}")
+    try:
+        found = await reader.get_session(app_name=APP, user_id=USER, session_id=created.id)
+    finally:
+        await reader.close()
+    assert found == created
+
+
+async def test_database_session_service_works_on_each_database(store_url: str) -> None:
+    service = DatabaseSessionService(store_url)
+    hello = event("hello")
+    try:
+        created = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+        await service.append_event(created, hello)
+        listed = await service.list_sessions(app_name=APP, user_id=USER)
+        found = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    finally:
+        await service.close()
+    assert [s.id for s in listed.sessions] == ["s1"]
+    assert found is not None
+    assert found.events == [hello]
