@@ -1,0 +1,78 @@
+"""BaseTool, and how a tool's result becomes a FunctionResponse."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from pydantic import JsonValue
+
+from baton.models.llm import FunctionDeclaration
+from baton.tools.tool_context import ToolContext
+from baton.types import FunctionCall, FunctionResponse
+
+__all__ = ["BaseTool", "to_function_response", "to_response_dict"]
+
+
+class BaseTool(ABC):
+    """Base class of every tool: subclass it and implement `declaration` and `run`.
+
+    Args:
+        name: the function name the model calls.
+        description: what the tool does, for the model.
+        is_long_running: the tool starts work that finishes later (e.g. a person's
+            approval): its call stays open until a FunctionResponse with the call's
+            id arrives.
+    """
+
+    def __init__(self, *, name: str, description: str = "", is_long_running: bool = False) -> None:
+        self.name = name
+        self.description = description
+        self.is_long_running = is_long_running
+
+    @abstractmethod
+    def declaration(self) -> FunctionDeclaration | None:
+        """The declaration the model sees.
+
+        Returns:
+            The declaration, or None for a tool the model is not told about.
+        """
+
+    @abstractmethod
+    async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
+        """Run the tool for one function call.
+
+        Args:
+            args: the function call's arguments.
+            tool_context: the call's context (state, ids, actions).
+
+        Returns:
+            The result as JSON; see `to_response_dict` for how it is sent back.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def to_response_dict(result: JsonValue) -> dict[str, JsonValue]:
+    """The `response` of a FunctionResponse: a dict as is, anything else as {"result": value}.
+
+    Args:
+        result: a tool's result.
+
+    Returns:
+        The response dict.
+    """
+    return result if isinstance(result, dict) else {"result": result}
+
+
+def to_function_response(call: FunctionCall, result: JsonValue) -> FunctionResponse:
+    """The FunctionResponse answering a call (same id and name).
+
+    Args:
+        call: the model's function call.
+        result: the tool's result.
+
+    Returns:
+        The response.
+    """
+    return FunctionResponse(id=call.id, name=call.name, response=to_response_dict(result))

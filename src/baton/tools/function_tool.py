@@ -1,0 +1,123 @@
+"""FunctionTool and LongRunningFunctionTool: a Python function as a tool."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import final
+
+from pydantic import JsonValue
+
+from baton.events import to_json_value
+from baton.models.llm import FunctionDeclaration
+from baton.tools.base import BaseTool
+from baton.tools.signature import TOOL_CONTEXT_PARAMETER, FunctionSignature, InvalidArgumentsError
+from baton.tools.tool_context import ToolContext
+
+__all__ = ["LONG_RUNNING_NOTE", "FunctionTool", "LongRunningFunctionTool"]
+
+LONG_RUNNING_NOTE = (
+    "NOTE: This is a long-running operation. Do not call this tool again if it has "
+    "already returned some status; its result arrives later."
+)
+"""Appended to a long-running tool's description, so the model waits instead of retrying."""
+
+
+class FunctionTool(BaseTool):
+    """A Python function (sync or async) the model can call.
+
+    The declaration comes from the signature: parameter types become the JSON schema
+    and the docstring's "Args:" (or numpy "Parameters") entries their descriptions.
+    A parameter named `tool_context` receives the ToolContext and is hidden from the
+    model. Arguments are validated and coerced into the annotated types before the
+    call; invalid ones are not passed on: the model gets `{"error": "..."}` back, saying
+    what to fix. Sync functions run in a worker thread.
+
+    Args:
+        func: the function; its name is the tool's name.
+        name: overrides the tool's name.
+        description: overrides the description taken from the docstring.
+
+    Raises:
+        TypeError: the function's type hints cannot be resolved or described as JSON schema.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., object],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        is_long_running: bool = False,
+    ) -> None:
+        self.func = func
+        self.signature = FunctionSignature.of(func, name=name)
+        text = self.signature.description if description is None else description
+        super().__init__(
+            name=self.signature.name, description=text, is_long_running=is_long_running
+        )
+
+    def declaration(self) -> FunctionDeclaration:
+        """The declaration: name, description and the JSON schema of the parameters.
+
+        Returns:
+            The declaration.
+        """
+        return self.signature.declaration(description=self.description)
+
+    async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
+        """Validate the arguments and call the function.
+
+        Args:
+            args: the model's arguments.
+            tool_context: passed to the function's `tool_context` parameter, if it has one.
+
+        Returns:
+            The function's result as JSON, or `{"error": "..."}` for invalid arguments.
+
+        Raises:
+            Exception: whatever the function raises.
+        """
+        try:
+            bound = self.signature.bind(args)
+        except InvalidArgumentsError as exc:
+            return {"error": str(exc)}
+        kwargs = dict(bound.kwargs)
+        if self.signature.takes_tool_context:
+            kwargs[TOOL_CONTEXT_PARAMETER] = tool_context
+        result = await self._call(*bound.args, **kwargs)
+        return to_json_value(result, what=f"the result of tool '{self.name}'")
+
+    async def _call(self, *args: object, **kwargs: object) -> object:
+        if inspect.iscoroutinefunction(self.func):
+            return await self.func(*args, **kwargs)
+        result = await asyncio.to_thread(self.func, *args, **kwargs)
+        # A callable object with an async __call__, or a sync function returning a coroutine.
+        return await result if inspect.isawaitable(result) else result
+
+
+@final
+class LongRunningFunctionTool(FunctionTool):
+    """A FunctionTool whose call stays open until a FunctionResponse with its id arrives.
+
+    The function runs once, when the model calls it (typically to start the work,
+    e.g. send an approval request; returning None means "no status yet"). Its
+    description tells the model not to call it again while the result is pending.
+
+    Args:
+        func: the function.
+        name: overrides the tool's name.
+        description: overrides the description taken from the docstring (the note
+            is appended either way).
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., object],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        super().__init__(func, name=name, description=description, is_long_running=True)
+        self.description = "\n\n".join(p for p in (self.description, LONG_RUNNING_NOTE) if p)

@@ -1,0 +1,104 @@
+"""ToolContext: what a tool sees when the model calls it.
+
+The agent layer builds one per function call from plain values; nothing here
+depends on the engine. State writes land in `actions.state_delta`, so the event
+carrying the tool's response carries its state changes too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import final
+
+from pydantic import JsonValue
+
+from baton.events import EventActions, to_json_value
+
+__all__ = ["ToolContext", "ToolState"]
+
+
+@final
+class ToolState(MutableMapping[str, JsonValue]):
+    """Session state as a tool sees it: the state it was given, overlaid with its writes.
+
+    Writes go to `delta` (and never to the mapping it was given).
+
+    Args:
+        base: the state before the call (read, never written).
+        delta: where writes are recorded (shared with the tool's EventActions).
+    """
+
+    def __init__(self, base: Mapping[str, JsonValue], delta: dict[str, JsonValue]) -> None:
+        self._base = base
+        self._delta = delta
+
+    def __getitem__(self, key: str) -> JsonValue:
+        if key in self._delta:
+            return self._delta[key]
+        return self._base[key]
+
+    def __setitem__(self, key: str, value: JsonValue) -> None:
+        self._delta[key] = to_json_value(value, what=f"state value '{key}'")
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._delta
+        yield from (key for key in self._base if key not in self._delta)
+
+    def __len__(self) -> int:
+        return len(self._base.keys() | self._delta.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._delta or key in self._base
+
+
+@final
+class ToolContext:
+    """The context of one tool call.
+
+    Args:
+        state: the session state before the call (not modified; writes are recorded
+            in `state_delta`).
+        function_call_id: the id of the model's function call being answered.
+        invocation_id: the invocation the call belongs to.
+        agent_name: the agent whose model made the call.
+        idempotency_key: a key that stays the same when this call runs again after a
+            crash (default: "<invocation_id>:<function_call_id>"); use it to
+            deduplicate side effects such as payments.
+        actions: the actions the tool's response event will carry (a fresh one by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        function_call_id: str | None = None,
+        invocation_id: str = "",
+        agent_name: str = "",
+        idempotency_key: str | None = None,
+        actions: EventActions | None = None,
+    ) -> None:
+        self.function_call_id = function_call_id
+        self.invocation_id = invocation_id
+        self.agent_name = agent_name
+        self.idempotency_key = idempotency_key or f"{invocation_id}:{function_call_id or ''}"
+        self.actions = actions if actions is not None else EventActions()
+        self._state = ToolState(state if state is not None else {}, self.actions.state_delta)
+
+    @property
+    def state(self) -> ToolState:
+        """The session state: read it, write it (writes become `state_delta`)."""
+        return self._state
+
+    @property
+    def state_delta(self) -> dict[str, JsonValue]:
+        """A copy of the state written by the tool so far."""
+        return dict(self.actions.state_delta)
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(agent_name={self.agent_name!r}, invocation_id={self.invocation_id!r}, "
+            f"function_call_id={self.function_call_id!r})"
+        )
