@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import subprocess
 import sys
 from contextlib import aclosing
 
+import openai
 import pytest
 
 from baton.errors import ExtraNotInstalledError
@@ -296,3 +298,19 @@ def test_missing_openai_package_names_the_extra(monkeypatch: pytest.MonkeyPatch)
         "the OpenAI-compatible model adapter needs the 'openai' package; install it with "
         "`pip install 'baton[openai]'`."
     )
+
+
+async def test_a_server_error_propagates_as_the_sdks_error(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    with pytest.raises(openai.InternalServerError, match="no reply queued"):
+        await collect(openai_model, LlmRequest(contents=[user("hi")]))
+    assert len(chat_server.requests) == 1
+
+
+def test_importing_baton_models_does_not_import_the_sdk() -> None:
+    code = "import sys, baton.models; print('openai' in sys.modules)"
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.strip() == "False"
