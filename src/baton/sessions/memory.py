@@ -1,8 +1,10 @@
 """The in-memory store: a real backend for one process (tests, demos, notebooks).
 
 Every method runs without awaiting in between its reads and writes, so each call
-is atomic on the event loop, and values are copied in and out so callers never
-share mutable state with the store.
+is atomic on the event loop. Callers never share mutable state with the store:
+events are kept as their JSON and parsed on the way out, records are copied out,
+and a committed checkpoint becomes the store's (the engine builds a fresh one per
+step), which keeps a commit as cheap as a real store's would be.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from typing import final
 
 from pydantic import JsonValue
 
-from baton.errors import InvocationBusyError, SessionExistsError, SessionNotFoundError
+from baton.errors import (
+    InvocationBusyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleVersionError,
+)
+from baton.events import Event
 from baton.sessions.store import (
     Clock,
     Interrupt,
@@ -28,8 +36,6 @@ from baton.sessions.store import (
     StepCommit,
     strip_temp_state,
 )
-from baton.errors import StaleVersionError
-from baton.events import Event
 from baton.types import InterruptId, InvocationId, SessionId
 
 __all__ = ["MemoryStore"]
@@ -38,7 +44,7 @@ __all__ = ["MemoryStore"]
 @dataclass
 class _SessionData:
     session: Session
-    events: list[Event] = field(default_factory=list[Event])
+    events: list[str] = field(default_factory=list[str])
     invocations: dict[str, Invocation] = field(default_factory=dict[str, Invocation])
     # (invocation id, interrupt id) -> row
     interrupts: dict[tuple[str, str], Interrupt] = field(
@@ -88,7 +94,7 @@ class MemoryStore:
         copy = data.session.model_copy(deep=True)
         if with_events:
             events = data.events if event_limit is None else data.events[-event_limit:]
-            copy.events = [e.model_copy(deep=True) for e in events] if event_limit != 0 else []
+            copy.events = [Event.model_validate_json(e) for e in events] if event_limit != 0 else []
         return copy
 
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
@@ -110,8 +116,7 @@ class MemoryStore:
         data = self._require(commit.session)
         version = self._check_version(data, commit)
         now = self._clock()
-        for event in commit.events:
-            data.events.append(event.model_copy(deep=True))
+        data.events.extend(event.model_dump_json() for event in commit.events)
         data.session.state.update(strip_temp_state(commit.state_delta))
         data.session.last_update_time = now
         if commit.invocation_id is not None:
@@ -158,7 +163,7 @@ class MemoryStore:
         if commit.status is not None:
             updates["status"] = commit.status
             updates["error"] = commit.error
-        data.invocations[commit.invocation_id] = current.model_copy(update=updates, deep=True)
+        data.invocations[commit.invocation_id] = current.model_copy(update=updates)
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
         assert commit.invocation_id is not None  # checked by the caller
