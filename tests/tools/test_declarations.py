@@ -194,3 +194,11 @@ def test_unresolvable_type_hints_name_the_tool() -> None:
 
     with pytest.raises(TypeError, match="the type hints of tool 'broken' cannot be resolved"):
         FunctionTool(broken)  # pyright: ignore[reportUnknownArgumentType] -- unresolvable on purpose
+
+
+def test_a_tool_context_under_another_name_is_explained() -> None:
+    def misnamed(ctx: ToolContext) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="the ToolContext parameter must be named 'tool_context'"):
+        FunctionTool(misnamed)

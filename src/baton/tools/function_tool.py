@@ -38,6 +38,7 @@ class FunctionTool(BaseTool):
         func: the function; its name is the tool's name.
         name: overrides the tool's name.
         description: overrides the description taken from the docstring.
+        is_long_running: see `BaseTool`; `LongRunningFunctionTool` sets it.
 
     Raises:
         TypeError: the function's type hints cannot be resolved or described as JSON schema.

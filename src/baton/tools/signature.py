@@ -191,7 +191,8 @@ def _schema_of(args_model: type[BaseModel], tool_name: str) -> dict[str, JsonVal
     except Exception as exc:  # pydantic raises several types for types it cannot describe
         raise TypeError(
             f"the parameters of tool '{tool_name}' cannot be described as JSON schema "
-            f"({exc}); annotate them with JSON-compatible types or pydantic models."
+            f"({exc}); annotate them with JSON-compatible types or pydantic models (the "
+            f"ToolContext parameter must be named '{TOOL_CONTEXT_PARAMETER}')."
         ) from exc
     schema.pop("title", None)
     return schema
