@@ -1,0 +1,299 @@
+"""The terminal front end: run an app, print its events, ask its questions, resume.
+
+`drive` loops until the run completes: run, print what happened, look up the open
+interrupts of the invocation in the store, ask each one (a terminal prompt, or a
+line of stdin when it is not a terminal), check the answer against its schema here
+— so a typo costs a retry, not a round trip — and resume with the answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import final
+
+from pydantic import JsonValue
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from baton.answers import validate_answer
+from baton.errors import InvalidResponseError
+from baton.events import Event
+from baton.runner import Runner
+from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
+from baton.types import Content, FunctionResponse, InvocationId, Part, SessionId
+
+__all__ = [
+    "Outcome",
+    "Terminal",
+    "ask_answers",
+    "describe_schema",
+    "drive",
+    "format_event",
+    "parse_answer",
+]
+
+ReadLine = Callable[[str], str | None]
+"""Shows a prompt and returns the line typed, or None at end of input."""
+
+
+class Outcome(enum.IntEnum):
+    """How `drive` ended; the value is the process exit code."""
+
+    COMPLETED = 0
+    FAILED = 1
+    PAUSED = 2
+
+
+@final
+@dataclass
+class Terminal:
+    """Where events are printed and answers read."""
+
+    console: Console
+    read_line: ReadLine
+    interactive: bool
+    as_json: bool = False
+
+    @classmethod
+    def standard(cls, *, as_json: bool = False) -> Terminal:
+        """stdout for events; stdin for answers (prompting only when it is a terminal)."""
+        interactive = sys.stdin.isatty()
+        console = Console(stderr=as_json)
+        return cls(
+            console, _prompt_reader(console) if interactive else _stdin_reader, interactive, as_json
+        )
+
+
+def _stdin_reader(_: str) -> str | None:
+    line = sys.stdin.readline()
+    return line.rstrip("\n") if line else None
+
+
+def _prompt_reader(console: Console) -> ReadLine:
+    def read(prompt: str) -> str | None:
+        try:
+            return console.input(f"[bold cyan]{prompt}[/] ")
+        except EOFError:
+            return None
+
+    return read
+
+
+def format_event(event: Event) -> Text | None:
+    """One readable line for an event (None for events that carry nothing to show)."""
+    who = Text(event.author or "?", style="bold")
+    if event.error_code:
+        return Text.assemble(
+            "✗ ", who, f" failed: {event.error_code}: {event.error_message}", style="red"
+        )
+    for call in event.function_calls:
+        if call.id in (event.long_running_tool_ids or ()):
+            message = (call.args or {}).get("message") or call.name
+            return Text.assemble("? ", who, f" asks [{call.id}]: {message}", style="yellow")
+        return Text.assemble("→ ", who, f" calls {call.name}({_compact(call.args)})")
+    if event.content and event.content.function_responses:
+        response = event.content.function_responses[0]
+        return Text.assemble("← ", who, f" {response.name}: {_compact(response.response)}")
+    if event.output is not None:
+        return Text.assemble("✓ ", who, f" → {_compact(event.output)}", style="green")
+    if event.content and event.content.text:
+        return Text.assemble(who, ": ", event.content.text)
+    if event.actions.state_delta:
+        return Text.assemble(
+            "· ", who, f" state {_compact(event.actions.state_delta)}", style="dim"
+        )
+    return None
+
+
+def _compact(value: object, limit: int = 160) -> str:
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def describe_schema(schema: dict[str, JsonValue] | None) -> Table | Text:
+    """A response schema for people: a table of an object's fields, or the type in a line."""
+    if schema is None:
+        return Text("any answer (JSON or text)", style="dim")
+    props = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(props, dict):
+        return Text(f"expects: {_type_of(schema, schema)}")
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set[JsonValue]()
+    table = Table("field", "type", "required", "default", box=None, pad_edge=False)
+    for name, prop in props.items():
+        spec: dict[str, JsonValue] = prop if isinstance(prop, dict) else {}
+        default = json.dumps(spec["default"]) if "default" in spec else ""
+        table.add_row(name, _type_of(spec, schema), "yes" if name in needed else "", default)
+    return table
+
+
+def _type_of(spec: dict[str, JsonValue], root: dict[str, JsonValue]) -> str:
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        defs = root.get("$defs")
+        target = defs.get(ref.rsplit("/", 1)[-1]) if isinstance(defs, dict) else None
+        return _type_of(target, root) if isinstance(target, dict) else ref
+    choices = spec.get("enum")
+    if isinstance(choices, list):
+        return " | ".join(json.dumps(v) for v in choices)
+    options = spec.get("anyOf")
+    if isinstance(options, list):
+        return " | ".join(_type_of(o, root) for o in options if isinstance(o, dict))
+    kind = spec.get("type")
+    return str(kind) if kind is not None else "any"
+
+
+def parse_answer(row: Interrupt, line: str) -> JsonValue:
+    """A typed line as the answer to `row`, checked against its schema.
+
+    Text for a string schema; y/yes/n/no for a boolean; JSON (else the text itself)
+    otherwise.
+
+    Raises:
+        InvalidResponseError: the answer does not match the schema.
+    """
+    schema = row.response_schema
+    kind = schema.get("type") if schema else None
+    value: JsonValue = line
+    if kind == "boolean" and line.strip().lower() in _YES_NO:
+        value = _YES_NO[line.strip().lower()]
+    elif kind != "string":
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+    return validate_answer(row, value)
+
+
+_YES_NO: dict[str, JsonValue] = {"y": True, "yes": True, "n": False, "no": False}
+
+
+async def drive(
+    runner: Runner,
+    terminal: Terminal,
+    *,
+    user_id: str,
+    session_id: str,
+    message: Content | None = None,
+    invocation_id: str | None = None,
+) -> Outcome:
+    """Run (or continue) until the run completes, asking every question it pauses on."""
+    key = SessionKey(runner.app_name, user_id, SessionId(session_id))
+    while True:
+        started = await _run_once(runner, terminal, key, message, invocation_id)
+        invocation_id = invocation_id or started
+        if invocation_id is None:
+            return Outcome.COMPLETED
+        status = await _status(runner, key, invocation_id)
+        if status is InvocationStatus.FAILED:
+            return Outcome.FAILED
+        rows = await runner.store.list_interrupts(
+            key.app_name,
+            key.user_id,
+            session_id=key.session_id,
+            invocation_id=InvocationId(invocation_id),
+        )
+        if not rows:
+            terminal.console.print(Text(f"run {invocation_id} {status.value}.", style="bold"))
+            return Outcome.COMPLETED
+        message = await ask_answers(terminal, rows)
+        if message is None:
+            _print_paused(terminal, runner.app_name, session_id)
+            return Outcome.PAUSED
+
+
+async def _run_once(
+    runner: Runner,
+    terminal: Terminal,
+    key: SessionKey,
+    message: Content | None,
+    invocation_id: str | None,
+) -> str | None:
+    status = (
+        terminal.console.status(f"running {runner.app_name}…")
+        if terminal.console.is_terminal
+        else contextlib.nullcontext()
+    )
+    first: str | None = None
+    with status as spinner:
+        async for event in runner.run_async(
+            user_id=key.user_id,
+            session_id=key.session_id,
+            new_message=message,
+            invocation_id=invocation_id,
+            answered_by=key.user_id if message else None,
+        ):
+            first = first or event.invocation_id
+            _show(terminal, event)
+            if spinner is not None:
+                spinner.update(f"running {runner.app_name}: after {event.author}…")
+    return first
+
+
+def _show(terminal: Terminal, event: Event) -> None:
+    if terminal.as_json:
+        print(event.to_json(), flush=True)
+        return
+    line = format_event(event)
+    if line is not None:
+        terminal.console.print(line)
+
+
+async def _status(runner: Runner, key: SessionKey, invocation_id: str) -> InvocationStatus:
+    invocation = await runner.store.load_invocation(key, InvocationId(invocation_id))
+    return invocation.status if invocation else InvocationStatus.COMPLETED
+
+
+async def ask_answers(terminal: Terminal, rows: list[Interrupt]) -> Content | None:
+    """Ask each question; the answers as one message, or None when input ended first."""
+    parts: list[Part] = []
+    for row in rows:
+        answer = await _ask(terminal, row)
+        if answer is None:
+            return None
+        response = FunctionResponse(
+            id=row.interrupt_id, name=row.function_name, response={"result": answer[0]}
+        )
+        parts.append(Part(function_response=response))
+    return Content(role="user", parts=parts)
+
+
+async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
+    """The checked answer (in a 1-tuple, as it may be null), or None at end of input."""
+    terminal.console.print(_question_panel(row))
+    while True:
+        line = await asyncio.to_thread(terminal.read_line, f"{row.interrupt_id}>")
+        if line is None:
+            return None
+        try:
+            return (parse_answer(row, line),)
+        except InvalidResponseError as error:
+            if not terminal.interactive:
+                raise  # piped input cannot be retyped: refuse, the run stays paused
+            terminal.console.print(Text(str(error), style="red"))
+
+
+def _question_panel(row: Interrupt) -> Panel:
+    parts: list[Text | Table | Syntax] = [Text(row.message or "(no message)", style="bold")]
+    if row.payload is not None:
+        parts.append(Syntax(json.dumps(row.payload, indent=2), "json", background_color="default"))
+    parts.append(describe_schema(row.response_schema))
+    title = Text(f"{row.node_path.rsplit('/', 1)[-1]} asks [{row.interrupt_id}]")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
+
+
+def _print_paused(terminal: Terminal, app_name: str, session_id: str) -> None:
+    terminal.console.print(
+        Text(
+            f"paused: session {session_id} of {app_name} waits for input. Answer it later with "
+            f"`baton resume {session_id}`, or in the web inbox (`baton web`).",
+            style="yellow",
+        )
+    )

@@ -1,0 +1,132 @@
+"""The `baton` command, run in-process with piped stdin (and `baton web` as a process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from baton.cli import cli
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+APP = str(EXAMPLES / "expense_approval")
+
+
+def baton(*args: str, stdin: str = "", db: Path | None = None) -> tuple[int, str]:
+    extra = ["--db", str(db)] if db else []
+    result = CliRunner().invoke(cli, [*args, *extra], input=stdin)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def session_of(output: str) -> str:
+    found = re.search(r"session ([0-9a-f-]{36})", output)
+    assert found, output
+    return found.group(1)
+
+
+def test_run_answers_from_stdin_through_the_review_loop(tmp_path: Path) -> None:
+    answers = (
+        '{"approved": false, "adjusted_amount": 100}\n{"approved": true, "category": "travel"}\n'
+    )
+    code, out = baton("run", APP, "120.5 taxi", stdin=answers, db=tmp_path / "s.db")
+    assert code == 0, out
+    assert "Approve 120.50 for 'taxi'?" in out
+    assert "Approve 100.00 for 'taxi'?" in out
+    assert "paid 100.00 for 'taxi' via payroll (travel)" in out
+    assert "adjusted_amount" in out  # the schema is shown with the question
+
+
+def test_paused_run_can_be_listed_resumed_and_inspected(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    code, out = baton("run", APP, "80 lunch", db=db)
+    assert code == 2, out
+    assert "paused" in out
+    sid = session_of(out)
+    code, out = baton("pending", "-p", str(EXAMPLES), db=db)
+    assert code == 0
+    assert "review_0" in out
+    code, out = baton("resume", sid, "-p", str(EXAMPLES), "--answer", '{"approved": "x"}', db=db)
+    assert code == 1
+    assert "InvalidResponseError" in out
+    assert "'x' is not of type 'boolean'" in out
+    code, out = baton("resume", sid, "-p", str(EXAMPLES), "--answer", '{"approved": true}', db=db)
+    assert code == 0, out
+    assert "paid 80.00 for 'lunch'" in out
+    code, out = baton("inspect", sid, "-p", str(EXAMPLES), db=db)
+    assert code == 0
+    assert re.search(r"answered .*review_0.*│ user", out.replace("\n", " ")), out
+    assert "completed" in out
+    code, out = baton("sessions", "list", "-p", str(EXAMPLES), db=db)
+    assert sid[:8] in out
+    code, out = baton("sessions", "delete", sid, "-p", str(EXAMPLES), db=db)
+    assert code == 0
+    code, out = baton("sessions", "show", sid, "-p", str(EXAMPLES), db=db)
+    assert code == 1
+    assert "SessionNotFoundError" in out
+
+
+def test_resume_asks_on_stdin_when_no_answer_is_given(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _, out = baton("run", APP, "5 coffee", db=db)
+    sid = session_of(out)
+    code, out = baton("resume", sid, "-p", APP, stdin="yes\n", db=db)
+    assert code == 1  # "yes" is not an object: refused, nothing stored
+    code, out = baton("resume", sid, "-p", APP, stdin='{"approved": true}\n', db=db)
+    assert code == 0, out
+    assert "paid 5.00" in out
+
+
+def test_run_json_prints_wire_events(tmp_path: Path) -> None:
+    code, out = baton("run", APP, "7 pens", "--json", db=tmp_path / "s.db")
+    assert code == 2
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [e["author"] for e in events] == ["submit", "review"]
+    assert events[-1]["longRunningToolIds"] == ["review_0"]
+
+
+def test_help_teaches_with_examples() -> None:
+    for command in (["run"], ["resume"], ["web"], ["api_server"], ["pending"], ["inspect"]):
+        code, out = baton(*command, "--help")
+        assert code == 0
+        assert "Example" in out, command
+
+
+def test_a_broken_app_folder_is_named(tmp_path: Path) -> None:
+    broken = tmp_path / "agents" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "agent.py").write_text("import not_a_module_anywhere\n")
+    code, out = baton("pending", "-p", str(tmp_path / "agents"))
+    assert code == 1
+    assert "broken" in out
+    assert "not_a_module_anywhere" in out
+
+
+@pytest.mark.slow
+def test_web_prints_its_url_and_serves_the_inbox(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "baton"
+    args = [str(exe), "web", str(EXAMPLES), "--port", "0", "--db", str(tmp_path / "w.db")]
+    env = {**os.environ, "COLUMNS": "200"}
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            assert found, line
+            url = found.group(0)
+            assert httpx.get(f"{url}list-apps").json() == ["expense_approval"]
+            assert "<title>baton" in httpx.get(url).text
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)
