@@ -104,7 +104,12 @@ class _Collector:
         elif isinstance(item, Event):
             event = item
         else:
-            event = Event.model_validate({"output": item})
+            event = Event(
+                output=item,
+                invocation_id=self.ctx.invocation_id,
+                author=self.node.name,
+                node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
+            )
         self._absorb(event)
         if getattr(self.node, "commits_each_event", False):
             await self.flush()
@@ -148,8 +153,10 @@ class _Collector:
 
     def _absorb(self, event: Event) -> None:
         ctx = self.ctx
-        event.invocation_id = ctx.invocation_id
-        event.author = event.author or self.node.name
+        if event.invocation_id != ctx.invocation_id:
+            event.invocation_id = ctx.invocation_id
+        if not event.author:
+            event.author = self.node.name
         if event.node_info is None:
             event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
         if event.output is not None:

@@ -184,16 +184,25 @@ class FunctionNode(BaseNode):
         )
         self.func = func
         self._binder = Binder(func, node_name)
+        self._kind = (
+            "asyncgen"
+            if inspect.isasyncgenfunction(func)
+            else "coroutine"
+            if inspect.iscoroutinefunction(func)
+            else "generator"
+            if inspect.isgeneratorfunction(func)
+            else "plain"
+        )
 
     async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         kwargs = self._binder.bind(ctx, node_input)
-        func = self.func
-        if inspect.isasyncgenfunction(func):
+        func, kind = self.func, self._kind
+        if kind == "asyncgen":
             async for item in func(**kwargs):
                 yield item
-        elif inspect.iscoroutinefunction(func):
+        elif kind == "coroutine":
             yield await func(**kwargs)
-        elif inspect.isgeneratorfunction(func):
+        elif kind == "generator":
             for item in func(**kwargs):
                 yield item
         else:

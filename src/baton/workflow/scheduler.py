@@ -167,12 +167,17 @@ class _Scheduler:
         node = self.graph.nodes[run.node]
         decision = wants_execution(node, run)
         if decision is True:
-            self._start(run)
+            self._start(run, counted=False)
         elif decision is None:
             await complete_with_answers(node, run, self.invocation, self._absorb)
             self._pump()
 
     def _pump(self) -> None:
+        while (run := self._dispatch()) is not None:
+            self._start(run)
+
+    def _dispatch(self) -> RunRecord | None:
+        """The next queued run to execute (counted as running), or None."""
         limit = self.workflow.max_concurrency
         while self.state.queue and (limit is None or self.running < limit):
             trigger = self.state.queue.pop(0)
@@ -187,7 +192,9 @@ class _Scheduler:
                 input=trigger.input,
             )
             self.state.runs[run.key] = run
-            self._start(run)
+            self.running += 1
+            return run
+        return None
 
     def _replayed(self, trigger: Trigger) -> bool:
         """Fast-forward a completed run, or reinstate an unfinished one; False if neither."""
@@ -222,17 +229,25 @@ class _Scheduler:
     def _count(self, node: str, run_id: str) -> None:
         self.state.counters[node] = max(self.state.counters.get(node, 0), int(run_id))
 
-    def _start(self, run: RunRecord) -> None:
+    def _start(self, run: RunRecord, *, counted: bool = True) -> None:
         assert self.group is not None  # only called inside run()
-        self.running += 1
+        if not counted:
+            self.running += 1
         self.group.create_task(self._execute(run), name=run.path)
 
     async def _execute(self, run: RunRecord) -> None:
-        try:
-            await execute_run(self.graph.nodes[run.node], run, self.invocation, self._absorb)
-        finally:
-            self.running -= 1
-        self._pump()
+        current: RunRecord | None = run
+        while current is not None:
+            try:
+                await execute_run(
+                    self.graph.nodes[current.node], current, self.invocation, self._absorb
+                )
+            finally:
+                self.running -= 1
+            # Continue with the next ready run in this task (a chain needs no new tasks);
+            # anything else ready gets a task of its own.
+            current = self._dispatch()
+            self._pump()
 
     def _absorb(self, run: RunRecord, *, record: bool = True) -> None:
         """Fold a finished run into the workflow state (inside the run's commit)."""
