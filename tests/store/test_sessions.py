@@ -122,7 +122,7 @@ async def test_events_round_trip_unicode_and_nested_json(store: Store) -> None:
         content=types.Content(
             role="model",
             parts=[
-                types.Part(text='Ça va? 日本語 🎉 \u2028 "quoted" \\ back'),
+                types.Part(text='Ça va? 日本語 🎉 \u2028 "quoted" \\ back \x00 nul'),
                 types.Part(
                     function_call=types.FunctionCall(
                         id="fc-1", name="adk_request_input", args={"interruptId": "ok?"}
