@@ -26,6 +26,7 @@ __all__ = [
     "SessionNotFoundError",
     "StaleVersionError",
     "UnknownInterruptError",
+    "UnknownModelError",
     "WorkflowChangedError",
     "http_status",
 ]
@@ -151,6 +152,12 @@ class NodeFailedError(BatonError, RuntimeError):
     """A node raised; the invocation can be retried with its invocation id."""
 
     status_code = 500
+
+
+class UnknownModelError(BatonError, ValueError):
+    """A model string matches no registered prefix nor model class."""
+
+    status_code = 422
 
 
 class ExtraNotInstalledError(BatonError, ImportError):

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias, TypeVar
 
-from baton.errors import BatonError
+from baton.errors import UnknownModelError
 from baton.models.llm import BaseLlm
 from baton.models.openai import OpenAiModel
 
@@ -27,12 +27,6 @@ ModelFactory: TypeAlias = Callable[[str], BaseLlm]
 """Builds a model from the full model string (prefix included)."""
 
 LlmClass = TypeVar("LlmClass", bound=type[BaseLlm])
-
-
-class UnknownModelError(BatonError, ValueError):
-    """A model string matches no registered prefix nor model class."""
-
-    status_code = 422
 
 
 _prefixes: dict[str, ModelFactory] = {"openai/": lambda name: OpenAiModel(model=name)}
