@@ -24,11 +24,12 @@ from baton.errors import (
     WorkflowChangedError,
 )
 from baton.events import REQUEST_INPUT_FUNCTION
+from baton.sessions.memory import MemoryStore
 from baton.sessions.services import BaseSessionService
-from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
+from baton.sessions.store import InterruptStatus, InvocationStatus, Session, SessionKey
 from baton.types import InvocationId, SessionId
 from tests.conftest import FakeClock
-from tests.harness import Harness, MakeHarness, asked, outputs
+from tests.harness import Harness, MakeHarness, asked, build_harness, outputs
 
 
 class Amount(BaseModel):
@@ -322,3 +323,40 @@ async def test_session_crud_through_the_in_memory_service(make_harness: MakeHarn
     assert await service.get_session(app_name="app", user_id="u", session_id="s2") is None
     key = SessionKey("app", "u", SessionId("s2"))
     assert await service.store.get_session(key) is None
+
+
+class RecordingStore(MemoryStore):  # pyright: ignore[reportGeneralTypeIssues] -- a test-only recorder over the real store
+    """The real memory store, noting which reads load a session's events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.event_loads = 0
+
+    async def get_session(
+        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+    ) -> Session | None:
+        if with_events and event_limit != 0:
+            self.event_loads += 1
+        return await super().get_session(key, with_events=with_events, event_limit=event_limit)
+
+
+async def test_resume_never_loads_the_session_history() -> None:
+    store = RecordingStore()
+    service = BaseSessionService(store)
+    h = await build_harness(_approval_workflow({}), service, resumable=True)
+    for n in range(50):  # an unrelated history in the same session
+        await service.append_event(
+            await _session(service, h), Event(author="user", message=f"note {n}")
+        )
+    await h.start("trip")
+    store.event_loads = 0
+    done = await h.collect(new_message=fr("approve", GOOD))
+    assert outputs(done)[-1] == ("book", "booked 12")
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+    assert store.event_loads == 0
+
+
+async def _session(service: BaseSessionService, h: Harness) -> Session:
+    session = await service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    return session
