@@ -1,10 +1,19 @@
 """baton: durable, resumable agent workflows with human-in-the-loop."""
 
 from baton import types
+from baton.agents import (
+    BaseAgent,
+    BaseAgentState,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+)
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
 from baton.runner import App, InMemoryRunner, ResumabilityConfig, Runner
 from baton.sessions.services import InMemorySessionService
+from baton.tools import FunctionTool, LongRunningFunctionTool
 from baton.workflow import (
     DEFAULT_ROUTE,
     START,
@@ -21,20 +30,28 @@ __all__ = [
     "DEFAULT_ROUTE",
     "START",
     "App",
+    "BaseAgent",
+    "BaseAgentState",
     "BaseNode",
     "Context",
     "Edge",
     "Event",
     "EventActions",
     "FunctionNode",
+    "FunctionTool",
     "InMemoryRunner",
     "InMemorySessionService",
     "InvocationContext",
     "JoinNode",
+    "LlmAgent",
+    "LongRunningFunctionTool",
+    "LoopAgent",
+    "ParallelAgent",
     "RequestInput",
     "ResumabilityConfig",
     "RetryConfig",
     "Runner",
+    "SequentialAgent",
     "Workflow",
     "node",
     "types",

@@ -1,0 +1,31 @@
+"""Agents: custom, sequential, loop, parallel and LLM agents that checkpoint and resume."""
+
+from baton.agents.base_agent import BaseAgent
+from baton.agents.context import AgentContext
+from baton.agents.instructions import MissingStateKeyError
+from baton.agents.llm_agent import LlmAgent, LlmAgentState, ModelCallError
+from baton.agents.loop_agent import LoopAgent
+from baton.agents.parallel_agent import ParallelAgent
+from baton.agents.sequential_agent import SequentialAgent
+from baton.agents.state import (
+    BaseAgentState,
+    LoopAgentState,
+    ParallelAgentState,
+    SequentialAgentState,
+)
+
+__all__ = [
+    "AgentContext",
+    "BaseAgent",
+    "BaseAgentState",
+    "LlmAgent",
+    "LlmAgentState",
+    "LoopAgent",
+    "LoopAgentState",
+    "MissingStateKeyError",
+    "ModelCallError",
+    "ParallelAgent",
+    "ParallelAgentState",
+    "SequentialAgent",
+    "SequentialAgentState",
+]

@@ -1,0 +1,245 @@
+"""BaseAgent: a pydantic model that runs as an async generator of events, and a node.
+
+An agent tree runs inside one node run. Its events are committed one by one
+(`commits_each_event`), so a finished sub-agent, tool call or checkpoint is
+durable before the next one starts; on resume the node run is executed again
+with the agents' last checkpoints (`ctx.agent_states`) and ended marks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing
+from typing import Any, ClassVar, TypeVar, overload
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    JsonValue,
+    PrivateAttr,
+    field_validator,
+)
+
+from baton.agents.context import AgentContext, as_agent_context
+from baton.agents.state import BaseAgentState, parse_agent_state
+from baton.context import Context, InvocationContext
+from baton.events import Event, EventActions
+from baton.workflow.nodes import RetryConfig
+
+__all__ = ["BaseAgent"]
+
+StateT = TypeVar("StateT", bound=BaseAgentState)
+
+
+class BaseAgent(BaseModel):
+    """Base class of every agent: subclass it and implement `_run_async_impl(ctx)`.
+
+    Subclasses declare their own fields (sub-agents, settings) as pydantic fields.
+    An agent is a node: it can be an App's `root_agent` or a node of a Workflow.
+
+    Args:
+        name: the agent's name (a Python identifier, unique in its agent tree).
+        description: what the agent does.
+        sub_agents: the agents it runs; each gets this agent as `parent_agent`.
+        rerun_on_resume: as a node, re-execute with the answers when resumed (default).
+        retry_config: as a node, in-process retries of the whole agent run.
+        timeout: as a node, seconds one run may take.
+
+    Raises:
+        ValueError: a bad name, a name used twice in the tree, or a sub-agent that
+            already belongs to another parent.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    commits_each_event: ClassVar[bool] = True
+
+    name: str
+    description: str = ""
+    sub_agents: list[BaseAgent] = Field(default_factory=list["BaseAgent"])
+    rerun_on_resume: bool = True
+    retry_config: InstanceOf[RetryConfig] | None = None
+    timeout: float | None = None
+
+    _parent: BaseAgent | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        if not name.isidentifier():
+            raise ValueError(
+                f"agent name {name!r} must be a Python identifier (letters, digits, _)."
+            )
+        if name == "user":
+            raise ValueError(
+                "'user' is reserved for the author of user messages; pick another name."
+            )
+        return name
+
+    def model_post_init(self, context: Any, /) -> None:
+        for sub in self.sub_agents:
+            if sub._parent is not None and sub._parent is not self:
+                raise ValueError(
+                    f"agent '{sub.name}' already has parent '{sub._parent.name}'; it cannot also "
+                    f"be a sub-agent of '{self.name}'. Create a separate agent object."
+                )
+            sub._parent = self
+        names = [agent.name for agent in self.walk()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(
+                f"agent names must be unique in the tree of '{self.name}' (checkpoints are kept "
+                f"by name); used more than once: {', '.join(twice)}."
+            )
+
+    @property
+    def parent_agent(self) -> BaseAgent | None:
+        """The agent this one is a sub-agent of."""
+        return self._parent
+
+    @property
+    def root_agent(self) -> BaseAgent:
+        """The top of this agent's tree."""
+        agent = self
+        while agent._parent is not None:
+            agent = agent._parent
+        return agent
+
+    def walk(self) -> Iterator[BaseAgent]:
+        """This agent and every agent below it, depth first."""
+        yield self
+        for sub in self.sub_agents:
+            yield from sub.walk()
+
+    def find_agent(self, name: str) -> BaseAgent | None:
+        """The agent called `name` in this agent's subtree (itself included), or None."""
+        return next((a for a in self.walk() if a.name == name), None)
+
+    def find_sub_agent(self, name: str) -> BaseAgent | None:
+        """The agent called `name` below this agent, or None."""
+        return next((a for a in self.walk() if a.name == name and a is not self), None)
+
+    # --- running as a node -------------------------------------------------------------
+
+    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        """Run the agent tree as one node run (the Node protocol)."""
+        agent_ctx = AgentContext(ctx, node_input=node_input)
+        explicit_output = False
+        async with aclosing(self.run_async(agent_ctx)) as events:
+            async for event in events:
+                yield event
+                # The engine committed it while we were suspended at the yield.
+                agent_ctx.log.add(event)
+                explicit_output = explicit_output or event.output is not None
+                if _is_final_text(event):
+                    agent_ctx.last_response = _text_of(event)
+        if not explicit_output and self.name in ctx.ended_agents:
+            ctx.output = agent_ctx.last_response
+
+    # --- running as an agent -------------------------------------------------------------
+
+    async def run_async(self, parent_context: InvocationContext) -> AsyncGenerator[Event, None]:
+        """Run this agent (from a parent agent's `_run_async_impl`), yielding its events.
+
+        An agent that ended before starts afresh; one with a checkpoint resumes. When
+        `_run_async_impl` returns without ending the agent and nothing below it waits
+        for input, the agent is ended for it.
+
+        Args:
+            parent_context: the ctx the calling agent received.
+
+        Raises:
+            TypeError: `parent_context` is not an agent's ctx.
+        """
+        ctx = as_agent_context(parent_context)
+        if self.name in ctx.ended_agents:
+            ctx.reset_agent_states(a.name for a in self.walk())
+        async with aclosing(self._run_async_impl(ctx)) as events:
+            async for event in events:
+                if ctx.branch is not None and event.branch is None:
+                    event.branch = ctx.branch
+                yield event
+        if self.name not in ctx.ended_agents and not await self.is_waiting(ctx):
+            yield self._create_agent_state_event(ctx, end_of_agent=True)
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        """The agent's logic: yield events (sub-agents' included). Override it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _run_async_impl(ctx).")
+        yield  # pragma: no cover - makes this an async generator
+
+    async def is_waiting(self, ctx: InvocationContext) -> bool:
+        """True when an interrupt raised by this agent or one below it is still open."""
+        owners = await as_agent_context(ctx).interrupt_owners()
+        mine = {a.name for a in self.walk()}
+        return any(author in mine for author in owners.values())
+
+    # --- checkpoints ---------------------------------------------------------------------
+
+    @overload
+    def _load_agent_state(
+        self, ctx: InvocationContext, state_type: type[StateT]
+    ) -> StateT | None: ...
+    @overload
+    def _load_agent_state(
+        self, ctx: InvocationContext, state_type: type[enum.Enum]
+    ) -> BaseAgentState | None: ...
+    def _load_agent_state(self, ctx: InvocationContext, state_type: type) -> BaseAgentState | None:
+        """This agent's last checkpoint in the current run, or None on a fresh start.
+
+        Args:
+            ctx: the agent's ctx.
+            state_type: the BaseAgentState subclass to read it as (an enum is accepted
+                too: the state's values are converted to it where they are members).
+        """
+        stored = as_agent_context(ctx).agent_states.get(self.name)
+        if not isinstance(stored, dict):
+            return None
+        return parse_agent_state(stored, state_type)
+
+    def _create_agent_state_event(
+        self,
+        ctx: InvocationContext,
+        agent_state: BaseAgentState | None = None,
+        *,
+        end_of_agent: bool = False,
+    ) -> Event:
+        """An event checkpointing this agent: its state, or that it ended.
+
+        Yield it; once committed, a resumed run continues from it.
+
+        Args:
+            ctx: the agent's ctx.
+            agent_state: the state to resume from.
+            end_of_agent: the agent finished; a later run starts it afresh.
+        """
+        agent_ctx = as_agent_context(ctx)
+        return Event(
+            invocation_id=agent_ctx.invocation_id,
+            author=self.name,
+            branch=agent_ctx.branch,
+            actions=EventActions(
+                agent_state=agent_state.model_dump(mode="json") if agent_state else None,
+                end_of_agent=True if end_of_agent else None,
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _is_final_text(event: Event) -> bool:
+    content = event.content
+    return bool(
+        content is not None
+        and content.role == "model"
+        and event.is_final_response
+        and _text_of(event)
+    )
+
+
+def _text_of(event: Event) -> str:
+    parts = event.content.parts if event.content else None
+    return "".join(p.text for p in parts or [] if p.text and not p.thought)

@@ -1,0 +1,182 @@
+"""AgentContext: what an agent's `_run_async_impl(ctx)` receives.
+
+It is an `InvocationContext` (so code annotated with it type-checks and reads
+`ctx.session.state`, `ctx.invocation_id`), bound to the node run that executes
+the agent tree: its state, answers, agent checkpoints, and a view of the
+session's events that grows as the agents' events commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import JsonValue
+
+from baton.context import Context, InvocationContext, State
+from baton.events import Event
+from baton.sessions.store import Interrupt
+
+__all__ = ["AgentContext", "EventLog", "as_agent_context"]
+
+
+class EventLog:
+    """The session's events, loaded once per node run and extended as events commit."""
+
+    def __init__(self, invocation: InvocationContext) -> None:
+        self._invocation = invocation
+        self._events: list[Event] | None = None
+        self._early: list[Event] = []  # committed while the first load was under way
+        self._ids: set[str] = set()
+        self._lock = asyncio.Lock()
+
+    async def events(self) -> list[Event]:
+        """All committed events of the session, oldest first (loaded on first use)."""
+        async with self._lock:
+            if self._events is None:
+                loaded = await self._invocation.load_history()
+                ids = {e.id for e in loaded}
+                self._events = [*loaded, *(e for e in self._early if e.id not in ids)]
+                self._ids = {e.id for e in self._events}
+                self._early = []
+        return self._events
+
+    def add(self, event: Event) -> None:
+        """Record an event that has just been committed."""
+        if self._events is None:
+            self._early.append(event)
+        elif event.id not in self._ids:  # a load may have read it already
+            self._ids.add(event.id)
+            self._events.append(event)
+
+
+class AgentContext(InvocationContext):
+    """The invocation as an agent sees it, bound to the node run executing the agent.
+
+    Args:
+        run: the node run's Context.
+        node_input: what the node received (a predecessor's output, or the user's text).
+        log: the session's events, shared by every agent of the run.
+        branch: the conversation branch (set by ParallelAgent for each sub-agent).
+    """
+
+    def __init__(
+        self,
+        run: Context,
+        *,
+        node_input: JsonValue = None,
+        log: EventLog | None = None,
+        branch: str | None = None,
+    ) -> None:
+        ic = run.invocation_context
+        super().__init__(
+            invocation_id=ic.invocation_id,
+            app_name=ic.app_name,
+            user_id=ic.user_id,
+            session=ic.session,
+            user_content=ic.user_content,
+            is_resumable=ic.is_resumable,
+            load_history=ic.load_history,
+            commit=ic.commit,
+            agent_name=ic.agent_name,
+            services=ic.services,
+        )
+        self.run = run
+        self.node_input = node_input
+        self.log = log or EventLog(ic)
+        self.branch = branch
+        self.last_response: str | None = None
+
+    def with_branch(self, branch: str) -> AgentContext:
+        """The same run seen from a conversation branch."""
+        child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
+        return child
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        """The invocation's own context (shared by every node run)."""
+        return self.run.invocation_context
+
+    @property
+    def state(self) -> State:
+        """Session state: committed values overlaid with this run's pending writes."""
+        return self.run.state
+
+    @property
+    def resume_inputs(self) -> dict[str, Any]:
+        """Answers received for this run's interrupts, by interrupt (function call) id."""
+        return self.run.resume_inputs
+
+    @property
+    def open_interrupts(self) -> dict[str, Interrupt]:
+        """This run's interrupts that still wait for an answer."""
+        return self.run.open_interrupts
+
+    @property
+    def agent_states(self) -> dict[str, JsonValue]:
+        """The last checkpoint of each agent that has not ended, by agent name."""
+        return self.run.agent_states
+
+    @property
+    def ended_agents(self) -> set[str]:
+        """Names of agents whose current run ended (`end_of_agent`)."""
+        return self.run.ended_agents
+
+    @property
+    def end_of_agents(self) -> dict[str, bool]:
+        """The reference's spelling of `ended_agents`."""
+        return dict.fromkeys(self.run.ended_agents, True)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across retries and crash recovery of this node run."""
+        return self.run.idempotency_key
+
+    @property
+    def node_path(self) -> str:
+        return self.run.node_path
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    def reset_agent_states(self, names: Iterable[str]) -> None:
+        """Forget the checkpoints and ended marks of these agents (before running them anew).
+
+        The change is committed with the next event the run yields.
+        """
+        for name in names:
+            self.run.agent_states.pop(name, None)
+            self.run.ended_agents.discard(name)
+
+    def should_pause_invocation(self, event: Event) -> bool:
+        """True when `event` asks for input that has not been given yet."""
+        ids = event.long_running_tool_ids or set()
+        return any(i not in self.run.resume_inputs for i in ids)
+
+    async def interrupt_owners(self) -> dict[str, str]:
+        """The author of each still-open interrupt, by interrupt id."""
+        open_ids = set(self.run.open_interrupts)
+        if not open_ids:
+            return {}
+        owners: dict[str, str] = {}
+        for event in await self.log.events():
+            for iid in (event.long_running_tool_ids or set()) & open_ids:
+                owners[iid] = event.author
+        return owners
+
+
+def as_agent_context(ctx: object) -> AgentContext:
+    """The AgentContext an agent method was given.
+
+    Raises:
+        TypeError: `ctx` is not the context an agent receives.
+    """
+    if isinstance(ctx, AgentContext):
+        return ctx
+    raise TypeError(
+        f"agents run with the context baton passes to `_run_async_impl(ctx)`; got "
+        f"{type(ctx).__name__}. Run the agent through a Runner (or as a workflow node) "
+        "and pass that ctx on to sub-agents."
+    )

@@ -1,0 +1,330 @@
+"""LlmAgent: a model with tools, in a function-calling loop that resumes without redoing work.
+
+Every model turn and every tool result is an event committed on its own. On a
+resumed run the agent reads its run's events back and continues from the first
+missing piece: a turn whose calls all have results goes back to the model; a
+turn with unanswered calls runs only the calls without a result; a final turn
+ends the agent. The model is never asked again for a turn that was recorded.
+Long-running tools run once and leave their call open (`long_running_tool_ids`)
+until a FunctionResponse with the call's id arrives.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Literal, final
+
+from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
+
+from baton.agents.base_agent import BaseAgent
+from baton.agents.context import AgentContext, as_agent_context
+from baton.agents.conversation import conversation, input_text, is_visible
+from baton.agents.instructions import fill_instruction
+from baton.agents.state import BaseAgentState
+from baton.context import InvocationContext
+from baton.errors import BatonError
+from baton.events import Event
+from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
+from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
+from baton.tools.signature import InvalidArgumentsError
+from baton.types import Content, FunctionCall, Part
+
+__all__ = ["InstructionProvider", "LlmAgent", "LlmAgentState", "ModelCallError"]
+
+InstructionProvider = Callable[[InvocationContext], str | Awaitable[str]]
+"""Computes the instruction from the agent's ctx (no `{key}` templating is applied)."""
+
+
+class ModelCallError(BatonError, RuntimeError):
+    """The model answered with an error; resuming the invocation asks it again."""
+
+
+class LlmAgentState(BaseAgentState):
+    """An LlmAgent's checkpoint: where its run began, and the long-running calls started."""
+
+    run_start: str
+    started_calls: list[str] = Field(default_factory=list[str])
+
+
+@dataclass(frozen=True)
+class _Progress:
+    """What the agent's run has recorded so far."""
+
+    before: list[Event]  # the session's events up to the run's first event
+    current: list[Event]  # the run's events (this agent's, and answers to its calls)
+    turn: Event | None  # the last recorded model turn
+
+    def answered(self, lro_ids: set[str]) -> set[str]:
+        """Ids of the turn's calls that have their result."""
+        if self.turn is None:
+            return set()
+        after = self.current[self.current.index(self.turn) + 1 :]
+        return {
+            r.id
+            for e in after
+            if e.content
+            for r in e.content.function_responses
+            if r.id and (e.author == "user" or r.id not in lro_ids)
+        }
+
+
+@final
+class LlmAgent(BaseAgent):
+    """An agent that asks a model, runs the tools it calls, and repeats until it answers.
+
+    Args:
+        model: a `BaseLlm`, or a model string resolved by `baton.models.resolve_model`
+            (e.g. "openai/gpt-4o-mini"); empty: the nearest ancestor LlmAgent's model.
+        instruction: the system instruction; `{key}` is replaced by `state[key]`
+            (`{key?}` may be missing). Or a function of the ctx returning it.
+        tools: `BaseTool`s (FunctionTool, LongRunningFunctionTool) or plain functions.
+        output_key: save the final text to this state key.
+        include_contents: "default" shows the session's history; "none" only this run.
+        generate_content_config: sampling options passed to the model.
+        max_llm_calls: the most model calls in one run of the agent.
+    """
+
+    model: str | InstanceOf[BaseLlm] = ""
+    instruction: str | InstructionProvider = ""
+    tools: Sequence[InstanceOf[BaseTool] | Callable[..., object]] = ()
+    output_key: str | None = None
+    include_contents: Literal["default", "none"] = "default"
+    generate_content_config: GenerateContentConfig | None = None
+    max_llm_calls: int = Field(default=100, ge=1)
+
+    _llm: BaseLlm | None = PrivateAttr(default=None)
+    _tools: dict[str, BaseTool] | None = PrivateAttr(default=None)
+
+    @property
+    def canonical_model(self) -> BaseLlm:
+        """The model object (resolved once).
+
+        Raises:
+            ValueError: neither this agent nor an ancestor LlmAgent has a model.
+        """
+        if self._llm is None:
+            agent: BaseAgent | None = self
+            while isinstance(agent, LlmAgent) and not agent.model:
+                agent = agent.parent_agent
+            if not isinstance(agent, LlmAgent):
+                raise ValueError(
+                    f"LlmAgent '{self.name}' has no model; pass model= (a BaseLlm or a string "
+                    "such as 'openai/gpt-4o-mini')."
+                )
+            self._llm = resolve_model(agent.model)
+        return self._llm
+
+    @property
+    def canonical_tools(self) -> dict[str, BaseTool]:
+        """The tools by name (plain functions wrapped in FunctionTool)."""
+        if self._tools is None:
+            tools = [t if isinstance(t, BaseTool) else FunctionTool(t) for t in self.tools]
+            self._tools = {t.name: t for t in tools}
+        return self._tools
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        agent_ctx = as_agent_context(ctx)
+        state = self._load_agent_state(ctx, LlmAgentState)
+        if state is None:
+            marker = self._create_agent_state_event(ctx)
+            state = LlmAgentState(run_start=marker.id)
+            marker.actions.agent_state = state.model_dump(mode="json")
+            yield marker
+        calls = 0
+        while True:
+            progress = await self._progress(agent_ctx, state)
+            turn = progress.turn
+            if turn is not None and not turn.function_calls:
+                agent_ctx.last_response = turn.content.text if turn.content else ""
+                return
+            lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
+            answered = progress.answered(lro_ids)
+            pending = [c for c in turn.function_calls if c.id not in answered] if turn else []
+            if pending:
+                assert turn is not None
+                async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
+                    yield event
+                state = self._load_agent_state(ctx, LlmAgentState) or state
+                if any(c.id in lro_ids for c in pending):
+                    return  # waits for the long-running calls' results
+                continue
+            calls += 1
+            if calls > self.max_llm_calls:
+                raise ModelCallError(
+                    f"agent '{self.name}' called its model {self.max_llm_calls} times in one run "
+                    "without a final answer; raise max_llm_calls or check the tools' results."
+                )
+            yield await self._ask_model(agent_ctx, progress)
+
+    async def _progress(self, ctx: AgentContext, state: LlmAgentState) -> _Progress:
+        events = await ctx.log.events()
+        start = next(
+            (i for i in range(len(events) - 1, -1, -1) if events[i].id == state.run_start), None
+        )
+        if start is None:
+            raise ValueError(
+                f"the start of agent '{self.name}''s run (event '{state.run_start}') is not in "
+                "the session; the session's events were removed while the run was paused."
+            )
+        current = [
+            e
+            for e in events[start + 1 :]
+            if is_visible(e, ctx.branch) and (e.author == self.name or e.author == "user")
+        ]
+        turns = [e for e in current if e.author == self.name and _is_model_turn(e)]
+        return _Progress(
+            before=events[: start + 1], current=current, turn=turns[-1] if turns else None
+        )
+
+    # --- the model ---------------------------------------------------------------------
+
+    async def _ask_model(self, ctx: AgentContext, progress: _Progress) -> Event:
+        request = await self._request(ctx, progress)
+        llm = self.canonical_model
+        response: LlmResponse | None = None
+        async with aclosing(llm.generate_content_async(request)) as responses:
+            async for item in responses:
+                if not item.partial:
+                    response = item
+        if response is None or (response.error_code and response.content is None):
+            detail = f"{response.error_code}: {response.error_message}" if response else "nothing"
+            raise ModelCallError(
+                f"model '{llm.model}' of agent '{self.name}' answered with {detail}; resume the "
+                "invocation (by its invocation_id) to ask again."
+            )
+        return self._turn_event(ctx, response)
+
+    async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
+        before = progress.before if self.include_contents == "default" else progress.before[-1:]
+        events = [*before, *progress.current]
+        llm = self.canonical_model
+        config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
+        request = LlmRequest(
+            model=llm.model,
+            contents=conversation(
+                events,
+                agent=self.name,
+                branch=ctx.branch,
+                node_input=self._node_input(ctx, events),
+            ),
+            config=config,
+        )
+        request.append_instructions([await self._instruction(ctx)])
+        request.append_tools(self.canonical_tools.values())
+        return request
+
+    def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
+        """Where the node's input goes in the conversation: before the node run's first event.
+
+        Not when it is the user's message of this invocation, which is already there.
+        """
+        text = input_text(ctx.node_input)
+        if text is None:
+            return None
+        said = [
+            e.content.text
+            for e in events
+            if e.author == "user" and e.invocation_id == ctx.invocation_id and e.content
+        ]
+        if text in said:
+            return None
+        first = next(
+            (i for i, e in enumerate(events) if e.node_info and e.node_info.path == ctx.node_path),
+            len(events),
+        )
+        return first, text
+
+    async def _instruction(self, ctx: AgentContext) -> str:
+        if callable(self.instruction):
+            made = self.instruction(ctx)
+            return await made if inspect.isawaitable(made) else made
+        return fill_instruction(self.instruction, ctx.state, agent=self.name)
+
+    def _turn_event(self, ctx: AgentContext, response: LlmResponse) -> Event:
+        parts = list(response.content.parts or []) if response.content else []
+        for part in parts:
+            call = part.function_call
+            if call is not None and not call.id:
+                call.id = f"baton-{uuid.uuid4().hex}"
+        content = Content(role="model", parts=parts)
+        calls = content.function_calls
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            content=content,
+            long_running_tool_ids={c.id for c in calls if c.id and self._pauses(c)} or None,
+            error_code=response.error_code,
+            error_message=response.error_message,
+            custom_metadata=response.custom_metadata,
+        )
+        if not calls and self.output_key:
+            event.actions.state_delta[self.output_key] = content.text
+        return event
+
+    def _pauses(self, call: FunctionCall) -> bool:
+        """A call to a long-running tool with valid arguments (invalid ones get an error)."""
+        tool = self.canonical_tools.get(call.name or "")
+        if tool is None or not tool.is_long_running:
+            return False
+        if isinstance(tool, FunctionTool):
+            try:
+                tool.signature.bind(call.args or {})
+            except InvalidArgumentsError:
+                return False
+        return True
+
+    # --- the tools ---------------------------------------------------------------------
+
+    async def _run_calls(
+        self,
+        ctx: AgentContext,
+        state: LlmAgentState,
+        pending: list[FunctionCall],
+        lro_ids: set[str],
+    ) -> AsyncGenerator[Event, None]:
+        """Run the calls without a result, one committed event each."""
+        for call in pending:
+            if call.id not in lro_ids:
+                yield await self._call_tool(ctx, call)
+            elif call.id not in state.started_calls and call.id not in ctx.resume_inputs:
+                event = await self._call_tool(ctx, call, interim=True)
+                state = state.model_copy(update={"started_calls": [*state.started_calls, call.id]})
+                event.actions.agent_state = state.model_dump(mode="json")
+                yield event
+
+    async def _call_tool(
+        self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
+    ) -> Event:
+        """Run one call; its result (a long-running tool's status: when not None) as an event."""
+        tool_context = ToolContext(
+            state=ctx.state,
+            function_call_id=call.id,
+            invocation_id=ctx.invocation_id,
+            agent_name=self.name,
+            idempotency_key=f"{ctx.idempotency_key}/{call.id}",
+        )
+        tool = self.canonical_tools.get(call.name or "")
+        if tool is None:
+            known = ", ".join(self.canonical_tools) or "none"
+            result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
+        else:
+            result = await tool.run(call.args or {}, tool_context)
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            actions=tool_context.actions,
+        )
+        if not (interim and result is None):
+            response = to_function_response(call, result)
+            event.content = Content(role="user", parts=[Part(function_response=response)])
+        return event
+
+
+def _is_model_turn(event: Event) -> bool:
+    return event.content is not None and event.content.role == "model"

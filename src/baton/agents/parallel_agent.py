@@ -1,0 +1,88 @@
+"""ParallelAgent: runs its sub-agents concurrently, each on its own conversation branch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from typing import TypeAlias, final
+
+from baton.agents.base_agent import BaseAgent
+from baton.agents.context import as_agent_context
+from baton.agents.state import ParallelAgentState
+from baton.context import InvocationContext
+from baton.events import Event
+
+__all__ = ["ParallelAgent", "merge_streams"]
+
+
+@final
+class ParallelAgent(BaseAgent):
+    """Runs `sub_agents` at the same time.
+
+    Each sub-agent runs on the branch `<parent branch or name>.<sub-agent>` and sees
+    only its own branch's events besides the shared history. A resumed run starts
+    only the sub-agents that had not finished; the agent ends when all have.
+    """
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        agent_ctx = as_agent_context(ctx)
+        if self._load_agent_state(ctx, ParallelAgentState) is None:
+            agent_ctx.reset_agent_states(a.name for sub in self.sub_agents for a in sub.walk())
+            yield self._create_agent_state_event(ctx, ParallelAgentState())
+        prefix = agent_ctx.branch or self.name
+        pending = [s for s in self.sub_agents if s.name not in agent_ctx.ended_agents]
+        streams = [s.run_async(agent_ctx.with_branch(f"{prefix}.{s.name}")) for s in pending]
+        async with aclosing(merge_streams(streams)) as events:
+            async for event in events:
+                yield event
+        if all(s.name in agent_ctx.ended_agents for s in self.sub_agents):
+            yield self._create_agent_state_event(ctx, end_of_agent=True)
+
+
+_Item: TypeAlias = tuple[Event, asyncio.Event] | BaseException | None
+"""An event and its "consumed" flag, a branch's failure, or None: a branch finished."""
+
+
+async def merge_streams(
+    streams: Sequence[AsyncGenerator[Event, None]],
+) -> AsyncGenerator[Event, None]:
+    """Interleave event streams; each stream continues only after its event was consumed.
+
+    The consumer (ultimately the engine) commits an event before asking for the
+    next one, so every branch's event is durable before that branch goes on.
+    The first failure cancels the other streams and is raised.
+    """
+    queue: asyncio.Queue[_Item] = asyncio.Queue()
+
+    async def pump(stream: AsyncGenerator[Event, None]) -> None:
+        try:
+            async with aclosing(stream):
+                async for event in stream:
+                    consumed = asyncio.Event()
+                    queue.put_nowait((event, consumed))
+                    await consumed.wait()
+        except Exception as error:  # handed to the consumer, which raises it
+            queue.put_nowait(error)
+            return
+        queue.put_nowait(None)
+
+    # Plain tasks, not a TaskGroup: a group spanning this generator's yields would
+    # cancel the consumer's task (mid-commit) when a branch fails (PEP 789).
+    tasks = [asyncio.create_task(pump(stream)) for stream in streams]
+    try:
+        running = len(tasks)
+        while running:
+            item = await queue.get()
+            if item is None:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                event, consumed = item
+                yield event
+                consumed.set()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

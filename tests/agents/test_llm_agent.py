@@ -1,0 +1,350 @@
+"""LlmAgent: the function-calling loop, recorded tool results, long-running tools, resume."""
+
+from __future__ import annotations
+
+import pytest
+
+from baton import Workflow
+from baton.agents import LlmAgent, LoopAgent, MissingStateKeyError, ParallelAgent, SequentialAgent
+from baton.models import LlmRequest, ScriptedModel
+from baton.sessions.store import InvocationStatus
+from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
+from baton.types import FunctionCall
+from tests.agents.agents import Boom, Runs, Step, counting_model, texts
+from tests.agents.conftest import MakeRunner
+from tests.harness import asked
+
+
+def tools_counted(runs: Runs, *names: str) -> list[FunctionTool]:
+    """A FunctionTool per name: `name(x: int) -> str`, counted in `runs`."""
+
+    def make(name: str) -> FunctionTool:
+        def tool(x: int) -> str:
+            run = runs.bump(name)
+            return f"{name}({x}) run {run}"
+
+        return FunctionTool(tool, name=name, description=f"The {name} tool.")
+
+    return [make(n) for n in names]
+
+
+def calls(*names: str) -> list[FunctionCall]:
+    return [FunctionCall(id=f"call-{n}", name=n, args={"x": i}) for i, n in enumerate(names)]
+
+
+def responses(request: LlmRequest) -> dict[str, object]:
+    return {r.id or "": r.response for c in request.contents for r in c.function_responses}
+
+
+async def test_a_failed_tool_reruns_alone_and_finished_tools_are_reused(make: MakeRunner) -> None:
+    runs = Runs(fail={"c": {1}})
+    model = ScriptedModel(responses=[calls("a", "b", "c"), "all done"])
+    agent = LlmAgent(name="agent", model=model, tools=tools_counted(runs, "a", "b", "c"))
+    h = await make(agent)
+
+    with pytest.raises(Boom):
+        await h.start("do it")
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert runs.count == {"a": 1, "b": 1, "c": 2}
+    assert len(model.requests) == 2
+    assert responses(model.requests[1]) == {
+        "call-a": {"result": "a(0) run 1"},
+        "call-b": {"result": "b(1) run 1"},
+        "call-c": {"result": "c(2) run 2"},
+    }
+    assert texts(events)[-1] == ("agent", "all done")
+    assert events[-1].output == "all done"
+
+
+async def test_a_recorded_model_turn_is_not_asked_again_when_its_tools_fail(
+    make: MakeRunner,
+) -> None:
+    runs = Runs(fail={"a": {1, 2}})
+    model = ScriptedModel(responses=[calls("a"), "ok"])
+    agent = LlmAgent(name="agent", model=model, tools=tools_counted(runs, "a"))
+    h = await make(agent)
+
+    with pytest.raises(Boom):
+        await h.start()
+    invocation = (await h.invocation()).id
+    with pytest.raises(Boom):
+        await h.collect(invocation_id=invocation)
+    await h.collect(invocation_id=invocation)
+
+    assert len(model.requests) == 2
+    assert runs.count == {"a": 3}
+
+
+async def test_the_idempotency_key_is_stable_across_recovery(make: MakeRunner) -> None:
+    keys: list[str] = []
+
+    def pay(amount: int, tool_context: ToolContext) -> str:
+        keys.append(tool_context.idempotency_key)
+        if len(keys) == 1:
+            raise Boom("network down")
+        return "paid"
+
+    model = ScriptedModel(responses=[FunctionCall(id="p1", name="pay", args={"amount": 3}), "ok"])
+    h = await make(LlmAgent(name="agent", model=model, tools=[pay]))
+
+    with pytest.raises(Boom):
+        await h.start()
+    await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert len(keys) == 2
+    assert keys[0] == keys[1]
+    assert keys[0].endswith("/p1")
+
+
+async def test_regular_and_long_running_calls_in_one_turn(make: MakeRunner) -> None:
+    runs = Runs()
+
+    def ask(question: str) -> None:
+        runs.bump(question)
+
+    model = ScriptedModel(
+        responses=[
+            [
+                FunctionCall(id="r", name="a", args={"x": 1}),
+                FunctionCall(id="l1", name="ask", args={"question": "q1"}),
+                FunctionCall(id="l2", name="ask", args={"question": "q2"}),
+            ],
+            "both answered",
+        ]
+    )
+    agent = LlmAgent(
+        name="agent",
+        model=model,
+        tools=[*tools_counted(runs, "a"), LongRunningFunctionTool(ask)],
+    )
+    h = await make(agent)
+
+    started = await h.start()
+    assert asked(started) == ["l1", "l2"]
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+    partly = await h.answer(("l1", "yes"), name="ask")
+    assert partly == []  # nothing ran: the other call is still open
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+    done = await h.answer(("l2", "no"), name="ask")
+
+    assert runs.count == {"a": 1, "q1": 1, "q2": 1}
+    assert len(model.requests) == 2
+    assert responses(model.requests[1]) == {
+        "r": {"result": "a(1) run 1"},
+        "l1": {"result": "yes"},
+        "l2": {"result": "no"},
+    }
+    assert done[-1].output == "both answered"
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_long_running_call_with_invalid_arguments_does_not_pause(
+    make: MakeRunner,
+) -> None:
+    def ask(question: str) -> None:
+        del question
+
+    model = ScriptedModel(responses=[FunctionCall(id="l1", name="ask", args={"wrong": 1}), "sorry"])
+    h = await make(LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(ask)]))
+
+    events = await h.start()
+
+    assert asked(events) == []
+    error = str(responses(model.requests[1])["l1"])
+    assert "invalid arguments for tool 'ask'" in error
+    assert events[-1].output == "sorry"
+
+
+async def test_unknown_tools_get_an_error_the_model_can_read(make: MakeRunner) -> None:
+    model = ScriptedModel(responses=[FunctionCall(id="x", name="nope", args={}), "fine"])
+    h = await make(LlmAgent(name="agent", model=model))
+
+    await h.start()
+
+    assert responses(model.requests[1]) == {
+        "x": {"error": "tool 'nope' does not exist; tools: none."}
+    }
+
+
+async def test_instruction_is_filled_from_state_and_output_key_is_saved(
+    make: MakeRunner,
+) -> None:
+    model = ScriptedModel(responses=["a poem"])
+    agent = LlmAgent(
+        name="poet",
+        model=model,
+        instruction='Write about {topic}{style?}. Reply as {"poem": ...}.',
+        output_key="poem",
+    )
+    h = await make(agent, state={"topic": "tea"})
+
+    await h.start()
+
+    assert model.requests[0].config.system_instruction == 'Write about tea. Reply as {"poem": ...}.'
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state["poem"] == "a poem"
+
+
+async def test_a_missing_state_key_in_the_instruction_is_named(make: MakeRunner) -> None:
+    agent = LlmAgent(name="poet", model=ScriptedModel(), instruction="About {topic}.")
+    h = await make(agent, state={"colour": "red"})
+
+    with pytest.raises(MissingStateKeyError, match=r"agent 'poet' uses \{topic\}.*keys: colour"):
+        await h.start()
+
+
+async def test_history_of_earlier_invocations_reaches_the_model(make: MakeRunner) -> None:
+    model = ScriptedModel(responses=["hello", "you said hi"])
+    h = await make(LlmAgent(name="agent", model=model))
+
+    await h.start("hi")
+    await h.start("what did I say?")
+
+    assert [(c.role, c.text) for c in model.requests[1].contents] == [
+        ("user", "hi"),
+        ("model", "hello"),
+        ("user", "what did I say?"),
+    ]
+
+
+def approval_tool(request: str) -> str:
+    """Request human approval for an action."""
+    return f"Approved: {request}"
+
+
+def next_step(node_input: str) -> str:
+    return f"next: {node_input}"
+
+
+async def test_seed_004_llm_agent_with_approval_in_a_workflow(make: MakeRunner) -> None:
+    model = ScriptedModel(
+        responses=[
+            FunctionCall(id="c1", name="approval_tool", args={"request": "buy a laptop"}),
+            "The purchase was approved.",
+        ]
+    )
+    llm_agent = LlmAgent(
+        name="agent_with_approval",
+        model=model,
+        instruction="When you need approval, use the approval_tool.",
+        tools=[LongRunningFunctionTool(func=approval_tool)],
+    )
+    agent = Workflow(name="hitl_workflow", edges=[("START", llm_agent), (llm_agent, next_step)])
+    h = await make(agent)
+
+    paused = await h.start("buy a laptop")
+    [call_event] = [e for e in paused if e.long_running_tool_ids]
+    call = call_event.function_calls[0]
+    resumed = await h.answer(("c1", {"approved": True}), name=call.name or "", wrap=False)
+
+    assert (call.id, call.name) == ("c1", "approval_tool")
+    assert len(model.requests) == 2
+    assert responses(model.requests[1]) == {"c1": {"approved": True}}
+    assert [(e.author, e.output) for e in resumed if e.output is not None] == [
+        ("agent_with_approval", "The purchase was approved."),
+        ("next_step", "next: The purchase was approved."),
+    ]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+def approval_agent(name: str, runs: Runs) -> LlmAgent:
+    def respond(request: LlmRequest) -> list[str | FunctionCall]:
+        run = runs.bump(name)
+        if run == 1:
+            return [FunctionCall(id=f"{name}-ok", name="approval_tool", args={"request": name})]
+        return [f"{name} approved"]
+
+    return LlmAgent(
+        name=name,
+        model=ScriptedModel(model=name, responder=respond),
+        tools=[LongRunningFunctionTool(approval_tool)],
+    )
+
+
+async def test_an_answer_inside_a_sequence_continues_with_the_next_sub_agent(
+    make: MakeRunner,
+) -> None:
+    runs = Runs()
+    seq = SequentialAgent(
+        name="seq",
+        sub_agents=[
+            Step(name="before", runs=runs),
+            approval_agent("ask", runs),
+            Step(name="after", runs=runs),
+        ],
+    )
+    h = await make(seq)
+
+    assert asked(await h.start()) == ["ask-ok"]
+    events = await h.answer(("ask-ok", "yes"), name="approval_tool")
+
+    assert texts(events) == [("ask", "ask approved"), ("after", "after done")]
+    assert runs.count == {"before": 1, "ask": 2, "after": 1}
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_an_answer_inside_a_loop_continues_the_iteration(make: MakeRunner) -> None:
+    runs = Runs()
+    loop = LoopAgent(
+        name="loop",
+        max_iterations=2,
+        sub_agents=[approval_agent("ask", runs), Step(name="after", runs=runs)],
+    )
+    h = await make(loop)
+
+    assert asked(await h.start()) == ["ask-ok"]
+    events = await h.answer(("ask-ok", "yes"), name="approval_tool")
+
+    # The second iteration's ask runs afresh: its model answers at once (run 3).
+    assert [a for a, _ in texts(events)] == ["ask", "after", "ask", "after"]
+    assert runs.count == {"ask": 3, "after": 2}
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_parallel_llm_agents_see_only_their_own_branch(make: MakeRunner) -> None:
+    runs = Runs()
+    left = LlmAgent(name="left", model=counting_model("left", runs))
+    right = LlmAgent(name="right", model=counting_model("right", runs))
+    after = LlmAgent(name="after", model=counting_model("after", runs))
+    seq = SequentialAgent(
+        name="seq", sub_agents=[ParallelAgent(name="par", sub_agents=[left, right]), after]
+    )
+    h = await make(seq)
+
+    await h.start("go")
+
+    def seen(agent: LlmAgent) -> list[str]:
+        model = agent.canonical_model
+        assert isinstance(model, ScriptedModel)
+        return [c.text for c in model.requests[0].contents]
+
+    assert seen(left) == ["go"]
+    assert seen(right) == ["go"]
+    assert sorted(seen(after)) == sorted(
+        ["go", "For context: [left] said: left says 1", "For context: [right] said: right says 1"]
+    )
+
+
+async def test_node_input_from_a_predecessor_is_a_user_turn(make: MakeRunner) -> None:
+    model = ScriptedModel(responses=["summary"])
+    agent = LlmAgent(name="summarize", model=model)
+
+    def draft(node_input: str) -> str:
+        return f"draft of {node_input}"
+
+    h = await make(Workflow(name="wf", edges=[("START", draft, agent)]))
+    await h.start("a trip")
+
+    assert [(c.role, c.text) for c in model.requests[0].contents] == [
+        ("user", "a trip"),
+        ("user", "draft of a trip"),
+    ]
+
+
+async def test_an_agent_without_model_is_refused_with_a_hint() -> None:
+    agent = LlmAgent(name="agent")
+
+    with pytest.raises(ValueError, match="has no model"):
+        _ = agent.canonical_model

@@ -1,0 +1,109 @@
+"""Sequential, loop and parallel agents: finished sub-agents never run again."""
+
+from __future__ import annotations
+
+import pytest
+
+from baton.agents import LoopAgent, ParallelAgent, SequentialAgent
+from baton.sessions.store import InvocationStatus
+from tests.agents.agents import Boom, Runs, Step, Waiter, texts
+from tests.agents.conftest import MakeRunner
+
+
+async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) -> None:
+    runs = Runs()
+    seq = SequentialAgent(name="seq", sub_agents=[Step(name=n, runs=runs) for n in "abc"])
+    h = await make(seq)
+
+    events = await h.start()
+
+    assert texts(events) == [("a", "a done"), ("b", "b done"), ("c", "c done")]
+    assert (events[-2].author, events[-2].actions.end_of_agent) == ("seq", True)
+    assert events[-1].output == "c done"
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_sequential_resumes_after_the_last_finished_sub_agent(make: MakeRunner) -> None:
+    runs = Runs(fail={"c": {1}})
+    seq = SequentialAgent(name="seq", sub_agents=[Step(name=n, runs=runs) for n in "abcd"])
+    h = await make(seq)
+
+    with pytest.raises(Boom):
+        await h.start()
+    invocation = await h.invocation()
+    events = await h.collect(invocation_id=invocation.id)
+
+    assert runs.count == {"a": 1, "b": 1, "c": 2, "d": 1}
+    assert texts(events) == [("c", "c done"), ("d", "d done")]
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state == {"a": 1, "b": 1, "c": 2, "d": 1}
+
+
+async def test_loop_resumes_at_the_current_sub_agent_and_iteration(make: MakeRunner) -> None:
+    runs = Runs(fail={"b": {2}})
+    loop = LoopAgent(
+        name="loop", max_iterations=3, sub_agents=[Step(name=n, runs=runs) for n in "abc"]
+    )
+    h = await make(loop)
+
+    with pytest.raises(Boom):
+        await h.start()
+    assert runs.count == {"a": 2, "b": 2, "c": 1}
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert runs.count == {"a": 3, "b": 4, "c": 3}
+    assert [a for a, _ in texts(events)] == ["b", "c", "a", "b", "c"]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_loop_stops_after_the_sub_agent_that_escalates(make: MakeRunner) -> None:
+    runs = Runs()
+    loop = LoopAgent(
+        name="loop",
+        sub_agents=[Step(name="a", runs=runs), Step(name="stop", runs=runs, escalate=True)],
+    )
+    h = await make(loop)
+
+    await h.start()
+
+    assert runs.count == {"a": 1, "stop": 1}
+
+
+async def test_loop_without_limit_or_sub_agents_ends_at_once(make: MakeRunner) -> None:
+    h = await make(LoopAgent(name="loop"))
+
+    events = await h.start()
+
+    assert [e.actions.end_of_agent for e in events] == [True]
+
+
+async def test_parallel_resume_runs_only_unfinished_branches(make: MakeRunner) -> None:
+    runs = Runs(fail={"b": {1}})
+    waiter = Waiter(name="b", runs=runs, wait_for=["a", "c"])
+    par = ParallelAgent(
+        name="par", sub_agents=[Step(name="a", runs=runs), waiter, Step(name="c", runs=runs)]
+    )
+    h = await make(par)
+
+    with pytest.raises(Boom):
+        await h.start()
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert runs.count == {"a": 1, "b": 2, "c": 1}
+    assert texts(events) == [("b", "b done")]
+    assert events[-1].output == "b done"
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_parallel_branches_are_tagged_and_all_finish(make: MakeRunner) -> None:
+    runs = Runs()
+    inner = SequentialAgent(name="inner", sub_agents=[Step(name="x", runs=runs)])
+    par = ParallelAgent(name="par", sub_agents=[Step(name="a", runs=runs), inner])
+    h = await make(par)
+
+    events = await h.start()
+
+    branches = {e.author: e.branch for e in events if e.content}
+    assert branches == {"a": "par.a", "x": "par.inner"}
+    assert (events[-2].author, events[-2].actions.end_of_agent) == ("par", True)
