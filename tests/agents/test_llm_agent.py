@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from baton import Workflow
@@ -12,6 +14,7 @@ from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
+from tests.agents.examples import load_example
 from tests.harness import asked
 
 
@@ -218,7 +221,10 @@ def next_step(node_input: str) -> str:
     return f"next: {node_input}"
 
 
-async def test_seed_004_llm_agent_with_approval_in_a_workflow(make: MakeRunner) -> None:
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_seed_004_llm_agent_with_approval_in_a_workflow(
+    make: MakeRunner, resumable: bool
+) -> None:
     model = ScriptedModel(
         responses=[
             FunctionCall(id="c1", name="approval_tool", args={"request": "buy a laptop"}),
@@ -232,7 +238,7 @@ async def test_seed_004_llm_agent_with_approval_in_a_workflow(make: MakeRunner) 
         tools=[LongRunningFunctionTool(func=approval_tool)],
     )
     agent = Workflow(name="hitl_workflow", edges=[("START", llm_agent), (llm_agent, next_step)])
-    h = await make(agent)
+    h = await make(agent, resumable=resumable)
 
     paused = await h.start("buy a laptop")
     [call_event] = [e for e in paused if e.long_running_tool_ids]
@@ -348,3 +354,24 @@ async def test_an_agent_without_model_is_refused_with_a_hint() -> None:
 
     with pytest.raises(ValueError, match="has no model"):
         _ = agent.canonical_model
+
+
+async def test_the_approval_example_pauses_for_the_refund_and_finishes_after_it(
+    make: MakeRunner, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("BATON_MODEL", raising=False)
+    module = load_example("approval_agent")
+    assert "BATON_MODEL is not set" in capsys.readouterr().err
+    h = await make(cast(LlmAgent, module.root_agent))
+
+    paused = await h.start("Please refund order 7, it arrived broken.")
+    [call] = [c for e in paused for c in e.function_calls if e.long_running_tool_ids]
+    done = await h.answer((call.id or "", {"approved": True}), name="issue_refund", wrap=False)
+
+    assert call.name == "issue_refund"
+    assert call.args == {
+        "order_id": "7",
+        "amount": 120.0,
+        "reason": "Please refund order 7, it arrived broken.",
+    }
+    assert done[-1].output == "The refund for order 7 was approved."

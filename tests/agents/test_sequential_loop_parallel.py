@@ -23,10 +23,13 @@ async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) ->
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
-async def test_sequential_resumes_after_the_last_finished_sub_agent(make: MakeRunner) -> None:
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_sequential_resumes_after_the_last_finished_sub_agent(
+    make: MakeRunner, resumable: bool
+) -> None:
     runs = Runs(fail={"c": {1}})
     seq = SequentialAgent(name="seq", sub_agents=[Step(name=n, runs=runs) for n in "abcd"])
-    h = await make(seq)
+    h = await make(seq, resumable=resumable)
 
     with pytest.raises(Boom):
         await h.start()

@@ -127,6 +127,11 @@ class BaseAgent(BaseModel):
     async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         """Run the agent tree as one node run (the Node protocol)."""
         agent_ctx = AgentContext(ctx, node_input=node_input)
+        if self.name in ctx.ended_agents:
+            # It ended before a crash cut the node run short: only the output is missing.
+            if ctx.output is None:
+                ctx.output = await _last_text(agent_ctx)
+            return
         explicit_output = False
         async with aclosing(self.run_async(agent_ctx)) as events:
             async for event in events:
@@ -228,6 +233,13 @@ class BaseAgent(BaseModel):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+async def _last_text(ctx: AgentContext) -> str | None:
+    """The last reply recorded by this node run, or None."""
+    events = await ctx.log.events()
+    mine = [e for e in events if e.node_info and e.node_info.path == ctx.node_path]
+    return next((_text_of(e) for e in reversed(mine) if _is_final_text(e)), None)
 
 
 def _is_final_text(event: Event) -> bool:

@@ -1,0 +1,180 @@
+"""The process the agent crash test kills: starts or resumes the agent tree once.
+
+    run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
+         "--kill-at", K], log)
+
+Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
+the test counts executions across processes. Every step commit that returned is
+counted in DIR/commits; the process SIGKILLs itself right after the K-th, so the
+store really holds that step and nothing after it ran. A resuming process reads
+time a minute ahead, so the killed process's lease has expired for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import time
+from collections.abc import AsyncGenerator
+from datetime import timedelta
+from pathlib import Path
+
+from baton import (
+    App,
+    BaseAgent,
+    Event,
+    EventActions,
+    InvocationContext,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    ResumabilityConfig,
+    Runner,
+    SequentialAgent,
+    types,
+)
+from baton.models import LlmRequest, ScriptedModel
+from baton.models.scripted import ScriptItem
+from baton.sessions.services import BaseSessionService
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import SessionKey, StepCommit
+from baton.tools import FunctionTool
+from baton.types import FunctionCall, SessionId
+
+APP_NAME = "crash_agents"
+USER_ID = "u"
+
+
+class Recorder:
+    """Appends one line per execution to a file that survives SIGKILL."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def record(self, name: str) -> None:
+        with self.path.open("a") as file:
+            file.write(f"{name}\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+
+class Recorded(BaseAgent):
+    """Records its execution, then says so and ends in the same event, so once that
+    event is committed it never runs again."""
+
+    recorder: Recorder
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        self.recorder.record(self.name)
+        yield Event(
+            author=self.name,
+            content=types.Content(role="model", parts=[types.Part(text=f"{self.name} done")]),
+            actions=EventActions(state_delta={self.name: "done"}, end_of_agent=True),
+        )
+
+
+def build_root(recorder: Recorder) -> BaseAgent:
+    """seq[first, writer (model + tools t1, t2), par[p1, p2], loop x2 [l1], last]."""
+
+    def tool(name: str) -> FunctionTool:
+        def run(x: int) -> str:
+            recorder.record(name)
+            return f"{name}({x})"
+
+        return FunctionTool(run, name=name)
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        answered = [r for c in request.contents for r in c.function_responses]
+        recorder.record("model" if not answered else "model-final")
+        if not answered:
+            return [FunctionCall(name="t1", args={"x": 1}), FunctionCall(name="t2", args={"x": 2})]
+        return "written"
+
+    def step(name: str) -> Recorded:
+        return Recorded(name=name, recorder=recorder)
+
+    writer = LlmAgent(
+        name="writer",
+        model=ScriptedModel(responder=respond),
+        tools=[tool("t1"), tool("t2")],
+        output_key="text",
+    )
+    return SequentialAgent(
+        name="root",
+        sub_agents=[
+            step("first"),
+            writer,
+            ParallelAgent(name="par", sub_agents=[step("p1"), step("p2")]),
+            LoopAgent(name="loop", max_iterations=2, sub_agents=[step("l1")]),
+            step("last"),
+        ],
+    )
+
+
+def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
+    """Count each commit that returned; die right after the K-th."""
+    commit = store.commit_step
+
+    async def counted(step: StepCommit) -> int:
+        version = await commit(step)
+        done = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(done))
+        if done == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return version
+
+    setattr(store, "commit_step", counted)  # noqa: B010 -- SqlStore is final: wrap, not subclass
+
+
+async def main(args: argparse.Namespace) -> None:
+    work = Path(args.work)
+    resuming = args.action == "resume"
+    store = SqlStore(args.url, clock=(lambda: time.time() + 60) if resuming else time.time)
+    count_commits(store, work / "commits", args.kill_at)
+    runner = Runner(
+        app=App(
+            name=APP_NAME,
+            root_agent=build_root(Recorder(work / "runs")),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        ),
+        session_service=BaseSessionService(store),
+        lease_ttl=timedelta(seconds=30),
+    )
+    invocation = None
+    if resuming:
+        invocations = await store.list_invocations(
+            SessionKey(APP_NAME, USER_ID, SessionId(args.session))
+        )
+        invocation = invocations[-1].id
+    message = None if resuming else types.Content(role="user", parts=[types.Part(text="go")])
+    try:
+        async with asyncio.timeout(30):
+            async for _ in runner.run_async(
+                user_id=USER_ID,
+                session_id=args.session,
+                invocation_id=invocation,
+                new_message=message,
+            ):
+                pass
+    finally:
+        await runner.close()
+
+
+def run(argv: list[str], log: str) -> None:
+    """Entry point in a forked process: output to `log`, then one run of `main`."""
+    with open(log, "ab", buffering=0) as file:
+        os.dup2(file.fileno(), 1)
+        os.dup2(file.fileno(), 2)
+    asyncio.run(main(parse(argv)))
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--session", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--action", choices=["start", "resume"], required=True)
+    parser.add_argument("--kill-at", type=int)
+    return parser.parse_args(argv)

@@ -1,0 +1,133 @@
+"""Agents after a real crash: the agent tree runs in a child process on a SQLite file,
+SIGKILLed right after its k-th step commit, for every k; a new process resumes it by
+invocation id. Every agent, tool and model call whose result was committed ran once;
+only a parallel branch that was in flight at the kill runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import signal
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from pydantic import JsonValue
+
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import InvocationStatus, SessionKey
+from baton.types import SessionId
+from tests.agents import crash_child
+
+pytestmark = pytest.mark.slow
+
+# Children fork from a server that imported baton once: a fresh process per run
+# without paying an interpreter start each time.
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["tests.agents.crash_child"])
+
+EXECUTIONS = Counter(
+    {
+        "first": 1,
+        "model": 1,
+        "t1": 1,
+        "t2": 1,
+        "model-final": 1,
+        "p1": 1,
+        "p2": 1,
+        "l1": 2,
+        "last": 1,
+    }
+)
+COMMITS = 26  # an uninterrupted run's step commits (checked below)
+PARALLEL = {"p1", "p2"}  # a branch in flight at the kill runs again
+KILL_POINTS = range(1, COMMITS)
+
+
+def run_child(url: str, session: str, work: Path, action: str, kill_at: int | None) -> int:
+    argv = ["--url", url, "--session", session, "--work", str(work), "--action", action]
+    if kill_at is not None:
+        argv += ["--kill-at", str(kill_at)]
+    process = _FORKS.Process(target=crash_child.run, args=(argv, str(work / "log")), daemon=True)
+    process.start()
+    process.join(60)
+    assert process.exitcode is not None, "the child did not finish in 60 s"
+    return process.exitcode
+
+
+def prepare(tmp_path: Path) -> tuple[str, SessionKey]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'agents.db'}"
+    key = SessionKey(crash_child.APP_NAME, crash_child.USER_ID, SessionId("s"))
+
+    async def create() -> None:
+        store = SqlStore(url)
+        await store.create_session(key.app_name, key.user_id, session_id=key.session_id)
+        await store.close()
+
+    asyncio.run(create())
+    return url, key
+
+
+def outcome(url: str, key: SessionKey) -> tuple[InvocationStatus, dict[str, JsonValue]]:
+    async def read() -> tuple[InvocationStatus, dict[str, JsonValue]]:
+        store = SqlStore(url)
+        try:
+            [invocation] = await store.list_invocations(key)
+            session = await store.get_session(key, with_events=False)
+            assert session is not None
+            return invocation.status, session.state
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def executions(work: Path) -> Counter[str]:
+    return Counter((work / "runs").read_text().split())
+
+
+def test_an_uninterrupted_run_is_the_baseline(tmp_path: Path) -> None:
+    url, key = prepare(tmp_path)
+
+    assert run_child(url, key.session_id, tmp_path, "start", None) == 0
+
+    assert executions(tmp_path) == EXECUTIONS
+    assert int((tmp_path / "commits").read_text()) == COMMITS
+    status, state = outcome(url, key)
+    assert status == InvocationStatus.COMPLETED
+    assert state == {n: "done" for n in ("first", "p1", "p2", "l1", "last")} | {"text": "written"}
+
+
+def test_a_run_killed_after_any_commit_resumes_without_redoing_work(tmp_path: Path) -> None:
+    # Independent cases (own file, own work folder), four at a time.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(
+            pool.map(kill_and_resume, [tmp_path / f"k{k}" for k in KILL_POINTS], KILL_POINTS)
+        )
+
+    assert [r for r in results if r] == []
+
+
+def kill_and_resume(work: Path, kill_at: int) -> str:
+    """Kill a run after commit `kill_at`, resume it; what went wrong ('' for nothing)."""
+    work.mkdir()
+    url, key = prepare(work)
+    killed = run_child(url, key.session_id, work, "start", kill_at)
+    resumed = run_child(url, key.session_id, work, "resume", None)
+    ran = executions(work)
+    status, state = outcome(url, key)
+    problems = [
+        f"start exited {killed}" if killed != -signal.SIGKILL else "",
+        f"resume exited {resumed}" if resumed != 0 else "",
+        f"status {status}" if status != InvocationStatus.COMPLETED else "",
+        f"state {state}" if state.get("text") != "written" or "last" not in state else "",
+        *(
+            f"{name} ran {ran[name]} times"
+            for name in EXECUTIONS
+            if ran[name] != EXECUTIONS[name] and not (name in PARALLEL and ran[name] == 2)
+        ),
+    ]
+    found = "; ".join(p for p in problems if p)
+    return f"killed after commit {kill_at}: {found}" if found else ""
