@@ -1,0 +1,72 @@
+"""The OpenAPI document is served, and a bounded schemathesis run finds no 5xx."""
+
+from __future__ import annotations
+
+import asyncio
+
+import hypothesis
+import pytest
+import schemathesis
+from schemathesis.checks import not_a_server_error
+from schemathesis.runner import events
+
+from tests.server.conftest import Live
+
+
+def fuzz(url: str) -> list[str]:
+    """Run schemathesis against the live server; the failures found, described."""
+    schemathesis.experimental.OPEN_API_3_1.enable()  # FastAPI documents OpenAPI 3.1
+    schema = schemathesis.from_uri(f"{url}/openapi.json", base_url=url)
+    # A pending stream never ends by design; it is tested in test_inbox.py.
+    schema = schema.exclude(path_regex="/stream$")  # pyright: ignore[reportUnknownMemberType] -- schemathesis leaves a Pattern unparameterized
+    settings = hypothesis.settings(
+        max_examples=10,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=[
+            hypothesis.HealthCheck.too_slow,
+            hypothesis.HealthCheck.filter_too_much,
+        ],
+    )
+    runner = schemathesis.runner.from_schema(
+        schema, checks=[not_a_server_error], hypothesis_settings=settings, request_timeout=10_000
+    )
+    problems: list[str] = []
+    for event in runner.execute():
+        if isinstance(event, events.AfterExecution) and event.status.value != "success":
+            failed = [c for c in event.result.checks if c.value.value != "success"]
+            details = "; ".join(
+                f"{c.name} {c.response.status_code if c.response else '-'} "
+                f"{c.example.method if c.example else ''} {c.example.url if c.example else ''} "
+                f"{c.message}"
+                for c in failed[:3]
+            ) or "; ".join(str(e.exception) for e in event.result.errors[:2])
+            problems.append(f"{event.result.verbose_name}: {event.status.value}: {details}")
+        if isinstance(event, events.InternalError):
+            problems.append(f"internal error: {event.message}")
+    return problems
+
+
+async def test_openapi_document_lists_the_routes(live: Live) -> None:
+    document = (await live.client.get("/openapi.json")).json()
+    paths = set(document["paths"])
+    assert {
+        "/list-apps",
+        "/run",
+        "/run_sse",
+        "/apps/{app_name}/users/{user_id}/sessions",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+        "/apps/{app_name}/users/{user_id}/pending",
+        "/apps/{app_name}/users/{user_id}/sessions/{session_id}/interrupts/{interrupt_id}/respond",
+    } <= paths
+
+
+# schemathesis 3.38 resolves references through jsonschema's deprecated RefResolver.
+@pytest.mark.filterwarnings("ignore:jsonschema.RefResolver is deprecated:DeprecationWarning")
+async def test_schemathesis_finds_no_server_errors(live: Live) -> None:
+    sid = await live.create("approval", "u")
+    await live.start("approval", "u", sid)
+    # schemathesis is synchronous; the server runs in this event loop, so it runs aside.
+    problems = await asyncio.to_thread(fuzz, live.url)
+    assert problems == []
