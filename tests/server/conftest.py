@@ -19,7 +19,11 @@ from baton import App, Context, Event, RequestInput, ResumabilityConfig, Workflo
 from baton.server.app import create_app
 from baton.server.catalog import AppCatalog, load_app
 from baton.server.security import ApiKeys
-from baton.sessions.services import BaseSessionService, SqliteSessionService
+from baton.sessions.services import (
+    BaseSessionService,
+    DatabaseSessionService,
+    SqliteSessionService,
+)
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -137,7 +141,10 @@ StartLive = Callable[..., Any]
 
 @pytest.fixture
 async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
-    """Start a server over a SQLite file: `await start_live(apps=..., keys=..., web=...)`."""
+    """Start a server: `await start_live(apps=..., keys=..., web=..., db_url=...)`.
+
+    Each server gets its own SQLite file unless `db_url` names a shared database.
+    """
     stack: list[tuple[Serving, Live]] = []
 
     async def start(
@@ -146,8 +153,13 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         keys: list[str] | None = None,
         web: bool = False,
         headers: dict[str, str] | None = None,
+        db_url: str | None = None,
     ) -> Live:
-        service = SqliteSessionService(str(tmp_path / f"sessions{len(stack)}.db"))
+        service: BaseSessionService = (
+            DatabaseSessionService(db_url)
+            if db_url
+            else SqliteSessionService(str(tmp_path / f"sessions{len(stack)}.db"))
+        )
         apps = apps if apps is not None else [approval_app(), form_app()]
         catalog = AppCatalog.of(apps, service)
         app = create_app(catalog, api_keys=ApiKeys.parse(keys or []), web=web, poll_interval=0.2)
