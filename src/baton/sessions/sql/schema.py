@@ -84,7 +84,7 @@ invocations = Table(
         index=True,
     ),
     Column("status", String(32), nullable=False),
-    Column("fingerprint", String(255), nullable=False),
+    Column("fingerprint", Text, nullable=False),  # the graph as JSON: any length
     Column("checkpoint", JSON(none_as_null=True), nullable=True),
     Column("version", Integer, nullable=False),
     Column("created_at", Double, nullable=False),
