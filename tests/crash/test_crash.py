@@ -1,0 +1,249 @@
+"""Crash recovery, for real: the crash workflow runs in child processes that are SIGKILLed
+after every step commit, or inside a node, on a SQLite file and on PostgreSQL. New
+processes carry it to the end (resume by invocation id, answer the HITL pause), and
+the result must equal an uninterrupted run's while every node whose step had been
+committed when the process died ran exactly once (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import signal
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import pytest
+from pydantic import JsonValue
+
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
+from baton.types import SessionId
+from baton.workflow.checkpoint import RunRecord
+from tests.crash import child
+from tests.crash.workflow import APP_NAME, USER_ID, read_counts
+
+pytestmark = pytest.mark.slow
+
+# Children fork from a server that imported baton once: a fresh process per run
+# without paying an interpreter start and baton's imports each time.
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["tests.crash.child"])
+LEAVES = ("prepare", "fan_a", "fan_b", "fan_c", "shape", "check", "ask", "book")
+EXPECTED_RESULT: JsonValue = {"booked": True, "note": "window seat"}
+EXPECTED_OUTPUTS: list[tuple[str, JsonValue]] = [
+    ("ask", {"approved": True, "note": "window seat"}),
+    ("book", {"booked": True, "note": "window seat"}),
+    ("check", "a(prepared trip to Oslo) + b(prepared trip to Oslo) + c(prepared trip to Oslo)"),
+    ("fan_a", "a(prepared trip to Oslo)"),
+    ("fan_b", "b(prepared trip to Oslo)"),
+    ("fan_c", "c(prepared trip to Oslo)"),
+    (
+        "gather",
+        {
+            "fan_a": "a(prepared trip to Oslo)",
+            "fan_b": "b(prepared trip to Oslo)",
+            "fan_c": "c(prepared trip to Oslo)",
+        },
+    ),
+    ("prepare", "prepared trip to Oslo"),
+    (
+        "shape",
+        ["a(prepared trip to Oslo)", "b(prepared trip to Oslo)", "c(prepared trip to Oslo)"],
+    ),
+]
+MAX_PROCESSES = 6  # start, resume, answer, resume: a run needs at most four
+PARALLEL_CASES = 4  # children mostly wait out a dead holder's lease
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of the crash workflow in its own session and work directory."""
+
+    url: str
+    work: Path
+    key: SessionKey
+    kill_at: int | None = None
+    block: str | None = None
+
+    @property
+    def marker(self) -> Path:
+        return self.work / "marker"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run left behind once it completed."""
+
+    result: JsonValue
+    outputs: list[tuple[str, JsonValue]]
+    executions: dict[str, list[str]]
+    committed_at_kill: frozenset[str] | None  # None: no process was killed
+    invocation_id: str
+    commits: int
+
+
+async def test_uninterrupted_run_gives_the_expected_result(store_url: str, tmp_path: Path) -> None:
+    outcome = await carry_through(await new_case(store_url, tmp_path, "plain"))
+    assert outcome.committed_at_kill is None
+    assert_recovered(outcome, "uninterrupted")
+    assert all(len(keys) == 1 for keys in outcome.executions.values())
+
+
+async def test_sigkill_after_every_step_commit_recovers_without_redoing_work(
+    store_url: str, tmp_path: Path
+) -> None:
+    reference = await carry_through(await new_case(store_url, tmp_path, "reference"))
+    limit = asyncio.Semaphore(PARALLEL_CASES)
+
+    async def killed_after(k: int) -> Outcome:
+        async with limit:
+            case = await new_case(store_url, tmp_path, f"kill-{k}", kill_at=k)
+            return await carry_through(case)
+
+    steps = range(1, reference.commits + 1)
+    outcomes = await asyncio.gather(*(killed_after(k) for k in steps))
+    for k, outcome in zip(steps, outcomes, strict=True):
+        assert outcome.committed_at_kill is not None, f"commit {k}: nothing was killed"
+        assert_recovered(outcome, f"SIGKILL after commit {k} of {reference.commits}")
+
+
+@pytest.mark.parametrize("block", ["fan_b", "check", "book"])
+async def test_sigkill_inside_a_node_reruns_it_with_the_same_idempotency_key(
+    store_url: str, tmp_path: Path, block: str
+) -> None:
+    case = await new_case(store_url, tmp_path, f"block-{block}", block=block)
+    outcome = await carry_through(case)
+    assert outcome.committed_at_kill is not None
+    assert block not in outcome.committed_at_kill
+    assert_recovered(outcome, f"SIGKILL inside {block}")
+    keys = outcome.executions[block]
+    assert len(keys) == 2, f"{block} ran {len(keys)} times, expected twice (killed, re-run)"
+    assert case.marker.read_text() == keys[0]
+
+
+def assert_recovered(outcome: Outcome, what: str) -> None:
+    """Same result as an uninterrupted run; committed nodes ran once, in-flight ones twice
+    at most, always under the same idempotency key."""
+    assert outcome.result == EXPECTED_RESULT, what
+    assert outcome.outputs == EXPECTED_OUTPUTS, what
+    assert sorted(outcome.executions) == sorted(LEAVES), what
+    committed = outcome.committed_at_kill or frozenset()
+    for node, keys in outcome.executions.items():
+        limit = 1 if node in committed else 2
+        assert 1 <= len(keys) <= limit, f"{what}: {node} ran {len(keys)} times"
+        assert set(keys) == {f"{outcome.invocation_id}/{_path_of(node)}"}, what
+
+
+def _path_of(node: str) -> str:
+    inner = {"shape", "check"}
+    return f"trip@1/inner@1/{node}@1" if node in inner else f"trip@1/{node}@1"
+
+
+async def new_case(
+    url: str, tmp_path: Path, name: str, *, kill_at: int | None = None, block: str | None = None
+) -> Case:
+    work = tmp_path / name
+    work.mkdir()
+    store = SqlStore(url)
+    try:
+        session = await store.create_session(APP_NAME, USER_ID, session_id=SessionId(name))
+    finally:
+        await store.close()
+    return Case(url, work, session.key, kill_at=kill_at, block=block)
+
+
+async def carry_through(case: Case) -> Outcome:
+    """Start the run, then answer or resume it in new processes until it completes."""
+    store = SqlStore(case.url)
+    try:
+        committed: frozenset[str] | None = None
+        action, invocation_id = "start", None
+        history: list[str] = []
+        for attempt in range(MAX_PROCESSES):
+            killed = await run_child(case, action, invocation_id, attempt)
+            if killed and committed is None:
+                committed = await committed_nodes(store, case.key)
+            invocation = (await store.list_invocations(case.key))[-1]
+            history.append(f"{action}{' (killed)' if killed else ''} -> {invocation.status}")
+            if invocation.status == InvocationStatus.COMPLETED:
+                return await outcome_of(store, case, committed)
+            assert invocation.status != InvocationStatus.FAILED, invocation.error
+            asking = await store.list_interrupts(
+                APP_NAME, USER_ID, session_id=case.key.session_id, status=InterruptStatus.OPEN
+            )
+            action, invocation_id = ("answer", None) if asking else ("resume", invocation.id)
+        pytest.fail(f"{case.work.name}: not completed after {', '.join(history)}")
+    finally:
+        await store.close()
+
+
+async def run_child(case: Case, action: str, invocation_id: str | None, attempt: int) -> bool:
+    """Run one child process to its end; True when it was SIGKILLed (by itself or here)."""
+    argv = ["--url", case.url, "--session", case.key.session_id, "--work", str(case.work)]
+    argv += ["--action", action]
+    if invocation_id is not None:
+        argv += ["--invocation", invocation_id]
+    if case.kill_at is not None:
+        argv += ["--kill-at", str(case.kill_at)]
+    watch = case.block is not None and not case.marker.exists()
+    if watch:
+        argv += ["--block", str(case.block)]
+    log = case.work / f"log-{attempt}-{action}"
+    process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)
+    process.start()
+    async with asyncio.timeout(60):
+        exited = asyncio.ensure_future(exit_of(process))
+        while watch and not exited.done() and not case.marker.exists():
+            await asyncio.wait([exited], timeout=0.02)
+        if watch and not exited.done():
+            process.kill()
+        code = await exited
+    killed = code == -signal.SIGKILL
+    assert code == 0 or killed, f"{action} exited {code}:\n{log.read_text()}"
+    return killed
+
+
+async def exit_of(process: BaseProcess) -> int | None:
+    """Wait for a child's exit code without blocking the loop.
+
+    The fork server writes it to the process's sentinel. Reading it happens on this
+    thread only: `Process.start` polls earlier children too, and two threads polling one
+    child would race for the same bytes.
+    """
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(process.sentinel, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_reader(process.sentinel)
+    process.join()
+    return process.exitcode
+
+
+async def committed_nodes(store: SqlStore, key: SessionKey) -> frozenset[str]:
+    """Leaves whose step (an output or the interrupt it asked) was committed."""
+    session = await store.get_session(key)
+    assert session is not None
+    return frozenset(e.author for e in session.events if e.author in LEAVES)
+
+
+async def outcome_of(store: SqlStore, case: Case, committed: frozenset[str] | None) -> Outcome:
+    session = await store.get_session(case.key)
+    invocation = (await store.list_invocations(case.key))[-1]
+    assert session is not None
+    root = RunRecord.model_validate(invocation.checkpoint)
+    counter = case.work / "commits"
+    return Outcome(
+        result=root.output,
+        outputs=sorted(
+            ((e.author, e.output) for e in session.events if e.output is not None),
+            key=lambda pair: pair[0],
+        ),
+        executions=read_counts(case.work / "counts"),
+        committed_at_kill=committed,
+        invocation_id=invocation.id,
+        commits=int(counter.read_text()) if counter.exists() else 0,
+    )
