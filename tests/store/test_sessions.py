@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -10,10 +11,12 @@ from pydantic import JsonValue
 from baton import types
 from baton.errors import SessionExistsError, SessionNotFoundError
 from baton.events import Event, NodeInfo
-from baton.sessions.store import InterruptStatus, Store
+from baton.sessions.store import InterruptStatus, Session, Store
 from baton.types import InterruptId, InvocationId, SessionId
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, StoreFactory
 from tests.store.builders import APP, USER, event, key, question, snapshot, step
+
+RACERS = 6
 
 
 async def test_create_then_get_returns_the_same_session(store: Store, clock: FakeClock) -> None:
@@ -43,6 +46,25 @@ async def test_duplicate_session_id_raises_and_keeps_the_original(store: Store) 
         await store.create_session(APP, USER, session_id=SessionId("s1"), state={"a": 2})
 
     assert await store.get_session(key("s1")) == original
+
+
+async def test_concurrent_creations_of_one_session_id_exactly_one_wins(
+    stores: StoreFactory,
+) -> None:
+    creators = [stores.open() for _ in range(RACERS)]
+
+    results = await asyncio.gather(
+        *(
+            c.create_session(APP, USER, session_id=SessionId("s1"), state={"by": i})
+            for i, c in enumerate(creators)
+        ),
+        return_exceptions=True,
+    )
+
+    winners = [r for r in results if isinstance(r, Session)]
+    assert len(winners) == 1, results
+    assert all(isinstance(r, SessionExistsError) for r in results if r is not winners[0])
+    assert await creators[0].get_session(key("s1")) == winners[0]
 
 
 async def test_same_session_id_is_separate_per_user_and_app(store: Store) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import Engine, func, select, text
+from sqlalchemy import event as sql_events
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
@@ -18,8 +20,8 @@ from baton.sessions.services import DatabaseSessionService, SqliteSessionService
 from baton.sessions.sql import SqlStore, schema
 from baton.sessions.sql.dialect import create_engine, normalize_url
 from baton.sessions.sql.migrations import LATEST_VERSION, migrate, read_version
-from baton.types import InvocationId, SessionId
-from tests.conftest import FakeClock
+from baton.types import InterruptId, InvocationId, SessionId
+from tests.conftest import FakeClock, sqlite_url
 from tests.store.builders import APP, USER, event, key, question, snapshot, step
 
 MIGRATORS = 4
@@ -112,6 +114,54 @@ async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
     async with _engine(store_url) as engine, engine.connect() as connection:
         counts = [await connection.scalar(select(func.count()).select_from(t)) for t in tables]
     assert counts == [0, 0, 0, 0, 0]
+
+
+async def test_lookups_use_indexes_and_event_limit_uses_sql_limit(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    store = SqlStore(url)
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    opened = (question(key(), "inv-1", "q1"),)
+    events = tuple(event(f"e{i}") for i in range(5))
+    await store.commit_step(step(key(), "inv-1", 0, events=events, opened=opened))
+    try:
+        with _recorded_selects() as selects:
+            await store.find_interrupts(key(), InterruptId("q1"))
+            await store.load_invocation(key(), InvocationId("inv-1"))
+            await store.list_interrupts(APP, USER)
+            await store.get_session(key(), event_limit=2)
+    finally:
+        await store.close()
+
+    async with _engine(url) as engine, engine.connect() as connection:
+        plans = [
+            row.detail
+            for sql, parameters in selects
+            for row in await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+        ]
+    assert [p for p in plans if p.startswith("SCAN")] == []
+    assert [sql for sql, _ in selects if "FROM baton_events" in sql and "LIMIT" not in sql] == []
+
+
+@contextmanager
+def _recorded_selects() -> Iterator[list[tuple[str, Any]]]:
+    """Every SELECT any engine sends while the block runs, with its parameters."""
+    selects: list[tuple[str, Any]] = []
+
+    def record(*args: Any) -> None:
+        sql, parameters = args[2], args[3]
+        if sql.lstrip().upper().startswith("SELECT"):
+            selects.append((sql, parameters))
+
+    sql_events.listen(Engine, "before_cursor_execute", record)
+    try:
+        yield selects
+    finally:
+        sql_events.remove(Engine, "before_cursor_execute", record)
+
+
+def test_sqlite_session_service_refuses_other_databases() -> None:
+    with pytest.raises(ValueError, match=r"not 'postgresql://x/y'; use DatabaseSessionService"):
+        SqliteSessionService("postgresql://x/y")
 
 
 async def test_sqlite_foreign_keys_and_wal_are_on(tmp_path: Path) -> None:

@@ -125,11 +125,20 @@ class SqliteSessionService(BaseSessionService):
 
     Args:
         db_path: a file path (created on first use) or a `sqlite:///path` URL.
+
+    Raises:
+        ValueError: `db_path` is a URL of another database (use DatabaseSessionService).
     """
 
     def __init__(self, db_path: str) -> None:
-        url = db_path if "://" in db_path else f"sqlite+aiosqlite:///{db_path}"
-        super().__init__(SqlStore(url))
+        if "://" not in db_path:
+            db_path = f"sqlite+aiosqlite:///{db_path}"
+        elif not db_path.startswith(("sqlite://", "sqlite+aiosqlite://")):
+            raise ValueError(
+                f"SqliteSessionService takes a file path or a sqlite:/// URL, not '{db_path}'; "
+                "use DatabaseSessionService for other databases."
+            )
+        super().__init__(SqlStore(db_path))
 
 
 class DatabaseSessionService(BaseSessionService):

@@ -35,6 +35,8 @@ SQLITE_BEGIN_OPTION = "baton_sqlite_begin"
 _SQLITE_DRIVER = "sqlite+aiosqlite"
 _POSTGRES_DRIVER = "postgresql+asyncpg"
 _SUPPORTED = f"'{_SQLITE_DRIVER}:///path', 'sqlite:///path' or '{_POSTGRES_DRIVER}://...'"
+_PG_UNIQUE_VIOLATION = "23505"
+_SQLITE_UNIQUE_VIOLATIONS = ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
 # Any 64-bit constant works; it only has to be the same in every baton process.
 _MIGRATION_LOCK_KEY = 0x62_61_74_6F_6E_00_00_01
 
@@ -115,11 +117,11 @@ def insert(connection: AsyncConnection, table: Table) -> sqlite.Insert | postgre
 
 def is_unique_violation(error: IntegrityError) -> bool:
     """True when the error is a primary-key or unique-constraint conflict."""
-    sqlstate = getattr(error.orig, "sqlstate", None)
+    sqlstate = getattr(error.orig, "sqlstate", None)  # asyncpg, through SQLAlchemy's adapter
     if sqlstate is not None:
-        return sqlstate == "23505"
-    message = str(error.orig)
-    return "UNIQUE constraint failed" in message or "PRIMARY KEY" in message
+        return sqlstate == _PG_UNIQUE_VIOLATION
+    errorname = getattr(error.orig, "sqlite_errorname", None)  # sqlite3, Python 3.11+
+    return errorname in _SQLITE_UNIQUE_VIOLATIONS
 
 
 async def lock_for_migration(connection: AsyncConnection) -> None:
