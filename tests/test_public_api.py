@@ -23,7 +23,7 @@ SEED_NAMES = [
     "App", "ResumabilityConfig", "Runner", "InMemoryRunner",
     "Workflow", "FunctionNode", "node", "JoinNode", "Edge", "START", "DEFAULT_ROUTE", "RetryConfig",
     "Context", "InvocationContext", "Event", "EventActions", "RequestInput",
-    "InMemorySessionService",
+    "InMemorySessionService", "SqliteSessionService", "DatabaseSessionService",
 ]  # fmt: skip
 
 

@@ -12,7 +12,11 @@ from baton.agents import (
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
 from baton.runner import App, InMemoryRunner, ResumabilityConfig, Runner
-from baton.sessions.services import InMemorySessionService
+from baton.sessions.services import (
+    DatabaseSessionService,
+    InMemorySessionService,
+    SqliteSessionService,
+)
 from baton.tools import FunctionTool, LongRunningFunctionTool
 from baton.workflow import (
     DEFAULT_ROUTE,
@@ -34,6 +38,7 @@ __all__ = [
     "BaseAgentState",
     "BaseNode",
     "Context",
+    "DatabaseSessionService",
     "Edge",
     "Event",
     "EventActions",
@@ -52,6 +57,7 @@ __all__ = [
     "RetryConfig",
     "Runner",
     "SequentialAgent",
+    "SqliteSessionService",
     "Workflow",
     "node",
     "types",
