@@ -375,3 +375,57 @@ async def test_the_approval_example_pauses_for_the_refund_and_finishes_after_it(
         "reason": "Please refund order 7, it arrived broken.",
     }
     assert done[-1].output == "The refund for order 7 was approved."
+
+
+async def test_answering_one_parallel_branch_does_not_rerun_the_other(make: MakeRunner) -> None:
+    runs = Runs()
+    par = ParallelAgent(
+        name="par", sub_agents=[approval_agent("x", runs), approval_agent("y", runs)]
+    )
+    seq = SequentialAgent(name="seq", sub_agents=[par, Step(name="after", runs=runs)])
+    h = await make(seq)
+
+    assert sorted(asked(await h.start())) == ["x-ok", "y-ok"]
+    first = await h.answer(("y-ok", "yes"), name="approval_tool")
+    assert texts(first) == [("y", "y approved")]
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+    second = await h.answer(("x-ok", "yes"), name="approval_tool")
+
+    assert texts(second) == [("x", "x approved"), ("after", "after done")]
+    assert runs.count == {"x": 2, "y": 2, "after": 1}
+
+
+async def test_two_long_running_calls_one_after_the_other(make: MakeRunner) -> None:
+    model = ScriptedModel(
+        responses=[
+            FunctionCall(id="first", name="approval_tool", args={"request": "a"}),
+            FunctionCall(id="second", name="approval_tool", args={"request": "b"}),
+            "both approved",
+        ]
+    )
+    agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
+    h = await make(SequentialAgent(name="seq", sub_agents=[agent]))
+
+    assert asked(await h.start()) == ["first"]
+    assert asked(await h.answer(("first", "ok"), name="approval_tool")) == ["second"]
+    done = await h.answer(("second", "ok"), name="approval_tool")
+
+    assert done[-1].output == "both approved"
+    assert len(model.requests) == 3
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_tool_that_escalates_ends_the_loop(make: MakeRunner) -> None:
+    def exit_loop(tool_context: ToolContext) -> str:
+        """Stop the loop."""
+        tool_context.actions.escalate = True
+        return "stopping"
+
+    model = ScriptedModel(responses=[FunctionCall(id="e", name="exit_loop", args={}), "stopped"])
+    agent = LlmAgent(name="agent", model=model, tools=[exit_loop])
+    h = await make(LoopAgent(name="loop", max_iterations=5, sub_agents=[agent]))
+
+    events = await h.start()
+
+    assert len(model.requests) == 2
+    assert events[-1].output == "stopped"
