@@ -269,6 +269,7 @@ async def _serve(
                     f"baton {what} at [bold]http://{bound[0]}:{bound[1]}/[/] (apps: {apps}; "
                     f"keys {'required' if every_key else 'off'})",
                     highlight=False,
+                    soft_wrap=True,  # one line, so the URL is never broken
                 )
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import platform
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Final, final
+from typing import Final, TypeVar, final
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response, params
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
@@ -59,6 +59,8 @@ from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
 
 __all__ = ["STATIC_DIR", "create_app"]
 
+_T = TypeVar("_T")
+
 STATIC_DIR: Final = Path(__file__).parent / "static"
 
 # The one place HTTP statuses of baton errors are decided.
@@ -100,11 +102,20 @@ class _Server:
     poll_interval: float
     changes: ChangeSignal = field(default_factory=ChangeSignal)
     group: asyncio.TaskGroup | None = None
+    runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
 
-    def feed(self, events: AsyncIterator[Event]) -> RunFeed:
+    def spawn(self, work: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
         if self.group is None:
             raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
-        return RunFeed.start(self.group, events, on_change=self.changes.notify)  # pyright: ignore[reportArgumentType] -- run_async is an async generator
+        return self.group.create_task(work)
+
+    def feed(self, events: AsyncGenerator[Event, None]) -> RunFeed:
+        if self.group is None:
+            raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
+        feed = RunFeed(self.group, events, on_change=self.changes.notify)
+        self.runs.add(feed.task)
+        feed.task.add_done_callback(self.runs.discard)
+        return feed
 
 
 def create_app(
@@ -132,9 +143,9 @@ def create_app(
                 yield
             finally:
                 server.group = None
-                for task in asyncio.all_tasks():
-                    if task.get_coro().__qualname__.startswith("RunFeed._pump"):  # pyright: ignore[reportOptionalMemberAccess] -- tasks here have coroutines
-                        task.cancel()
+                # Runs still going are cut off; each can be resumed by its invocation id.
+                for task in list(server.runs):
+                    task.cancel()
 
     app = FastAPI(
         title="baton",
@@ -355,7 +366,10 @@ async def _pending(
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
     sent: Sequence[JsonValue] | None = None
     while True:
-        rows = await _pending(server, app_name, user_id, None)
+        # The stream is cancelled when its client leaves. The read runs in the server's task
+        # group, so a cancel never tears a database connection down in the middle of a query.
+        read = server.spawn(_pending(server, app_name, user_id, None))
+        rows = await asyncio.shield(read)
         current: list[JsonValue] = [row.to_wire() for row in rows]
         if current != sent:
             sent = current

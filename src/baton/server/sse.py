@@ -73,24 +73,19 @@ class ChangeSignal:
 class RunFeed:
     """One `run_async` call driven by a background task; its events arrive over a queue."""
 
-    def __init__(self, on_change: Callable[[], None]) -> None:
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
-        self._head: object = None
-        self._has_head = False
-        self._on_change = on_change
-
-    @classmethod
-    def start(
-        cls,
+    def __init__(
+        self,
         group: asyncio.TaskGroup,
         events: AsyncGenerator[Event, None],
         *,
         on_change: Callable[[], None],
-    ) -> RunFeed:
-        """Start driving `events` in `group`."""
-        feed = cls(on_change)
-        group.create_task(feed._pump(events))
-        return feed
+    ) -> None:
+        """Start driving `events` in `group`; `on_change` is called after each event."""
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._head: object = None
+        self._has_head = False
+        self._on_change = on_change
+        self.task = group.create_task(self._pump(events))
 
     async def _pump(self, events: AsyncGenerator[Event, None]) -> None:
         try:
