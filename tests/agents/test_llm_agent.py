@@ -7,8 +7,15 @@ from typing import cast
 import pytest
 
 from baton import Workflow
-from baton.agents import LlmAgent, LoopAgent, MissingStateKeyError, ParallelAgent, SequentialAgent
-from baton.models import LlmRequest, ScriptedModel
+from baton.agents import (
+    LlmAgent,
+    LoopAgent,
+    MissingStateKeyError,
+    ModelCallError,
+    ParallelAgent,
+    SequentialAgent,
+)
+from baton.models import LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
@@ -429,3 +436,17 @@ async def test_a_tool_that_escalates_ends_the_loop(make: MakeRunner) -> None:
 
     assert len(model.requests) == 2
     assert events[-1].output == "stopped"
+
+
+async def test_a_model_error_fails_the_run_and_a_resume_asks_again(make: MakeRunner) -> None:
+    model = ScriptedModel(
+        responses=[LlmResponse(error_code="RATE_LIMITED", error_message="slow down"), "ok"]
+    )
+    h = await make(LlmAgent(name="agent", model=model))
+
+    with pytest.raises(ModelCallError, match="RATE_LIMITED: slow down"):
+        await h.start()
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert events[-1].output == "ok"
+    assert len(model.requests) == 2

@@ -62,7 +62,8 @@ class _Progress:
         """Ids of the turn's calls that have their result."""
         if self.turn is None:
             return set()
-        after = self.current[self.current.index(self.turn) + 1 :]
+        start = next(i for i, e in enumerate(self.current) if e is self.turn)
+        after = self.current[start + 1 :]
         return {
             r.id
             for e in after
