@@ -450,3 +450,27 @@ async def test_a_model_error_fails_the_run_and_a_resume_asks_again(make: MakeRun
 
     assert events[-1].output == "ok"
     assert len(model.requests) == 2
+
+
+async def test_a_long_running_tool_that_failed_to_start_is_started_on_resume(
+    make: MakeRunner,
+) -> None:
+    runs = Runs(fail={"notify": {1}})
+
+    def notify(person: str) -> None:
+        runs.bump("notify")
+
+    model = ScriptedModel(
+        responses=[FunctionCall(id="n", name="notify", args={"person": "ann"}), "ann said yes"]
+    )
+    h = await make(LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(notify)]))
+
+    with pytest.raises(Boom):
+        await h.start()
+    await h.collect(invocation_id=(await h.invocation()).id)
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+    done = await h.answer(("n", "yes"), name="notify")
+
+    assert runs.count == {"notify": 2}
+    assert len(model.requests) == 2
+    assert done[-1].output == "ann said yes"
