@@ -1,0 +1,213 @@
+"""baton's side of the benchmark: "chain" and "resume" on memory, SQLite and PostgreSQL.
+
+    .venv/bin/python bench/baton_bench.py [--quick] [--backends memory,sqlite,postgres]
+
+- chain: a 100-node linear workflow of trivial sync functions, a fresh session per
+  run; the figure is the median microseconds per node.
+- resume: a session already holds H events (0, 1,000, 10,000, 100,000, committed
+  straight through the store with `invocation_id=None`); a `START -> a -> ask -> b`
+  run pauses in it; the figure is the median latency, in milliseconds, of the
+  `run_async` call whose answer completes the run.
+
+Prints one JSON object per figure (see `bench/report.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import figures
+from pydantic import JsonValue
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from baton import App, FunctionNode, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.sessions.services import (
+    BaseSessionService,
+    DatabaseSessionService,
+    InMemorySessionService,
+    SqliteSessionService,
+)
+from baton.sessions.store import SessionKey, StepCommit
+from baton.types import SessionId
+
+POSTGRES_URL = os.environ.get(
+    "BATON_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+CHAIN_NODES = 100
+HISTORY_SIZES = (0, 1_000, 10_000, 100_000)
+HISTORY_BATCH = 1_000  # events per commit while building a history
+
+
+def emit(workload: str, backend: str, value: float | None, unit: str, note: str = "") -> None:
+    figures.emit("baton", workload, backend, value, unit, note)
+
+
+def chain_workflow() -> Workflow:
+    def step(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    nodes = [FunctionNode(step, name=f"n{i}") for i in range(CHAIN_NODES)]
+    return Workflow(name="chain", edges=[("START", *nodes)])
+
+
+def resume_workflow() -> Workflow:
+    def a(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    def ask(node_input: JsonValue) -> RequestInput:
+        return RequestInput(interrupt_id="ask", message="ok?", response_schema=bool)
+
+    def b(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    return Workflow(name="resume", edges=[("START", a, ask, b)])
+
+
+def runner_for(root: Workflow, service: BaseSessionService) -> Runner:
+    config = ResumabilityConfig(is_resumable=True)
+    return Runner(
+        app=App(name="bench", root_agent=root, resumability_config=config),
+        session_service=service,
+    )
+
+
+def text_message(value: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=value)])
+
+
+def answer_message() -> types.Content:
+    response = types.FunctionResponse(
+        id="ask", name=REQUEST_INPUT_FUNCTION, response={"result": True}
+    )
+    return types.Content(role="user", parts=[types.Part(function_response=response)])
+
+
+async def drain(runner: Runner, session_id: str, message: types.Content) -> int:
+    count = 0
+    async for _ in runner.run_async(user_id="u", session_id=session_id, new_message=message):
+        count += 1
+    return count
+
+
+async def bench_chain(service: BaseSessionService, runs: int) -> float:
+    runner = runner_for(chain_workflow(), service)
+    seconds: list[float] = []
+    for attempt in range(runs + 2):
+        session = await service.create_session(app_name="bench", user_id="u")
+        started = time.perf_counter()
+        events = await drain(runner, session.id, text_message("go"))
+        elapsed = time.perf_counter() - started
+        assert events == CHAIN_NODES, f"expected {CHAIN_NODES} output events, got {events}"
+        if attempt >= 2:  # the first two runs warm caches and connection pools
+            seconds.append(elapsed)
+    return statistics.median(seconds) / CHAIN_NODES * 1e6
+
+
+async def fill_history(service: BaseSessionService, key: SessionKey, size: int) -> None:
+    """Append `size` events to the session, a batch per commit, outside any run."""
+    for start in range(0, size, HISTORY_BATCH):
+        batch = tuple(
+            Event(author="user", content=text_message(f"earlier message {i}"))
+            for i in range(start, min(size, start + HISTORY_BATCH))
+        )
+        await service.store.commit_step(
+            StepCommit(session=key, invocation_id=None, expected_version=0, events=batch)
+        )
+
+
+async def bench_resume(service: BaseSessionService, history: int, runs: int) -> float:
+    runner = runner_for(resume_workflow(), service)
+    session = await service.create_session(app_name="bench", user_id="u")
+    key = SessionKey("bench", "u", SessionId(session.id))
+    await fill_history(service, key, history)
+    seconds: list[float] = []
+    for attempt in range(runs + 1):
+        await drain(runner, session.id, text_message("go"))
+        started = time.perf_counter()
+        await drain(runner, session.id, answer_message())
+        if attempt >= 1:
+            seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1e3
+
+
+@asynccontextmanager
+async def open_service(backend: str) -> AsyncIterator[BaseSessionService]:
+    if backend == "memory":
+        yield InMemorySessionService()
+        return
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            service = SqliteSessionService(str(Path(folder) / "bench.db"))
+            try:
+                yield service
+            finally:
+                await service.close()
+        return
+    schema = f"baton_bench_{uuid.uuid4().hex[:8]}"
+    await run_on_postgres(f'CREATE SCHEMA "{schema}"')
+    service = DatabaseSessionService(f"{POSTGRES_URL}?search_path={schema}")
+    try:
+        yield service
+    finally:
+        await service.close()
+        await run_on_postgres(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+async def run_on_postgres(statement: str) -> None:
+    engine = create_async_engine(POSTGRES_URL, connect_args={"timeout": 5})
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+Job = Callable[[BaseSessionService], Awaitable[float]]
+
+
+def jobs_for(quick: bool) -> list[tuple[str, str, Job]]:
+    chain_runs = 5 if quick else 20
+    resume_runs = 5 if quick else 15
+    sizes = HISTORY_SIZES[:2] if quick else HISTORY_SIZES
+
+    def resume_job(history: int) -> Job:
+        return lambda service: bench_resume(service, history, resume_runs)
+
+    jobs: list[tuple[str, str, Job]] = [
+        ("chain", "us/node", lambda service: bench_chain(service, chain_runs))
+    ]
+    return jobs + [(f"resume@{h}", "ms", resume_job(h)) for h in sizes]
+
+
+async def measure(backend: str, quick: bool) -> None:
+    for workload, unit, job in jobs_for(quick):
+        try:
+            async with open_service(backend) as service:
+                value = await job(service)
+            emit(workload, backend, value, unit)
+        except (OSError, TimeoutError) as error:
+            emit(workload, backend, None, unit, f"{backend} unavailable: {error}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer runs, histories up to 1,000")
+    parser.add_argument("--backends", default="memory,sqlite,postgres")
+    args = parser.parse_args()
+    for backend in str(args.backends).split(","):
+        asyncio.run(measure(backend, bool(args.quick)))
+
+
+if __name__ == "__main__":
+    main()
