@@ -10,7 +10,7 @@ from pydantic import JsonValue
 from baton import BaseAgent, Event, InvocationContext, SequentialAgent, Workflow
 from baton.agents import LlmAgent
 from baton.models import ScriptedModel
-from tests.agents.agents import Runs, Step, texts
+from tests.agents.agents import Boom, Runs, Step, texts
 from tests.agents.conftest import MakeRunner
 
 
@@ -93,3 +93,21 @@ async def test_run_async_needs_the_ctx_an_agent_was_given() -> None:
 
     with pytest.raises(TypeError, match="pass that ctx on to sub-agents"):
         await anext(events)
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_an_agent_node_resumes_inside_its_workflow(make: MakeRunner, resumable: bool) -> None:
+    runs = Runs(fail={"c": {1}})
+    seq = SequentialAgent(name="seq", sub_agents=[Step(name=n, runs=runs) for n in "abc"])
+
+    def shout(node_input: str) -> str:
+        runs.bump("shout")
+        return node_input.upper()
+
+    h = await make(Workflow(name="wf", edges=[("START", seq, shout)]), resumable=resumable)
+    with pytest.raises(Boom):
+        await h.start()
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert runs.count == {"a": 1, "b": 1, "c": 2, "shout": 1}
+    assert events[-1].output == "C DONE"
