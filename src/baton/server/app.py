@@ -224,6 +224,8 @@ def _session_routes(server: _Server) -> APIRouter:
     ) -> Session:
         server.catalog.runner(app_name)
         body = body or CreateSessionRequest()
+        for event in body.events or []:
+            _check_initial_event(event)
         session = await service.create_session(
             app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
         )
@@ -256,6 +258,30 @@ def _session_routes(server: _Server) -> APIRouter:
         return build_timeline(session, await store.list_invocations(key), interrupts)
 
     return router
+
+
+def _check_initial_event(event: Event) -> None:
+    """Refuse initial events that would pose as a run's work (outputs, questions, answers).
+
+    They could otherwise stand in for a node's recorded output when a run replays, or
+    look like an open question to a client.
+    """
+    content = event.content
+    forged = (
+        event.node_info is not None
+        or event.output is not None
+        or bool(event.long_running_tool_ids)
+        or event.actions.route is not None
+        or event.actions.agent_state is not None
+        or any((c.name or "").startswith("adk_") for c in event.function_calls)
+        or bool(content and content.function_responses)
+    )
+    if forged:
+        raise InvalidMessageError(
+            f"initial event '{event.id}' carries run data (node info, output, route, agent "
+            "state, a long-running call, an adk_* call or a function response); a new "
+            "session may only be seeded with messages and state deltas."
+        )
 
 
 async def _session(server: _Server, key: SessionKey) -> Session:

@@ -1,0 +1,113 @@
+"""The terminal front end's pieces: reading answers, showing schemas and events."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import JsonValue
+from rich.console import Console
+
+from baton.errors import InvalidResponseError
+from baton.events import Event
+from baton.server.security import ApiKeys, keys_from_env
+from baton.sessions.store import Interrupt
+from baton.terminal import describe_schema, format_event, parse_answer
+from baton.types import Content, FunctionCall, Part
+
+
+def question(schema: dict[str, JsonValue] | None) -> Interrupt:
+    return Interrupt(
+        app_name="a",
+        user_id="u",
+        session_id="s",
+        invocation_id="i",
+        interrupt_id="q1",
+        node_path="wf@1/ask@1",
+        function_name="adk_request_input",
+        response_schema=schema,
+    )
+
+
+@pytest.mark.parametrize(
+    ("schema", "line", "value"),
+    [
+        ({"type": "string"}, "123", "123"),
+        ({"type": "string"}, "  spaced  ", "  spaced  "),
+        ({"type": "integer"}, "42", 42),
+        ({"type": "boolean"}, "y", True),
+        ({"type": "boolean"}, "No", False),
+        ({"type": "boolean"}, "true", True),
+        (None, '{"a": 1}', {"a": 1}),
+        (None, "plain words", "plain words"),
+        ({"enum": ["a", "b"]}, '"b"', "b"),
+    ],
+)
+def test_typed_lines_become_answers(
+    schema: dict[str, JsonValue] | None, line: str, value: JsonValue
+) -> None:
+    assert parse_answer(question(schema), line) == value
+
+
+def test_an_answer_that_fails_its_schema_is_refused_with_the_reason() -> None:
+    schema: dict[str, JsonValue] = {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+        "required": ["approved"],
+    }
+    with pytest.raises(InvalidResponseError, match=r"'q1'.*'approved' is a required property"):
+        parse_answer(question(schema), "{}")
+
+
+def render(renderable: object) -> str:
+    console = Console(width=120, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_object_schemas_are_shown_as_a_field_table() -> None:
+    schema: dict[str, JsonValue] = {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean"},
+            "kind": {"$ref": "#/$defs/Kind", "default": "a"},
+            "amount": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
+        },
+        "required": ["approved"],
+        "$defs": {"Kind": {"enum": ["a", "b"], "type": "string"}},
+    }
+    rows = [" ".join(line.split()) for line in render(describe_schema(schema)).splitlines()]
+    assert rows == [
+        "field type required default",
+        "approved boolean yes",
+        'kind "a" | "b" "a"',
+        "amount number | null null",
+    ]
+    assert "expects: integer" in render(describe_schema({"type": "integer"}))
+
+
+def test_events_read_as_one_line_each() -> None:
+    ask = Event(
+        author="review",
+        content=Content(
+            role="model",
+            parts=[
+                Part(
+                    function_call=FunctionCall(
+                        id="r0", name="adk_request_input", args={"message": "OK?"}
+                    )
+                )
+            ],
+        ),
+        long_running_tool_ids={"r0"},
+    )
+    assert str(format_event(ask)) == "? review asks [r0]: OK?"
+    assert str(format_event(Event(author="pay", output={"x": 1}))) == '✓ pay → {"x":1}'
+    failed = Event(author="pay", error_code="ValueError", error_message="no")
+    assert str(format_event(failed)) == "✗ pay failed: ValueError: no"
+    assert format_event(Event(author="x")) is None
+
+
+def test_api_keys_from_the_environment() -> None:
+    assert keys_from_env(" a , alice:b ,, ") == ["a", "alice:b"]
+    assert keys_from_env(None) == []
+    keys = ApiKeys.parse(["a", "alice:b"])
+    assert keys.users_by_secret == {"a": "*", "b": "alice"}
