@@ -1,4 +1,4 @@
-"""A stateful test: random sequences of store calls agree with a plain dict model.
+"""A stateful test: random sequences of store calls (leases too) agree with a dict model.
 
 Each example runs in its own event loop and its own app name, so SQL examples can
 share the test's database without seeing each other's rows.
@@ -10,6 +10,7 @@ import asyncio
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -23,11 +24,16 @@ from hypothesis.stateful import (
 )
 from pydantic import JsonValue
 
-from baton.errors import SessionExistsError, SessionNotFoundError, StaleVersionError
+from baton.errors import (
+    InvocationBusyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleVersionError,
+)
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
-from baton.sessions.store import InterruptStatus, SessionKey, Store, strip_temp_state
-from baton.types import SessionId
+from baton.sessions.store import InterruptStatus, Lease, SessionKey, Store, strip_temp_state
+from baton.types import InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
 from tests.store.builders import USER, event, question, step
 
@@ -36,6 +42,7 @@ T = TypeVar("T")
 SESSIONS = ("a", "b")
 INVOCATIONS = ("i1", "i2")
 QUESTIONS = ("q1", "q2")
+OWNERS = ("w1", "w2")
 LIMIT = 2
 
 _keys = st.sampled_from(["x", "y", "temp:t"])
@@ -74,11 +81,12 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.Runner()
-        clock = FakeClock()
+        self.clock = clock = FakeClock()
         url = self.database_url
         self.store: Store = MemoryStore(clock=clock) if url is None else SqlStore(url, clock=clock)
         self.app = f"app-{uuid.uuid4().hex[:8]}"
         self.model: dict[str, _SessionModel] = {}
+        self.leases: dict[str, tuple[str, float]] = {}  # invocation -> (owner, expires at)
 
     def run(self, call: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(call)
@@ -103,7 +111,9 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(sid=st.sampled_from(SESSIONS))
     def delete_session(self, sid: str) -> None:
         assert self.run(self.store.delete_session(self.key(sid))) is (sid in self.model)
-        self.model.pop(sid, None)
+        deleted = self.model.pop(sid, None)
+        for inv in deleted.versions if deleted else ():
+            self.leases.pop(inv, None)
 
     @rule(sid=st.sampled_from(SESSIONS), n_events=st.integers(0, 2), delta=_deltas)
     def append_outside_a_run(self, sid: str, n_events: int, delta: dict[str, JsonValue]) -> None:
@@ -165,6 +175,55 @@ class StoreMachine(RuleBasedStateMachine):
             if (inv, q) in model.interrupts:
                 model.interrupts[(inv, q)] = (InterruptStatus.ANSWERED, f"answer-{q}")
 
+    @rule(
+        sid=st.sampled_from(SESSIONS),
+        name=st.sampled_from(INVOCATIONS),
+        owner=st.sampled_from(OWNERS),
+        ttl=st.sampled_from([1.0, 5.0]),
+    )
+    def claim(self, sid: str, name: str, owner: str, ttl: float) -> None:
+        inv = self.invocation(sid, name)
+        try:
+            lease = self.run(self.store.claim(InvocationId(inv), owner, timedelta(seconds=ttl)))
+        except InvocationBusyError:
+            lease = None
+        now = self.clock.now  # the one reading the claim made
+        held = self.leases.get(inv)
+        assert (lease is not None) is (held is None or held[0] == owner or held[1] <= now)
+        if lease is not None:
+            assert lease.expires_at == now + ttl
+            self.leases[inv] = (owner, lease.expires_at)
+
+    @rule(
+        sid=st.sampled_from(SESSIONS),
+        name=st.sampled_from(INVOCATIONS),
+        owner=st.sampled_from(OWNERS),
+    )
+    def renew(self, sid: str, name: str, owner: str) -> None:
+        inv = self.invocation(sid, name)
+        call = self.store.renew(Lease(InvocationId(inv), owner, 0.0), timedelta(seconds=5))
+        held = self.leases.get(inv)
+        if held is None or held[0] != owner:
+            with pytest.raises(InvocationBusyError):
+                self.run(call)
+            return
+        self.leases[inv] = (owner, self.run(call).expires_at)
+
+    @rule(
+        sid=st.sampled_from(SESSIONS),
+        name=st.sampled_from(INVOCATIONS),
+        owner=st.sampled_from(OWNERS),
+    )
+    def release(self, sid: str, name: str, owner: str) -> None:
+        inv = self.invocation(sid, name)
+        self.run(self.store.release(Lease(InvocationId(inv), owner, 0.0)))
+        if inv in self.leases and self.leases[inv][0] == owner:
+            del self.leases[inv]
+
+    @rule(seconds=st.sampled_from([0.5, 2.0, 6.0]))
+    def advance_time(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
     @staticmethod
     def _apply(model: _SessionModel, events: tuple[Any, ...], delta: dict[str, JsonValue]) -> None:
         model.event_ids.extend(e.id for e in events)
@@ -204,5 +263,5 @@ def test_store_agrees_with_a_dict_model(stores: StoreFactory) -> None:
 
     run_state_machine_as_test(
         Machine,
-        settings=settings(max_examples=15, stateful_step_count=15, deadline=None),
+        settings=settings(max_examples=15, stateful_step_count=20, deadline=None),
     )
