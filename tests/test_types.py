@@ -127,3 +127,10 @@ def test_request_input_schema_forms() -> None:
 
 def test_model_outputs_become_json() -> None:
     assert Event(output=Decision(approved=True)).output == {"approved": True}
+
+
+def test_state_shortcut_merges_with_explicit_actions() -> None:
+    event = Event(state={"k": 1}, actions=EventActions(escalate=True, state_delta={"j": 0}))
+    assert (event.actions.escalate, event.actions.state_delta) == (True, {"j": 0, "k": 1})
+    raw = Event.model_validate({"state": {"k": 2}, "actions": {"stateDelta": {"j": 1}}})
+    assert raw.actions.state_delta == {"j": 1, "k": 2}
