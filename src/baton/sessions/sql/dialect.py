@@ -24,6 +24,7 @@ __all__ = [
     "is_unique_violation",
     "lock_for_migration",
     "normalize_url",
+    "snapshot_reader",
 ]
 
 BUSY_TIMEOUT_MS = 10_000
@@ -105,6 +106,18 @@ def _create_sqlite_engine(url: URL) -> AsyncEngine:
         mode = connection.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
         connection.exec_driver_sql(f"BEGIN {mode}")
 
+    return engine
+
+
+def snapshot_reader(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for multi-statement reads that must see one consistent snapshot.
+
+    A session and its events are read in two statements; PostgreSQL's default READ
+    COMMITTED could let a commit land between them. SQLite in WAL mode already reads
+    one snapshot per transaction.
+    """
+    if engine.dialect.name == "postgresql":
+        return engine.execution_options(isolation_level="REPEATABLE READ")
     return engine
 
 

@@ -22,10 +22,7 @@ from sqlalchemy import ColumnElement, Row, RowMapping, Select, and_, delete, sel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from baton.errors import (
-    InvocationBusyError,
-    SessionExistsError,
-)
+from baton.errors import InvocationBusyError, SessionExistsError
 from baton.events import Event
 from baton.sessions.sql.dialect import (
     SQLITE_BEGIN_OPTION,
@@ -33,16 +30,10 @@ from baton.sessions.sql.dialect import (
     insert,
     is_unique_violation,
     normalize_url,
+    snapshot_reader,
 )
 from baton.sessions.sql.migrations import migrate
-from baton.sessions.sql.schema import (
-    events,
-    interrupts,
-    invocations,
-    is_session,
-    leases,
-    sessions,
-)
+from baton.sessions.sql.schema import events, interrupts, invocations, is_session, leases, sessions
 from baton.sessions.sql.step import write_step
 from baton.sessions.store import (
     Clock,
@@ -75,11 +66,15 @@ class SqlStore:
         ValueError: the URL names an unsupported database.
         ExtraNotInstalledError: a PostgreSQL URL without asyncpg installed.
 
-    The schema is created or upgraded on first use (see `migrations`).
+    The schema is created or upgraded on first use (see `migrations`). Connections
+    belong to the event loop that opened them: use a store from one loop and `close()`
+    it before that loop ends.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
-        self._engine = create_engine(normalize_url(url))
+        self._url = normalize_url(url)
+        self._engine = create_engine(self._url)
+        self._reader = snapshot_reader(self._engine)
         self._writer = self._engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
         self._clock = clock
         self._migrated = False
@@ -87,8 +82,8 @@ class SqlStore:
 
     @property
     def url(self) -> str:
-        """The database URL, password hidden."""
-        return self._engine.url.render_as_string(hide_password=True)
+        """The database URL (with its async driver), password hidden."""
+        return self._url.render_as_string(hide_password=True)
 
     async def _ready(self) -> None:
         if self._migrated:
@@ -101,7 +96,7 @@ class SqlStore:
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         await self._ready()
-        async with self._engine.connect() as connection:
+        async with self._reader.connect() as connection:
             yield connection
 
     @asynccontextmanager
