@@ -167,11 +167,15 @@ class Event(WireModel):
         shortcut = {k: fields.pop(k) for k in ("state", "route") if k in fields}
         if shortcut:
             actions = fields.get("actions")
-            merged = (
-                actions.model_dump() if isinstance(actions, EventActions) else dict(actions or {})  # pyright: ignore[reportUnknownArgumentType]
+            merged: dict[str, Any] = (
+                actions.model_dump(by_alias=False)
+                if isinstance(actions, EventActions)
+                else dict(actions or {})  # pyright: ignore[reportUnknownArgumentType] -- raw input
             )
             if "state" in shortcut:
-                merged["state_delta"] = {**merged.get("state_delta", {}), **shortcut["state"]}
+                # A raw actions dict may spell the key either way; fold both into one.
+                existing = {**merged.pop("stateDelta", {}), **merged.get("state_delta", {})}
+                merged["state_delta"] = {**existing, **shortcut["state"]}
             if "route" in shortcut:
                 merged["route"] = shortcut["route"]
             fields["actions"] = merged
