@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from baton.answers import validate_answer
-from baton.errors import InvalidResponseError
+from baton.errors import InvalidResponseError, InvocationFinishedError
 from baton.events import Event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
@@ -34,11 +34,13 @@ from baton.types import Content, FunctionResponse, InvocationId, Part, SessionId
 __all__ = [
     "Outcome",
     "Terminal",
+    "answer_message",
     "ask_answers",
     "describe_schema",
     "drive",
     "format_event",
     "parse_answer",
+    "unfinished_invocation",
 ]
 
 ReadLine = Callable[[str], str | None]
@@ -297,3 +299,48 @@ def _print_paused(terminal: Terminal, app_name: str, session_id: str) -> None:
             style="yellow",
         )
     )
+
+
+def answer_message(
+    rows: list[Interrupt], answer: str, *, interrupt_id: str | None = None
+) -> Content:
+    """`answer` (JSON or text) to the one open question, or to `interrupt_id`, as a message.
+
+    Raises:
+        InvalidResponseError: not exactly one question matches, or the answer fails its schema.
+    """
+    chosen = [r for r in rows if interrupt_id in (None, r.interrupt_id)]
+    if len(chosen) != 1:
+        listed = ", ".join(r.interrupt_id for r in rows)
+        raise InvalidResponseError(
+            f"an answer needs one question, and {len(chosen)} match (open: {listed}); "
+            "pick one with --interrupt ID."
+        )
+    row = chosen[0]
+    value = parse_answer(row, answer)
+    response = FunctionResponse(
+        id=row.interrupt_id, name=row.function_name, response={"result": value}
+    )
+    return Content(role="user", parts=[Part(function_response=response)])
+
+
+async def unfinished_invocation(
+    runner: Runner, key: SessionKey, invocation_id: str | None = None
+) -> str:
+    """The newest run of the session that did not complete (or `invocation_id`, if unfinished).
+
+    Raises:
+        InvocationFinishedError: there is none; nothing to resume.
+    """
+    candidates = [
+        i
+        for i in await runner.store.list_invocations(key)
+        if i.status is not InvocationStatus.COMPLETED and invocation_id in (None, i.id)
+    ]
+    if not candidates:
+        which = f" with id {invocation_id!r}" if invocation_id else ""
+        raise InvocationFinishedError(
+            f"session '{key.session_id}' has no unfinished run{which}; nothing to resume. "
+            "Start one with `baton run`."
+        )
+    return candidates[-1].id

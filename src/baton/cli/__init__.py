@@ -1,0 +1,15 @@
+"""The `baton` command: run apps in the terminal, serve them, and operate their sessions."""
+
+from baton.cli import running, serving, viewing
+from baton.cli.base import cli
+
+__all__ = ["cli", "main"]
+
+# Importing the command modules registers their commands on `cli`.
+# In this order, which is the order `baton --help` lists them in.
+_COMMANDS = (running, serving, viewing)
+
+
+def main() -> None:
+    """Entry point of the `baton` script."""
+    cli()

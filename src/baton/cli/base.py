@@ -1,0 +1,148 @@
+"""What every command shares: the Typer apps, options, the app catalog, error handling."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, TypeVar, final
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from baton.errors import (
+    BatonError,
+    SessionNotFoundError,
+)
+from baton.server.catalog import (
+    AppCatalog,
+    default_db_path,
+    find_app_folders,
+    load_app,
+    open_session_service,
+)
+from baton.sessions.store import Session, SessionKey
+from baton.types import SessionId
+
+__all__ = [
+    "DbOption",
+    "HostOption",
+    "KeyOption",
+    "PathOption",
+    "PortOption",
+    "UserOption",
+    "cli",
+    "console",
+    "execute",
+    "find_session",
+    "open_catalog",
+    "sessions_cli",
+]
+
+_T = TypeVar("_T")
+
+
+cli = typer.Typer(
+    name="baton",
+    help=(
+        "Durable, resumable agent workflows with human-in-the-loop.\n\n"
+        "An app is a folder whose agent.py exports `app` (a baton App) or `root_agent`; an "
+        "agents folder holds app folders. Sessions live in AGENTS_DIR/.baton/sessions.db "
+        "unless --db names another database, so `baton run`, `baton web` and the session "
+        "commands see the same runs.\n\n"
+        'Try: [bold]baton run examples/expense_approval "120 taxi"[/], then '
+        "[bold]baton web examples/[/]."
+    ),
+    rich_markup_mode="rich",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+sessions_cli = typer.Typer(
+    help="List, show and delete sessions.\n\nExample: [bold]baton sessions list -p examples/[/]",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+cli.add_typer(sessions_cli, name="sessions")
+
+console = Console()
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Database: a SQLite file, sqlite:///file.db, postgresql+asyncpg://user@host/db, "
+        "or memory:// (default: AGENTS_DIR/.baton/sessions.db).",
+        show_default=False,
+    ),
+]
+UserOption = Annotated[str, typer.Option("--user", "-u", help="The user the sessions belong to.")]
+PathOption = Annotated[
+    Path,
+    typer.Option("--path", "-p", help="An app folder, or an agents folder holding app folders."),
+]
+HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
+PortOption = Annotated[int, typer.Option(help="Port to listen on (0: any free port).")]
+KeyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--api-key",
+        help="Require this API key (repeatable). `SECRET` may act for any user, "
+        "`USER:SECRET` only for USER. Also read from $BATON_API_KEY (comma-separated).",
+        show_default=False,
+    ),
+]
+
+
+@final
+@dataclass(frozen=True)
+class _Target:
+    """Where the apps are, and where their sessions are kept."""
+
+    agents_dir: Path
+    folders: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, path: Path) -> _Target:
+        if (path / "agent.py").is_file():
+            return cls(path.resolve().parent, (path,))
+        return cls(path, tuple(find_app_folders(path)))
+
+
+@asynccontextmanager
+async def open_catalog(path: Path, db: str | None) -> AsyncIterator[AppCatalog]:
+    """The apps at `path` (an app folder or an agents folder) over the `--db` database."""
+    target = _Target.of(path)
+    service = open_session_service(db, default=default_db_path(target.agents_dir))
+    try:
+        yield AppCatalog.of([load_app(f) for f in target.folders], service)
+    finally:
+        await service.close()
+
+
+def execute(work: Coroutine[object, object, _T]) -> _T:
+    """Run a command's coroutine; a baton error is printed (no traceback) and exits 1."""
+    try:
+        return asyncio.run(work)
+    except BatonError as error:
+        console.print(Text(f"{type(error).__name__}: {error}", style="red"))
+        raise typer.Exit(1) from None
+
+
+async def find_session(catalog: AppCatalog, user: str, session_id: str) -> Session:
+    """The user's session with that id, in whichever served app holds it.
+
+    Raises:
+        SessionNotFoundError: no app holds it.
+    """
+    store = catalog.session_service.store
+    for name in catalog.names:
+        found = await store.get_session(SessionKey(name, user, SessionId(session_id)))
+        if found is not None:
+            return found
+    raise SessionNotFoundError(
+        f"no session '{session_id}' of user '{user}' in apps {', '.join(catalog.names)}; "
+        "list them with `baton sessions list` (and pass --user / --path / --db to match)."
+    )

@@ -1,0 +1,171 @@
+"""Looking at sessions: `baton sessions list|show|delete`, `baton pending`, `baton inspect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from baton.cli.base import (
+    DbOption,
+    PathOption,
+    UserOption,
+    cli,
+    console,
+    execute,
+    find_session,
+    open_catalog,
+    sessions_cli,
+)
+from baton.reports import folding_table, timeline_tables, when
+from baton.server.timeline import build_timeline
+from baton.terminal import (
+    format_event,
+)
+
+__all__ = ["inspect", "pending", "sessions_delete", "sessions_list", "sessions_show"]
+
+
+@sessions_cli.command("list")
+def sessions_list(
+    path: PathOption = Path("."),
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Only this user's sessions.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """List sessions with their latest run's status and open questions.
+
+    Example: baton sessions list -p examples/
+    """
+    execute(_sessions_list(path, user, db))
+
+
+async def _sessions_list(path: Path, user: str | None, db: str | None) -> None:
+    listing = folding_table("app", "user", "session", "updated", "last run", "open")
+    async with open_catalog(path, db) as catalog:
+        store = catalog.session_service.store
+        for name in catalog.names:
+            for session in await store.list_sessions(name, user):
+                invocations = await store.list_invocations(session.key)
+                last = invocations[-1].status.value if invocations else "-"
+                rows = await store.list_interrupts(
+                    name, session.user_id, session_id=session.key.session_id
+                )
+                listing.add_row(
+                    name,
+                    session.user_id,
+                    session.id,
+                    when(session.last_update_time),
+                    last,
+                    str(len(rows)),
+                )
+    console.print(listing)
+
+
+@sessions_cli.command("show")
+def sessions_show(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    path: PathOption = Path("."),
+    user: UserOption = "user",
+    db: DbOption = None,
+) -> None:
+    """Print a session's state and its events, one line each.
+
+    Example: baton sessions show 4b1c... -p examples/
+    """
+    execute(_sessions_show(session, path, user, db))
+
+
+async def _sessions_show(session_id: str, path: Path, user: str, db: str | None) -> None:
+    async with open_catalog(path, db) as catalog:
+        session = await find_session(catalog, user, session_id)
+    console.print(Text(f"{session.app_name}/{session.user_id}/{session.id}", style="bold"))
+    console.print_json(data=session.state)
+    for event in session.events:
+        line = format_event(event)
+        if line is not None:
+            console.print(Text(when(event.timestamp) + "  ", style="dim"), line, sep="")
+
+
+@sessions_cli.command("delete")
+def sessions_delete(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    path: PathOption = Path("."),
+    user: UserOption = "user",
+    db: DbOption = None,
+) -> None:
+    """Delete a session with its events, runs and questions.
+
+    Example: baton sessions delete 4b1c... -p examples/
+    """
+    execute(_sessions_delete(session, path, user, db))
+
+
+async def _sessions_delete(session_id: str, path: Path, user: str, db: str | None) -> None:
+    async with open_catalog(path, db) as catalog:
+        session = await find_session(catalog, user, session_id)
+        await catalog.session_service.store.delete_session(session.key)
+    console.print(f"deleted session {session_id} of {session.app_name}")
+
+
+@cli.command()
+def pending(
+    path: PathOption = Path("."),
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="Only this user's questions.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """List the questions runs are waiting on, oldest first.
+
+    Example: baton pending -p examples/   then   baton resume SESSION -p examples/
+    """
+    execute(_pending(path, user, db))
+
+
+async def _pending(path: Path, user: str | None, db: str | None) -> None:
+    listing = folding_table("app", "user", "session", "interrupt", "message", "waiting since")
+    async with open_catalog(path, db) as catalog:
+        for name in catalog.names:
+            for row in await catalog.session_service.store.list_interrupts(name, user):
+                listing.add_row(
+                    name,
+                    row.user_id,
+                    row.session_id,
+                    row.interrupt_id,
+                    row.message or "",
+                    when(row.created_at),
+                )
+    console.print(listing)
+
+
+@cli.command()
+def inspect(
+    session: Annotated[str, typer.Argument(help="The session id.")],
+    path: PathOption = Path("."),
+    user: UserOption = "user",
+    db: DbOption = None,
+) -> None:
+    """Show a session's timeline: runs, node statuses, and every step with who answered.
+
+    Example: baton inspect 4b1c... -p examples/
+    """
+    execute(_inspect(session, path, user, db))
+
+
+async def _inspect(session_id: str, path: Path, user: str, db: str | None) -> None:
+    async with open_catalog(path, db) as catalog:
+        session = await find_session(catalog, user, session_id)
+        store = catalog.session_service.store
+        timeline = build_timeline(
+            session,
+            await store.list_invocations(session.key),
+            await store.list_interrupts(
+                session.app_name, user, session_id=session.key.session_id, status=None
+            ),
+        )
+    for part in timeline_tables(timeline):
+        console.print(part)
