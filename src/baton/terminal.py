@@ -270,16 +270,72 @@ async def ask_answers(terminal: Terminal, rows: list[Interrupt]) -> Content | No
 async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
     """The checked answer (in a 1-tuple, as it may be null), or None at end of input."""
     terminal.console.print(_question_panel(row))
+    fields = _object_fields(row.response_schema) if terminal.interactive else None
+    if fields:
+        terminal.console.print(
+            Text("Type the answer as JSON, or press Enter to fill it in field by field.", "dim")
+        )
     while True:
         line = await asyncio.to_thread(terminal.read_line, f"{row.interrupt_id}>")
         if line is None:
             return None
         try:
+            if line == "" and fields:
+                filled = await _fill_fields(terminal, fields)
+                return None if filled is None else (validate_answer(row, filled),)
             return (parse_answer(row, line),)
         except InvalidResponseError as error:
             if not terminal.interactive:
                 raise  # piped input cannot be retyped: refuse, the run stays paused
             terminal.console.print(Text(str(error), style="red"))
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    schema: dict[str, JsonValue]
+    kind: str
+    required: bool
+
+
+def _object_fields(schema: dict[str, JsonValue] | None) -> list[_Field] | None:
+    """An object schema's fields, for asking one by one (None for any other schema)."""
+    props = schema.get("properties") if schema else None
+    if schema is None or schema.get("type") != "object" or not isinstance(props, dict):
+        return None
+    required = schema.get("required")
+    needed = required if isinstance(required, list) else []
+    return [
+        _Field(name, spec, _type_of(spec, schema), name in needed)
+        for name, spec in props.items()
+        if isinstance(spec, dict)
+    ]
+
+
+async def _fill_fields(terminal: Terminal, fields: list[_Field]) -> JsonValue | None:
+    answer: dict[str, JsonValue] = {}
+    for field in fields:
+        default = field.schema.get("default", "")
+        hint = "required" if field.required else f"Enter: {json.dumps(default)}"
+        prompt = f"  {field.name} ({field.kind}; {hint})>"
+        line = await asyncio.to_thread(terminal.read_line, prompt)
+        if line is None:
+            return None
+        if line != "":
+            answer[field.name] = _field_value(field, line)
+    return answer
+
+
+def _field_value(field: _Field, line: str) -> JsonValue:
+    if field.kind == "boolean" and line.strip().lower() in _YES_NO:
+        return _YES_NO[line.strip().lower()]
+    if field.kind == "string" or f'"{line}"' in field.kind.split(" | "):
+        return line
+    try:
+        value: JsonValue = json.loads(line)
+    except ValueError:
+        return line
+    return value
 
 
 def _question_panel(row: Interrupt) -> Panel:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import JsonValue
 from rich.console import Console
 
+from baton import Runner
 from baton.errors import InvalidResponseError
 from baton.events import Event
+from baton.server.catalog import load_app
 from baton.server.security import ApiKeys, keys_from_env
+from baton.sessions.services import InMemorySessionService
 from baton.sessions.store import Interrupt
-from baton.terminal import describe_schema, format_event, parse_answer
+from baton.terminal import Outcome, Terminal, describe_schema, drive, format_event, parse_answer
 from baton.types import Content, FunctionCall, Part
+from tests.cli.test_cli import APP
 
 
 def question(schema: dict[str, JsonValue] | None) -> Interrupt:
@@ -111,3 +117,26 @@ def test_api_keys_from_the_environment() -> None:
     assert keys_from_env(None) == []
     keys = ApiKeys.parse(["a", "alice:b"])
     assert keys.users_by_secret == {"a": "*", "b": "alice"}
+
+
+async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> None:
+    typed = iter(['{"approved": "nah"}', "", "y", "looks fine", "travel", "", ""])
+    asked: list[str] = []
+
+    def read_line(prompt: str) -> str | None:
+        asked.append(prompt)
+        return next(typed, None)
+
+    console = Console(width=120, record=True, color_system=None)
+    terminal = Terminal(console, read_line, interactive=True)
+    service = InMemorySessionService()
+    runner = Runner(app=load_app(Path(APP)), session_service=service)
+    session = await service.create_session(app_name=runner.app_name, user_id="u")
+    message = Content(role="user", parts=[Part(text="12 lunch")])
+    outcome = await drive(runner, terminal, user_id="u", session_id=session.id, message=message)
+    assert outcome is Outcome.COMPLETED
+    assert asked[:3] == ["review_0>", "review_0>", "  approved (boolean; required)>"]
+    assert asked[4] == '  category ("travel" | "meals" | "equipment" | "other"; Enter: "other")>'
+    text = console.export_text()
+    assert "'nah' is not of type 'boolean'" in text
+    assert "paid 12.00 for 'lunch' via payroll (travel)" in text
