@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
@@ -25,6 +26,7 @@ from tests.conftest import FakeClock, sqlite_url
 from tests.store.builders import APP, USER, event, key, question, snapshot, step
 
 MIGRATORS = 4
+PROCESSES = 2  # each child imports baton (about a second), so few
 
 
 @asynccontextmanager
@@ -82,6 +84,36 @@ async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> Non
         applied = await asyncio.gather(*(migrate(e) for e in (a, b, c, d)))
 
     assert sorted(applied) == [[]] * (MIGRATORS - 1) + [[1]]
+
+
+_MIGRATE_AND_PRINT = """
+import asyncio, sys
+from baton.sessions.sql.dialect import create_engine, normalize_url
+from baton.sessions.sql.migrations import migrate
+
+async def main() -> None:
+    engine = create_engine(normalize_url(sys.argv[1]))
+    try:
+        print(await migrate(engine))
+    finally:
+        await engine.dispose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+async def test_processes_starting_at_once_apply_each_step_once(store_url: str) -> None:
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _MIGRATE_AND_PRINT, store_url, stdout=PIPE, stderr=PIPE
+        )
+        for _ in range(PROCESSES)
+    ]
+    outputs = await asyncio.gather(*(child.communicate() for child in children))
+
+    assert [child.returncode for child in children] == [0] * PROCESSES, outputs
+    assert sorted(out.decode().strip() for out, _ in outputs) == ["[1]"] + ["[]"] * (PROCESSES - 1)
 
 
 async def test_a_newer_schema_is_refused(store_url: str) -> None:
