@@ -95,6 +95,11 @@ class InvocationContext:
         return self.session.key
 
     @property
+    def resume_inputs(self) -> dict[str, Any]:
+        """Answers to the current node run's interrupts (an agent's ctx has them)."""
+        return {}
+
+    @property
     def session_id(self) -> str:
         return self.session.id
 

@@ -225,6 +225,14 @@ class RequestInput(WireModel):
         """The response schema as a JSON-schema dict (None when any answer is accepted)."""
         return json_schema_of(self.response_schema)
 
+    def to_event(self, *, author: str = "") -> Event:
+        """The model event that carries this request to clients and pauses the run."""
+        return Event(
+            author=author,
+            content=Content(role="model", parts=[Part(function_call=self.to_function_call())]),
+            long_running_tool_ids={self.interrupt_id},
+        )
+
     def to_function_call(self) -> FunctionCall:
         """The function call that carries this request to clients."""
         return FunctionCall(

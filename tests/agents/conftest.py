@@ -12,6 +12,7 @@ from baton import App, ResumabilityConfig, Runner
 from baton.sessions.services import BaseSessionService, InMemorySessionService, SqliteSessionService
 from baton.workflow.nodes import Node
 from tests.harness import Harness
+from tests.harness import make_harness as make_harness  # the engine tests' fixture, both modes
 
 MakeRunner = Callable[..., Awaitable[Harness]]
 

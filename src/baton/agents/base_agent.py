@@ -26,7 +26,7 @@ from pydantic import (
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.context import Context, InvocationContext
-from baton.events import Event, EventActions
+from baton.events import Event, EventActions, RequestInput
 from baton.workflow.nodes import RetryConfig
 
 __all__ = ["BaseAgent"]
@@ -163,7 +163,9 @@ class BaseAgent(BaseModel):
         if self.name in ctx.ended_agents:
             ctx.reset_agent_states(a.name for a in self.walk())
         async with aclosing(self._run_async_impl(ctx)) as events:
-            async for event in events:
+            async for item in events:
+                # A custom agent may ask a person directly, as a function node does.
+                event = item.to_event(author=self.name) if isinstance(item, RequestInput) else item
                 if ctx.branch is not None and event.branch is None:
                     event.branch = ctx.branch
                 yield event

@@ -21,7 +21,6 @@ from baton.context import Context, InvocationContext, StepParts
 from baton.errors import NodeTimeoutError, OutputAlreadySetError
 from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput
 from baton.sessions.store import Interrupt
-from baton.types import Content, Part
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.nodes import Node
 
@@ -118,13 +117,9 @@ class _Collector:
         iid = request.interrupt_id
         if iid in self.ctx.open_interrupts or iid in self.ctx.resume_inputs:
             return None  # asked again on a rerun: already open, or answered
-        call = request.to_function_call()
-        payload = (call.args or {}).get("payload")
-        self._open(iid, REQUEST_INPUT_FUNCTION, request.message, payload, request.json_schema())
-        return Event(
-            content=Content(role="model", parts=[Part(function_call=call)]),
-            long_running_tool_ids={iid},
-        )
+        event = request.to_event(author=self.node.name)
+        self._note_long_running(event)
+        return event
 
     def _open(
         self,
@@ -183,7 +178,20 @@ class _Collector:
                 continue
             call = calls.get(iid)
             name = call.name if call and call.name else ""
-            self._open(iid, name, None, call.args if call else None, None)
+            args = (call.args if call else None) or {}
+            if name == REQUEST_INPUT_FUNCTION:
+                # A RequestInput, yielded by a node or converted by an agent: index what it asks.
+                schema = args.get("response_schema")
+                message = args.get("message")
+                self._open(
+                    iid,
+                    name,
+                    message if isinstance(message, str) else None,
+                    args.get("payload"),
+                    schema if isinstance(schema, dict) else None,
+                )
+            else:
+                self._open(iid, name, None, args or None, None)
 
     def _note_agent_state(self, event: Event) -> None:
         actions = event.actions
