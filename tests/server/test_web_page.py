@@ -107,3 +107,22 @@ async def test_inbox_starts_a_run_and_accepts_raw_json(
     # Rejected: the claim is revised and asked again under the next id.
     revised = page.locator("form.card[data-interrupt='review_1'] h3")
     await expect(revised).to_have_text("Approve 30.00 for 'books'?")
+
+
+async def test_inbox_with_api_keys_asks_for_one_and_then_goes_live(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(
+        apps=[example_app()], keys=["user:k1"], web=True, headers={"X-API-Key": "k1"}
+    )
+    sid = await start_paused_run(live, "7 tea")
+    page = await browser.new_page()
+    await page.goto(live.url)
+    await expect(page.locator("#activity")).to_contain_text("missing or unknown API key")
+    await expect(page.locator("#live")).to_have_text("offline")
+    await page.locator("#api-key").fill("k1")
+    await page.locator("#api-key").press("Enter")
+    await expect(page.locator("#live")).to_have_text("live")
+    await expect(page.locator(f"form.card[data-session='{sid}'] h3")).to_have_text(
+        "Approve 7.00 for 'tea'?"
+    )
