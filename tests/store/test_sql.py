@@ -202,6 +202,19 @@ async def test_sqlite_foreign_keys_and_wal_are_on(tmp_path: Path) -> None:
         assert await c.scalar(text("PRAGMA journal_mode")) == "wal"
 
 
+@pytest.mark.parametrize(("query", "level"), [("", 1), ("?synchronous=full", 2)])
+async def test_sqlite_synchronous_is_normal_unless_the_url_asks_for_full(
+    tmp_path: Path, query: str, level: int
+) -> None:
+    async with _engine(f"sqlite:///{tmp_path / 'x.db'}{query}") as engine, engine.connect() as c:
+        assert await c.scalar(text("PRAGMA synchronous")) == level
+
+
+def test_unknown_sqlite_synchronous_level_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="synchronous level 'sometimes'.*NORMAL, FULL"):
+        SqlStore(f"sqlite:///{tmp_path / 'x.db'}?synchronous=sometimes")
+
+
 async def test_plain_sqlite_url_is_rewritten_to_aiosqlite(tmp_path: Path) -> None:
     path = tmp_path / "plain.db"
     store = SqlStore(f"sqlite:///{path}")
