@@ -1,7 +1,10 @@
 """The process a crash test kills: starts, answers or resumes the crash workflow once.
 
     python -m tests.crash.child --url URL --session S --work DIR --action start|answer|resume
-        [--invocation ID] [--kill-at K] [--block NODE]
+        [--invocation ID] [--kill-at K] [--block NODE] [--replay]
+
+`--replay` runs the app non-resumable: recovery re-walks the workflow from START and
+fast-forwards completed runs from the recorded outputs.
 
 The tests start it as `run(argv, log)` in a process forked from a multiprocessing
 fork server that has already imported this module: a fresh process each time, at a
@@ -76,7 +79,7 @@ async def main(args: argparse.Namespace) -> None:
         app=App(
             name=APP_NAME,
             root_agent=build_workflow(probe),
-            resumability_config=ResumabilityConfig(is_resumable=True),
+            resumability_config=ResumabilityConfig(is_resumable=not args.replay),
         ),
         session_service=BaseSessionService(store),
         lease_ttl=timedelta(seconds=LEASE_SECONDS),
@@ -118,6 +121,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--invocation")
     parser.add_argument("--kill-at", type=int)
     parser.add_argument("--block")
+    parser.add_argument("--replay", action="store_true")
     return parser.parse_args(argv)
 
 

@@ -66,6 +66,7 @@ class Case:
     key: SessionKey
     kill_at: int | None = None
     block: str | None = None
+    replay: bool = False
 
     @property
     def marker(self) -> Path:
@@ -110,10 +111,11 @@ async def test_sigkill_after_every_step_commit_recovers_without_redoing_work(
 
 
 @pytest.mark.parametrize("block", ["fan_b", "check", "book"])
+@pytest.mark.parametrize("replay", [False, True], ids=["resumable", "replay"])
 async def test_sigkill_inside_a_node_reruns_it_with_the_same_idempotency_key(
-    store_url: str, tmp_path: Path, block: str
+    store_url: str, tmp_path: Path, block: str, replay: bool
 ) -> None:
-    case = await new_case(store_url, tmp_path, f"block-{block}", block=block)
+    case = await new_case(store_url, tmp_path, f"block-{block}", block=block, replay=replay)
     outcome = await carry_through(case)
     assert outcome.committed_at_kill is not None
     assert block not in outcome.committed_at_kill
@@ -142,7 +144,13 @@ def _path_of(node: str) -> str:
 
 
 async def new_case(
-    url: str, tmp_path: Path, name: str, *, kill_at: int | None = None, block: str | None = None
+    url: str,
+    tmp_path: Path,
+    name: str,
+    *,
+    kill_at: int | None = None,
+    block: str | None = None,
+    replay: bool = False,
 ) -> Case:
     work = tmp_path / name
     work.mkdir()
@@ -151,7 +159,7 @@ async def new_case(
         session = await store.create_session(APP_NAME, USER_ID, session_id=SessionId(name))
     finally:
         await store.close()
-    return Case(url, work, session.key, kill_at=kill_at, block=block)
+    return Case(url, work, session.key, kill_at=kill_at, block=block, replay=replay)
 
 
 async def carry_through(case: Case) -> Outcome:
@@ -190,6 +198,8 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
     watch = case.block is not None and not case.marker.exists()
     if watch:
         argv += ["--block", str(case.block)]
+    if case.replay:
+        argv += ["--replay"]
     log = case.work / f"log-{attempt}-{action}"
     process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)
     process.start()
