@@ -90,14 +90,11 @@ def verdict(baton: Figure | None) -> str:
 
 def table(figures: list[Figure]) -> list[str]:
     index = {(f.system, f.workload, f.backend): f for f in figures}
-    workloads = sorted(
-        {f.workload for f in figures}, key=lambda w: (w != "chain", int(w.split("@")[-1] or 0))
-    )
+    workloads = sorted({f.workload for f in figures}, key=_workload_order)
     header = "| workload | backend | unit | baton | target | google-adk | adk/baton |"
     header += " langgraph | langgraph/baton |"
     rows = [header, "|" + "---|" * 9]
-    for workload in [w.replace("chain", "chain@0") for w in workloads]:
-        name = workload.replace("chain@0", "chain")
+    for name in workloads:
         for backend in BACKENDS:
             baton = index.get(("baton", name, backend))
             adk = index.get(("adk", name, backend))
@@ -108,6 +105,12 @@ def table(figures: list[Figure]) -> list[str]:
                 f"| {ratio(adk, baton)} | {cell(graph)} | {ratio(graph, baton)} |"
             )
     return rows
+
+
+def _workload_order(workload: str) -> tuple[int, int]:
+    """chain first, then resume@H by H."""
+    _, _, size = workload.partition("@")
+    return (0, 0) if not size else (1, int(size))
 
 
 def machine() -> str:
