@@ -137,3 +137,16 @@ async def test_initial_events_seed_a_session_but_cannot_pose_as_run_work(live: L
     assert r.status_code == 422
     assert "run data" in r.json()["detail"]
     assert (await live.client.get(f"{base}/forged")).status_code == 404
+
+
+async def test_reference_session_extras_create_with_id_and_patch_state(live: Live) -> None:
+    base = "/apps/approval/users/u/sessions"
+    created = await live.client.post(f"{base}/by-id", json={"tier": "gold"})
+    assert created.json()["id"] == "by-id"
+    assert created.json()["state"] == {"tier": "gold"}
+    patched = await live.client.patch(f"{base}/by-id", json={"state_delta": {"tier": "silver"}})
+    assert patched.json()["state"] == {"tier": "silver"}
+    events = (await live.client.get(f"{base}/by-id")).json()["events"]
+    assert [(e["author"], e["invocationId"][:2]) for e in events] == [("user", "p-")]
+    missing = await live.client.patch(f"{base}/nope", json={"stateDelta": {}})
+    assert missing.status_code == 404

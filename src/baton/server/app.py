@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import platform
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from baton.errors import (
     WorkflowChangedError,
     http_status,
 )
-from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.events import REQUEST_INPUT_FUNCTION, Event, EventActions
 from baton.server.bodies import (
     AppsDetail,
     AppSummary,
@@ -47,6 +48,7 @@ from baton.server.bodies import (
     ErrorBody,
     RespondRequest,
     RunAgentRequest,
+    StateUpdate,
     VersionInfo,
 )
 from baton.server.catalog import AppCatalog
@@ -241,6 +243,33 @@ def _session_routes(server: _Server) -> APIRouter:
     @router.get("/{session_id}", response_model=Session, response_model_exclude_none=True)
     async def get_session(app_name: str, user_id: str, session_id: str) -> Session:  # pyright: ignore[reportUnusedFunction] -- a route
         return await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
+
+    @router.post("/{session_id}", response_model=Session, response_model_exclude_none=True)
+    async def create_session_with_id(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state: dict[str, JsonValue] | None = None,
+    ) -> Session:
+        """Deprecated in the reference system: create a session with this id; body = state."""
+        server.catalog.runner(app_name)
+        return await service.create_session(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+
+    @router.patch("/{session_id}", response_model=Session, response_model_exclude_none=True)
+    async def update_state(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, session_id: str, body: StateUpdate
+    ) -> Session:
+        """Change session state outside any run (recorded as a user event)."""
+        session = await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
+        event = Event(
+            invocation_id=f"p-{uuid.uuid4()}",
+            author="user",
+            actions=EventActions(state_delta=body.state_delta),
+        )
+        await service.append_event(session, event)
+        return session
 
     @router.delete("/{session_id}")
     async def delete_session(app_name: str, user_id: str, session_id: str) -> None:  # pyright: ignore[reportUnusedFunction] -- a route

@@ -14,6 +14,7 @@ __all__ = [
     "ErrorBody",
     "RespondRequest",
     "RunAgentRequest",
+    "StateUpdate",
     "VersionInfo",
 ]
 
@@ -46,6 +47,12 @@ class RespondRequest(WireModel):
     response: JsonValue = None
     invocation_id: str | None = None
     state_delta: dict[str, JsonValue] | None = None
+
+
+class StateUpdate(WireModel):
+    """`PATCH .../sessions/{id}`: state changes made outside any run."""
+
+    state_delta: dict[str, JsonValue]
 
 
 class ErrorBody(WireModel):
