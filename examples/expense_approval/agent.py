@@ -1,9 +1,10 @@
 """Expense approval with a review loop: submit, review (a person), revise, pay.
 
-Start a run with a message such as `120.50 taxi to the airport`. The reviewer
-approves, or rejects with a comment; a rejected claim is revised (the amount is
-capped at the reviewer's adjusted amount, if any) and reviewed again, each pass
-with its own interrupt id (`review_0`, `review_1`, ...).
+Start a run with a message such as `120.50 taxi to the airport` (the first number
+is the amount, the rest the description). The reviewer approves, or rejects with a
+comment; a rejected claim is revised (the amount is capped at the reviewer's
+adjusted amount, if any) and reviewed again, each pass with its own interrupt id
+(`review_0`, `review_1`, ...).
 
     baton run examples/expense_approval "120.50 taxi to the airport"
     baton web examples/
@@ -12,6 +13,7 @@ with its own interrupt id (`review_0`, `review_1`, ...).
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -48,14 +50,12 @@ class Expense(BaseModel):
 
 
 def submit(node_input: Any) -> Expense:
-    """Read `<amount> <description>` from the run's message."""
-    text = str(node_input or "").strip()
-    head, _, rest = text.partition(" ")
-    try:
-        amount = float(head)
-    except ValueError:
-        amount, rest = 0.0, text
-    return Expense(amount=amount, description=rest or "unspecified expense")
+    """Read the amount (the first number) and the description (the rest) from the message."""
+    text = str(node_input or "")
+    found = re.search(r"\d+(?:\.\d+)?", text)
+    amount = float(found.group()) if found else 0.0
+    rest = text[: found.start()] + text[found.end() :] if found else text
+    return Expense(amount=amount, description=" ".join(rest.split()) or "unspecified expense")
 
 
 async def review(ctx: Context, node_input: Any):

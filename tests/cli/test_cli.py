@@ -144,3 +144,20 @@ def test_run_and_list_on_a_database_url(store_url: str) -> None:
     code, out = baton("sessions", "list", "-p", APP, "--db", store_url)
     assert code == 0
     assert "completed" in out
+
+
+def test_pending_filters_by_app_and_says_where_apps_are_missing(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    baton("run", APP, "taxi 42 EUR", "--user", "ann", db=db)
+    code, out = baton(
+        "pending", "-p", str(EXAMPLES), "--app", "expense_approval", "-u", "ann", db=db
+    )
+    assert code == 0
+    assert "review_0" in out
+    assert "Approve" in out
+    code, out = baton("pending", "-p", str(EXAMPLES), "--app", "nope", db=db)
+    assert code == 1
+    assert "'nope' is not served" in out
+    code, out = baton("pending", "-p", str(tmp_path), db=db)
+    assert code == 1
+    assert "holds no app folders" in out

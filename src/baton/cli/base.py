@@ -19,6 +19,7 @@ from baton.errors import (
 )
 from baton.server.catalog import (
     AppCatalog,
+    AppLoadError,
     default_db_path,
     find_app_folders,
     load_app,
@@ -28,12 +29,14 @@ from baton.sessions.store import Session, SessionKey
 from baton.types import SessionId
 
 __all__ = [
+    "AppOption",
     "DbOption",
     "HostOption",
     "KeyOption",
     "PathOption",
     "PortOption",
     "UserOption",
+    "app_names",
     "cli",
     "console",
     "execute",
@@ -83,6 +86,12 @@ PathOption = Annotated[
     Path,
     typer.Option("--path", "-p", help="An app folder, or an agents folder holding app folders."),
 ]
+AppOption = Annotated[
+    str | None,
+    typer.Option(
+        "--app", "-a", help="Only this app (default: every app found).", show_default=False
+    ),
+]
 HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
 PortOption = Annotated[int, typer.Option(help="Port to listen on (0: any free port).")]
 KeyOption = Annotated[
@@ -115,6 +124,11 @@ class _Target:
 async def open_catalog(path: Path, db: str | None) -> AsyncIterator[AppCatalog]:
     """The apps at `path` (an app folder or an agents folder) over the `--db` database."""
     target = _Target.of(path)
+    if not target.folders:
+        raise AppLoadError(
+            f"'{path}' holds no app folders (folders with an agent.py); pass an app folder or "
+            "an agents folder with --path/-p, e.g. -p examples/."
+        )
     service = open_session_service(db, default=default_db_path(target.agents_dir))
     try:
         yield AppCatalog.of([load_app(f) for f in target.folders], service)
@@ -129,6 +143,17 @@ def execute(work: Coroutine[object, object, _T]) -> _T:
     except BatonError as error:
         console.print(Text(f"{type(error).__name__}: {error}", style="red"))
         raise typer.Exit(1) from None
+
+
+def app_names(catalog: AppCatalog, app: str | None) -> list[str]:
+    """The served app names, or just `app`.
+
+    Raises:
+        AppNotFoundError: `app` is not among them.
+    """
+    if app is None:
+        return catalog.names
+    return [catalog.runner(app).app_name]
 
 
 async def find_session(catalog: AppCatalog, user: str, session_id: str) -> Session:

@@ -9,9 +9,11 @@ import typer
 from rich.text import Text
 
 from baton.cli.base import (
+    AppOption,
     DbOption,
     PathOption,
     UserOption,
+    app_names,
     cli,
     console,
     execute,
@@ -34,20 +36,21 @@ def sessions_list(
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="Only this user's sessions.")
     ] = None,
+    app: AppOption = None,
     db: DbOption = None,
 ) -> None:
     """List sessions with their latest run's status and open questions.
 
     Example: baton sessions list -p examples/
     """
-    execute(_sessions_list(path, user, db))
+    execute(_sessions_list(path, app, user, db))
 
 
-async def _sessions_list(path: Path, user: str | None, db: str | None) -> None:
+async def _sessions_list(path: Path, app: str | None, user: str | None, db: str | None) -> None:
     listing = folding_table("app", "user", "session", "updated", "last run", "open")
     async with open_catalog(path, db) as catalog:
         store = catalog.session_service.store
-        for name in catalog.names:
+        for name in app_names(catalog, app):
             for session in await store.list_sessions(name, user):
                 invocations = await store.list_invocations(session.key)
                 last = invocations[-1].status.value if invocations else "-"
@@ -117,19 +120,20 @@ def pending(
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="Only this user's questions.")
     ] = None,
+    app: AppOption = None,
     db: DbOption = None,
 ) -> None:
     """List the questions runs are waiting on, oldest first.
 
     Example: baton pending -p examples/   then   baton resume SESSION -p examples/
     """
-    execute(_pending(path, user, db))
+    execute(_pending(path, app, user, db))
 
 
-async def _pending(path: Path, user: str | None, db: str | None) -> None:
+async def _pending(path: Path, app: str | None, user: str | None, db: str | None) -> None:
     listing = folding_table("app", "user", "session", "interrupt", "message", "waiting since")
     async with open_catalog(path, db) as catalog:
-        for name in catalog.names:
+        for name in app_names(catalog, app):
             for row in await catalog.session_service.store.list_interrupts(name, user):
                 listing.add_row(
                     name,
