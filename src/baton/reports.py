@@ -14,6 +14,7 @@ __all__ = ["folding_table", "short", "timeline_tables", "when"]
 
 
 def timeline_tables(timeline: Timeline) -> list[Table]:
+    """Three tables: the session's runs, its node runs' statuses, and every step in order."""
     runs = folding_table("run", "status", "started", "updated", "error", title="Runs")
     for inv in timeline.invocations:
         runs.add_row(
@@ -37,11 +38,13 @@ def folding_table(*names: str, title: str | None = None) -> Table:
 
 
 def short(value: object, limit: int = 80) -> str:
+    """`value` as compact JSON, cut to `limit` characters with an ellipsis."""
     text = "" if value is None else json.dumps(value, default=str)
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 def when(seconds: float) -> str:
+    """A time for people: seconds or minutes ago when recent, else the UTC date and time."""
     if seconds <= 0:
         return "-"
     age = time.time() - seconds

@@ -107,6 +107,10 @@ async def test_inbox_starts_a_run_and_accepts_raw_json(
     # Rejected: the claim is revised and asked again under the next id.
     revised = page.locator("form.card[data-interrupt='review_1'] h3")
     await expect(revised).to_have_text("Approve 30.00 for 'books'?")
+    recent = page.locator("#sessions li a")
+    await expect(recent).to_have_count(1)
+    await recent.click()
+    await expect(page.locator("#session-view tr", has_text="revise@1")).to_contain_text("completed")
 
 
 async def test_inbox_with_api_keys_asks_for_one_and_then_goes_live(

@@ -88,7 +88,7 @@ _ERRORS: Final[dict[int | str, dict[str, object]]] = {
 }
 
 
-def status_of(error: BaseException) -> int:
+def _status_of(error: BaseException) -> int:
     """The HTTP status for an error: the table first, then the class's own default."""
     for cls in type(error).__mro__:
         if cls in _STATUS:
@@ -169,7 +169,7 @@ def create_app(
 
 async def _error_response(_: Request, error: BatonError) -> JSONResponse:
     body = ErrorBody(detail=str(error), error=type(error).__name__)
-    return JSONResponse(body.to_wire(), status_code=status_of(error))
+    return JSONResponse(body.to_wire(), status_code=_status_of(error))
 
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")

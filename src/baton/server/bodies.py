@@ -63,12 +63,16 @@ class ErrorBody(WireModel):
 
 
 class VersionInfo(WireModel):
+    """`GET /version`."""
+
     version: str
     language: str = "python"
     language_version: str
 
 
 class AppSummary(WireModel):
+    """One app in `GET /list-apps?detailed=true`."""
+
     name: str
     root_agent_name: str
     description: str = ""
@@ -76,4 +80,6 @@ class AppSummary(WireModel):
 
 
 class AppsDetail(WireModel):
+    """`GET /list-apps?detailed=true`."""
+
     apps: list[AppSummary]

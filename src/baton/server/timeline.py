@@ -37,6 +37,8 @@ class NodeSummary(WireModel):
 
 
 class InvocationSummary(WireModel):
+    """A run of the session and where it stands."""
+
     id: str
     status: str
     created_at: float
@@ -45,6 +47,8 @@ class InvocationSummary(WireModel):
 
 
 class Timeline(WireModel):
+    """A session for people: its state, runs, node statuses and steps in order."""
+
     session_id: str
     app_name: str
     user_id: str

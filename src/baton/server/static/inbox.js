@@ -74,6 +74,7 @@ async function follow(app, signal) {
         state.pending[app] = data.pending;
         render();
         refreshSession(app);
+        scheduleSessions();
       });
     } catch (error) {
       if (signal.aborted) return;
@@ -197,6 +198,24 @@ async function startRun(event) {
   }
 }
 
+// -- recent sessions ----------------------------------------------------------------------
+
+let sessionsTimer = null;
+
+function scheduleSessions() {
+  if (sessionsTimer === null) sessionsTimer = setTimeout(loadSessions, 300);
+}
+
+async function loadSessions() {
+  sessionsTimer = null;
+  const lists = await Promise.all(state.apps.map((app) => api(`${userBase(app)}/sessions`).catch(() => [])));
+  const recent = lists.flat().sort((a, b) => b.lastUpdateTime - a.lastUpdateTime).slice(0, 10);
+  $("sessions").replaceChildren(...recent.map((s) => el("li", {}, [
+    el("a", { href: `#/session/${enc(s.appName)}/${enc(s.id)}`, text: `${s.appName} · ${s.id.slice(0, 8)}` }),
+    el("span", { class: "when", text: ` ${when(s.lastUpdateTime)}` }),
+  ])));
+}
+
 // -- session view -------------------------------------------------------------------------
 
 let viewing = null;
@@ -282,6 +301,7 @@ async function loadApps() {
   }
   $("start-app").replaceChildren(...state.apps.map((a) => el("option", { value: a, text: a })));
   connect();
+  scheduleSessions();
 }
 
 init();
