@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from baton.answers import validate_answer
-from baton.errors import InvalidResponseError, InvocationFinishedError
+from baton.errors import BatonError, InvalidResponseError, InvocationFinishedError
 from baton.events import Event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
@@ -189,12 +189,19 @@ async def drive(
     """Run (or continue) until the run completes, asking every question it pauses on."""
     key = SessionKey(runner.app_name, user_id, SessionId(session_id))
     while True:
-        started = await _run_once(runner, terminal, key, message, invocation_id)
+        try:
+            started = await _run_once(runner, terminal, key, message, invocation_id)
+        except BatonError:
+            raise  # refused before anything changed; the caller reports it
+        except Exception as error:  # a node raised; its error event is stored
+            _print_failed(terminal, session_id, f"{type(error).__name__}: {error}")
+            return Outcome.FAILED
         invocation_id = invocation_id or started
         if invocation_id is None:
             return Outcome.COMPLETED
         status = await _status(runner, key, invocation_id)
         if status is InvocationStatus.FAILED:
+            _print_failed(terminal, session_id, "a node failed")
             return Outcome.FAILED
         rows = await runner.store.list_interrupts(
             key.app_name,
@@ -345,6 +352,16 @@ def _question_panel(row: Interrupt) -> Panel:
     parts.append(describe_schema(row.response_schema))
     title = Text(f"{row.node_path.rsplit('/', 1)[-1]} asks [{row.interrupt_id}]")
     return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
+
+
+def _print_failed(terminal: Terminal, session_id: str, what: str) -> None:
+    terminal.console.print(
+        Text(
+            f"failed: {what}. Finished steps are kept; fix the cause, then continue with "
+            f"`baton resume {session_id}`.",
+            style="red",
+        )
+    )
 
 
 def _print_paused(terminal: Terminal, app_name: str, session_id: str) -> None:

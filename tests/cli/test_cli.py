@@ -161,3 +161,45 @@ def test_pending_filters_by_app_and_says_where_apps_are_missing(tmp_path: Path) 
     code, out = baton("pending", "-p", str(tmp_path), db=db)
     assert code == 1
     assert "holds no app folders" in out
+
+
+FLAKY = """
+from pathlib import Path
+
+from baton import Workflow
+
+MARK = Path(__file__).with_name("failed-once")
+RUNS = Path(__file__).with_name("runs")
+
+
+def first(node_input):
+    with RUNS.open("a") as runs:
+        runs.write("first\\n")
+    return "one"
+
+
+def flaky(node_input):
+    if not MARK.exists():
+        MARK.write_text("x")
+        raise RuntimeError("the network blinked")
+    return f"{node_input} then two"
+
+
+root_agent = Workflow(name="flaky_wf", edges=[("START", first, flaky)])
+"""
+
+
+def test_resume_continues_a_failed_run_without_redoing_finished_steps(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "flaky"
+    folder.mkdir(parents=True)
+    (folder / "agent.py").write_text(FLAKY)
+    db = tmp_path / "s.db"
+    code, out = baton("run", str(folder), "go", db=db)
+    assert code == 1
+    assert "RuntimeError: the network blinked" in out
+    sid = session_of(out)
+    assert f"baton resume {sid}" in " ".join(out.split())
+    code, out = baton("resume", sid, "-p", str(folder), db=db)
+    assert code == 0, out
+    assert "one then two" in out
+    assert (folder / "runs").read_text() == "first\n"
