@@ -107,17 +107,20 @@ class _Server:
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
 
     def spawn(self, work: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
-        if self.group is None:
-            raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
-        return self.group.create_task(work)
+        """Run `work` in the server's task group."""
+        return self._started().create_task(work)
 
     def feed(self, events: AsyncGenerator[Event, None]) -> RunFeed:
-        if self.group is None:
-            raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
-        feed = RunFeed(self.group, events, on_change=self.changes.notify)
+        """Drive a run in the server's task group; tracked so shutdown can cut it off."""
+        feed = RunFeed(self._started(), events, on_change=self.changes.notify)
         self.runs.add(feed.task)
         feed.task.add_done_callback(self.runs.discard)
         return feed
+
+    def _started(self) -> asyncio.TaskGroup:
+        if self.group is None:
+            raise RuntimeError("the server is not started; run it under uvicorn (lifespan on).")
+        return self.group
 
 
 def create_app(
