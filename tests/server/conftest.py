@@ -154,6 +154,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         web: bool = False,
         headers: dict[str, str] | None = None,
         db_url: str | None = None,
+        keepalive: float = 15.0,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -162,7 +163,13 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         )
         apps = apps if apps is not None else [approval_app(), form_app()]
         catalog = AppCatalog.of(apps, service)
-        app = create_app(catalog, api_keys=ApiKeys.parse(keys or []), web=web, poll_interval=0.2)
+        app = create_app(
+            catalog,
+            api_keys=ApiKeys.parse(keys or []),
+            web=web,
+            poll_interval=0.2,
+            keepalive=keepalive,
+        )
         serving = await serve(app)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
         live = Live(serving.url, client, service)

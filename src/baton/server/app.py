@@ -102,6 +102,7 @@ class _Server:
     catalog: AppCatalog
     keys: ApiKeys
     poll_interval: float
+    keepalive: float
     changes: ChangeSignal = field(default_factory=ChangeSignal)
     group: asyncio.TaskGroup | None = None
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
@@ -129,6 +130,7 @@ def create_app(
     api_keys: ApiKeys | None = None,
     web: bool = False,
     poll_interval: float = 1.0,
+    keepalive: float = 15.0,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -137,8 +139,10 @@ def create_app(
         api_keys: keys callers must present (none: open server).
         web: also serve the inbox page at `/`.
         poll_interval: how often live streams look for changes made by other processes.
+        keepalive: seconds of silence after which a stream sends an SSE comment, so
+            proxies keep it open while a slow node works.
     """
-    server = _Server(catalog, api_keys or ApiKeys(), poll_interval)
+    server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -334,7 +338,7 @@ def _run_routes(server: _Server) -> APIRouter:
     async def run(request: Request, body: RunAgentRequest) -> list[Event]:  # pyright: ignore[reportUnusedFunction] -- a route
         server.keys.authorize(request, body.user_id)
         feed = await _start(server, body)
-        return [item async for item in feed.items() if isinstance(item, Event)]
+        return [item async for item in feed.items() if isinstance(item, Event) and _shown(item)]
 
     @router.post(
         "/run_sse",
@@ -344,7 +348,7 @@ def _run_routes(server: _Server) -> APIRouter:
     async def run_sse(request: Request, body: RunAgentRequest) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
         server.keys.authorize(request, body.user_id)
         feed = await _start(server, body)
-        return StreamingResponse(_frames(feed), media_type="text/event-stream")
+        return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
 
     return router
 
@@ -361,15 +365,28 @@ async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
             new_message=message,
             state_delta=body.state_delta,
             answered_by=body.user_id if answers else None,
+            # The request's own message commits first, so its echo arrives as soon as the
+            # request is accepted and a stream can start before a slow first node ends.
+            yield_user_message=True,
         )
     )
     await feed.opening()
     return feed
 
 
-async def _frames(feed: RunFeed) -> AsyncIterator[bytes]:
-    async for item in feed.items():
-        yield error_frame(item) if isinstance(item, Exception) else frame(item.to_wire())
+def _shown(item: Event | Exception | None) -> bool:
+    """Whether a feed item goes to the client (not the echo of its own message)."""
+    return not (isinstance(item, Event) and item.author == "user")
+
+
+async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
+    async for item in feed.items(idle_after=keepalive):
+        if not _shown(item):
+            continue
+        if item is None:
+            yield keepalive_frame()
+        else:
+            yield error_frame(item) if isinstance(item, Exception) else frame(item.to_wire())
 
 
 def _inbox_routes(server: _Server) -> APIRouter:
@@ -407,7 +424,7 @@ def _inbox_routes(server: _Server) -> APIRouter:
             server, SessionKey(app_name, user_id, SessionId(session_id)), interrupt_id, body
         )
         feed = await _start(server, run)
-        return [item async for item in feed.items() if isinstance(item, Event)]
+        return [item async for item in feed.items() if isinstance(item, Event) and _shown(item)]
 
     return router
 
@@ -434,7 +451,7 @@ async def _pending_frames(server: _Server, app_name: str, user_id: str) -> Async
             yield frame({"pending": current})
         else:
             yield keepalive_frame()
-        await server.changes.wait(server.poll_interval)
+        await server.changes.wait(min(server.poll_interval, server.keepalive))
 
 
 async def _answer(

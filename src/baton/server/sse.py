@@ -106,13 +106,29 @@ class RunFeed:
         if isinstance(self._head, Exception):
             raise self._head
 
-    async def items(self) -> AsyncIterator[Event | Exception]:
-        """The events, then the error that ended the run, if any."""
+    async def items(
+        self, *, idle_after: float | None = None
+    ) -> AsyncIterator[Event | Exception | None]:
+        """The events, then the error that ended the run, if any.
+
+        With `idle_after`, None is yielded whenever that many seconds pass without an
+        item, so a stream can send a keep-alive while a slow node works.
+        """
         if self._has_head:
-            item, self._has_head = self._head, False
-        else:
-            item = await self._queue.get()
-        while item is not _END:
+            self._has_head = False
+            if self._head is _END:
+                return
+            head = self._head
+            assert isinstance(head, Event | Exception)
+            yield head
+        while True:
+            try:
+                async with asyncio.timeout(idle_after):
+                    item = await self._queue.get()
+            except TimeoutError:
+                yield None
+                continue
+            if item is _END:
+                return
             assert isinstance(item, Event | Exception)
             yield item
-            item = await self._queue.get()
