@@ -21,6 +21,7 @@ from baton.sessions.sql import SqlStore
 from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
 from baton.types import SessionId
 from baton.workflow.checkpoint import RunRecord
+from tests.conftest import sqlite_url
 from tests.crash import child
 from tests.crash.workflow import APP_NAME, USER_ID, read_counts
 
@@ -95,12 +96,21 @@ async def test_uninterrupted_run_gives_the_expected_result(store_url: str, tmp_p
 async def test_sigkill_after_every_step_commit_recovers_without_redoing_work(
     store_url: str, tmp_path: Path
 ) -> None:
-    reference = await carry_through(await new_case(store_url, tmp_path, "reference"))
+    await sweep_step_kills(store_url, tmp_path, replay=False)
+
+
+async def test_replay_mode_sigkill_after_every_step_commit_on_sqlite(tmp_path: Path) -> None:
+    """Non-resumable apps recover by replaying from START; one backend keeps the suite short."""
+    await sweep_step_kills(sqlite_url(tmp_path), tmp_path, replay=True)
+
+
+async def sweep_step_kills(url: str, tmp_path: Path, *, replay: bool) -> None:
+    reference = await carry_through(await new_case(url, tmp_path, "reference", replay=replay))
     limit = asyncio.Semaphore(PARALLEL_CASES)
 
     async def killed_after(k: int) -> Outcome:
         async with limit:
-            case = await new_case(store_url, tmp_path, f"kill-{k}", kill_at=k)
+            case = await new_case(url, tmp_path, f"kill-{k}", kill_at=k, replay=replay)
             return await carry_through(case)
 
     steps = range(1, reference.commits + 1)
