@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy import event as sql_events
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Connection
 
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
 from baton.sessions.services import DatabaseSessionService, SqliteSessionService
 from baton.sessions.sql import SqlStore, schema
-from baton.sessions.sql.dialect import create_engine, normalize_url
+from baton.sessions.sql.dialect import normalize_url
+from baton.sessions.sql.executors import Executor, open_executor
 from baton.sessions.sql.migrations import LATEST_VERSION, migrate, read_version
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, sqlite_url
@@ -30,12 +31,23 @@ PROCESSES = 2  # each child imports baton (about a second), so few
 
 
 @asynccontextmanager
-async def _engine(url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(normalize_url(url))
+async def _database(url: str) -> AsyncIterator[Executor]:
+    database = open_executor(normalize_url(url))
     try:
-        yield engine
+        yield database
     finally:
-        await engine.dispose()
+        await database.close()
+
+
+async def _migrate(database: Executor) -> list[int]:
+    return await database.transact(migrate, write=True)
+
+
+async def _scalar(database: Executor, sql: str) -> Any:
+    def scalar(connection: Connection) -> Any:
+        return connection.scalar(text(sql))
+
+    return await database.transact(scalar, write=False)
 
 
 async def test_second_store_on_the_same_database_sees_everything(
@@ -67,36 +79,36 @@ async def test_second_store_on_the_same_database_sees_everything(
 
 
 async def test_migrations_run_once_and_are_idempotent(store_url: str) -> None:
-    async with _engine(store_url) as engine:
-        assert await migrate(engine) == [1]
-        assert await migrate(engine) == []
-        async with engine.connect() as connection:
-            assert await read_version(connection) == LATEST_VERSION
+    async with _database(store_url) as database:
+        assert await _migrate(database) == [1]
+        assert await _migrate(database) == []
+        assert await database.transact(read_version, write=False) == LATEST_VERSION
 
 
 async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> None:
     async with (
-        _engine(store_url) as a,
-        _engine(store_url) as b,
-        _engine(store_url) as c,
-        _engine(store_url) as d,
+        _database(store_url) as a,
+        _database(store_url) as b,
+        _database(store_url) as c,
+        _database(store_url) as d,
     ):
-        applied = await asyncio.gather(*(migrate(e) for e in (a, b, c, d)))
+        applied = await asyncio.gather(*(_migrate(e) for e in (a, b, c, d)))
 
     assert sorted(applied) == [[]] * (MIGRATORS - 1) + [[1]]
 
 
 _MIGRATE_AND_PRINT = """
 import asyncio, sys
-from baton.sessions.sql.dialect import create_engine, normalize_url
+from baton.sessions.sql.dialect import normalize_url
+from baton.sessions.sql.executors import open_executor
 from baton.sessions.sql.migrations import migrate
 
 async def main() -> None:
-    engine = create_engine(normalize_url(sys.argv[1]))
+    database = open_executor(normalize_url(sys.argv[1]))
     try:
-        print(await migrate(engine))
+        print(await database.transact(migrate, write=True))
     finally:
-        await engine.dispose()
+        await database.close()
 
 asyncio.run(main())
 """
@@ -117,13 +129,15 @@ async def test_processes_starting_at_once_apply_each_step_once(store_url: str) -
 
 
 async def test_a_newer_schema_is_refused(store_url: str) -> None:
-    async with _engine(store_url) as engine:
-        await migrate(engine)
-        async with engine.begin() as connection:
-            await connection.execute(schema.schema_version.update().values(version=99))
+    def set_version_99(connection: Connection) -> None:
+        connection.execute(schema.schema_version.update().values(version=99))
+
+    async with _database(store_url) as database:
+        await _migrate(database)
+        await database.transact(set_version_99, write=True)
 
         with pytest.raises(RuntimeError, match=r"schema version 99.*upgrade baton"):
-            await migrate(engine)
+            await _migrate(database)
 
 
 async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
@@ -143,8 +157,12 @@ async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
     await store.close()
 
     tables = [schema.sessions, schema.events, schema.invocations, schema.interrupts, schema.leases]
-    async with _engine(store_url) as engine, engine.connect() as connection:
-        counts = [await connection.scalar(select(func.count()).select_from(t)) for t in tables]
+
+    def count_rows(connection: Connection) -> list[Any]:
+        return [connection.scalar(select(func.count()).select_from(t)) for t in tables]
+
+    async with _database(store_url) as database:
+        counts = await database.transact(count_rows, write=False)
     assert counts == [0, 0, 0, 0, 0]
 
 
@@ -164,12 +182,15 @@ async def test_lookups_use_indexes_and_event_limit_uses_sql_limit(tmp_path: Path
     finally:
         await store.close()
 
-    async with _engine(url) as engine, engine.connect() as connection:
-        plans = [
+    def explain(connection: Connection) -> list[str]:
+        return [
             row.detail
             for sql, parameters in selects
-            for row in await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
         ]
+
+    async with _database(url) as database:
+        plans = await database.transact(explain, write=False)
     assert [p for p in plans if p.startswith("SCAN")] == []
     assert [sql for sql, _ in selects if "FROM baton_events" in sql and "LIMIT" not in sql] == []
 
@@ -197,17 +218,17 @@ def test_sqlite_session_service_refuses_other_databases() -> None:
 
 
 async def test_sqlite_foreign_keys_and_wal_are_on(tmp_path: Path) -> None:
-    async with _engine(f"sqlite:///{tmp_path / 'x.db'}") as engine, engine.connect() as c:
-        assert await c.scalar(text("PRAGMA foreign_keys")) == 1
-        assert await c.scalar(text("PRAGMA journal_mode")) == "wal"
+    async with _database(f"sqlite:///{tmp_path / 'x.db'}") as database:
+        assert await _scalar(database, "PRAGMA foreign_keys") == 1
+        assert await _scalar(database, "PRAGMA journal_mode") == "wal"
 
 
 @pytest.mark.parametrize(("query", "level"), [("", 1), ("?synchronous=full", 2)])
 async def test_sqlite_synchronous_is_normal_unless_the_url_asks_for_full(
     tmp_path: Path, query: str, level: int
 ) -> None:
-    async with _engine(f"sqlite:///{tmp_path / 'x.db'}{query}") as engine, engine.connect() as c:
-        assert await c.scalar(text("PRAGMA synchronous")) == level
+    async with _database(f"sqlite:///{tmp_path / 'x.db'}{query}") as database:
+        assert await _scalar(database, "PRAGMA synchronous") == level
 
 
 def test_unknown_sqlite_synchronous_level_is_refused(tmp_path: Path) -> None:
@@ -215,20 +236,25 @@ def test_unknown_sqlite_synchronous_level_is_refused(tmp_path: Path) -> None:
         SqlStore(f"sqlite:///{tmp_path / 'x.db'}?synchronous=sometimes")
 
 
-async def test_plain_sqlite_url_is_rewritten_to_aiosqlite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["sqlite", "sqlite+pysqlite", "sqlite+aiosqlite"])
+async def test_every_sqlite_url_names_the_same_file_through_pysqlite(
+    tmp_path: Path, scheme: str
+) -> None:
     path = tmp_path / "plain.db"
-    store = SqlStore(f"sqlite:///{path}")
+    store = SqlStore(f"{scheme}:///{path}")
     try:
         await store.create_session(APP, USER, session_id=SessionId("s1"))
-        assert store.url == f"sqlite+aiosqlite:///{path}"
+        assert store.url == f"sqlite+pysqlite:///{path}"
     finally:
         await store.close()
     assert path.exists()
 
 
-@pytest.mark.parametrize("url", ["mysql://root@localhost/db", "oracle://x", "sqlite+pysqlite:///x"])
+@pytest.mark.parametrize(
+    "url", ["mysql://root@localhost/db", "oracle://x", "sqlite+pysqlcipher:///x"]
+)
 def test_unsupported_url_raises_naming_it(url: str) -> None:
-    with pytest.raises(ValueError, match=r"unsupported database URL .*; use 'sqlite\+aiosqlite"):
+    with pytest.raises(ValueError, match=r"unsupported database URL .*; use 'sqlite:///path'"):
         SqlStore(url)
 
 

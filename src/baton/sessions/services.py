@@ -132,8 +132,8 @@ class SqliteSessionService(BaseSessionService):
 
     def __init__(self, db_path: str) -> None:
         if "://" not in db_path:
-            db_path = f"sqlite+aiosqlite:///{db_path}"
-        elif not db_path.startswith(("sqlite://", "sqlite+aiosqlite://")):
+            db_path = f"sqlite:///{db_path}"
+        elif not db_path.startswith(("sqlite://", "sqlite+pysqlite://", "sqlite+aiosqlite://")):
             raise ValueError(
                 f"SqliteSessionService takes a file path or a sqlite:/// URL, not '{db_path}'; "
                 "use DatabaseSessionService for other databases."

@@ -1,6 +1,7 @@
-"""What differs between SQLite and PostgreSQL: URLs, engine options, conflicts, locks.
+"""What differs between SQLite and PostgreSQL: URLs, engines, conflicts, locks.
 
-Everything else in `baton.sessions.sql` is one SQLAlchemy Core code path.
+Everything else in `baton.sessions.sql` is one SQLAlchemy Core code path of
+synchronous functions over a `Connection`; `executors` runs them on each database.
 """
 
 from __future__ import annotations
@@ -8,23 +9,25 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from sqlalchemy import Table, event, text
+from sqlalchemy import Engine, Table, event, text
+from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from baton.errors import ExtraNotInstalledError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "SQLITE_BEGIN_OPTION",
-    "create_engine",
+    "create_postgres_engine",
+    "create_sqlite_engine",
     "insert",
+    "is_sqlite",
     "is_unique_violation",
     "lock_for_migration",
     "normalize_url",
-    "snapshot_reader",
 ]
 
 BUSY_TIMEOUT_MS = 10_000
@@ -33,9 +36,11 @@ BUSY_TIMEOUT_MS = 10_000
 SQLITE_BEGIN_OPTION = "baton_sqlite_begin"
 """Execution option naming the SQLite BEGIN mode ("IMMEDIATE" for read-then-write)."""
 
-_SQLITE_DRIVER = "sqlite+aiosqlite"
+_SQLITE_DRIVER = "sqlite+pysqlite"
+# aiosqlite was baton's SQLite driver once: its URLs still name the same file.
+_SQLITE_NAMES = ("sqlite", _SQLITE_DRIVER, "sqlite+aiosqlite")
 _POSTGRES_DRIVER = "postgresql+asyncpg"
-_SUPPORTED = f"'{_SQLITE_DRIVER}:///path', 'sqlite:///path' or '{_POSTGRES_DRIVER}://...'"
+_SUPPORTED = f"'sqlite:///path' or '{_POSTGRES_DRIVER}://...'"
 _PG_UNIQUE_VIOLATION = "23505"
 _SQLITE_UNIQUE_VIOLATIONS = ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
 # Any 64-bit constant works; it only has to be the same in every baton process.
@@ -43,13 +48,16 @@ _MIGRATION_LOCK_KEY = 0x62_61_74_6F_6E_00_00_01
 
 
 def normalize_url(url: str) -> URL:
-    """Parse a database URL, rewriting `sqlite://` and `postgresql://` to their async drivers.
+    """Parse a database URL, naming the driver baton uses for its database.
+
+    SQLite URLs (`sqlite://`, `sqlite+pysqlite://`, `sqlite+aiosqlite://`) become
+    `sqlite+pysqlite://`; PostgreSQL URLs become `postgresql+asyncpg://`.
 
     Raises:
         ValueError: the URL names a database or driver baton does not support.
     """
     parsed = make_url(url)
-    if parsed.drivername in ("sqlite", _SQLITE_DRIVER):
+    if parsed.drivername in _SQLITE_NAMES:
         return parsed.set(drivername=_SQLITE_DRIVER)
     if parsed.drivername in ("postgresql", "postgres", _POSTGRES_DRIVER):
         return parsed.set(drivername=_POSTGRES_DRIVER)
@@ -59,18 +67,17 @@ def normalize_url(url: str) -> URL:
     )
 
 
-def create_engine(url: URL) -> AsyncEngine:
-    """An async engine with baton's options for the URL's database.
+def is_sqlite(url: URL) -> bool:
+    """True for a SQLite URL (after `normalize_url`)."""
+    return url.get_backend_name() == "sqlite"
 
-    PostgreSQL URLs may carry `?search_path=schema` to keep baton's tables in one schema.
+
+def create_postgres_engine(url: URL) -> AsyncEngine:
+    """An asyncpg engine; the URL may carry `?search_path=schema` for baton's tables.
 
     Raises:
-        ExtraNotInstalledError: a PostgreSQL URL and asyncpg is not installed.
+        ExtraNotInstalledError: asyncpg is not installed.
     """
-    if url.get_backend_name() == "sqlite":
-        return _create_sqlite_engine(
-            url.difference_update_query(["synchronous"]), _synchronous(url)
-        )
     if importlib.util.find_spec("asyncpg") is None:
         raise ExtraNotInstalledError("postgres", "asyncpg", "PostgreSQL storage")
     search_path = url.query.get("search_path")
@@ -109,10 +116,16 @@ def _synchronous(url: URL) -> str:
     return level
 
 
-def _create_sqlite_engine(url: URL, synchronous: str) -> AsyncEngine:
-    engine = create_async_engine(url)
+def create_sqlite_engine(url: URL) -> Engine:
+    """A synchronous pysqlite engine with WAL, busy_timeout and baton's BEGIN modes.
 
-    @event.listens_for(engine.sync_engine, "connect")
+    Raises:
+        ValueError: an unknown `?synchronous=` level.
+    """
+    synchronous = _synchronous(url)
+    engine = create_sync_engine(url.difference_update_query(["synchronous"]))
+
+    @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
         # Take over BEGIN from the driver so transactions start where SQLAlchemy says,
         # in the mode we choose (see _begin).
@@ -125,8 +138,8 @@ def _create_sqlite_engine(url: URL, synchronous: str) -> AsyncEngine:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
-    def _begin(connection: Any) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
         # A transaction that reads and then writes must take the write lock up front
         # (IMMEDIATE): upgrading a read lock later fails at once when another writer
         # committed in between, instead of waiting out busy_timeout.
@@ -136,21 +149,9 @@ def _create_sqlite_engine(url: URL, synchronous: str) -> AsyncEngine:
     return engine
 
 
-def snapshot_reader(engine: AsyncEngine) -> AsyncEngine:
-    """The engine for multi-statement reads that must see one consistent snapshot.
-
-    A session and its events are read in two statements; PostgreSQL's default READ
-    COMMITTED could let a commit land between them. SQLite in WAL mode already reads
-    one snapshot per transaction.
-    """
-    if engine.dialect.name == "postgresql":
-        return engine.execution_options(isolation_level="REPEATABLE READ")
-    return engine
-
-
-def insert(connection: AsyncConnection, table: Table) -> sqlite.Insert | postgresql.Insert:
-    """An INSERT into `table` with ON CONFLICT support, for the connection's database."""
-    if connection.dialect.name == "sqlite":
+def insert(dialect: str, table: Table) -> sqlite.Insert | postgresql.Insert:
+    """An INSERT into `table` with ON CONFLICT support, for the dialect of that name."""
+    if dialect == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
 
@@ -164,13 +165,11 @@ def is_unique_violation(error: IntegrityError) -> bool:
     return errorname in _SQLITE_UNIQUE_VIOLATIONS
 
 
-async def lock_for_migration(connection: AsyncConnection) -> None:
+def lock_for_migration(connection: Connection) -> None:
     """Serialize schema migration between processes, until the transaction ends.
 
     SQLite needs nothing more: the migration transaction begins IMMEDIATE, which
     already excludes every other writer.
     """
     if connection.dialect.name == "postgresql":
-        await connection.execute(
-            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY}
-        )
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})

@@ -22,18 +22,20 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     and_,
+    bindparam,
 )
 
 from baton.sessions.store import SessionKey
 
 __all__ = [
+    "IS_SESSION",
     "events",
     "interrupts",
     "invocations",
-    "is_session",
     "leases",
     "metadata",
     "schema_version",
+    "session_params",
     "sessions",
 ]
 
@@ -138,10 +140,22 @@ schema_version = Table(
 )
 
 
-def is_session(key: SessionKey) -> ColumnElement[bool]:
-    """The WHERE clause picking one session's row out of `sessions`."""
-    return and_(
-        sessions.c.app_name == key.app_name,
-        sessions.c.user_id == key.user_id,
-        sessions.c.session_id == key.session_id,
-    )
+IS_SESSION: ColumnElement[bool] = and_(
+    sessions.c.app_name == bindparam("key_app_name"),
+    sessions.c.user_id == bindparam("key_user_id"),
+    sessions.c.session_id == bindparam("key_session_id"),
+)
+"""The WHERE clause picking one session's row out of `sessions`; bind `session_params`.
+
+Statements built once with bound parameters skip SQLAlchemy's per-statement
+construction and cache-key work, which costs more than SQLite running them.
+"""
+
+
+def session_params(key: SessionKey) -> dict[str, str]:
+    """The parameters `IS_SESSION` binds for one session."""
+    return {
+        "key_app_name": key.app_name,
+        "key_user_id": key.user_id,
+        "key_session_id": key.session_id,
+    }

@@ -3,19 +3,31 @@
 The order matters: the session row is locked first, the invocation's version is
 checked and advanced second, so a stale step fails before it writes anything and
 the transaction's rollback has nothing to undo beyond that.
+
+The statements are built once, with bound parameters: building and cache-keying a
+Core statement per call costs several times what SQLite takes to run it.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.expression import Executable
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.events import Event
 from baton.sessions.sql.dialect import insert
-from baton.sessions.sql.schema import events, interrupts, invocations, is_session, sessions
+from baton.sessions.sql.schema import (
+    IS_SESSION,
+    events,
+    interrupts,
+    invocations,
+    session_params,
+    sessions,
+)
 from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
@@ -29,44 +41,58 @@ __all__ = ["write_step"]
 
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
+# An UPDATE takes the row lock (PostgreSQL) that serializes a session's commits, whose
+# state is read-modify-written; SQLite's IMMEDIATE transaction already holds the lock.
+_TOUCH_SESSION = update(sessions).where(IS_SESSION).returning(sessions.c.pk, sessions.c.state)
+_SET_STATE = update(sessions).where(sessions.c.pk == bindparam("key_pk"))
+_APPEND_EVENTS = events.insert()
+_ADVANCE_INVOCATION = (
+    update(invocations)
+    .where(
+        invocations.c.id == bindparam("key_id"),
+        invocations.c.session_pk == bindparam("key_session_pk"),
+        invocations.c.version == bindparam("key_version"),
+    )
+    .returning(invocations.c.version)
+)
+_INVOCATION_VERSION = select(invocations.c.version).where(invocations.c.id == bindparam("key_id"))
+_ANSWER_INTERRUPT = update(interrupts).where(
+    interrupts.c.invocation_id == bindparam("key_invocation_id"),
+    interrupts.c.interrupt_id == bindparam("key_interrupt_id"),
+)
 
-async def write_step(connection: AsyncConnection, commit: StepCommit, now: float) -> int:
+
+def write_step(connection: Connection, commit: StepCommit, now: float) -> int:
     """Write `commit` in the connection's open transaction; return the new version.
 
     Raises:
         SessionNotFoundError: the session does not exist.
         StaleVersionError: `expected_version` is not the invocation's version.
     """
-    pk, state = await _lock_session(connection, commit.session)
+    pk, state = _lock_session(connection, commit.session, now)
     version = 0
     if commit.invocation_id is not None:
-        version = await _advance_invocation(connection, pk, commit, now)
-    await _append_events(connection, pk, commit.events)
+        version = _advance_invocation(connection, pk, commit, now)
+    _append_events(connection, pk, commit.events)
     delta = strip_temp_state(commit.state_delta)
-    await connection.execute(
-        update(sessions)
-        .where(sessions.c.pk == pk)
-        .values(updated_at=now, **({"state": {**state, **delta}} if delta else {}))
-    )
+    if delta:
+        connection.execute(_SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
     if commit.invocation_id is not None:
-        await _open_interrupts(connection, pk, commit, now)
-        await _answer_interrupts(connection, commit, now)
+        _open_interrupts(connection, pk, commit, now)
+        _answer_interrupts(connection, commit, now)
     return version
 
 
-async def _lock_session(connection: AsyncConnection, key: SessionKey) -> tuple[int, dict[str, Any]]:
-    # FOR UPDATE serializes a session's commits on PostgreSQL (its state is
-    # read-modify-written); SQLite's IMMEDIATE transaction already did.
-    query = select(sessions.c.pk, sessions.c.state).where(is_session(key)).with_for_update()
-    row = (await connection.execute(query)).first()
+def _lock_session(
+    connection: Connection, key: SessionKey, now: float
+) -> tuple[int, dict[str, Any]]:
+    row = connection.execute(_TOUCH_SESSION, {"updated_at": now, **session_params(key)}).first()
     if row is None:
         raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
     return row.pk, dict(row.state)
 
 
-async def _append_events(
-    connection: AsyncConnection, session_pk: int, new: tuple[Event, ...]
-) -> None:
+def _append_events(connection: Connection, session_pk: int, new: tuple[Event, ...]) -> None:
     if not new:
         return
     rows = [
@@ -79,31 +105,35 @@ async def _append_events(
         }
         for event in new
     ]
-    await connection.execute(events.insert(), rows)
+    connection.execute(_APPEND_EVENTS, rows)
 
 
-async def _advance_invocation(
-    connection: AsyncConnection, session_pk: int, commit: StepCommit, now: float
+def _advance_invocation(
+    connection: Connection, session_pk: int, commit: StepCommit, now: float
 ) -> int:
     if commit.expected_version == 0:
-        statement = (
-            insert(connection, invocations)
-            .values(_new_invocation(session_pk, commit, now))
-            .on_conflict_do_nothing(index_elements=[invocations.c.id])
-        )
+        statement = _create_invocation(connection.dialect.name)
+        parameters = _new_invocation(session_pk, commit, now)
     else:
-        statement = (
-            update(invocations)
-            .where(
-                invocations.c.id == commit.invocation_id,
-                invocations.c.session_pk == session_pk,
-                invocations.c.version == commit.expected_version,
-            )
-            .values(_invocation_changes(commit, now))
-        )
-    if (await connection.execute(statement.returning(invocations.c.version))).first() is None:
-        await _raise_stale(connection, commit)
+        statement = _ADVANCE_INVOCATION
+        parameters = {
+            "key_id": commit.invocation_id,
+            "key_session_pk": session_pk,
+            "key_version": commit.expected_version,
+            **_invocation_changes(commit, now),
+        }
+    if connection.execute(statement, parameters).first() is None:
+        _raise_stale(connection, commit)
     return commit.expected_version + 1
+
+
+@cache
+def _create_invocation(dialect: str) -> Executable:
+    return (
+        insert(dialect, invocations)
+        .on_conflict_do_nothing(index_elements=[invocations.c.id])
+        .returning(invocations.c.version)
+    )
 
 
 def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str, Any]:
@@ -130,32 +160,32 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
     return changes
 
 
-async def _raise_stale(connection: AsyncConnection, commit: StepCommit) -> None:
-    actual = await connection.scalar(
-        select(invocations.c.version).where(invocations.c.id == commit.invocation_id)
-    )
+def _raise_stale(connection: Connection, commit: StepCommit) -> None:
+    actual = connection.scalar(_INVOCATION_VERSION, {"key_id": commit.invocation_id})
     raise StaleVersionError(
         f"invocation '{commit.invocation_id}' is at version {actual or 0}, not "
         f"{commit.expected_version}: another process advanced it; reload and retry."
     )
 
 
-async def _open_interrupts(
-    connection: AsyncConnection, session_pk: int, commit: StepCommit, now: float
+def _open_interrupts(
+    connection: Connection, session_pk: int, commit: StepCommit, now: float
 ) -> None:
     if not commit.opened:
         return
     rows = [_interrupt_row(session_pk, commit.session, row, now) for row in commit.opened]
-    statement = insert(connection, interrupts)
+    connection.execute(_reopen_interrupts(connection.dialect.name), rows)
+
+
+@cache
+def _reopen_interrupts(dialect: str) -> Executable:
+    statement = insert(dialect, interrupts)
     # Reopening an id (a loop asks again) replaces the earlier, answered row.
     replaced = {
         c.name: statement.excluded[c.name] for c in interrupts.c if c.name not in _INTERRUPT_KEY
     }
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[interrupts.c.invocation_id, interrupts.c.interrupt_id], set_=replaced
-        ),
-        rows,
+    return statement.on_conflict_do_update(
+        index_elements=[interrupts.c.invocation_id, interrupts.c.interrupt_id], set_=replaced
     )
 
 
@@ -180,18 +210,18 @@ def _interrupt_row(session_pk: int, key: SessionKey, row: Interrupt, now: float)
     }
 
 
-async def _answer_interrupts(connection: AsyncConnection, commit: StepCommit, now: float) -> None:
-    for interrupt_id, answer in commit.answered:
-        await connection.execute(
-            update(interrupts)
-            .where(
-                interrupts.c.invocation_id == commit.invocation_id,
-                interrupts.c.interrupt_id == interrupt_id,
-            )
-            .values(
-                status=InterruptStatus.ANSWERED.value,
-                answered_at=now,
-                answer=answer,
-                answered_by=commit.answered_by,
-            )
-        )
+def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -> None:
+    if not commit.answered:
+        return
+    answers = [
+        {
+            "key_invocation_id": commit.invocation_id,
+            "key_interrupt_id": interrupt_id,
+            "status": InterruptStatus.ANSWERED.value,
+            "answered_at": now,
+            "answer": answer,
+            "answered_by": commit.answered_by,
+        }
+        for interrupt_id, answer in commit.answered
+    ]
+    connection.execute(_ANSWER_INTERRUPT, answers)

@@ -1,0 +1,169 @@
+"""The store's reads, as synchronous functions over a `Connection` (see `executors`).
+
+Each runs inside one read transaction, so a session and its events come from one
+snapshot. Rows become the Store protocol's records here, before they leave the
+transaction. The frequent queries are built once with bound parameters (see `step`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row, RowMapping, bindparam, select
+from sqlalchemy.engine import Connection
+
+from baton.events import Event
+from baton.sessions.sql.schema import (
+    IS_SESSION,
+    events,
+    interrupts,
+    invocations,
+    session_params,
+    sessions,
+)
+from baton.sessions.store import (
+    Interrupt,
+    InterruptStatus,
+    Invocation,
+    InvocationStatus,
+    Session,
+    SessionKey,
+)
+from baton.types import InterruptId, InvocationId, SessionId
+
+__all__ = [
+    "find_interrupts",
+    "get_session",
+    "list_interrupts",
+    "list_invocations",
+    "list_sessions",
+    "load_invocation",
+]
+
+_SESSION = select(sessions).where(IS_SESSION)
+_INVOCATIONS = (
+    select(invocations)
+    .join(sessions, sessions.c.pk == invocations.c.session_pk)
+    .where(IS_SESSION)
+    .order_by(invocations.c.created_at, invocations.c.id)
+)
+_INVOCATION = _INVOCATIONS.where(invocations.c.id == bindparam("key_id"))
+_INTERRUPTS_BY_ID = (
+    select(interrupts)
+    .join(sessions, sessions.c.pk == interrupts.c.session_pk)
+    .where(IS_SESSION, interrupts.c.interrupt_id == bindparam("key_interrupt_id"))
+    .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
+)
+_EVENTS = select(events.c.event).where(events.c.session_pk == bindparam("key_pk"))
+_ALL_EVENTS = _EVENTS.order_by(events.c.seq)
+# Newest first with LIMIT reads only N rows off the (session, seq) index.
+_NEWEST_EVENTS = _EVENTS.order_by(events.c.seq.desc()).limit(bindparam("key_limit"))
+
+
+def get_session(
+    connection: Connection, key: SessionKey, with_events: bool, event_limit: int | None
+) -> Session | None:
+    """The session (its newest `event_limit` events, or all, or none), or None."""
+    row = connection.execute(_SESSION, session_params(key)).first()
+    if row is None:
+        return None
+    session = _to_session(row)
+    if with_events:
+        session.events = _load_events(connection, row.pk, event_limit)
+    return session
+
+
+def list_sessions(connection: Connection, app_name: str, user_id: str | None) -> list[Session]:
+    """Sessions of an app (optionally of one user), without their events."""
+    query = select(sessions).where(sessions.c.app_name == app_name)
+    if user_id is not None:
+        query = query.where(sessions.c.user_id == user_id)
+    return [_to_session(row) for row in connection.execute(query.order_by(sessions.c.pk))]
+
+
+def load_invocation(
+    connection: Connection, key: SessionKey, invocation_id: InvocationId
+) -> Invocation | None:
+    """The invocation with its checkpoint, or None."""
+    parameters = {"key_id": invocation_id, **session_params(key)}
+    row = connection.execute(_INVOCATION, parameters).first()
+    return None if row is None else _to_invocation(key, row)
+
+
+def list_invocations(connection: Connection, key: SessionKey) -> list[Invocation]:
+    """The session's invocations, oldest first."""
+    return [
+        _to_invocation(key, row) for row in connection.execute(_INVOCATIONS, session_params(key))
+    ]
+
+
+def find_interrupts(
+    connection: Connection, key: SessionKey, interrupt_id: InterruptId
+) -> list[Interrupt]:
+    """Index rows with that id in the session (open or answered), by index, not scan."""
+    parameters = {"key_interrupt_id": interrupt_id, **session_params(key)}
+    rows = connection.execute(_INTERRUPTS_BY_ID, parameters).mappings()
+    return [_to_interrupt(row) for row in rows]
+
+
+def list_interrupts(
+    connection: Connection,
+    app_name: str,
+    user_id: str | None,
+    session_id: SessionId | None,
+    invocation_id: InvocationId | None,
+    status: InterruptStatus | None,
+) -> list[Interrupt]:
+    """Interrupts matching the filters (None matches anything), oldest first."""
+    filters = {
+        interrupts.c.app_name: app_name,
+        interrupts.c.user_id: user_id,
+        interrupts.c.session_id: session_id,
+        interrupts.c.invocation_id: invocation_id,
+        interrupts.c.status: status.value if status is not None else None,
+    }
+    query = select(interrupts).where(
+        *(column == value for column, value in filters.items() if value is not None)
+    )
+    order = (interrupts.c.created_at, interrupts.c.invocation_id, interrupts.c.interrupt_id)
+    return [_to_interrupt(row) for row in connection.execute(query.order_by(*order)).mappings()]
+
+
+def _load_events(connection: Connection, session_pk: int, limit: int | None) -> list[Event]:
+    if limit == 0:
+        return []
+    if limit is None:
+        rows = connection.scalars(_ALL_EVENTS, {"key_pk": session_pk})
+        return [Event.from_wire(e) for e in rows]
+    rows = connection.scalars(_NEWEST_EVENTS, {"key_pk": session_pk, "key_limit": limit})
+    return [Event.from_wire(e) for e in reversed(rows.all())]
+
+
+def _to_session(row: Row[Any]) -> Session:
+    return Session(
+        id=row.session_id,
+        app_name=row.app_name,
+        user_id=row.user_id,
+        state=row.state,
+        last_update_time=row.updated_at,
+    )
+
+
+def _to_invocation(key: SessionKey, row: Row[Any]) -> Invocation:
+    return Invocation(
+        id=row.id,
+        app_name=key.app_name,
+        user_id=key.user_id,
+        session_id=key.session_id,
+        status=InvocationStatus(row.status),
+        fingerprint=row.fingerprint,
+        checkpoint=row.checkpoint,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        error=row.error,
+    )
+
+
+def _to_interrupt(row: RowMapping) -> Interrupt:
+    return Interrupt.model_validate({k: v for k, v in row.items() if k != "session_pk"})
