@@ -6,6 +6,7 @@ import contextlib
 import json
 
 from jsonschema import Draft202012Validator
+from jsonschema import exceptions as schema_errors
 from jsonschema.exceptions import ValidationError
 from pydantic import JsonValue
 
@@ -42,10 +43,16 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     )
     if not errors:
         return value
-    error = min(errors, key=lambda e: len(e.absolute_path))
+    error = _most_relevant(errors)
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"
     raise InvalidResponseError(
         f"answer to interrupt '{row.interrupt_id}' does not match its response_schema: "
-        f"{where}: {error.message}. Nothing was stored; send an answer that matches "
-        f"{json.dumps(schema, sort_keys=True)[:300]}."
+        f"{where}: {error.message}. Nothing was stored; correct the answer and send it again."
     )
+
+
+def _most_relevant(errors: list[ValidationError]) -> ValidationError:
+    """jsonschema's pick: for an anyOf/oneOf failure, the reason from the branch that fits."""
+    found = schema_errors.best_match(errors)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType] -- untyped return in the stubs
+    assert isinstance(found, ValidationError)  # errors is non-empty
+    return found
