@@ -525,8 +525,10 @@ class _Run:
             await self._land(
                 StepParts(), lambda: None, status=InvocationStatus.FAILED, error=str(failure)
             )
-        except InvocationBusyError as lost:
-            self.error = lost
+        except Exception as broken:
+            # The store failed (or the lease was lost): nothing more can be recorded, so
+            # the invocation stays as its last commit left it, resumable by its id.
+            self.error = broken
         finally:
             self.outbox.put_nowait(_DONE)
 

@@ -26,7 +26,7 @@ from baton.errors import (
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.memory import MemoryStore
 from baton.sessions.services import BaseSessionService
-from baton.sessions.store import InterruptStatus, InvocationStatus, Session, SessionKey
+from baton.sessions.store import InterruptStatus, InvocationStatus, Session, SessionKey, StepCommit
 from baton.types import InvocationId, SessionId
 from tests.conftest import FakeClock
 from tests.harness import Harness, MakeHarness, asked, build_harness, outputs
@@ -360,3 +360,32 @@ async def _session(service: BaseSessionService, h: Harness) -> Session:
     session = await service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
     return session
+
+
+class FailingStore(MemoryStore):  # pyright: ignore[reportGeneralTypeIssues] -- a test-only fault injector over the real store
+    """The real memory store, whose commits start failing after a number of them."""
+
+    def __init__(self, healthy_commits: int) -> None:
+        super().__init__()
+        self.healthy_commits = healthy_commits
+
+    async def commit_step(self, commit: StepCommit) -> int:
+        if self.healthy_commits <= 0:
+            raise ConnectionError("database went away")
+        self.healthy_commits -= 1
+        return await super().commit_step(commit)
+
+
+async def test_a_failing_store_surfaces_from_run_async_and_the_run_stays_resumable() -> None:
+    counter: dict[str, int] = {}
+    store = FailingStore(healthy_commits=2)  # the start, then `prepare`
+    service = BaseSessionService(store)
+    h = await build_harness(_approval_workflow(counter), service, resumable=True)
+    with pytest.raises(ConnectionError, match="database went away"):
+        await h.start("trip")
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.RUNNING
+    store.healthy_commits = 100
+    events = await h.collect(invocation_id=invocation.id)
+    assert asked(events) == ["approve"]
+    assert counter == {"prepare": 1, "ask": 2}
