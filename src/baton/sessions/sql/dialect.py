@@ -7,6 +7,8 @@ synchronous functions over a `Connection`; `executors` runs them on each databas
 from __future__ import annotations
 
 import importlib.util
+import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Engine, Table, event, text
@@ -95,6 +97,23 @@ def create_postgres_engine(url: URL) -> AsyncEngine:
 _SYNCHRONOUS = ("NORMAL", "FULL")
 
 
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the database in WAL mode, waiting out another process doing the same.
+
+    Two connections converting a brand-new file at once can get "database is locked"
+    without SQLite consulting busy_timeout, so the switch is retried, within that timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _synchronous(url: URL) -> str:
     """SQLite's `synchronous` level from the URL's `?synchronous=` (NORMAL by default).
 
@@ -133,7 +152,7 @@ def create_sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         # busy_timeout first: switching to WAL waits for other processes' locks.
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _switch_to_wal(cursor)
         cursor.execute(f"PRAGMA synchronous = {synchronous}")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
