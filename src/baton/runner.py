@@ -114,6 +114,12 @@ class _Plan:
 
 _DONE: Final = object()
 
+_STATUS_OF: Final = {
+    RunStatus.COMPLETED: InvocationStatus.COMPLETED,
+    RunStatus.WAITING: InvocationStatus.PAUSED,
+    RunStatus.FAILED: InvocationStatus.FAILED,
+}
+
 
 class Runner:
     """Runs an app's root node against a session service.
@@ -394,6 +400,9 @@ class _Run:
         self.lock = asyncio.Lock()
         self.outbox: asyncio.Queue[object] = asyncio.Queue()
         self.error: BaseException | None = None
+        # The invocation's status as of the root run's last step, landed with that step.
+        self.final_status: InvocationStatus | None = None
+        self.status_landed = False
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
             invocation_id=plan.invocation_id,
@@ -462,6 +471,7 @@ class _Run:
         await self._land(
             StepParts(events=parts.events, state_delta=parts.state_delta, answered=answered),
             mutate,
+            status=InvocationStatus.RUNNING,
             answered_by=answered_by,
         )
 
@@ -480,6 +490,8 @@ class _Run:
     ) -> None:
         async with self.lock:
             mutate()
+            if status is None and self.final_status is not None:
+                status, self.final_status = self.final_status, None
             step = StepCommit(
                 session=self.plan.key,
                 invocation_id=self.plan.invocation_id,
@@ -495,6 +507,8 @@ class _Run:
                 answered_by=answered_by,
             )
             self.version = await self.store.commit_step(step)
+            if status is not None:
+                self.status_landed = status is not InvocationStatus.RUNNING
             self.invocation.session.state.update(parts.state_delta)
             for event in parts.events:
                 self.outbox.put_nowait(event)
@@ -536,15 +550,19 @@ class _Run:
         root_node = self.runner.root
         decision = wants_execution(root_node, self.root)
         if decision is True:
-            await execute_run(root_node, self.root, self.invocation, lambda _: None)
+            await execute_run(root_node, self.root, self.invocation, self._root_finished)
         elif decision is None:
-            await complete_with_answers(root_node, self.root, self.invocation, lambda _: None)
+            await complete_with_answers(root_node, self.root, self.invocation, self._root_finished)
+
+    def _root_finished(self, root: RunRecord) -> None:
+        """Called inside the root run's last step: that step lands the invocation's status."""
+        self.final_status = _STATUS_OF.get(root.status)
 
     async def _finish(self) -> None:
-        status = {
-            RunStatus.COMPLETED: InvocationStatus.COMPLETED,
-            RunStatus.WAITING: InvocationStatus.PAUSED,
-        }.get(self.root.status, InvocationStatus.RUNNING)
+        if self.status_landed:
+            return
+        # The root did not run (e.g. continuing a paused run with nothing answered).
+        status = _STATUS_OF.get(self.root.status, InvocationStatus.RUNNING)
         await self._land(StepParts(), lambda: None, status=status)
 
     async def _renew(self, driver: asyncio.Task[None]) -> None:
