@@ -88,7 +88,6 @@ class InvocationContext:
     load_history: Callable[[], Awaitable[list[Event]]]
     commit: CommitFn
     agent_name: str = ""
-    services: dict[str, Any] = field(default_factory=dict[str, Any])
 
     @property
     def session_key(self) -> SessionKey:
@@ -130,7 +129,6 @@ class Context:
         self.resume_inputs: dict[str, Any] = dict(resume_inputs or {})
         self.open_interrupts: dict[str, Interrupt] = dict(open_interrupts or {})
         self.answered: set[str] = set(answered or ())
-        self.raised: dict[str, Interrupt] = {}
         self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count

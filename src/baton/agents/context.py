@@ -80,7 +80,6 @@ class AgentContext(InvocationContext):
             load_history=ic.load_history,
             commit=ic.commit,
             agent_name=ic.agent_name,
-            services=ic.services,
         )
         self.run = run
         self.node_input = node_input

@@ -143,7 +143,6 @@ class _Collector:
             response_schema=schema,
         )
         self.ctx.open_interrupts[iid] = row
-        self.ctx.raised[iid] = row
         self.opened.append(row)
 
     def _absorb(self, event: Event) -> None:
