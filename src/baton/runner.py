@@ -8,31 +8,27 @@ with the code at hand. Only then does the first step commit.
 
 from __future__ import annotations
 
-import asyncio
-import enum
 import os
 import socket
 import uuid
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final, final
+from typing import Any, final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from baton.answers import unwrap_response, validate_answer
-from baton.context import InvocationContext, StepParts
 from baton.errors import (
     AlreadyAnsweredError,
     InvalidMessageError,
-    InvocationBusyError,
     InvocationFinishedError,
     InvocationNotFoundError,
     SessionNotFoundError,
     UnknownInterruptError,
     WorkflowChangedError,
 )
-from baton.events import Event, EventActions
+from baton.events import Event
+from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import (
     Interrupt,
@@ -42,17 +38,10 @@ from baton.sessions.store import (
     Lease,
     Session,
     SessionKey,
-    StepCommit,
     Store,
 )
 from baton.types import Content, InterruptId, InvocationId, SessionId
-from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
-from baton.workflow.execution import (
-    NodeRunFailedError,
-    complete_with_answers,
-    execute_run,
-    wants_execution,
-)
+from baton.workflow.checkpoint import RunRecord
 from baton.workflow.graph import describe_difference, fingerprint_of
 from baton.workflow.nodes import Node
 
@@ -93,32 +82,6 @@ class App(BaseModel):
                 f"root_agent must be a workflow, agent or node, got {type(root).__name__}."
             )
         return root
-
-
-class _Kind(enum.Enum):
-    START = "start"
-    ANSWER = "answer"
-    CONTINUE = "continue"
-
-
-@dataclass(frozen=True)
-class _Plan:
-    kind: _Kind
-    key: SessionKey
-    session: Session
-    invocation_id: InvocationId
-    message: Content | None = None
-    answers: tuple[tuple[Interrupt, JsonValue], ...] = ()
-    state_delta: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
-
-
-_DONE: Final = object()
-
-_STATUS_OF: Final = {
-    RunStatus.COMPLETED: InvocationStatus.COMPLETED,
-    RunStatus.WAITING: InvocationStatus.PAUSED,
-    RunStatus.FAILED: InvocationStatus.FAILED,
-}
 
 
 class Runner:
@@ -233,7 +196,7 @@ class Runner:
         message: Content | None,
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
-    ) -> _Plan:
+    ) -> RunPlan:
         session = await self._session(key)
         responses = message.function_responses if message else []
         if responses:
@@ -246,11 +209,17 @@ class Runner:
                     "interrupts with function responses, or omit invocation_id to start a new run."
                 )
             await self._existing(key, InvocationId(invocation_id))
-            return _Plan(
-                _Kind.CONTINUE, key, session, InvocationId(invocation_id), state_delta=state_delta
+            return RunPlan(
+                PlanKind.CONTINUE,
+                key,
+                session,
+                InvocationId(invocation_id),
+                state_delta=state_delta,
             )
         new_id = InvocationId(f"e-{uuid.uuid4()}")
-        return _Plan(_Kind.START, key, session, new_id, message=message, state_delta=state_delta)
+        return RunPlan(
+            PlanKind.START, key, session, new_id, message=message, state_delta=state_delta
+        )
 
     async def _session(self, key: SessionKey) -> Session:
         session = await self.store.get_session(key, with_events=False)
@@ -286,7 +255,7 @@ class Runner:
         message: Content,
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
-    ) -> _Plan:
+    ) -> RunPlan:
         if any(p.function_response is None for p in message.parts or []):
             raise InvalidMessageError(
                 "a message cannot mix function responses with text or other parts; send the "
@@ -307,8 +276,8 @@ class Runner:
                 f"the answers belong to several invocations ({', '.join(owners)}); answer each "
                 "invocation in its own message."
             )
-        return _Plan(
-            _Kind.ANSWER,
+        return RunPlan(
+            PlanKind.ANSWER,
             key,
             session,
             InvocationId(owners[0]),
@@ -357,23 +326,34 @@ class Runner:
         lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
         await self.store.release(lease)
 
-    async def _open_run(self, plan: _Plan, lease: Lease, answered_by: str | None) -> _Run:
-        if plan.kind is _Kind.START:
+    async def _open_run(
+        self, plan: RunPlan, lease: Lease, answered_by: str | None
+    ) -> InvocationRun:
+        if plan.kind is PlanKind.START:
             root = RunRecord(
                 node=self.root.name,
                 path=f"{self.root.name}@1",
                 run_id="1",
                 input=plan.message.text if plan.message and plan.message.text else None,
             )
-            run = _Run(self, plan, lease, root, version=0)
+            run = InvocationRun(self._settings(), plan, lease, root, version=0)
             await run.begin(answered_by)
             return run
         invocation = await self._existing(plan.key, plan.invocation_id)
         self._check_fingerprint(invocation)
         root = RunRecord.model_validate(invocation.checkpoint)
-        run = _Run(self, plan, lease, root, version=invocation.version)
+        run = InvocationRun(self._settings(), plan, lease, root, version=invocation.version)
         await run.begin(answered_by)
         return run
+
+    def _settings(self) -> RunSettings:
+        return RunSettings(
+            store=self.store,
+            root=self.root,
+            fingerprint=self.fingerprint,
+            is_resumable=self.is_resumable,
+            lease_ttl=self.lease_ttl,
+        )
 
     def _check_fingerprint(self, invocation: Invocation) -> None:
         if invocation.fingerprint == self.fingerprint:
@@ -383,199 +363,6 @@ class Runner:
             f"workflow '{self.root.name}' changed since invocation '{invocation.id}' started: "
             f"{difference}. Resume with the code it started with, or start a new run."
         )
-
-
-class _Run:
-    """One executing invocation: commits its steps and streams their events."""
-
-    def __init__(
-        self, runner: Runner, plan: _Plan, lease: Lease, root: RunRecord, version: int
-    ) -> None:
-        self.runner = runner
-        self.store = runner.store
-        self.plan = plan
-        self.lease = lease
-        self.root = root
-        self.version = version
-        self.lock = asyncio.Lock()
-        self.outbox: asyncio.Queue[object] = asyncio.Queue()
-        self.error: BaseException | None = None
-        # The invocation's status as of the root run's last step, landed with that step.
-        self.final_status: InvocationStatus | None = None
-        self.status_landed = False
-        self.user_event: Event | None = None
-        self.invocation = InvocationContext(
-            invocation_id=plan.invocation_id,
-            app_name=plan.key.app_name,
-            user_id=plan.key.user_id,
-            session=plan.session,
-            user_content=plan.message if plan.kind is _Kind.START else None,
-            is_resumable=runner.is_resumable,
-            load_history=self._history,
-            commit=self.commit,
-            agent_name=runner.root.name,
-        )
-
-    async def _history(self) -> list[Event]:
-        session = await self.store.get_session(self.plan.key)
-        return session.events if session else []
-
-    async def begin(self, answered_by: str | None) -> None:
-        plan = self.plan
-        if plan.kind is _Kind.START:
-            await self._land(
-                self._user_parts(),
-                lambda: None,
-                status=InvocationStatus.RUNNING,
-                fingerprint=self.runner.fingerprint,
-            )
-        elif plan.kind is _Kind.ANSWER:
-            await self._record_answers(answered_by)
-        elif plan.state_delta:
-            await self.commit(self._user_parts(), lambda: None)
-
-    def _user_parts(self) -> StepParts:
-        plan = self.plan
-        if plan.message is None and not plan.state_delta:
-            return StepParts()
-        message = plan.message.model_copy(update={"role": "user"}) if plan.message else None
-        self.user_event = Event(
-            invocation_id=plan.invocation_id,
-            author="user",
-            content=message,
-            actions=EventActions(state_delta=dict(plan.state_delta)),
-        )
-        return StepParts(events=(self.user_event,), state_delta=dict(plan.state_delta))
-
-    async def _record_answers(self, answered_by: str | None) -> None:
-        chains: list[tuple[list[RunRecord], str, JsonValue]] = []
-        for row, value in self.plan.answers:
-            chain = find_chain(self.root, row.node_path)
-            if chain is None or row.interrupt_id not in chain[-1].interrupts:
-                raise AlreadyAnsweredError(
-                    f"interrupt '{row.interrupt_id}' is no longer open in invocation "
-                    f"'{row.invocation_id}' (answered meanwhile); nothing was changed."
-                )
-            chains.append((chain, row.interrupt_id, value))
-
-        def mutate() -> None:
-            for chain, iid, value in chains:
-                chain[-1].answers[iid] = value
-                for record in chain:
-                    if iid in record.interrupts:
-                        record.interrupts.remove(iid)
-                    record.fresh.append(iid)
-
-        parts = self._user_parts()
-        answered = tuple((row.interrupt_id, value) for row, value in self.plan.answers)
-        await self._land(
-            StepParts(events=parts.events, state_delta=parts.state_delta, answered=answered),
-            mutate,
-            status=InvocationStatus.RUNNING,
-            answered_by=answered_by,
-        )
-
-    async def commit(self, parts: StepParts, mutate: Any) -> None:
-        await self._land(parts, mutate)
-
-    async def _land(
-        self,
-        parts: StepParts,
-        mutate: Any,
-        *,
-        status: InvocationStatus | None = None,
-        fingerprint: str | None = None,
-        answered_by: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        async with self.lock:
-            mutate()
-            if status is None and self.final_status is not None:
-                status, self.final_status = self.final_status, None
-            step = StepCommit(
-                session=self.plan.key,
-                invocation_id=self.plan.invocation_id,
-                expected_version=self.version,
-                events=parts.events,
-                state_delta=parts.state_delta,
-                checkpoint=self.root.model_dump(mode="json"),
-                status=status,
-                fingerprint=fingerprint,
-                error=error,
-                opened=parts.opened,
-                answered=tuple((InterruptId(i), v) for i, v in parts.answered),
-                answered_by=answered_by,
-            )
-            self.version = await self.store.commit_step(step)
-            if status is not None:
-                self.status_landed = status is not InvocationStatus.RUNNING
-            self.invocation.session.state.update(parts.state_delta)
-            for event in parts.events:
-                self.outbox.put_nowait(event)
-
-    async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
-        # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
-        # generator would throw into the group. The two tasks are owned and awaited here.
-        driver = asyncio.create_task(self._drive())
-        renewer = asyncio.create_task(self._renew(driver))
-        try:
-            while (item := await self.outbox.get()) is not _DONE:
-                assert isinstance(item, Event)
-                if item is not self.user_event or yield_user_message:
-                    yield item
-        finally:
-            renewer.cancel()
-            driver.cancel()
-            await asyncio.gather(driver, renewer, return_exceptions=True)
-        if self.error is not None:
-            raise self.error
-
-    async def _drive(self) -> None:
-        try:
-            await self._execute_root()
-            await self._finish()
-        except NodeRunFailedError as failure:
-            self.error = failure.error
-            await self._land(
-                StepParts(), lambda: None, status=InvocationStatus.FAILED, error=str(failure)
-            )
-        except Exception as broken:
-            # The store failed (or the lease was lost): nothing more can be recorded, so
-            # the invocation stays as its last commit left it, resumable by its id.
-            self.error = broken
-        finally:
-            self.outbox.put_nowait(_DONE)
-
-    async def _execute_root(self) -> None:
-        root_node = self.runner.root
-        decision = wants_execution(root_node, self.root)
-        if decision is True:
-            await execute_run(root_node, self.root, self.invocation, self._root_finished)
-        elif decision is None:
-            await complete_with_answers(root_node, self.root, self.invocation, self._root_finished)
-
-    def _root_finished(self, root: RunRecord) -> None:
-        """Called inside the root run's last step: that step lands the invocation's status."""
-        self.final_status = _STATUS_OF.get(root.status)
-
-    async def _finish(self) -> None:
-        if self.status_landed:
-            return
-        # The root did not run (e.g. continuing a paused run with nothing answered).
-        status = _STATUS_OF.get(self.root.status, InvocationStatus.RUNNING)
-        await self._land(StepParts(), lambda: None, status=status)
-
-    async def _renew(self, driver: asyncio.Task[None]) -> None:
-        ttl = self.runner.lease_ttl
-        while True:
-            await asyncio.sleep(ttl.total_seconds() / 3)
-            try:
-                self.lease = await self.store.renew(self.lease, ttl)
-            except InvocationBusyError as lost:
-                self.error = lost
-                driver.cancel()
-                self.outbox.put_nowait(_DONE)
-                return
 
 
 @final
