@@ -6,7 +6,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from baton import Event, EventActions, RequestInput, types
 from baton.events import NodeInfo
@@ -134,3 +134,23 @@ def test_state_shortcut_merges_with_explicit_actions() -> None:
     assert (event.actions.escalate, event.actions.state_delta) == (True, {"j": 0, "k": 1})
     raw = Event.model_validate({"state": {"k": 2}, "actions": {"stateDelta": {"j": 1}}})
     assert raw.actions.state_delta == {"j": 1, "k": 2}
+
+
+@given(output=json_value, author=st.text(max_size=8), path=st.text(max_size=10))
+def test_engine_output_events_equal_validated_ones(
+    output: JsonValue, author: str, path: str
+) -> None:
+    fast = Event.of_output(output, invocation_id="inv", author=author, path=path, run_id="2")
+    slow = Event(
+        invocation_id="inv", author=author, output=output, node_info=NodeInfo(path=path, run_id="2")
+    )
+    same = {"id": fast.id, "timestamp": fast.timestamp}
+    assert fast == slow.model_copy(update=same)
+    assert fast.model_dump_json() == slow.model_copy(update=same).model_dump_json()
+    assert fast.to_json() == slow.model_copy(update=same).to_json()
+    assert Event.from_wire(fast.to_json()) == fast
+    # Mutable parts are the event's own, as with a validated event.
+    fast.actions.state_delta["k"] = 1
+    assert Event.of_output(1, invocation_id="i", author="a", path="p", run_id="1").actions == (
+        EventActions()
+    )

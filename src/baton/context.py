@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 from pydantic import JsonValue
 
-from baton.events import Event, EventActions, RouteValue, to_json_value
+from baton.events import Event, RouteValue, to_json_value
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
 
@@ -115,7 +115,6 @@ class Context:
         node_name: str,
         resume_inputs: dict[str, JsonValue] | None = None,
         open_interrupts: dict[str, Interrupt] | None = None,
-        answered: set[str] | None = None,
         output: JsonValue = None,
         attempt_count: int = 1,
         agent_states: dict[str, JsonValue] | None = None,
@@ -128,11 +127,9 @@ class Context:
         # Any, not JsonValue: answers are JSON, but typed code should read them without casts.
         self.resume_inputs: dict[str, Any] = dict(resume_inputs or {})
         self.open_interrupts: dict[str, Interrupt] = dict(open_interrupts or {})
-        self.answered: set[str] = set(answered or ())
         self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
-        self.actions = EventActions()
         self.state = State(invocation.session.state)
         self.agent_states: dict[str, JsonValue] = dict(agent_states or {})
         self.ended_agents: set[str] = set(ended_agents or ())

@@ -195,7 +195,7 @@ class InvocationRun:
                 expected_version=self.version,
                 events=parts.events,
                 state_delta=parts.state_delta,
-                checkpoint=self.root.model_dump(mode="json"),
+                checkpoint=self.root.to_json(),
                 status=status,
                 fingerprint=fingerprint,
                 error=error,

@@ -341,7 +341,7 @@ class Runner:
             return run
         invocation = await self._existing(plan.key, plan.invocation_id)
         self._check_fingerprint(invocation)
-        root = RunRecord.model_validate(invocation.checkpoint)
+        root = RunRecord.from_json(invocation.checkpoint)
         run = InvocationRun(self._settings(), plan, lease, root, version=invocation.version)
         await run.begin(answered_by)
         return run

@@ -254,7 +254,7 @@ async def outcome_of(store: SqlStore, case: Case, committed: frozenset[str] | No
     session = await store.get_session(case.key)
     invocation = (await store.list_invocations(case.key))[-1]
     assert session is not None
-    root = RunRecord.model_validate(invocation.checkpoint)
+    root = RunRecord.from_json(invocation.checkpoint)
     counter = case.work / "commits"
     return Outcome(
         result=root.output,

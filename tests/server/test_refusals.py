@@ -164,7 +164,7 @@ async def crashed_right_after_start(store: Store, app: App, sid: str) -> None:
             session=SessionKey(app.name, "u_123", SessionId(sid)),
             invocation_id=InvocationId("invocation-123"),
             expected_version=0,
-            checkpoint=record.model_dump(mode="json"),
+            checkpoint=record.to_json(),
             fingerprint=fingerprint_of(root),
         )
     )

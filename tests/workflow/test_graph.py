@@ -73,6 +73,17 @@ def test_same_function_is_one_node_everywhere() -> None:
     assert sorted(wf.nodes) == ["a", "b"]
 
 
+def test_runs_once_marks_nodes_that_cannot_be_triggered_twice() -> None:
+    chain = Workflow(name="wf", edges=[("START", a, (b, c), d)])
+    # d has two incoming edges: it runs once per arriving predecessor.
+    assert chain.graph.runs_once == {"a", "b", "c"}
+    routed = Workflow(name="wf", edges=[("START", a, {"x": b, "y": b})])
+    assert routed.graph.runs_once == {"a"}  # two routed edges into b
+    loop = Workflow(name="wf", edges=[("START", a, b, {"again": a, "done": c}), (c, d)])
+    # a is re-entered from b; everything downstream of a inherits that.
+    assert loop.graph.runs_once == frozenset()
+
+
 def test_every_problem_is_reported_in_one_error() -> None:
     orphan = FunctionNode(c)
     with pytest.raises(GraphValidationError) as caught:

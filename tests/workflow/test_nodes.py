@@ -246,6 +246,30 @@ async def test_loop_with_routes_gets_fresh_run_ids(make_harness: MakeHarness) ->
     assert outputs(events)[-1] == ("finish", "done at 3")
 
 
+async def test_a_node_reached_by_two_edges_runs_once_per_trigger_with_its_own_run_id(
+    make_harness: MakeHarness,
+) -> None:
+    def split(node_input: str) -> str:
+        return node_input
+
+    def left(node_input: str) -> str:
+        return "L"
+
+    def right(node_input: str) -> str:
+        return "R"
+
+    def merge(node_input: str) -> str:
+        return f"merged {node_input}"
+
+    wf = Workflow(name="wf", edges=[("START", split, (left, right), merge)])
+    h = await make_harness(wf)
+    events = await h.start("x")
+    merged = sorted(
+        (e.node_info.path, e.output) for e in events if e.author == "merge" and e.node_info
+    )
+    assert merged == [("wf@1/merge@1", "merged L"), ("wf@1/merge@2", "merged R")]
+
+
 async def test_join_waits_for_every_predecessor(make_harness: MakeHarness) -> None:
     async def left() -> str:
         await asyncio.sleep(0.01)

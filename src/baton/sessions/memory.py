@@ -2,9 +2,8 @@
 
 Every method runs without awaiting in between its reads and writes, so each call
 is atomic on the event loop. Callers never share mutable state with the store:
-events are kept as their JSON and parsed on the way out, records are copied out,
-and a committed checkpoint becomes the store's (the engine builds a fresh one per
-step), which keeps a commit as cheap as a real store's would be.
+events and checkpoints are kept as their JSON text and parsed on the way out, and
+records are copied out, which keeps a commit as cheap as a real store's would be.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from datetime import timedelta
 from typing import final
 
 from pydantic import JsonValue
+from pydantic_core import from_json, to_json
 
 from baton.errors import (
     InvocationBusyError,
@@ -45,7 +45,9 @@ __all__ = ["MemoryStore"]
 class _SessionData:
     session: Session
     events: list[str] = field(default_factory=list[str])
+    # Stored with checkpoint=None; the checkpoint's JSON text is kept in `checkpoints`.
     invocations: dict[str, Invocation] = field(default_factory=dict[str, Invocation])
+    checkpoints: dict[str, bytes] = field(default_factory=dict[str, bytes])
     # (invocation id, interrupt id) -> row
     interrupts: dict[tuple[str, str], Interrupt] = field(
         default_factory=dict[tuple[str, str], Interrupt]
@@ -157,13 +159,21 @@ class MemoryStore:
                 fingerprint=commit.fingerprint or "",
                 created_at=now,
             )
-        updates: dict[str, object] = {"version": version, "updated_at": now}
+            data.invocations[commit.invocation_id] = current
+        # The row is the store's own (only copies leave it), so it is updated in place.
+        current.version = version
+        current.updated_at = now
         if commit.checkpoint is not None:
-            updates["checkpoint"] = commit.checkpoint
+            data.checkpoints[commit.invocation_id] = to_json(commit.checkpoint)
         if commit.status is not None:
-            updates["status"] = commit.status
-            updates["error"] = commit.error
-        data.invocations[commit.invocation_id] = current.model_copy(update=updates)
+            current.status = commit.status
+            current.error = commit.error
+
+    def _copy_out(self, data: _SessionData, invocation: Invocation) -> Invocation:
+        checkpoint = data.checkpoints.get(invocation.id)
+        return invocation.model_copy(
+            update={"checkpoint": None if checkpoint is None else from_json(checkpoint)}
+        )
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
         assert commit.invocation_id is not None  # checked by the caller
@@ -188,14 +198,14 @@ class MemoryStore:
     ) -> Invocation | None:
         data = self._sessions.get(key)
         found = data.invocations.get(invocation_id) if data else None
-        return found.model_copy(deep=True) if found else None
+        return self._copy_out(data, found) if data and found else None
 
     async def list_invocations(self, key: SessionKey) -> list[Invocation]:
         data = self._sessions.get(key)
         if data is None:
             return []
         return sorted(
-            (i.model_copy(deep=True) for i in data.invocations.values()),
+            (self._copy_out(data, i) for i in data.invocations.values()),
             key=lambda i: i.created_at,
         )
 

@@ -38,7 +38,8 @@ class _Param:
 
 
 def _adapter_for(annotation: Any) -> TypeAdapter[Any] | None:
-    if annotation is _EMPTY or annotation is Any or annotation is object:
+    if annotation is _EMPTY or annotation is Any or annotation is object or annotation is JsonValue:
+        # Inputs and state values are JSON already: nothing to convert or check.
         return None
     try:
         return TypeAdapter(annotation)

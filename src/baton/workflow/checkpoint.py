@@ -4,6 +4,12 @@ Only what is still needed to continue is kept: runs that are running, waiting or
 failed, triggers not yet dispatched, join arrivals and the output so far. A run
 that completed and handed its output to its successors is dropped, so the
 checkpoint's size follows the frontier, not the history.
+
+The records are plain dataclasses: the engine mutates them on every step, and a
+step dumps the whole frontier, so both must cost next to nothing. `to_json`
+shares JSON values (inputs, outputs, answers) with the records; the store
+serializes a checkpoint inside `commit_step`, before the engine moves on.
+Loading goes through pydantic, which checks the shape and reports what is off.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import JsonValue, TypeAdapter
 
 from baton.events import RouteValue
 
@@ -34,14 +42,16 @@ class RunStatus(enum.StrEnum):
     FAILED = "failed"
 
 
-class Trigger(BaseModel):
+@dataclass(slots=True)
+class Trigger:
     """A node to dispatch with an input."""
 
     node: str
     input: JsonValue = None
 
 
-class RunRecord(BaseModel):
+@dataclass(slots=True)
+class RunRecord:
     """One node run: its identity, input, status, answers and (for workflows) its children."""
 
     node: str
@@ -50,13 +60,13 @@ class RunRecord(BaseModel):
     status: RunStatus = RunStatus.RUNNING
     input: JsonValue = None
     output: JsonValue = None
-    routes: list[RouteValue] = Field(default_factory=list[RouteValue])
-    interrupts: list[str] = Field(default_factory=list[str])
-    answers: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
-    fresh: list[str] = Field(default_factory=list[str])
+    routes: list[RouteValue] = field(default_factory=list[RouteValue])
+    interrupts: list[str] = field(default_factory=list[str])
+    answers: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    fresh: list[str] = field(default_factory=list[str])
     attempt: int = 0
-    agent_states: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
-    ended_agents: list[str] = Field(default_factory=list[str])
+    agent_states: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    ended_agents: list[str] = field(default_factory=list[str])
     child: WorkflowState | None = None
     error: str | None = None
 
@@ -64,16 +74,47 @@ class RunRecord(BaseModel):
     def key(self) -> str:
         return f"{self.node}@{self.run_id}"
 
+    def to_json(self) -> dict[str, JsonValue]:
+        """The record as a JSON object; containers are fresh, JSON values shared."""
+        return {
+            "node": self.node,
+            "path": self.path,
+            "run_id": self.run_id,
+            "status": self.status.value,
+            "input": self.input,
+            "output": self.output,
+            "routes": list(self.routes),
+            "interrupts": list(self.interrupts),
+            "answers": dict(self.answers),
+            "fresh": list(self.fresh),
+            "attempt": self.attempt,
+            "agent_states": dict(self.agent_states),
+            "ended_agents": list(self.ended_agents),
+            "child": self.child.to_json() if self.child is not None else None,
+            "error": self.error,
+        }
 
-class Outcome(BaseModel):
+    @classmethod
+    def from_json(cls, data: Any) -> RunRecord:
+        """Load a checkpoint written by `to_json`.
+
+        Raises:
+            pydantic.ValidationError: the data is not a checkpoint (names what is off).
+        """
+        return _RECORD.validate_python(data)
+
+
+@dataclass(slots=True)
+class Outcome:
     """A completed run's result, kept by replay-mode workflows to fast-forward it."""
 
     run_id: str
     output: JsonValue = None
-    routes: list[RouteValue] = Field(default_factory=list[RouteValue])
+    routes: list[RouteValue] = field(default_factory=list[RouteValue])
 
 
-class WorkflowState(BaseModel):
+@dataclass(slots=True)
+class WorkflowState:
     """A workflow run's scheduler state.
 
     `recorded` exists only in replay mode (non-resumable apps): completed runs'
@@ -81,16 +122,36 @@ class WorkflowState(BaseModel):
     """
 
     started: bool = False
-    counters: dict[str, int] = Field(default_factory=dict[str, int])
-    queue: list[Trigger] = Field(default_factory=list[Trigger])
-    runs: dict[str, RunRecord] = Field(default_factory=dict[str, RunRecord])
-    joins: dict[str, dict[str, JsonValue]] = Field(default_factory=dict[str, dict[str, JsonValue]])
+    counters: dict[str, int] = field(default_factory=dict[str, int])
+    queue: list[Trigger] = field(default_factory=list[Trigger])
+    runs: dict[str, RunRecord] = field(default_factory=dict[str, RunRecord])
+    joins: dict[str, dict[str, JsonValue]] = field(default_factory=dict[str, dict[str, JsonValue]])
     output: JsonValue = None
-    recorded: dict[str, list[Outcome]] = Field(default_factory=dict[str, list[Outcome]])
+    recorded: dict[str, list[Outcome]] = field(default_factory=dict[str, list[Outcome]])
 
     def open_interrupts(self) -> list[str]:
         """Ids still waiting anywhere below this workflow."""
         return [iid for run in self.runs.values() for iid in run.interrupts]
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "started": self.started,
+            "counters": dict(self.counters),
+            "queue": [{"node": t.node, "input": t.input} for t in self.queue],
+            "runs": {key: run.to_json() for key, run in self.runs.items()},
+            "joins": {join: dict(arrivals) for join, arrivals in self.joins.items()},
+            "output": self.output,
+            "recorded": {
+                key: [
+                    {"run_id": o.run_id, "output": o.output, "routes": list(o.routes)}
+                    for o in outcomes
+                ]
+                for key, outcomes in self.recorded.items()
+            },
+        }
+
+
+_RECORD = TypeAdapter[RunRecord](RunRecord)  # pyright: ignore[reportArgumentType] -- pyright 1.1.391 predates the TypeForm parameter pydantic declares
 
 
 def replay_key(node: str, node_input: JsonValue) -> str:

@@ -19,7 +19,7 @@ from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext, StepParts
 from baton.errors import NodeTimeoutError, OutputAlreadySetError
-from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput
+from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput, to_json_value
 from baton.sessions.store import Interrupt
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.nodes import Node
@@ -103,11 +103,12 @@ class _Collector:
         elif isinstance(item, Event):
             event = item
         else:
-            event = Event(
-                output=item,
+            event = Event.of_output(
+                to_json_value(item, what=f"the output of node '{self.node.name}'"),
                 invocation_id=self.ctx.invocation_id,
                 author=self.node.name,
-                node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
+                path=self.record.path,
+                run_id=self.record.run_id,
             )
         self._absorb(event)
         if getattr(self.node, "commits_each_event", False):
@@ -165,7 +166,9 @@ class _Collector:
             ctx.route = event.actions.route
         for key, value in event.actions.state_delta.items():
             ctx.state[key] = value
-        event.actions.state_delta = ctx.state.take_pending()
+        pending = ctx.state.take_pending()
+        if pending or event.actions.state_delta:
+            event.actions.state_delta = pending
         self._note_long_running(event)
         self._note_agent_state(event)
         self.events.append(event)
@@ -294,20 +297,26 @@ async def execute_run(
 
 async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     timeout = node.timeout
+    if timeout is None:
+        await _consume(node.run(ctx, record.input), collector)
+        return
     scope = asyncio.timeout(timeout)
-    items = node.run(ctx, record.input)
     try:
         async with scope:
-            try:
-                async for item in items:
-                    await collector.take(item)
-            except Exception:
-                # Stopped at a yield by our own error: let the node's `finally` blocks run.
-                await _close(items)
-                raise
+            await _consume(node.run(ctx, record.input), collector)
     except TimeoutError as error:
-        if timeout is not None and scope.expired():
+        if scope.expired():
             raise NodeTimeoutError(node.name, timeout) from error
+        raise
+
+
+async def _consume(items: AsyncIterator[object], collector: _Collector) -> None:
+    try:
+        async for item in items:
+            await collector.take(item)
+    except Exception:
+        # Stopped at a yield by our own error: let the node's `finally` blocks run.
+        await _close(items)
         raise
 
 
@@ -356,6 +365,8 @@ async def _commit_failure(
 async def _commit_end(
     node: Node, ctx: Context, record: RunRecord, collector: _Collector, finish: Finish
 ) -> None:
+    if ctx.output is not None and not collector.has_output:
+        ctx.output = to_json_value(ctx.output, what=f"the output of node '{node.name}'")
     carried = ctx.output == record.output  # an output from an earlier execution was emitted then
     if (
         ctx.output is not None
@@ -364,11 +375,12 @@ async def _commit_end(
         and getattr(node, "emits_output", True)
     ):
         collector.events.append(
-            Event(
+            Event.of_output(
+                ctx.output,
                 invocation_id=ctx.invocation_id,
                 author=node.name,
-                output=ctx.output,
-                node_info=NodeInfo(path=record.path, run_id=record.run_id),
+                path=record.path,
+                run_id=record.run_id,
             )
         )
     parts = collector.parts()

@@ -67,6 +67,8 @@ class Graph:
     edges: list[GraphEdge]
     outgoing: dict[str, list[GraphEdge]] = field(default_factory=dict[str, list[GraphEdge]])
     predecessors: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    runs_once: frozenset[str] = frozenset()
+    """Nodes that run at most once per run of the workflow (see `_runs_once`)."""
 
     def __post_init__(self) -> None:
         for edge in self.edges:
@@ -74,6 +76,7 @@ class Graph:
             preds = self.predecessors.setdefault(edge.target, [])
             if edge.source not in preds:
                 preds.append(edge.source)
+        self.runs_once = _runs_once(self.edges)
 
     def successors(self, name: str, routes: Sequence[RouteValue]) -> list[str]:
         """The nodes triggered when `name` finishes having emitted `routes`."""
@@ -106,6 +109,29 @@ class Graph:
     def digest(self) -> str:
         """A short hash of the fingerprint, for display."""
         return hashlib.sha256(self.fingerprint().encode()).hexdigest()[:12]
+
+
+def _runs_once(edges: Sequence[GraphEdge]) -> frozenset[str]:
+    """The nodes with a single incoming edge whose source is START or itself runs once.
+
+    Such a node is triggered at most once, so its run id is always 1 and the
+    scheduler need not count its runs. A node on a cycle never qualifies: the
+    cycle's entry has two incoming edges (from outside and around the loop).
+    """
+    incoming: dict[str, list[str]] = {}
+    for edge in edges:
+        incoming.setdefault(edge.target, []).append(edge.source)
+    once: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for target, sources in incoming.items():
+            if target in once or len(sources) != 1:
+                continue
+            if sources[0] == _START_NAME or sources[0] in once:
+                once.add(target)
+                grew = True
+    return frozenset(once)
 
 
 def _route_in(route: RouteValue, routes: tuple[RouteValue, ...]) -> bool:

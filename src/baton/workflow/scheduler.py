@@ -183,8 +183,11 @@ class _Scheduler:
             trigger = self.state.queue.pop(0)
             if self.replay and self._replayed(trigger):
                 continue
-            run_id = self.state.counters.get(trigger.node, 0) + 1
-            self.state.counters[trigger.node] = run_id
+            if trigger.node in self.graph.runs_once:
+                run_id = 1  # counted only where a second run is possible: keeps checkpoints small
+            else:
+                run_id = self.state.counters.get(trigger.node, 0) + 1
+                self.state.counters[trigger.node] = run_id
             run = RunRecord(
                 node=trigger.node,
                 path=f"{self.record.path}/{trigger.node}@{run_id}",
@@ -227,7 +230,8 @@ class _Scheduler:
         return False
 
     def _count(self, node: str, run_id: str) -> None:
-        self.state.counters[node] = max(self.state.counters.get(node, 0), int(run_id))
+        if node not in self.graph.runs_once:
+            self.state.counters[node] = max(self.state.counters.get(node, 0), int(run_id))
 
     def _start(self, run: RunRecord, *, counted: bool = True) -> None:
         assert self.group is not None  # only called inside run()
