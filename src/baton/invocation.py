@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import AsyncGenerator
+from collections import deque
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final
@@ -62,8 +63,6 @@ class RunPlan:
     state_delta: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
 
 
-_DONE: Final = object()
-
 _STATUS_OF: Final = {
     RunStatus.COMPLETED: InvocationStatus.COMPLETED,
     RunStatus.WAITING: InvocationStatus.PAUSED,
@@ -95,7 +94,7 @@ class InvocationRun:
         self.root = root
         self.version = version
         self.lock = asyncio.Lock()
-        self.outbox: asyncio.Queue[object] = asyncio.Queue()
+        self.outbox = _Outbox()
         self.error: BaseException | None = None
         # The invocation's status as of the root run's last step, landed with that step.
         self.final_status: InvocationStatus | None = None
@@ -109,7 +108,7 @@ class InvocationRun:
             user_content=plan.message if plan.kind is PlanKind.START else None,
             is_resumable=settings.is_resumable,
             load_history=self._history,
-            commit=self.commit,
+            commit=self._land,
             agent_name=settings.root.name,
         )
 
@@ -129,7 +128,7 @@ class InvocationRun:
         elif plan.kind is PlanKind.ANSWER:
             await self._record_answers(answered_by)
         elif plan.state_delta:
-            await self.commit(self._user_parts(), lambda: None)
+            await self._land(self._user_parts(), lambda: None)
 
     def _user_parts(self) -> StepParts:
         plan = self.plan
@@ -172,9 +171,6 @@ class InvocationRun:
             answered_by=answered_by,
         )
 
-    async def commit(self, parts: StepParts, mutate: Any) -> None:
-        await self._land(parts, mutate)
-
     async def _land(
         self,
         parts: StepParts,
@@ -200,30 +196,31 @@ class InvocationRun:
                 fingerprint=fingerprint,
                 error=error,
                 opened=parts.opened,
-                answered=tuple((InterruptId(i), v) for i, v in parts.answered),
+                answered=tuple((InterruptId(i), v) for i, v in parts.answered)
+                if parts.answered
+                else (),
                 answered_by=answered_by,
             )
             self.version = await self.store.commit_step(step)
             if status is not None:
                 self.status_landed = status is not InvocationStatus.RUNNING
-            self.invocation.session.state.update(parts.state_delta)
-            for event in parts.events:
-                self.outbox.put_nowait(event)
+            if parts.state_delta:
+                self.invocation.session.state.update(parts.state_delta)
+            self.outbox.put_all(parts.events)
 
     async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
         # generator would throw into the group. The two tasks are owned and awaited here.
         driver = asyncio.create_task(self._drive())
-        renewer = asyncio.create_task(self._renew(driver))
+        renewal = _Renewal(self, driver)
         try:
-            while (item := await self.outbox.get()) is not _DONE:
-                assert isinstance(item, Event)
+            while (item := await self.outbox.get()) is not None:
                 if item is not self.user_event or yield_user_message:
                     yield item
         finally:
-            renewer.cancel()
             driver.cancel()
-            await asyncio.gather(driver, renewer, return_exceptions=True)
+            await renewal.stop()
+            await asyncio.gather(driver, return_exceptions=True)
         if self.error is not None:
             raise self.error
 
@@ -241,7 +238,7 @@ class InvocationRun:
             # the invocation stays as its last commit left it, resumable by its id.
             self.error = broken
         finally:
-            self.outbox.put_nowait(_DONE)
+            self.outbox.close()
 
     async def _execute_root(self) -> None:
         root_node = self.settings.root
@@ -262,14 +259,88 @@ class InvocationRun:
         status = _STATUS_OF.get(self.root.status, InvocationStatus.RUNNING)
         await self._land(StepParts(), lambda: None, status=status)
 
-    async def _renew(self, driver: asyncio.Task[None]) -> None:
-        ttl = self.settings.lease_ttl
-        while True:
-            await asyncio.sleep(ttl.total_seconds() / 3)
+    def lost_lease(self, error: InvocationBusyError) -> None:
+        self.error = error
+        self.outbox.close()
+
+
+class _Renewal:
+    """Renews the run's lease every third of its time to live, from a timer.
+
+    A timer, not a sleeping task: most calls end long before the first renewal, and
+    a timer costs nothing to cancel. A renewal that finds the lease taken stops the
+    run; one that fails otherwise (the store is briefly unreachable) is retried at
+    the next tick, while the lease is still valid.
+    """
+
+    def __init__(self, run: InvocationRun, driver: asyncio.Task[None]) -> None:
+        self._run = run
+        self._driver = driver
+        self._interval = run.settings.lease_ttl.total_seconds() / 3
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._schedule()
+
+    def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self._interval, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._task = asyncio.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        run = self._run
+        try:
+            run.lease = await run.store.renew(run.lease, run.settings.lease_ttl)
+        except InvocationBusyError as lost:
+            self._driver.cancel()
+            run.lost_lease(lost)
+            return
+        except Exception:  # the store hiccupped: the lease still holds; try again next tick
+            pass
+        self._schedule()
+
+    async def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+class _Outbox:
+    """Events on their way from the driver task to the caller, in commit order.
+
+    An asyncio.Queue would do, at several times the cost per event: a step puts its
+    events in one call, and the reader waits only when nothing is buffered.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[Event] = deque()
+        self._closed = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_all(self, events: Iterable[Event]) -> None:
+        self._items.extend(events)
+        self._wake()
+
+    def close(self) -> None:
+        """No more events: `get` returns None once the buffer is drained."""
+        self._closed = True
+        self._wake()
+
+    async def get(self) -> Event | None:
+        while not self._items:
+            if self._closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
             try:
-                self.lease = await self.store.renew(self.lease, ttl)
-            except InvocationBusyError as lost:
-                self.error = lost
-                driver.cancel()
-                self.outbox.put_nowait(_DONE)
-                return
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)

@@ -389,3 +389,62 @@ async def test_a_failing_store_surfaces_from_run_async_and_the_run_stays_resumab
     events = await h.collect(invocation_id=invocation.id)
     assert asked(events) == ["approve"]
     assert counter == {"prepare": 1, "ask": 2}
+
+
+async def _long_run(clock: FakeClock) -> tuple[Runner, MemoryStore, asyncio.Event, asyncio.Event]:
+    """A runner with a 0.3 s lease on a fake-clock store, and a node that waits to be let go."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def slow() -> str:
+        started.set()
+        await release.wait()
+        return "done"
+
+    store = MemoryStore(clock=clock)
+    runner = Runner(
+        app=App(
+            name="app",
+            root_agent=Workflow(name="wf", edges=[("START", slow)]),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        ),
+        session_service=BaseSessionService(store),
+        lease_ttl=timedelta(seconds=0.3),
+    )
+    await store.create_session("app", "u", session_id=SessionId("s"))
+    return runner, store, started, release
+
+
+async def _collect(runner: Runner) -> list[Event]:
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    return [e async for e in runner.run_async(user_id="u", session_id="s", new_message=message)]
+
+
+async def test_a_long_run_keeps_its_lease_alive(clock: FakeClock) -> None:
+    runner, store, started, release = await _long_run(clock)
+    run = asyncio.create_task(_collect(runner))
+    await started.wait()
+    (invocation,) = await store.list_invocations(SessionKey("app", "u", SessionId("s")))
+    for _ in range(5):  # 1 s of store time passes, over three lease lifetimes
+        clock.advance(0.2)
+        await asyncio.sleep(0.15)  # a renewal every 0.1 s of loop time
+    with pytest.raises(InvocationBusyError):
+        await store.claim(InvocationId(invocation.id), "other-host:1", timedelta(seconds=30))
+    release.set()
+    assert [e.output for e in await run] == ["done"]
+
+
+async def test_a_run_whose_lease_was_taken_over_stops_with_busy(clock: FakeClock) -> None:
+    runner, store, started, release = await _long_run(clock)
+    run = asyncio.create_task(_collect(runner))
+    await started.wait()
+    (invocation,) = await store.list_invocations(SessionKey("app", "u", SessionId("s")))
+    clock.advance(5)  # the holder looks dead (it was stuck), so another host takes over
+    await store.claim(InvocationId(invocation.id), "other-host:1", timedelta(seconds=30))
+    with pytest.raises(InvocationBusyError, match="was lost"):
+        await asyncio.wait_for(run, timeout=5)
+    assert not release.is_set()  # stopped by the lost lease, not by finishing
+    reloaded = await store.load_invocation(
+        SessionKey("app", "u", SessionId("s")), InvocationId(invocation.id)
+    )
+    assert reloaded is not None
+    assert reloaded.status == InvocationStatus.RUNNING

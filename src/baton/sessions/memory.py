@@ -41,13 +41,22 @@ from baton.types import InterruptId, InvocationId, SessionId
 __all__ = ["MemoryStore"]
 
 
+@dataclass(slots=True)
+class _InvocationRow:
+    """An invocation as stored: the fields every step changes are kept outside the model."""
+
+    invocation: Invocation  # version, updated_at and checkpoint are stale here
+    version: int
+    updated_at: float
+    checkpoint: bytes | None = None  # JSON
+
+
 @dataclass
 class _SessionData:
-    session: Session
+    session: Session  # last_update_time is stale here
+    last_update_time: float
     events: list[str] = field(default_factory=list[str])
-    # Stored with checkpoint=None; the checkpoint's JSON text is kept in `checkpoints`.
-    invocations: dict[str, Invocation] = field(default_factory=dict[str, Invocation])
-    checkpoints: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    invocations: dict[str, _InvocationRow] = field(default_factory=dict[str, _InvocationRow])
     # (invocation id, interrupt id) -> row
     interrupts: dict[tuple[str, str], Interrupt] = field(
         default_factory=dict[tuple[str, str], Interrupt]
@@ -84,7 +93,9 @@ class MemoryStore:
             state=strip_temp_state(dict(state or {})),
             last_update_time=self._clock(),
         )
-        self._sessions[key] = _SessionData(session=session)
+        self._sessions[key] = _SessionData(
+            session=session, last_update_time=session.last_update_time
+        )
         return session.model_copy(deep=True)
 
     async def get_session(
@@ -93,7 +104,7 @@ class MemoryStore:
         data = self._sessions.get(key)
         if data is None:
             return None
-        copy = data.session.model_copy(deep=True)
+        copy = self._session_out(data)
         if with_events:
             events = data.events if event_limit is None else data.events[-event_limit:]
             copy.events = [Event.model_validate_json(e) for e in events] if event_limit != 0 else []
@@ -101,7 +112,7 @@ class MemoryStore:
 
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
         return [
-            data.session.model_copy(deep=True)
+            self._session_out(data)
             for key, data in self._sessions.items()
             if key.app_name == app_name and (user_id is None or key.user_id == user_id)
         ]
@@ -119,8 +130,9 @@ class MemoryStore:
         version = self._check_version(data, commit)
         now = self._clock()
         data.events.extend(event.model_dump_json() for event in commit.events)
-        data.session.state.update(strip_temp_state(commit.state_delta))
-        data.session.last_update_time = now
+        if commit.state_delta:
+            data.session.state.update(strip_temp_state(commit.state_delta))
+        data.last_update_time = now
         if commit.invocation_id is not None:
             self._write_invocation(data, commit, version, now)
             self._write_interrupts(data, commit, now)
@@ -148,9 +160,9 @@ class MemoryStore:
         self, data: _SessionData, commit: StepCommit, version: int, now: float
     ) -> None:
         assert commit.invocation_id is not None  # checked by the caller
-        current = data.invocations.get(commit.invocation_id)
-        if current is None:
-            current = Invocation(
+        row = data.invocations.get(commit.invocation_id)
+        if row is None:
+            invocation = Invocation(
                 id=commit.invocation_id,
                 app_name=commit.session.app_name,
                 user_id=commit.session.user_id,
@@ -159,20 +171,27 @@ class MemoryStore:
                 fingerprint=commit.fingerprint or "",
                 created_at=now,
             )
-            data.invocations[commit.invocation_id] = current
+            row = data.invocations[commit.invocation_id] = _InvocationRow(invocation, version, now)
         # The row is the store's own (only copies leave it), so it is updated in place.
-        current.version = version
-        current.updated_at = now
+        row.version = version
+        row.updated_at = now
         if commit.checkpoint is not None:
-            data.checkpoints[commit.invocation_id] = to_json(commit.checkpoint)
+            row.checkpoint = to_json(commit.checkpoint)
         if commit.status is not None:
-            current.status = commit.status
-            current.error = commit.error
+            row.invocation.status = commit.status
+            row.invocation.error = commit.error
 
-    def _copy_out(self, data: _SessionData, invocation: Invocation) -> Invocation:
-        checkpoint = data.checkpoints.get(invocation.id)
-        return invocation.model_copy(
-            update={"checkpoint": None if checkpoint is None else from_json(checkpoint)}
+    @staticmethod
+    def _session_out(data: _SessionData) -> Session:
+        return data.session.model_copy(
+            update={"last_update_time": data.last_update_time}, deep=True
+        )
+
+    @staticmethod
+    def _invocation_out(row: _InvocationRow) -> Invocation:
+        checkpoint = None if row.checkpoint is None else from_json(row.checkpoint)
+        return row.invocation.model_copy(
+            update={"version": row.version, "updated_at": row.updated_at, "checkpoint": checkpoint}
         )
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
@@ -198,14 +217,14 @@ class MemoryStore:
     ) -> Invocation | None:
         data = self._sessions.get(key)
         found = data.invocations.get(invocation_id) if data else None
-        return self._copy_out(data, found) if data and found else None
+        return self._invocation_out(found) if found else None
 
     async def list_invocations(self, key: SessionKey) -> list[Invocation]:
         data = self._sessions.get(key)
         if data is None:
             return []
         return sorted(
-            (self._copy_out(data, i) for i in data.invocations.values()),
+            (self._invocation_out(row) for row in data.invocations.values()),
             key=lambda i: i.created_at,
         )
 

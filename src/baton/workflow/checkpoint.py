@@ -75,24 +75,35 @@ class RunRecord:
         return f"{self.node}@{self.run_id}"
 
     def to_json(self) -> dict[str, JsonValue]:
-        """The record as a JSON object; containers are fresh, JSON values shared."""
-        return {
+        """The record as a JSON object, fields at their defaults left out.
+
+        Containers are fresh; JSON values (inputs, outputs, answers) are shared.
+        """
+        data: dict[str, JsonValue] = {
             "node": self.node,
             "path": self.path,
             "run_id": self.run_id,
             "status": self.status.value,
-            "input": self.input,
-            "output": self.output,
-            "routes": list(self.routes),
-            "interrupts": list(self.interrupts),
-            "answers": dict(self.answers),
-            "fresh": list(self.fresh),
             "attempt": self.attempt,
-            "agent_states": dict(self.agent_states),
-            "ended_agents": list(self.ended_agents),
-            "child": self.child.to_json() if self.child is not None else None,
-            "error": self.error,
         }
+        for key, value in (("input", self.input), ("output", self.output), ("error", self.error)):
+            if value is not None:
+                data[key] = value
+        lists = (
+            ("routes", self.routes),
+            ("interrupts", self.interrupts),
+            ("fresh", self.fresh),
+            ("ended_agents", self.ended_agents),
+        )
+        for key, items in lists:
+            if items:
+                data[key] = list(items)
+        for key, mapping in (("answers", self.answers), ("agent_states", self.agent_states)):
+            if mapping:
+                data[key] = dict(mapping)
+        if self.child is not None:
+            data["child"] = self.child.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> RunRecord:
@@ -134,21 +145,26 @@ class WorkflowState:
         return [iid for run in self.runs.values() for iid in run.interrupts]
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "started": self.started,
-            "counters": dict(self.counters),
-            "queue": [{"node": t.node, "input": t.input} for t in self.queue],
-            "runs": {key: run.to_json() for key, run in self.runs.items()},
-            "joins": {join: dict(arrivals) for join, arrivals in self.joins.items()},
-            "output": self.output,
-            "recorded": {
+        data: dict[str, JsonValue] = {"started": self.started}
+        if self.counters:
+            data["counters"] = dict(self.counters)
+        if self.queue:
+            data["queue"] = [{"node": t.node, "input": t.input} for t in self.queue]
+        if self.runs:
+            data["runs"] = {key: run.to_json() for key, run in self.runs.items()}
+        if self.joins:
+            data["joins"] = {join: dict(arrivals) for join, arrivals in self.joins.items()}
+        if self.output is not None:
+            data["output"] = self.output
+        if self.recorded:
+            data["recorded"] = {
                 key: [
                     {"run_id": o.run_id, "output": o.output, "routes": list(o.routes)}
                     for o in outcomes
                 ]
                 for key, outcomes in self.recorded.items()
-            },
-        }
+            }
+        return data
 
 
 _RECORD = TypeAdapter[RunRecord](RunRecord)  # pyright: ignore[reportArgumentType] -- pyright 1.1.391 predates the TypeForm parameter pydantic declares

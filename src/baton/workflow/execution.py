@@ -22,7 +22,7 @@ from baton.errors import NodeTimeoutError, OutputAlreadySetError
 from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput, to_json_value
 from baton.sessions.store import Interrupt
 from baton.workflow.checkpoint import RunRecord, RunStatus
-from baton.workflow.nodes import Node
+from baton.workflow.nodes import FunctionNode, Node
 
 __all__ = [
     "NodeRunFailedError",
@@ -94,12 +94,17 @@ class _Collector:
     has_output: bool = False
 
     async def take(self, item: object) -> None:
+        if self.add(item) and self.commits_each_event:
+            await self.flush()
+
+    def add(self, item: object) -> bool:
+        """Normalize and keep one yielded item; False if it was nothing to keep."""
         if item is None:
-            return
+            return False
         if isinstance(item, RequestInput):
             event = self._ask(item)
             if event is None:
-                return
+                return False
         elif isinstance(item, Event):
             event = item
         else:
@@ -111,8 +116,11 @@ class _Collector:
                 run_id=self.record.run_id,
             )
         self._absorb(event)
-        if getattr(self.node, "commits_each_event", False):
-            await self.flush()
+        return True
+
+    @property
+    def commits_each_event(self) -> bool:
+        return getattr(self.node, "commits_each_event", False)
 
     def _ask(self, request: RequestInput) -> Event | None:
         iid = request.interrupt_id
@@ -298,7 +306,11 @@ async def execute_run(
 async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     timeout = node.timeout
     if timeout is None:
-        await _consume(node.run(ctx, record.input), collector)
+        if isinstance(node, FunctionNode) and node.is_plain:
+            # Most nodes: one call, one result, no generator to drive or close.
+            collector.add(node.call(ctx, record.input))  # a FunctionNode commits at its end
+        else:
+            await _consume(node.run(ctx, record.input), collector)
         return
     scope = asyncio.timeout(timeout)
     try:

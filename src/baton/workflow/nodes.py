@@ -194,6 +194,15 @@ class FunctionNode(BaseNode):
             else "plain"
         )
 
+    @property
+    def is_plain(self) -> bool:
+        """The function is a plain one (not async, not a generator): `call` runs it."""
+        return self._kind == "plain"
+
+    def call(self, ctx: Context, node_input: JsonValue) -> object:
+        """Run a plain function directly: what `run` would yield, without a generator."""
+        return self.func(**self._binder.bind(ctx, node_input))
+
     async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         kwargs = self._binder.bind(ctx, node_input)
         func, kind = self.func, self._kind
