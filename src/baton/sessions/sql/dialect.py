@@ -15,7 +15,7 @@ from sqlalchemy import Engine, Table, event, text
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from baton.errors import ExtraNotInstalledError
@@ -26,6 +26,7 @@ __all__ = [
     "create_postgres_engine",
     "create_sqlite_engine",
     "insert",
+    "is_locked",
     "is_sqlite",
     "is_unique_violation",
     "lock_for_migration",
@@ -173,6 +174,11 @@ def insert(dialect: str, table: Table) -> sqlite.Insert | postgresql.Insert:
     if dialect == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
+
+
+def is_locked(error: OperationalError) -> bool:
+    """True when SQLite refused because another connection holds a lock (SQLITE_BUSY)."""
+    return getattr(error.orig, "sqlite_errorname", None) == "SQLITE_BUSY"
 
 
 def is_unique_violation(error: IntegrityError) -> bool:

@@ -1,27 +1,36 @@
-"""Running one transaction on each database: a worker thread for SQLite, asyncpg for PostgreSQL.
+"""Running one transaction on each database: the caller's thread or a worker for SQLite,
+asyncpg for PostgreSQL.
 
 The store's SQL is synchronous functions over a `Connection` (one code path for both
 databases). An executor runs such a function in one transaction and hands back plain
-values. On SQLite that is one hop to a dedicated thread: the driver is synchronous and
-fast, and a hop per statement (what an async SQLite driver does) costs more than the
-statement. A writer waiting for another process's lock (busy_timeout) blocks that
-thread, never the event loop. On PostgreSQL the same function runs through the
-asyncpg engine's `run_sync`.
+values.
+
+On SQLite a transaction runs right on the event loop's thread when it can: the driver
+is synchronous and a step's transaction takes tens of microseconds, less than handing
+it to another thread and back. It must never wait there, so that connection has no
+busy timeout: when another process holds the write lock, BEGIN fails at once, before
+anything ran, and the transaction goes to a worker thread whose connection waits out
+the lock (busy_timeout). WAL checkpoints, which sync the file to disk, run on the
+worker too. On PostgreSQL the function runs through the asyncpg engine's `run_sync`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar, TypeVarTuple, final
 
 from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import OperationalError
 
 from baton.sessions.sql.dialect import (
     SQLITE_BEGIN_OPTION,
     create_postgres_engine,
     create_sqlite_engine,
+    is_locked,
     is_sqlite,
 )
 
@@ -56,28 +65,50 @@ def open_executor(url: URL) -> Executor:
 
 @final
 class SqliteExecutor:
-    """One worker thread and one connection per store; each transaction is one hop.
+    """Transactions inline on the event loop's thread, or on one worker when they must wait.
 
-    The thread starts on first use and stops in `close()`. The connection is opened,
-    used and closed only on that thread.
+    Two connections: the inline one (busy_timeout 0, no automatic WAL checkpoints) is
+    used only on the loop's thread; the worker's (busy_timeout 10 s) only on the
+    worker thread, which starts on first need and stops in `close()`.
     """
 
     def __init__(self, url: URL) -> None:
         self._engine = create_sqlite_engine(url)
+        self._inline: Connection | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._connection: Connection | None = None
+        self._waiting = 0  # transactions handed to the worker and not yet done
+        self._commits = 0  # inline write commits since the last WAL checkpoint
+        self._checkpoint: asyncio.Future[None] | None = None
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
-        """Run `fn` on the worker thread in one transaction (IMMEDIATE when writing)."""
+        """Run `fn` in one transaction (IMMEDIATE when writing): inline unless it must wait."""
+        if not self._waiting:  # keep this store's transactions in order behind a waiting one
+            try:
+                result = self._run_inline(fn, args, write)
+            except _LockedError:
+                pass
+            else:
+                if write:
+                    self._after_commit()
+                return result
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-sqlite")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self._run, fn, args, write)
+        self._waiting += 1
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._worker, self._run, fn, args, write)
+        finally:
+            self._waiting -= 1
 
     async def close(self) -> None:
-        """Close the connection and stop the worker thread."""
+        """Close both connections and stop the worker thread."""
+        if self._inline is not None:
+            self._inline.close()
+            self._inline = None
         worker, self._worker = self._worker, None
         if worker is None:
+            self._engine.dispose()
             return
         try:
             await asyncio.get_running_loop().run_in_executor(worker, self._dispose)
@@ -85,12 +116,55 @@ class SqliteExecutor:
             # The worker is idle now (dispose was the last thing queued): this join is short.
             worker.shutdown()
 
-    def _run(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
+    def _run_inline(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
+        if self._inline is None:
+            self._inline = self._engine.connect()
+            raw = self._inline.connection.driver_connection
+            assert raw is not None  # a live pysqlite connection
+            raw.execute("PRAGMA busy_timeout = 0")
+            raw.execute("PRAGMA wal_autocheckpoint = 0")
+        connection = self._inline
+        connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE" if write else "DEFERRED"})
+        try:
+            transaction = connection.begin()
+        except OperationalError as error:
+            connection.rollback()
+            if is_locked(error):
+                raise _LockedError from error
+            raise
+        with transaction:
+            return fn(connection, *args)
+
+    def _after_commit(self) -> None:
+        """Every so many inline commits, have the worker checkpoint the WAL into the file."""
+        self._commits += 1
+        if self._commits < _CHECKPOINT_EVERY or (self._checkpoint and not self._checkpoint.done()):
+            return
+        self._commits = 0
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-sqlite")
+        loop = asyncio.get_running_loop()
+        self._checkpoint = loop.run_in_executor(self._worker, self._checkpoint_wal)
+
+    def _checkpoint_wal(self) -> None:
+        # RESTART holds writers off while it copies the WAL into the file, so it catches
+        # up and the next commit starts the WAL over (a PASSIVE one, racing the steps
+        # that keep committing inline, would never catch up and the WAL would grow).
+        # Meanwhile inline commits find the lock taken and queue behind it on this thread.
+        raw = self._worker_connection().connection.driver_connection
+        assert raw is not None  # a live pysqlite connection
+        with contextlib.suppress(sqlite3.OperationalError):  # busy: the next one catches up
+            raw.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+
+    def _worker_connection(self) -> Connection:
         if self._connection is None:
             # Kept open between transactions: connecting and setting PRAGMAs per call
             # would cost more than the statements.
             self._connection = self._engine.connect()
-        connection = self._connection
+        return self._connection
+
+    def _run(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
+        connection = self._worker_connection()
         connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE" if write else "DEFERRED"})
         with connection.begin():
             return fn(connection, *args)
@@ -100,6 +174,14 @@ class SqliteExecutor:
             self._connection.close()
             self._connection = None
         self._engine.dispose()
+
+
+_CHECKPOINT_EVERY = 500
+"""Inline write commits between WAL checkpoints (SQLite's own default is about 1,000 pages)."""
+
+
+class _LockedError(Exception):
+    """Another connection holds the SQLite write lock: the transaction must wait for it."""
 
 
 @final
