@@ -24,13 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar, TypeVarTuple, final
 
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import OperationalError
 
 from baton.sessions.sql.dialect import (
     SQLITE_BEGIN_OPTION,
     create_postgres_engine,
     create_sqlite_engine,
-    is_locked,
     is_sqlite,
 )
 
@@ -117,23 +115,37 @@ class SqliteExecutor:
             worker.shutdown()
 
     def _run_inline(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
+        connection = self._inline_connection()
+        raw = connection.connection.driver_connection
+        assert raw is not None  # a live pysqlite connection
+        # BEGIN and COMMIT go to the driver: SQLAlchemy's own transaction bookkeeping costs
+        # more than SQLite's. Core statements in `fn` join this transaction (see dialect).
+        try:
+            raw.execute("BEGIN IMMEDIATE" if write else "BEGIN DEFERRED")
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorname == "SQLITE_BUSY":
+                raise _LockedError from error
+            raise
+        try:
+            result = fn(connection, *args)
+        except BaseException:
+            connection.rollback()  # ends SQLAlchemy's view of the transaction too, if it began one
+            if raw.in_transaction:
+                raw.rollback()
+            raise
+        connection.commit()
+        if raw.in_transaction:
+            raw.commit()
+        return result
+
+    def _inline_connection(self) -> Connection:
         if self._inline is None:
             self._inline = self._engine.connect()
             raw = self._inline.connection.driver_connection
             assert raw is not None  # a live pysqlite connection
             raw.execute("PRAGMA busy_timeout = 0")
             raw.execute("PRAGMA wal_autocheckpoint = 0")
-        connection = self._inline
-        connection.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE" if write else "DEFERRED"})
-        try:
-            transaction = connection.begin()
-        except OperationalError as error:
-            connection.rollback()
-            if is_locked(error):
-                raise _LockedError from error
-            raise
-        with transaction:
-            return fn(connection, *args)
+        return self._inline
 
     def _after_commit(self) -> None:
         """Every so many inline commits, have the worker checkpoint the WAL into the file."""

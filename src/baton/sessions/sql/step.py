@@ -4,8 +4,9 @@ The order matters: the session row is locked first, the invocation's version is
 checked and advanced second, so a stale step fails before it writes anything and
 the transaction's rollback has nothing to undo beyond that.
 
-The statements are built once, with bound parameters: building and cache-keying a
-Core statement per call costs several times what SQLite takes to run it.
+The statements are built once, with bound parameters, and run through `direct.run`:
+building, cache-keying and executing a Core statement the usual way costs several
+times what SQLite takes to run it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.dml import UpdateBase
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.events import Event
 from baton.sessions.sql.dialect import insert
+from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
@@ -43,7 +45,10 @@ _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
 # An UPDATE takes the row lock (PostgreSQL) that serializes a session's commits, whose
 # state is read-modify-written; SQLite's IMMEDIATE transaction already holds the lock.
-_TOUCH_SESSION = update(sessions).where(IS_SESSION).returning(sessions.c.pk, sessions.c.state)
+_TOUCH_SESSION = update(sessions).where(IS_SESSION).returning(sessions.c.pk)
+# The state is read (under that lock) only by a step that changes it: a step costs the
+# same whatever the state's size, unless it writes to it.
+_READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"))
 _SET_STATE = update(sessions).where(sessions.c.pk == bindparam("key_pk"))
 _APPEND_EVENTS = events.insert()
 _ADVANCE_INVOCATION = (
@@ -69,27 +74,26 @@ def write_step(connection: Connection, commit: StepCommit, now: float) -> int:
         SessionNotFoundError: the session does not exist.
         StaleVersionError: `expected_version` is not the invocation's version.
     """
-    pk, state = _lock_session(connection, commit.session, now)
+    pk = _lock_session(connection, commit.session, now)
     version = 0
     if commit.invocation_id is not None:
         version = _advance_invocation(connection, pk, commit, now)
     _append_events(connection, pk, commit.events)
     delta = strip_temp_state(commit.state_delta)
     if delta:
-        connection.execute(_SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
+        state: dict[str, Any] = connection.scalar(_READ_STATE, {"key_pk": pk}) or {}
+        run(connection, _SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
     if commit.invocation_id is not None:
         _open_interrupts(connection, pk, commit, now)
         _answer_interrupts(connection, commit, now)
     return version
 
 
-def _lock_session(
-    connection: Connection, key: SessionKey, now: float
-) -> tuple[int, dict[str, Any]]:
-    row = connection.execute(_TOUCH_SESSION, {"updated_at": now, **session_params(key)}).first()
-    if row is None:
+def _lock_session(connection: Connection, key: SessionKey, now: float) -> int:
+    rows = run(connection, _TOUCH_SESSION, {"updated_at": now, **session_params(key)})
+    if not rows:
         raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
-    return row.pk, dict(row.state)
+    return rows[0][0]
 
 
 def _append_events(connection: Connection, session_pk: int, new: tuple[Event, ...]) -> None:
@@ -105,7 +109,7 @@ def _append_events(connection: Connection, session_pk: int, new: tuple[Event, ..
         }
         for event in new
     ]
-    connection.execute(_APPEND_EVENTS, rows)
+    run(connection, _APPEND_EVENTS, rows)
 
 
 def _advance_invocation(
@@ -122,13 +126,13 @@ def _advance_invocation(
             "key_version": commit.expected_version,
             **_invocation_changes(commit, now),
         }
-    if connection.execute(statement, parameters).first() is None:
+    if not run(connection, statement, parameters):
         _raise_stale(connection, commit)
     return commit.expected_version + 1
 
 
 @cache
-def _create_invocation(dialect: str) -> Executable:
+def _create_invocation(dialect: str) -> UpdateBase:
     return (
         insert(dialect, invocations)
         .on_conflict_do_nothing(index_elements=[invocations.c.id])
@@ -174,11 +178,11 @@ def _open_interrupts(
     if not commit.opened:
         return
     rows = [_interrupt_row(session_pk, commit.session, row, now) for row in commit.opened]
-    connection.execute(_reopen_interrupts(connection.dialect.name), rows)
+    run(connection, _reopen_interrupts(connection.dialect.name), rows)
 
 
 @cache
-def _reopen_interrupts(dialect: str) -> Executable:
+def _reopen_interrupts(dialect: str) -> UpdateBase:
     statement = insert(dialect, interrupts)
     # Reopening an id (a loop asks again) replaces the earlier, answered row.
     replaced = {
@@ -224,4 +228,4 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
         }
         for interrupt_id, answer in commit.answered
     ]
-    connection.execute(_ANSWER_INTERRUPT, answers)
+    run(connection, _ANSWER_INTERRUPT, answers)

@@ -1,0 +1,106 @@
+"""Running a Core statement on SQLite's driver directly: the hot path of every step.
+
+SQLAlchemy's `Connection.execute` spends several times what SQLite takes to run a
+small statement (cache keys, events, result objects). For the few statements a
+step commit runs, `run` keeps the statement a Core object, compiles it once per
+set of parameter names, and then hands SQLite the SQL and the parameters itself,
+converted by the column types' own bind and result processors, inside the
+transaction the connection already began. Other databases go through
+`Connection.execute` unchanged, so there is still one statement per operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Dialect
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.dml import UpdateBase
+
+__all__ = ["run"]
+
+_Processor = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A statement compiled for SQLite with one set of parameter names."""
+
+    sql: str
+    names: tuple[str, ...]
+    constants: dict[str, Any]  # bound values fixed in the statement itself
+    binds: tuple[tuple[int, _Processor], ...]  # (position, processor) where there is one
+    results: tuple[tuple[int, _Processor], ...]
+
+    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
+        constants = self.constants
+        values = [params[n] if n in params else constants[n] for n in self.names]
+        for i, process in self.binds:
+            if values[i] is not None:
+                values[i] = process(values[i])
+        return values
+
+    def row(self, raw: Sequence[Any]) -> tuple[Any, ...]:
+        if not self.results:
+            return tuple(raw)
+        values = list(raw)
+        for i, process in self.results:
+            if values[i] is not None:
+                values[i] = process(values[i])
+        return tuple(values)
+
+
+_plans: dict[tuple[UpdateBase, tuple[str, ...]], _Plan] = {}
+
+
+def run(
+    connection: Connection,
+    statement: UpdateBase,
+    params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+) -> list[tuple[Any, ...]]:
+    """Execute an INSERT/UPDATE/DELETE (one parameter set, or many) and return its
+    RETURNING rows as tuples (none for many)."""
+    if connection.dialect.name != "sqlite":
+        result = connection.execute(statement, params)
+        return [tuple(row) for row in result] if result.returns_rows else []
+    raw = connection.connection.driver_connection
+    assert raw is not None  # inside a transaction the connection is live
+    if isinstance(params, Mapping):
+        plan = _plan(statement, tuple(params), connection.dialect)
+        cursor = raw.execute(plan.sql, plan.arguments(params))
+        return [plan.row(r) for r in cursor.fetchall()]
+    if params:
+        plan = _plan(statement, tuple(params[0]), connection.dialect)
+        raw.executemany(plan.sql, [plan.arguments(p) for p in params])
+    return []
+
+
+def _plan(statement: UpdateBase, names: tuple[str, ...], dialect: Dialect) -> _Plan:
+    key = (statement, names)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _compile(statement, names, dialect)
+    return plan
+
+
+def _compile(statement: UpdateBase, names: tuple[str, ...], dialect: Dialect) -> _Plan:
+    compiled = statement.compile(dialect=dialect, column_keys=list(names))
+    positions = tuple(compiled.positiontup or ())
+    binds = _present(
+        compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+        for name in positions
+    )
+    results = _present(
+        column["type"].dialect_impl(dialect).result_processor(dialect, None)
+        for column in statement.returning_column_descriptions
+    )
+    constants = {
+        name: compiled.binds[name].effective_value for name in positions if name not in names
+    }
+    return _Plan(compiled.string, positions, constants, binds, results)
+
+
+def _present(processors: Iterable[_Processor | None]) -> tuple[tuple[int, _Processor], ...]:
+    return tuple((i, p) for i, p in enumerate(processors) if p is not None)
