@@ -43,12 +43,17 @@ def new_event_id() -> str:
     return os.urandom(16).hex()  # as unique as a uuid4's hex, at a third of the cost
 
 
+_JSON_SCALARS: Final = frozenset({str, int, float, bool})
+
+
 def to_json_value(value: object, *, what: str = "value") -> JsonValue:
     """Convert a node's value (pydantic models, dataclasses, sets...) to plain JSON.
 
     Raises:
         TypeError: the value cannot be represented as JSON; names `what`.
     """
+    if value is None or type(value) in _JSON_SCALARS:
+        return value  # pyright: ignore[reportReturnType] -- a str, int, float or bool
     try:
         converted: JsonValue = to_jsonable_python(value)
     except PydanticSerializationError as exc:

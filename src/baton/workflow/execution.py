@@ -182,6 +182,8 @@ class _Collector:
         self.events.append(event)
 
     def _note_long_running(self, event: Event) -> None:
+        if not event.long_running_tool_ids:
+            return
         calls = {c.id: c for c in event.function_calls if c.id}
         for iid in sorted(event.long_running_tool_ids or ()):
             if iid in self.ctx.open_interrupts or iid in self.ctx.resume_inputs:
@@ -249,7 +251,9 @@ def _context_for(node: Node, record: RunRecord, invocation: InvocationContext) -
         resume_inputs=record.answers,
         open_interrupts={
             iid: carried_interrupt(invocation, record, iid) for iid in record.interrupts
-        },
+        }
+        if record.interrupts
+        else None,
         output=record.output,
         attempt_count=record.attempt,
         agent_states=record.agent_states,

@@ -16,7 +16,7 @@ from typing import Any, Final, final
 from pydantic import JsonValue
 
 from baton.events import RouteValue
-from baton.workflow.nodes import START, FunctionNode, Node, StartNode
+from baton.workflow.nodes import START, FunctionNode, JoinNode, Node, StartNode
 
 __all__ = [
     "DEFAULT_ROUTE",
@@ -69,6 +69,8 @@ class Graph:
     predecessors: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
     runs_once: frozenset[str] = frozenset()
     """Nodes that run at most once per run of the workflow (see `_runs_once`)."""
+    joins: frozenset[str] = frozenset()
+    """The JoinNodes, which wait for every predecessor."""
 
     def __post_init__(self) -> None:
         for edge in self.edges:
@@ -77,6 +79,7 @@ class Graph:
             if edge.source not in preds:
                 preds.append(edge.source)
         self.runs_once = _runs_once(self.edges)
+        self.joins = frozenset(n for n, node in self.nodes.items() if isinstance(node, JoinNode))
 
     def successors(self, name: str, routes: Sequence[RouteValue]) -> list[str]:
         """The nodes triggered when `name` finishes having emitted `routes`."""

@@ -33,7 +33,7 @@ from baton.workflow.execution import (
     wants_execution,
 )
 from baton.workflow.graph import Graph, parse_graph
-from baton.workflow.nodes import BaseNode, JoinNode, Node, RetryConfig
+from baton.workflow.nodes import BaseNode, Node, RetryConfig
 
 __all__ = ["Workflow"]
 
@@ -264,7 +264,7 @@ class _Scheduler:
             )
         successors = self.graph.successors(run.node, run.routes)
         for name in successors:
-            if isinstance(self.graph.nodes[name], JoinNode):
+            if name in self.graph.joins:
                 self._arrive(name, run)
             else:
                 self.state.queue.append(Trigger(node=name, input=run.output))
