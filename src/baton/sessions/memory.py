@@ -129,7 +129,7 @@ class MemoryStore:
         data = self._require(commit.session)
         version = self._check_version(data, commit)
         now = self._clock()
-        data.events.extend(event.model_dump_json() for event in commit.events)
+        data.events.extend([event.model_dump_json() for event in commit.events])
         if commit.state_delta:
             data.session.state.update(strip_temp_state(commit.state_delta))
         data.last_update_time = now

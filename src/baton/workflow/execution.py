@@ -82,7 +82,7 @@ async def complete_with_answers(
     await invocation.commit(StepParts(events=(event,)), mutate)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Collector:
     """Normalizes what a node yields and keeps it until the step commits."""
 
@@ -290,7 +290,11 @@ async def execute_run(
             ctx = _context_for(node, record, invocation)
             collector = _Collector(node, ctx, record)
             try:
-                await _drive(node, ctx, record, collector)
+                if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
+                    # Most nodes: one call, one result, no generator to drive or close.
+                    collector.add(node.call(ctx, record.input))  # FunctionNodes commit at the end
+                else:
+                    await _drive(node, ctx, record, collector)
             except NodeRunFailedError as failure:
                 await _commit_failure(node, record, invocation, None, finish)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
@@ -310,11 +314,7 @@ async def execute_run(
 async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     timeout = node.timeout
     if timeout is None:
-        if isinstance(node, FunctionNode) and node.is_plain:
-            # Most nodes: one call, one result, no generator to drive or close.
-            collector.add(node.call(ctx, record.input))  # a FunctionNode commits at its end
-        else:
-            await _consume(node.run(ctx, record.input), collector)
+        await _consume(node.run(ctx, record.input), collector)
         return
     scope = asyncio.timeout(timeout)
     try:

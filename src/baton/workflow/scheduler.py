@@ -251,7 +251,8 @@ class _Scheduler:
             # Continue with the next ready run in this task (a chain needs no new tasks);
             # anything else ready gets a task of its own.
             current = self._dispatch()
-            self._pump()
+            if self.state.queue:
+                self._pump()
 
     def _absorb(self, run: RunRecord, *, record: bool = True) -> None:
         """Fold a finished run into the workflow state (inside the run's commit)."""

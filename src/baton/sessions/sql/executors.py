@@ -81,7 +81,9 @@ class SqliteExecutor:
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
         """Run `fn` in one transaction (IMMEDIATE when writing): inline unless it must wait."""
-        if not self._waiting:  # keep this store's transactions in order behind a waiting one
+        # Behind a transaction waiting on the worker, or a WAL checkpoint, queue up there:
+        # this store's transactions stay in order, and the checkpoint gets to finish.
+        if not self._waiting and (self._checkpoint is None or self._checkpoint.done()):
             try:
                 result = self._run_inline(fn, args, write)
             except _LockedError:
@@ -162,7 +164,7 @@ class SqliteExecutor:
         # RESTART holds writers off while it copies the WAL into the file, so it catches
         # up and the next commit starts the WAL over (a PASSIVE one, racing the steps
         # that keep committing inline, would never catch up and the WAL would grow).
-        # Meanwhile inline commits find the lock taken and queue behind it on this thread.
+        # This store's own transactions queue behind it on this thread (see transact).
         raw = self._worker_connection().connection.driver_connection
         assert raw is not None  # a live pysqlite connection
         with contextlib.suppress(sqlite3.OperationalError):  # busy: the next one catches up
