@@ -31,6 +31,24 @@ async def test_create_then_get_returns_the_same_session(store: Store, clock: Fak
     assert await store.get_session(key("s1")) == created
 
 
+async def test_every_step_advances_the_sessions_last_update(store: Store, clock: FakeClock) -> None:
+    created = await store.create_session(APP, USER, session_id=SessionId("s1"))
+    seen = [created.last_update_time]
+    outside = step(key("s1"), None, 0, events=(event("a note"),))
+    inside = [step(key("s1"), "inv-1", v, events=(event(f"step {v}"),)) for v in range(3)]
+    for commit in (outside, *inside):
+        clock.advance(5)
+        await store.commit_step(commit)
+        session = await store.get_session(key("s1"), with_events=False)
+        assert session is not None
+        (listed,) = await store.list_sessions(APP, USER)
+        assert listed.last_update_time == session.last_update_time
+        seen.append(session.last_update_time)
+    assert seen == sorted(seen)
+    assert len(set(seen)) == len(seen)  # each step moved it forward
+    assert seen[-1] <= clock.now
+
+
 async def test_create_without_id_gets_a_fresh_unique_id(store: Store) -> None:
     first = await store.create_session(APP, USER)
     second = await store.create_session(APP, USER)

@@ -24,6 +24,7 @@ from baton.errors import ExtraNotInstalledError
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "SQLITE_BEGIN_OPTION",
+    "EncodedJson",
     "create_postgres_engine",
     "create_sqlite_engine",
     "insert",
@@ -92,6 +93,8 @@ def create_postgres_engine(url: URL) -> AsyncEngine:
         url.difference_update_query(["search_path"]),
         connect_args=connect_args,
         pool_pre_ping=True,
+        json_serializer=_json_text,
+        json_deserializer=pydantic_core.from_json,
     )
 
 
@@ -136,7 +139,16 @@ def _synchronous(url: URL) -> str:
     return level
 
 
+class EncodedJson(str):
+    """JSON text for a JSON column, already encoded (a model's `to_json()`): written as is."""
+
+    __slots__ = ()
+
+
 def _json_text(value: Any) -> str:
+    # JSON columns through pydantic-core: a few times faster than the json module.
+    if isinstance(value, EncodedJson):
+        return value
     return pydantic_core.to_json(value).decode()
 
 
@@ -149,7 +161,6 @@ def create_sqlite_engine(url: URL) -> Engine:
     synchronous = _synchronous(url)
     engine = create_sync_engine(
         url.difference_update_query(["synchronous"]),
-        # JSON columns through pydantic-core: a few times faster than the json module.
         json_serializer=_json_text,
         json_deserializer=pydantic_core.from_json,
     )

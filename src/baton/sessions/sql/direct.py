@@ -18,8 +18,11 @@ from typing import Any
 from sqlalchemy import Dialect
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.selectable import Select
 
-__all__ = ["run"]
+Statement = UpdateBase | Select[Any]
+
+__all__ = ["Statement", "run"]
 
 _Processor = Callable[[Any], Any]
 
@@ -52,16 +55,16 @@ class _Plan:
         return tuple(values)
 
 
-_plans: dict[tuple[UpdateBase, tuple[str, ...]], _Plan] = {}
+_plans: dict[tuple[Statement, tuple[str, ...]], _Plan] = {}
 
 
 def run(
     connection: Connection,
-    statement: UpdateBase,
+    statement: Statement,
     params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> list[tuple[Any, ...]]:
-    """Execute an INSERT/UPDATE/DELETE (one parameter set, or many) and return its
-    RETURNING rows as tuples (none for many)."""
+    """Execute a SELECT, or an INSERT/UPDATE/DELETE (one parameter set, or many), and
+    return its rows (a SELECT's, or the RETURNING ones) as tuples (none for many)."""
     if connection.dialect.name != "sqlite":
         result = connection.execute(statement, params)
         return [tuple(row) for row in result] if result.returns_rows else []
@@ -77,7 +80,7 @@ def run(
     return []
 
 
-def _plan(statement: UpdateBase, names: tuple[str, ...], dialect: Dialect) -> _Plan:
+def _plan(statement: Statement, names: tuple[str, ...], dialect: Dialect) -> _Plan:
     key = (statement, names)
     plan = _plans.get(key)
     if plan is None:
@@ -85,17 +88,19 @@ def _plan(statement: UpdateBase, names: tuple[str, ...], dialect: Dialect) -> _P
     return plan
 
 
-def _compile(statement: UpdateBase, names: tuple[str, ...], dialect: Dialect) -> _Plan:
+def _compile(statement: Statement, names: tuple[str, ...], dialect: Dialect) -> _Plan:
     compiled = statement.compile(dialect=dialect, column_keys=list(names))
     positions = tuple(compiled.positiontup or ())
     binds = _present(
         compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
         for name in positions
     )
-    results = _present(
-        column["type"].dialect_impl(dialect).result_processor(dialect, None)
-        for column in statement.returning_column_descriptions
+    columns = (
+        [c.type for c in statement.selected_columns]
+        if isinstance(statement, Select)
+        else [c["type"] for c in statement.returning_column_descriptions]
     )
+    results = _present(t.dialect_impl(dialect).result_processor(dialect, None) for t in columns)
     constants = {
         name: compiled.binds[name].effective_value for name in positions if name not in names
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Row, RowMapping, bindparam, select
+from sqlalchemy import Row, RowMapping, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
@@ -40,7 +40,16 @@ __all__ = [
     "load_invocation",
 ]
 
-_SESSION = select(sessions).where(IS_SESSION)
+# A step inside an invocation may leave the session row alone (SQLite; see `step`):
+# the session was last updated by its row or by its latest invocation step.
+_LAST_STEP = (
+    select(func.max(invocations.c.updated_at))
+    .where(invocations.c.session_pk == sessions.c.pk)
+    .scalar_subquery()
+    .label("last_step")
+)
+_SESSIONS = select(sessions, _LAST_STEP)
+_SESSION = _SESSIONS.where(IS_SESSION)
 _INVOCATIONS = (
     select(invocations)
     .join(sessions, sessions.c.pk == invocations.c.session_pk)
@@ -75,7 +84,7 @@ def get_session(
 
 def list_sessions(connection: Connection, app_name: str, user_id: str | None) -> list[Session]:
     """Sessions of an app (optionally of one user), without their events."""
-    query = select(sessions).where(sessions.c.app_name == app_name)
+    query = _SESSIONS.where(sessions.c.app_name == app_name)
     if user_id is not None:
         query = query.where(sessions.c.user_id == user_id)
     return [_to_session(row) for row in connection.execute(query.order_by(sessions.c.pk))]
@@ -145,7 +154,7 @@ def _to_session(row: Row[Any]) -> Session:
         app_name=row.app_name,
         user_id=row.user_id,
         state=row.state,
-        last_update_time=row.updated_at,
+        last_update_time=max(row.updated_at, row.last_step or 0.0),
     )
 
 
