@@ -7,12 +7,14 @@ transaction. The frequent queries are built once with bound parameters (see `ste
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Row, RowMapping, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
+from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
@@ -50,6 +52,7 @@ _LAST_STEP = (
 )
 _SESSIONS = select(sessions, _LAST_STEP)
 _SESSION = _SESSIONS.where(IS_SESSION)
+_SESSION_COLUMNS = tuple(str(c.key) for c in _SESSION.selected_columns)
 _INVOCATIONS = (
     select(invocations)
     .join(sessions, sessions.c.pk == invocations.c.session_pk)
@@ -73,12 +76,13 @@ def get_session(
     connection: Connection, key: SessionKey, with_events: bool, event_limit: int | None
 ) -> Session | None:
     """The session (its newest `event_limit` events, or all, or none), or None."""
-    row = connection.execute(_SESSION, session_params(key)).first()
-    if row is None:
+    rows = run(connection, _SESSION, session_params(key))
+    if not rows:
         return None
+    row = dict(zip(_SESSION_COLUMNS, rows[0], strict=True))
     session = _to_session(row)
     if with_events:
-        session.events = _load_events(connection, row.pk, event_limit)
+        session.events = _load_events(connection, row["pk"], event_limit)
     return session
 
 
@@ -87,7 +91,8 @@ def list_sessions(connection: Connection, app_name: str, user_id: str | None) ->
     query = _SESSIONS.where(sessions.c.app_name == app_name)
     if user_id is not None:
         query = query.where(sessions.c.user_id == user_id)
-    return [_to_session(row) for row in connection.execute(query.order_by(sessions.c.pk))]
+    rows = connection.execute(query.order_by(sessions.c.pk)).mappings()
+    return [_to_session(row) for row in rows]
 
 
 def load_invocation(
@@ -148,13 +153,13 @@ def _load_events(connection: Connection, session_pk: int, limit: int | None) -> 
     return [Event.from_wire(e) for e in reversed(rows.all())]
 
 
-def _to_session(row: Row[Any]) -> Session:
+def _to_session(row: Mapping[Any, Any]) -> Session:
     return Session(
-        id=row.session_id,
-        app_name=row.app_name,
-        user_id=row.user_id,
-        state=row.state,
-        last_update_time=max(row.updated_at, row.last_step or 0.0),
+        id=row["session_id"],
+        app_name=row["app_name"],
+        user_id=row["user_id"],
+        state=row["state"],
+        last_update_time=max(row["updated_at"], row["last_step"] or 0.0),
     )
 
 

@@ -14,17 +14,19 @@ from typing import Any
 from sqlalchemy import Row, bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.dml import UpdateBase
 
 from baton.errors import InvocationBusyError, SessionExistsError
 from baton.sessions.sql.dialect import insert, is_unique_violation
+from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import IS_SESSION, invocations, leases, session_params, sessions
 from baton.sessions.store import Lease, Session, SessionKey
 from baton.types import InvocationId
 
 __all__ = ["claim_lease", "delete_session", "insert_session", "release_lease", "renew_lease"]
 
-# Built once with bound parameters (see `step`).
+# Built once with bound parameters; the lease statements, run on every call, go
+# through `direct.run` (see `step`).
 _INSERT_SESSION = sessions.insert()
 _SESSION_PK = select(sessions.c.pk).where(IS_SESSION)
 _IS_LEASE = (leases.c.invocation_id == bindparam("key_invocation_id")) & (
@@ -83,7 +85,7 @@ def claim_lease(connection: Connection, lease: Lease, now: float) -> None:
         "expires_at": lease.expires_at,
         "key_now": now,
     }
-    if connection.execute(_claim(connection.dialect.name), parameters).first() is not None:
+    if run(connection, _claim(connection.dialect.name), parameters):
         return
     held = connection.execute(_LEASE, {"key_invocation_id": lease.invocation_id}).first()
     raise InvocationBusyError(_busy_message(lease.invocation_id, held))
@@ -96,7 +98,7 @@ def renew_lease(connection: Connection, lease: Lease, expires_at: float) -> None
         InvocationBusyError: the lease was lost (expired and taken, or released).
     """
     parameters = {"expires_at": expires_at, **_lease_params(lease)}
-    if connection.execute(_RENEW_LEASE, parameters).first() is None:
+    if not run(connection, _RENEW_LEASE, parameters):
         raise InvocationBusyError(
             f"lease on invocation '{lease.invocation_id}' was lost by '{lease.owner}'; "
             "another process took the run over."
@@ -105,11 +107,11 @@ def renew_lease(connection: Connection, lease: Lease, expires_at: float) -> None
 
 def release_lease(connection: Connection, lease: Lease) -> None:
     """Delete the lease if it is still this owner's."""
-    connection.execute(_RELEASE_LEASE, _lease_params(lease))
+    run(connection, _RELEASE_LEASE, _lease_params(lease))
 
 
 @cache
-def _claim(dialect: str) -> Executable:
+def _claim(dialect: str) -> UpdateBase:
     statement = insert(dialect, leases)
     # Take it over only when it expired or is already ours.
     return statement.on_conflict_do_update(
