@@ -19,6 +19,16 @@ from baton.types import InvocationId, SessionId
 from baton.workflow.nodes import Node
 
 
+class Counter:
+    """How often each node ran, by name."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+
+    def bump(self, name: str) -> None:
+        self.runs[name] = self.runs.get(name, 0) + 1
+
+
 @dataclass
 class Harness:
     runner: Runner

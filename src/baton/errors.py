@@ -18,6 +18,7 @@ __all__ = [
     "InvocationBusyError",
     "InvocationFinishedError",
     "InvocationNotFoundError",
+    "InvocationWaitingError",
     "MissingParameterError",
     "NodeFailedError",
     "NodeTimeoutError",
@@ -76,6 +77,12 @@ class AlreadyAnsweredError(BatonError, ValueError):
 
 class InvocationFinishedError(BatonError, ValueError):
     """The invocation already completed; there is nothing to resume."""
+
+    status_code = 409
+
+
+class InvocationWaitingError(BatonError, ValueError):
+    """The invocation waits for answers; continuing it without them has nothing to run."""
 
     status_code = 409
 

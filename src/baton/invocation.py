@@ -105,7 +105,7 @@ class InvocationRun:
             app_name=plan.key.app_name,
             user_id=plan.key.user_id,
             session=plan.session,
-            user_content=plan.message if plan.kind is PlanKind.START else None,
+            user_content=plan.message if plan.kind is not PlanKind.ANSWER else None,
             is_resumable=settings.is_resumable,
             load_history=self._history,
             commit=self._land,
@@ -127,7 +127,7 @@ class InvocationRun:
             )
         elif plan.kind is PlanKind.ANSWER:
             await self._record_answers(answered_by)
-        elif plan.state_delta:
+        elif plan.state_delta or plan.message is not None:
             await self._land(self._user_parts(), lambda: None)
 
     def _user_parts(self) -> StepParts:

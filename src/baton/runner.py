@@ -9,13 +9,14 @@ with the code at hand. Only then does the first step commit.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
 from collections.abc import AsyncGenerator
 from datetime import timedelta
-from typing import Any, final
+from typing import Any, Final, cast, final
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.answers import unwrap_response, validate_answer
 from baton.errors import (
@@ -23,6 +24,7 @@ from baton.errors import (
     InvalidMessageError,
     InvocationFinishedError,
     InvocationNotFoundError,
+    InvocationWaitingError,
     SessionNotFoundError,
     UnknownInterruptError,
     WorkflowChangedError,
@@ -54,20 +56,43 @@ class ResumabilityConfig(BaseModel):
     is_resumable: bool = False
 
 
+_APP_NAME: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9_-]*")
+
+
 class App(BaseModel):
-    """What a folder serves: a named root node (workflow or agent) and its settings."""
+    """What a folder serves: a named root node (workflow or agent) and its settings.
+
+    `name` defaults to the root agent's name.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    name: str = Field(pattern=r"^[a-zA-Z][a-zA-Z0-9_-]*$")
+    name: str = Field(default="", validate_default=True)
     root_agent: Any
     description: str = ""
     plugins: list[Any] = Field(default_factory=list[Any])
     resumability_config: ResumabilityConfig | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _name_from_root(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("name"):  # pyright: ignore[reportUnknownMemberType] -- raw input
+            fields = cast(dict[str, Any], data)
+            root = fields.get("root_agent")
+            if isinstance(root, Node):
+                return {**fields, "name": root.name}
+        return cast(object, data)
+
     @field_validator("name")
     @classmethod
-    def _not_user(cls, name: str) -> str:
+    def _valid_name(cls, name: str) -> str:
+        if not name:
+            raise ValueError("an App needs a name: pass name=, or a root_agent to take it from.")
+        if not _APP_NAME.fullmatch(name):
+            raise ValueError(
+                f"app name '{name}' must start with a letter and hold only letters, digits, "
+                "'_' and '-'; pick another name=."
+            )
         if name == "user":
             raise ValueError(
                 "'user' is reserved for the author of user messages; pick another name."
@@ -148,8 +173,9 @@ class Runner:
     async def run_async(
         self,
         *,
-        user_id: str,
-        session_id: str,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        session: Session | None = None,
         invocation_id: str | None = None,
         new_message: Content | None = None,
         state_delta: dict[str, JsonValue] | None = None,
@@ -162,7 +188,10 @@ class Runner:
         Args:
             user_id: the session's user.
             session_id: the session.
+            session: the session itself, instead of `user_id` and `session_id`.
             invocation_id: continue this invocation (after a crash, or to disambiguate).
+                A text `new_message` given with it is recorded in that invocation
+                before it continues.
             new_message: a user message starts a run; function responses whose ids are
                 open interrupts answer them.
             state_delta: state changes recorded with the call.
@@ -173,11 +202,12 @@ class Runner:
         Raises:
             SessionNotFoundError, InvocationNotFoundError, UnknownInterruptError,
             AlreadyAnsweredError, InvalidResponseError, InvalidMessageError,
-            InvocationFinishedError, InvocationBusyError, WorkflowChangedError: before
-            anything changed. A node's own exception, after its error event was stored.
+            InvocationFinishedError, InvocationWaitingError, InvocationBusyError,
+            WorkflowChangedError: before anything changed. A node's own exception, after
+            its error event was stored.
         """
         del run_config
-        key = SessionKey(self.app_name, user_id, SessionId(session_id))
+        key = self._session_key(user_id, session_id, session)
         plan = await self._plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         # Each call is its own resumer, even when two share this Runner.
@@ -189,6 +219,30 @@ class Runner:
                 yield event
         finally:
             await self.store.release(lease)
+
+    def _session_key(
+        self, user_id: str | None, session_id: str | None, session: Session | None
+    ) -> SessionKey:
+        if session is not None:
+            if session.app_name != self.app_name:
+                raise InvalidMessageError(
+                    f"session '{session.id}' belongs to app '{session.app_name}', but this "
+                    f"runner serves '{self.app_name}'; use that app's runner."
+                )
+            given = {"user_id": (user_id, session.user_id), "session_id": (session_id, session.id)}
+            for name, (value, own) in given.items():
+                if value is not None and value != own:
+                    raise InvalidMessageError(
+                        f"{name} '{value}' contradicts session= (whose {name} is '{own}'); "
+                        "pass one or the other."
+                    )
+            return session.key
+        if user_id is None or session_id is None:
+            raise InvalidMessageError(
+                "run_async needs user_id= and session_id= (or session=) to know which "
+                "session to run in."
+            )
+        return SessionKey(self.app_name, user_id, SessionId(session_id))
 
     async def _plan(
         self,
@@ -203,17 +257,14 @@ class Runner:
             assert message is not None
             return await self._plan_answers(key, session, message, invocation_id, state_delta)
         if invocation_id:
-            if message is not None and message.text:
-                raise InvalidMessageError(
-                    f"a text message cannot continue invocation '{invocation_id}'; answer its "
-                    "interrupts with function responses, or omit invocation_id to start a new run."
-                )
-            await self._existing(key, InvocationId(invocation_id))
+            invocation = await self._existing(key, InvocationId(invocation_id))
+            await self._fail_if_waiting(invocation)
             return RunPlan(
                 PlanKind.CONTINUE,
                 key,
                 session,
-                InvocationId(invocation_id),
+                InvocationId(invocation.id),
+                message=message if message is not None and message.parts else None,
                 state_delta=state_delta,
             )
         new_id = InvocationId(f"e-{uuid.uuid4()}")
@@ -247,6 +298,24 @@ class Runner:
                 "Send a new message to start a new run."
             )
         return invocation
+
+    async def _fail_if_waiting(self, invocation: Invocation) -> None:
+        """Refuse to continue an invocation that has nothing to run until it is answered."""
+        if invocation.status != InvocationStatus.PAUSED:
+            return
+        key = SessionKey(invocation.app_name, invocation.user_id, SessionId(invocation.session_id))
+        rows = await self.store.list_interrupts(
+            key.app_name,
+            key.user_id,
+            session_id=key.session_id,
+            invocation_id=InvocationId(invocation.id),
+        )
+        listed = ", ".join(f"'{r.interrupt_id}'" for r in rows) or "none"
+        raise InvocationWaitingError(
+            f"invocation '{invocation.id}' is waiting for answers to its interrupts ({listed}); "
+            "nothing runs until one is answered. Send a function response whose id is an "
+            "open interrupt id."
+        )
 
     async def _plan_answers(
         self,

@@ -19,6 +19,7 @@ from baton.errors import (
     InvocationBusyError,
     InvocationFinishedError,
     InvocationNotFoundError,
+    InvocationWaitingError,
     SessionNotFoundError,
     UnknownInterruptError,
     WorkflowChangedError,
@@ -141,6 +142,28 @@ async def test_bad_input_raises_specific_error_and_changes_nothing(
     assert counter == {"prepare": 1, "ask": 1, "book": 1}
 
 
+@pytest.mark.parametrize("text", [None, "any news?"])
+async def test_continuing_a_paused_invocation_without_answers_is_refused(
+    make_harness: MakeHarness, text: str | None
+) -> None:
+    counter: dict[str, int] = {}
+    h = await paused(make_harness, counter)
+    invocation = await h.invocation()
+    before = await snapshot(h.service, h.key)
+    message = None if text is None else types.Content(role="user", parts=[types.Part(text=text)])
+    with pytest.raises(InvocationWaitingError) as caught:
+        await h.collect(invocation_id=invocation.id, new_message=message)
+    assert str(caught.value) == (
+        f"invocation '{invocation.id}' is waiting for answers to its interrupts ('approve'); "
+        "nothing runs until one is answered. Send a function response whose id is an open "
+        "interrupt id."
+    )
+    assert await snapshot(h.service, h.key) == before
+    done = await h.collect(new_message=fr("approve", GOOD))
+    assert outputs(done)[-1] == ("book", "booked 12")
+    assert counter == {"prepare": 1, "ask": 1, "book": 1}
+
+
 async def test_unknown_interrupt_message_lists_the_open_ones(make_harness: MakeHarness) -> None:
     h = await paused(make_harness, {})
     with pytest.raises(UnknownInterruptError) as caught:
@@ -166,7 +189,7 @@ async def test_answered_twice_and_finished_invocation_are_refused(
         await h.collect(new_message=fr("approve", {"amount": 99, "reason": "again"}))
     with pytest.raises(InvocationFinishedError, match="already completed"):
         await h.collect(invocation_id=invocation.id)
-    with pytest.raises(InvalidMessageError, match="a text message cannot continue"):
+    with pytest.raises(InvocationFinishedError, match="already completed"):
         await h.collect(
             invocation_id=invocation.id,
             new_message=types.Content(role="user", parts=[types.Part(text="hi")]),

@@ -62,7 +62,8 @@ async def test_schema_failure_is_422_and_changes_nothing(live: Live) -> None:
         ("unknown_session", 404, "SessionNotFoundError"),
         ("unknown_invocation", 404, "InvocationNotFoundError"),
         ("unknown_interrupt", 404, "UnknownInterruptError"),
-        ("text_with_invocation", 422, "InvalidMessageError"),
+        ("text_with_invocation", 409, "InvocationWaitingError"),
+        ("invocation_alone", 409, "InvocationWaitingError"),
     ],
 )
 async def test_bad_run_requests_are_refused_and_change_nothing(
@@ -79,6 +80,8 @@ async def test_bad_run_requests_are_refused_and_change_nothing(
             body["invocationId"] = "nope"
         case "unknown_interrupt":
             body["newMessage"] = answer("nope", True)
+        case "invocation_alone":
+            body["invocationId"] = invocation
         case _:
             body["invocationId"] = invocation
             body["newMessage"] = {"role": "user", "parts": [{"text": "hi"}]}
@@ -86,7 +89,8 @@ async def test_bad_run_requests_are_refused_and_change_nothing(
     for route in ("/run", "/run_sse"):
         r = await live.client.post(route, json=body)
         assert (r.status_code, r.json()["error"]) == (status, error)
-        assert "nope" in r.json()["detail"] or case == "text_with_invocation"
+        named = "'approve'" if "invocation" in case and case != "unknown_invocation" else "nope"
+        assert named in r.json()["detail"]
     assert await snapshot(live.service.store, "approval", "u", sid) == before
 
 

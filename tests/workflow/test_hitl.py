@@ -14,15 +14,7 @@ from baton import Context, Event, FunctionNode, JoinNode, RequestInput, Workflow
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.store import InterruptStatus, InvocationStatus
 from baton.types import InvocationId
-from tests.harness import MakeHarness, asked, outputs
-
-
-class Counter:
-    def __init__(self) -> None:
-        self.runs: dict[str, int] = {}
-
-    def bump(self, name: str) -> None:
-        self.runs[name] = self.runs.get(name, 0) + 1
+from tests.harness import Counter, MakeHarness, asked, outputs
 
 
 async def test_interrupt_event_has_the_reference_wire_shape(make_harness: MakeHarness) -> None:
