@@ -111,3 +111,18 @@ async def test_an_agent_node_resumes_inside_its_workflow(make: MakeRunner, resum
 
     assert runs.count == {"a": 1, "b": 1, "c": 2, "shout": 1}
     assert events[-1].output == "C DONE"
+
+
+def test_an_agent_class_without_run_async_impl_is_refused_when_built() -> None:
+    class Forgetful(BaseAgent):
+        note: str = ""
+
+    with pytest.raises(TypeError, match="Forgetful 'f' cannot run: it does not implement"):
+        Forgetful(name="f")
+    with pytest.raises(TypeError, match="BaseAgent 'b' cannot run"):
+        BaseAgent(name="b")
+
+
+def test_a_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        Step(name="a", runs=Runs(), timeout=0)

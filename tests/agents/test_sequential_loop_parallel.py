@@ -110,3 +110,11 @@ async def test_parallel_branches_are_tagged_and_all_finish(make: MakeRunner) -> 
     branches = {e.author: e.branch for e in events if e.content}
     assert branches == {"a": "par.a", "x": "par.inner"}
     assert (events[-2].author, events[-2].actions.end_of_agent) == ("par", True)
+
+
+@pytest.mark.parametrize("max_iterations", [0, -1])
+def test_a_loop_of_fewer_than_one_iteration_is_refused(max_iterations: int) -> None:
+    with pytest.raises(
+        ValueError, match=f"max_iterations must be at least 1, got {max_iterations}"
+    ):
+        LoopAgent(name="loop", max_iterations=max_iterations)

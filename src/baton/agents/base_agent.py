@@ -49,8 +49,9 @@ class BaseAgent(BaseModel):
         timeout: as a node, seconds one run may take.
 
     Raises:
-        ValueError: a bad name, a name used twice in the tree, or a sub-agent that
-            already belongs to another parent.
+        ValueError: a bad name, a name used twice in the tree, a sub-agent that
+            already belongs to another parent, or a timeout that is not positive.
+        TypeError: the class does not implement `_run_async_impl`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -62,7 +63,7 @@ class BaseAgent(BaseModel):
     sub_agents: list[BaseAgent] = Field(default_factory=list["BaseAgent"])
     rerun_on_resume: bool = True
     retry_config: InstanceOf[RetryConfig] | None = None
-    timeout: float | None = None
+    timeout: float | None = Field(default=None, gt=0)
 
     _parent: BaseAgent | None = PrivateAttr(default=None)
 
@@ -80,6 +81,12 @@ class BaseAgent(BaseModel):
         return name
 
     def model_post_init(self, context: Any, /) -> None:
+        if type(self)._run_async_impl is BaseAgent._run_async_impl:
+            raise TypeError(
+                f"{type(self).__name__} '{self.name}' cannot run: it does not implement "
+                "`async def _run_async_impl(self, ctx)`, the async generator of its events. Define "
+                "it in the class, or use SequentialAgent, LoopAgent, ParallelAgent or LlmAgent."
+            )
         for sub in self.sub_agents:
             if sub._parent is not None and sub._parent is not self:
                 raise ValueError(

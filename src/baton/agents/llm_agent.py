@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Literal, final
+from typing import Any, Literal, final
 
 from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
 
@@ -87,6 +87,10 @@ class LlmAgent(BaseAgent):
         include_contents: "default" shows the session's history; "none" only this run.
         generate_content_config: sampling options passed to the model.
         max_llm_calls: the most model calls in one run of the agent.
+
+    Raises:
+        ValueError: two tools have the same name.
+        TypeError: a plain function cannot be described to the model (see FunctionTool).
     """
 
     model: str | InstanceOf[BaseLlm] = ""
@@ -98,7 +102,11 @@ class LlmAgent(BaseAgent):
     max_llm_calls: int = Field(default=100, ge=1)
 
     _llm: BaseLlm | None = PrivateAttr(default=None)
-    _tools: dict[str, BaseTool] | None = PrivateAttr(default=None)
+    _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        self._tools = _index_tools(self.tools, agent=self.name)
 
     @property
     def canonical_model(self) -> BaseLlm:
@@ -122,9 +130,6 @@ class LlmAgent(BaseAgent):
     @property
     def canonical_tools(self) -> dict[str, BaseTool]:
         """The tools by name (plain functions wrapped in FunctionTool)."""
-        if self._tools is None:
-            tools = [t if isinstance(t, BaseTool) else FunctionTool(t) for t in self.tools]
-            self._tools = {t.name: t for t in tools}
         return self._tools
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
@@ -325,6 +330,26 @@ class LlmAgent(BaseAgent):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
         return event
+
+
+def _index_tools(
+    tools: Sequence[BaseTool | Callable[..., object]], *, agent: str
+) -> dict[str, BaseTool]:
+    """The tools by name, plain functions wrapped in FunctionTool.
+
+    Raises:
+        ValueError: two tools have the same name (the model could not tell them apart).
+    """
+    index: dict[str, BaseTool] = {}
+    for item in tools:
+        tool = item if isinstance(item, BaseTool) else FunctionTool(item)
+        if tool.name in index:
+            raise ValueError(
+                f"agent '{agent}' has two tools named '{tool.name}'; give one another name "
+                f"(FunctionTool(func, name=...)). Tools: {', '.join([*index, tool.name])}."
+            )
+        index[tool.name] = tool
+    return index
 
 
 def _is_model_turn(event: Event) -> bool:
