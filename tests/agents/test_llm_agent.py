@@ -15,6 +15,7 @@ from baton.agents import (
     ParallelAgent,
     SequentialAgent,
 )
+from baton.errors import AlreadyAnsweredError, UnknownInterruptError
 from baton.models import LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
@@ -22,7 +23,7 @@ from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
 from tests.agents.examples import load_example
-from tests.harness import asked
+from tests.harness import Harness, asked
 
 
 def tools_counted(runs: Runs, *names: str) -> list[FunctionTool]:
@@ -474,3 +475,58 @@ async def test_a_long_running_tool_that_failed_to_start_is_started_on_resume(
     assert runs.count == {"notify": 2}
     assert len(model.requests) == 2
     assert done[-1].output == "ann said yes"
+
+
+async def snapshot(h: Harness) -> tuple[object, ...]:
+    """Everything a rejected answer must leave as it was: events, state, the invocation."""
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    return [e.id for e in session.events], session.state, await h.invocation()
+
+
+async def test_bad_answers_to_a_long_running_call_change_nothing(make: MakeRunner) -> None:
+    model = ScriptedModel(
+        responses=[FunctionCall(id="c1", name="approval_tool", args={"request": "x"}), "done"]
+    )
+    agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
+    h = await make(agent)
+    assert asked(await h.start()) == ["c1"]
+    paused = await snapshot(h)
+
+    with pytest.raises(UnknownInterruptError, match="'nope' is not open .*open: 'c1'"):
+        await h.answer(("nope", "yes"), name="approval_tool")
+    assert await snapshot(h) == paused
+    done = await h.answer(("c1", "yes"), name="approval_tool")
+    finished = await snapshot(h)
+    with pytest.raises(AlreadyAnsweredError, match="'c1'"):
+        await h.answer(("c1", "no"), name="approval_tool")
+
+    assert await snapshot(h) == finished
+    assert done[-1].output == "done"
+    assert len(model.requests) == 2
+
+
+async def test_the_model_sees_an_answer_under_the_name_of_the_call_it_answers(
+    make: MakeRunner,
+) -> None:
+    model = ScriptedModel(
+        responses=[FunctionCall(id="c1", name="approval_tool", args={"request": "x"}), "done"]
+    )
+    agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
+    h = await make(agent)
+    await h.start()
+
+    await h.answer(("c1", "yes"), name="adk_request_input")
+
+    answers = [r for c in model.requests[1].contents for r in c.function_responses]
+    assert [(r.id, r.name, r.response) for r in answers] == [
+        ("c1", "approval_tool", {"result": "yes"})
+    ]
+
+
+def test_two_tools_with_one_name_are_refused_when_the_agent_is_built() -> None:
+    def lookup(x: int) -> int:
+        return x
+
+    with pytest.raises(ValueError, match="agent 'agent' has two tools named 'lookup'"):
+        LlmAgent(name="agent", tools=[lookup, FunctionTool(lookup)])

@@ -4,7 +4,8 @@ The agent's own turns and tool results stay as they are; the user's messages
 come as user turns; other agents' replies come as context text; function calls
 and responses that are not the agent's own are left out, as are events of
 other parallel branches. A function call answered twice (a long-running tool's
-interim status, then the person's answer) keeps its last response only.
+interim status, then the person's answer) keeps its last response only, under
+the name of the call it answers (whatever name the client sent).
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def conversation(
     """
     visible = [e for e in events if is_visible(e, branch) and not e.partial]
     shown = {e.id for e in visible}
-    own_calls = {c.id for e in visible if e.author == agent for c in e.function_calls if c.id}
-    last_response = _last_responses(visible, own_calls)
+    own_calls = {
+        c.id: c.name for e in visible if e.author == agent for c in e.function_calls if c.id
+    }
+    last_response = _last_responses(visible, set(own_calls))
     contents: list[Content] = []
     for index, event in enumerate(events):
         if node_input is not None and index == node_input[0]:
@@ -81,11 +84,11 @@ def _last_responses(events: Sequence[Event], own_calls: set[str]) -> dict[str, s
 
 
 def _content_of(
-    event: Event, agent: str, own_calls: set[str], last_response: dict[str, str]
+    event: Event, agent: str, own_calls: dict[str, str | None], last_response: dict[str, str]
 ) -> Content | None:
     assert event.content is not None  # checked by the caller
     parts = [
-        p
+        _named_as_called(p, own_calls)
         for p in event.content.parts or []
         if _shows(p, event, agent=agent, last_response=last_response)
     ]
@@ -97,6 +100,15 @@ def _content_of(
         return Content(role="user", parts=parts)
     text = "".join(p.text or "" for p in parts)
     return Content(role="user", parts=[Part(text=f"For context: [{event.author}] said: {text}")])
+
+
+def _named_as_called(part: Part, own_calls: dict[str, str | None]) -> Part:
+    """The part, its function response renamed to the call's name when they differ."""
+    response = part.function_response
+    if response is None or own_calls.get(response.id or "", response.name) == response.name:
+        return part
+    renamed = response.model_copy(update={"name": own_calls[response.id or ""]})
+    return part.model_copy(update={"function_response": renamed})
 
 
 def _shows(part: Part, event: Event, *, agent: str, last_response: dict[str, str]) -> bool:
