@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import cast
 
 import pytest
 
-from baton import Workflow
+from baton import Workflow, types
 from baton.agents import (
     LlmAgent,
     LoopAgent,
@@ -16,7 +17,7 @@ from baton.agents import (
     SequentialAgent,
 )
 from baton.errors import AlreadyAnsweredError, UnknownInterruptError
-from baton.models import LlmRequest, LlmResponse, ScriptedModel
+from baton.models import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
@@ -530,3 +531,35 @@ def test_two_tools_with_one_name_are_refused_when_the_agent_is_built() -> None:
 
     with pytest.raises(ValueError, match="agent 'agent' has two tools named 'lookup'"):
         LlmAgent(name="agent", tools=[lookup, FunctionTool(lookup)])
+
+
+class ReferenceStyleModel(BaseLlm):
+    """A custom model written against the reference's model interface, imports changed."""
+
+    model: str = "reference-style"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1].parts or []
+        if last and last[0].function_response:
+            answer = last[0].function_response.response or {}
+            reply = types.Part.from_text(text=f"the tool said {answer['result']}")
+        else:
+            [tool] = llm_request.config.tools
+            [declaration] = tool.function_declarations or []
+            reply = types.Part.from_function_call(name=declaration.name, args={"x": 7})
+        yield LlmResponse(content=types.Content(role="model", parts=[reply]))
+
+
+async def test_a_custom_model_written_for_the_reference_drives_an_agent(
+    make: MakeRunner,
+) -> None:
+    runs = Runs()
+    agent = LlmAgent(name="agent", model=ReferenceStyleModel(), tools=tools_counted(runs, "a"))
+    h = await make(agent)
+
+    events = await h.start()
+
+    assert runs.count == {"a": 1}
+    assert events[-1].output == "the tool said a(7) run 1"

@@ -12,6 +12,7 @@ from baton.models import (
     LlmResponse,
     OpenAiModel,
     ScriptedModel,
+    Tool,
     UnknownModelError,
     register_model_class,
     register_model_prefix,
@@ -84,7 +85,9 @@ def test_append_tools_skips_undeclared_tools_and_refuses_duplicates() -> None:
     request = LlmRequest()
     request.append_tools([Declared(), Hidden()])
 
-    assert request.config.tools == [FunctionDeclaration(name="lookup", description="Look up.")]
+    assert request.config.tools == [
+        Tool(function_declarations=[FunctionDeclaration(name="lookup", description="Look up.")])
+    ]
     with pytest.raises(ValueError, match="function 'lookup' is declared twice in one request"):
         request.append_tools([Declared()])
 
@@ -97,7 +100,13 @@ def test_request_and_response_round_trip_through_wire_json() -> None:
 
     assert LlmRequest.from_wire(request.to_json()) == request
     assert request.to_wire()["config"] == {
-        "tools": [{"name": "f", "description": "", "parameters": {"type": "object"}}]
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {"name": "f", "description": "", "parameters": {"type": "object"}}
+                ]
+            }
+        ]
     }
 
 

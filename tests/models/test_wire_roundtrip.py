@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from baton.models import FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse
+from baton.models import FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, Tool
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
 names = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8)
@@ -26,6 +26,7 @@ contents = st.builds(
     Content, role=st.sampled_from(["user", "model"]), parts=st.lists(parts, max_size=3)
 )
 declarations = st.builds(FunctionDeclaration, name=names, description=st.text(max_size=10))
+tools = st.builds(Tool, function_declarations=st.none() | st.lists(declarations, max_size=2))
 
 
 @given(
@@ -36,7 +37,7 @@ declarations = st.builds(FunctionDeclaration, name=names, description=st.text(ma
         config=st.builds(
             GenerateContentConfig,
             system_instruction=st.none() | st.text(max_size=10),
-            tools=st.lists(declarations, max_size=2),
+            tools=st.lists(tools, max_size=2),
         ),
     )
 )

@@ -42,7 +42,7 @@ async def test_a_scripted_model_calls_a_function_tool_and_reads_its_answer() -> 
 
     assert second.content is not None
     assert second.content.text == "It is sunny."
-    assert model.requests[0].config.tools == [tool.declaration()]
+    assert model.requests[0].config.function_declarations == [tool.declaration()]
     assert model.requests[1].contents[-1].function_responses[0].to_wire() == {
         "id": "call-1",
         "name": "get_weather",

@@ -10,6 +10,7 @@ from baton.models.llm import (
     GenerateContentConfig,
     LlmRequest,
     LlmResponse,
+    Tool,
     UsageMetadata,
 )
 from baton.models.openai import OpenAiModel
@@ -29,6 +30,7 @@ __all__ = [
     "LlmResponse",
     "OpenAiModel",
     "ScriptedModel",
+    "Tool",
     "UnknownModelError",
     "UsageMetadata",
     "register_model_class",

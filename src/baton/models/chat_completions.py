@@ -68,8 +68,8 @@ def to_completion_params(request: LlmRequest, model: str) -> CompletionCreatePar
     """
     config = request.config
     params: CompletionCreateParamsBase = {"model": model, "messages": to_messages(request)}
-    if config.tools:
-        params["tools"] = [_tool_param(d) for d in config.tools]
+    if config.function_declarations:
+        params["tools"] = [_tool_param(d) for d in config.function_declarations]
     if config.temperature is not None:
         params["temperature"] = config.temperature
     if config.top_p is not None:

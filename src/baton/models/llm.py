@@ -22,6 +22,7 @@ __all__ = [
     "GenerateContentConfig",
     "LlmRequest",
     "LlmResponse",
+    "Tool",
     "UsageMetadata",
 ]
 
@@ -32,6 +33,15 @@ class FunctionDeclaration(WireModel):
     name: str
     description: str = ""
     parameters: dict[str, JsonValue] | None = None
+
+
+class Tool(WireModel):
+    """A group of functions the model may call, as the reference groups them.
+
+    A model reads `llm_request.config.tools[i].function_declarations`.
+    """
+
+    function_declarations: list[FunctionDeclaration] | None = None
 
 
 class DeclaresFunction(Protocol):
@@ -51,13 +61,18 @@ class GenerateContentConfig(WireModel):
     """How the model should answer: instruction, tools, sampling, output schema."""
 
     system_instruction: str | None = None
-    tools: list[FunctionDeclaration] = Field(default_factory=list[FunctionDeclaration])
+    tools: list[Tool] = Field(default_factory=list[Tool])
     temperature: float | None = None
     top_p: float | None = None
     max_output_tokens: int | None = None
     stop_sequences: list[str] | None = None
     seed: int | None = None
     response_schema: dict[str, JsonValue] | None = None
+
+    @property
+    def function_declarations(self) -> list[FunctionDeclaration]:
+        """Every declared function, across `tools`, in order."""
+        return [d for tool in self.tools for d in tool.function_declarations or []]
 
 
 class LlmRequest(WireModel):
@@ -98,13 +113,23 @@ class LlmRequest(WireModel):
             ValueError: a name is already declared (the model could not tell them apart).
         """
         for declaration in declarations:
-            known = [d.name for d in self.config.tools]
+            known = [d.name for d in self.config.function_declarations]
             if declaration.name in known:
                 raise ValueError(
                     f"function '{declaration.name}' is declared twice in one request "
                     f"(declared: {', '.join(known)}); give each tool a unique name."
                 )
-            self.config.tools.append(declaration)
+            self._function_group().append(declaration)
+
+    def _function_group(self) -> list[FunctionDeclaration]:
+        """The declarations of the first tool that holds functions (created when none does)."""
+        if all(t.function_declarations is None for t in self.config.tools):
+            self.config.tools.append(Tool(function_declarations=[]))
+        return next(
+            t.function_declarations
+            for t in self.config.tools
+            if t.function_declarations is not None
+        )
 
 
 class UsageMetadata(WireModel):
