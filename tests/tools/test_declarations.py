@@ -188,6 +188,11 @@ def test_a_lambda_needs_a_name() -> None:
         FunctionTool(lambda x: x)  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType] -- an unnamed, untyped tool is the point
 
 
+def test_something_that_is_not_a_function_is_refused() -> None:
+    with pytest.raises(TypeError, match="a tool needs a function .*got 3 of type int"):
+        FunctionTool(3)  # pyright: ignore[reportArgumentType] -- not a function, on purpose
+
+
 def test_unresolvable_type_hints_name_the_tool() -> None:
     def broken(item: NotDefinedAnywhere) -> None:  # pyright: ignore[reportUndefinedVariable, reportUnknownParameterType] # noqa: F821 -- an unresolvable hint is the point
         pass

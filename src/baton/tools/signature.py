@@ -72,9 +72,14 @@ class FunctionSignature:
             The signature.
 
         Raises:
-            TypeError: the function has no name, or its type hints cannot be resolved
-                or turned into a JSON schema.
+            TypeError: `func` is not callable, has no name, or its type hints cannot be
+                resolved or turned into a JSON schema.
         """
+        if not callable(func):
+            raise TypeError(
+                f"a tool needs a function (or a BaseTool); got {func!r} of type "
+                f"{type(func).__name__}. Pass the function itself, not its result."
+            )
         tool_name = name or _name_of(func)
         docs = parse_docstring(inspect.getdoc(func))
         params = [
