@@ -19,33 +19,17 @@ from pathlib import Path
 from typing import Final, TypeVar, final
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response, params
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
 
-from baton.errors import (
-    AlreadyAnsweredError,
-    AppNotFoundError,
-    BatonError,
-    InvalidMessageError,
-    InvalidResponseError,
-    InvocationBusyError,
-    InvocationFinishedError,
-    InvocationNotFoundError,
-    SessionExistsError,
-    SessionNotFoundError,
-    StaleVersionError,
-    UnknownInterruptError,
-    WorkflowChangedError,
-    http_status,
-)
+from baton.errors import InvalidMessageError, SessionNotFoundError
 from baton.events import REQUEST_INPUT_FUNCTION, Event, EventActions
 from baton.server.bodies import (
     AppsDetail,
     AppSummary,
     CreateSessionRequest,
-    ErrorBody,
     RespondRequest,
     RunAgentRequest,
     StateUpdate,
@@ -53,6 +37,7 @@ from baton.server.bodies import (
 )
 from baton.server.catalog import AppCatalog
 from baton.server.lenient_json import LenientJsonMiddleware
+from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.security import ApiKeys
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
 from baton.server.timeline import Timeline, build_timeline
@@ -64,36 +49,6 @@ __all__ = ["STATIC_DIR", "create_app"]
 _T = TypeVar("_T")
 
 STATIC_DIR: Final = Path(__file__).parent / "static"
-
-# The one place HTTP statuses of baton errors are decided.
-_STATUS: Final[dict[type[BatonError], int]] = {
-    AppNotFoundError: 404,
-    SessionNotFoundError: 404,
-    InvocationNotFoundError: 404,
-    UnknownInterruptError: 404,
-    SessionExistsError: 409,
-    AlreadyAnsweredError: 409,
-    InvocationFinishedError: 409,
-    InvocationBusyError: 409,
-    StaleVersionError: 409,
-    WorkflowChangedError: 409,
-    InvalidResponseError: 422,
-    InvalidMessageError: 422,
-}
-
-_ERRORS: Final[dict[int | str, dict[str, object]]] = {
-    404: {"model": ErrorBody, "description": "Unknown app, session, invocation or interrupt"},
-    409: {"model": ErrorBody, "description": "Busy, already answered, finished or changed"},
-    422: {"description": "The answer fails its response_schema, or a malformed request"},
-}
-
-
-def _status_of(error: BaseException) -> int:
-    """The HTTP status for an error: the table first, then the class's own default."""
-    for cls in type(error).__mro__:
-        if cls in _STATUS:
-            return _STATUS[cls]  # pyright: ignore[reportArgumentType] -- cls is a BatonError subclass here
-    return http_status(error)
 
 
 @final
@@ -163,7 +118,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(LenientJsonMiddleware)
-    app.add_exception_handler(BatonError, _error_response)  # pyright: ignore[reportArgumentType] -- starlette's handler type is loose
+    install_refusals(app)
     app.include_router(_public_routes(server))
     app.include_router(_session_routes(server))
     app.include_router(_run_routes(server))
@@ -172,11 +127,6 @@ def create_app(
         app.include_router(_page_routes())
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
-
-
-async def _error_response(_: Request, error: BatonError) -> JSONResponse:
-    body = ErrorBody(detail=str(error), error=type(error).__name__)
-    return JSONResponse(body.to_wire(), status_code=_status_of(error))
 
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
@@ -223,7 +173,7 @@ def _public_routes(server: _Server) -> APIRouter:
 def _session_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}/sessions"
     router = APIRouter(
-        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=_ERRORS
+        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=ERROR_RESPONSES
     )
     service = server.catalog.session_service
 
@@ -280,7 +230,9 @@ def _session_routes(server: _Server) -> APIRouter:
 
     @router.delete("/{session_id}")
     async def delete_session(app_name: str, user_id: str, session_id: str) -> None:  # pyright: ignore[reportUnusedFunction] -- a route
-        server.catalog.runner(app_name)
+        # A 404 for a session that is not there (or is another user's), so a caller never
+        # takes "nothing was deleted" for success.
+        await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
         await service.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
 
     @router.get("/{session_id}/timeline", response_model=Timeline)
@@ -326,13 +278,14 @@ async def _session(server: _Server, key: SessionKey) -> Session:
     if session is None:
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
-            f"'{key.app_name}'."
+            f"'{key.app_name}'; list that user's sessions with GET "
+            f"/apps/{key.app_name}/users/{key.user_id}/sessions."
         )
     return session
 
 
 def _run_routes(server: _Server) -> APIRouter:
-    router = APIRouter(dependencies=_SECURITY, responses=_ERRORS)
+    router = APIRouter(dependencies=_SECURITY, responses=ERROR_RESPONSES)
 
     @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
     async def run(request: Request, body: RunAgentRequest) -> list[Event]:  # pyright: ignore[reportUnusedFunction] -- a route
@@ -392,7 +345,7 @@ async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
 def _inbox_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}"
     router = APIRouter(
-        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=_ERRORS
+        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=ERROR_RESPONSES
     )
 
     @router.get("/pending", response_model=list[Interrupt], response_model_exclude_none=True)

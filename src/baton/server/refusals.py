@@ -1,0 +1,138 @@
+"""How the server refuses a request: always JSON `{"detail": ..., "error": ...}`.
+
+A baton error gets the status of `STATUS` and its own message. FastAPI's own
+refusals get the same shape: an HTTP error (bad key, unknown route) names its
+status in `error`, and a request that fails validation keeps FastAPI's list of
+problems in `detail` (as the reference server sends it) and adds `message`, one
+sentence a person can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Final
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import JsonValue
+from starlette.exceptions import HTTPException
+
+from baton.errors import (
+    AlreadyAnsweredError,
+    AppNotFoundError,
+    BatonError,
+    InvalidMessageError,
+    InvalidResponseError,
+    InvocationBusyError,
+    InvocationFinishedError,
+    InvocationNotFoundError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StaleVersionError,
+    UnknownInterruptError,
+    WorkflowChangedError,
+    http_status,
+)
+from baton.server.bodies import ErrorBody
+
+__all__ = ["ERROR_RESPONSES", "STATUS", "install_refusals", "status_of"]
+
+# The one place HTTP statuses of baton errors are decided.
+STATUS: Final[dict[type[BatonError], int]] = {
+    AppNotFoundError: 404,
+    SessionNotFoundError: 404,
+    InvocationNotFoundError: 404,
+    UnknownInterruptError: 404,
+    SessionExistsError: 409,
+    AlreadyAnsweredError: 409,
+    InvocationFinishedError: 409,
+    InvocationBusyError: 409,
+    StaleVersionError: 409,
+    WorkflowChangedError: 409,
+    InvalidResponseError: 422,
+    InvalidMessageError: 422,
+}
+
+ERROR_RESPONSES: Final[dict[int | str, dict[str, object]]] = {
+    404: {"model": ErrorBody, "description": "Unknown app, session, invocation or interrupt"},
+    409: {"model": ErrorBody, "description": "Busy, already answered, finished or changed"},
+    422: {"description": "The answer fails its response_schema, or a malformed request"},
+}
+
+
+def status_of(error: BaseException) -> int:
+    """The HTTP status for an error: the table first, then the class's own default."""
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]  # pyright: ignore[reportArgumentType] -- cls is a BatonError subclass here
+    return http_status(error)
+
+
+def install_refusals(app: FastAPI) -> None:
+    """Make every refusal of `app` answer in the one JSON shape."""
+    # starlette types handlers loosely (Exception), so each registration names the rule.
+    app.add_exception_handler(BatonError, _baton_refusal)  # pyright: ignore[reportArgumentType] -- see above
+    app.add_exception_handler(HTTPException, _http_refusal)  # pyright: ignore[reportArgumentType] -- see above
+    app.add_exception_handler(RequestValidationError, _invalid_request)  # pyright: ignore[reportArgumentType] -- see above
+
+
+async def _baton_refusal(_: Request, error: BatonError) -> JSONResponse:
+    body = ErrorBody(detail=str(error), error=type(error).__name__)
+    return JSONResponse(body.to_wire(), status_code=status_of(error))
+
+
+async def _http_refusal(request: Request, error: HTTPException) -> JSONResponse:
+    status = HTTPStatus(error.status_code)
+    detail = str(error.detail)
+    if detail == status.phrase and status in (HTTPStatus.NOT_FOUND, HTTPStatus.METHOD_NOT_ALLOWED):
+        detail = (
+            f"{request.method} {request.url.path}: {status.phrase.lower()}; "
+            "the routes and their methods are listed at /docs."
+        )
+    body = ErrorBody(detail=detail, error=status.phrase.replace(" ", ""))
+    return JSONResponse(body.to_wire(), status_code=status, headers=error.headers)
+
+
+async def _invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+    # FastAPI's problems may hold exception objects in `ctx`; its encoder makes them text.
+    problems: list[dict[str, JsonValue]] = jsonable_encoder(error.errors())
+    body: dict[str, JsonValue] = {
+        "detail": list[JsonValue](problems),
+        "error": "RequestValidationError",
+        "message": describe_problems(problems),
+    }
+    return JSONResponse(body, status_code=422)
+
+
+def describe_problems(problems: Sequence[Mapping[str, JsonValue]]) -> str:
+    """FastAPI's validation problems as one sentence that says how to fix the request."""
+    parts: list[str] = []
+    for problem in problems:
+        kind, where, text = _fields(problem)
+        if kind == "json_invalid":
+            return f"the body is not valid JSON ({text} at {where}); send one JSON object."
+        if kind == "model_attributes_type" and where == "body":
+            return (
+                "the body must be a JSON object sent with `Content-Type: application/json`; "
+                "the request schemas are at /docs."
+            )
+        parts.append(f"{where}: {text}")
+    listed = "; ".join(parts) or "the request does not match its schema"
+    return f"{listed}. Correct the request and send it again (schemas at /docs)."
+
+
+def _fields(problem: Mapping[str, JsonValue]) -> tuple[str, str, str]:
+    """A problem's type, where it is (`body.userId`, or a character offset) and its text."""
+    location = problem.get("loc")
+    steps = [str(step) for step in location] if isinstance(location, list) else []
+    kind = str(problem.get("type", ""))
+    text = str(problem.get("msg", ""))
+    if kind == "json_invalid":
+        context = problem.get("ctx")
+        cause = context.get("error") if isinstance(context, dict) else None
+        where = f"character {steps[-1]}" if len(steps) > 1 else "the start"
+        return kind, where, str(cause or text)
+    return kind, ".".join(steps), text
