@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
+from pydantic import BaseModel
 
+from baton import App, RequestInput, ResumabilityConfig, Workflow
 from tests.server.conftest import Live, StartLive, example_app
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -130,3 +133,109 @@ async def test_inbox_with_api_keys_asks_for_one_and_then_goes_live(
     await expect(page.locator(f"form.card[data-session='{sid}'] h3")).to_have_text(
         "Approve 7.00 for 'tea'?"
     )
+
+
+class Address(BaseModel):
+    street: str
+    country: Literal["FR", "DE"] = "FR"
+
+
+class Order(BaseModel):
+    customer: str
+    priority: Literal["low", "high"] = "low"
+    count: int
+    express: bool = False
+    address: Address
+    lines: list[str] = []
+    note: str | None = None
+
+
+def ask_order(node_input: Any) -> RequestInput:
+    return RequestInput(interrupt_id="order", message="Which order?", response_schema=Order)
+
+
+def ship(node_input: Any) -> str:
+    return f"shipped {len(node_input['lines'])} lines to {node_input['customer']}"
+
+
+def charge(node_input: Any) -> str:
+    raise RuntimeError("the card was declined")
+
+
+def order_app(name: str, then: Any) -> App:
+    """START -> ask_order (an object schema: nested object, enums, an array) -> `then`."""
+    return App(
+        name=name,
+        root_agent=Workflow(name=f"{name}_wf", edges=[("START", ask_order, then)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+async def open_inbox_on_order(
+    start_live: StartLive, browser: Browser, app: App
+) -> tuple[Live, Page, str]:
+    """Serve `app` with the page, pause a run on its order question, open the inbox."""
+    live: Live = await start_live(apps=[app], web=True)
+    sid = await live.create(app.name, "user")
+    await live.start(app.name, "user", sid)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+    return live, page, sid
+
+
+async def test_nested_schema_form_answers_and_an_empty_inbox_says_so(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live, page, sid = await open_inbox_on_order(start_live, browser, order_app("orders", ship))
+    card = page.locator(f"form.card[data-session='{sid}']")
+    await card.locator("input[name=customer]").fill("Ada")
+    await card.locator("select[name=priority]").select_option(label="high")
+    await card.locator("input[name=count]").fill("3")
+    await card.locator("input[name=express]").check()
+    await card.locator("fieldset input[name=street]").fill("1 Main St")
+    await card.locator("fieldset select[name=country]").select_option(label="DE")
+    await card.locator("textarea[name=lines]").fill('["tea", "cups"]')
+    await screenshot(page, "nested-form")
+    await card.locator("button[type=submit]").click()
+    answer = {
+        "address": {"country": "DE", "street": "1 Main St"},
+        "count": 3,
+        "customer": "Ada",
+        "express": True,
+        "lines": ["tea", "cups"],
+        "priority": "high",
+    }  # the optional note, left empty, is left out rather than sent as ""
+    done = page.locator("#activity li[data-status=completed]")
+    await expect(done).to_contain_text("ship: shipped 2 lines to Ada")
+    timeline = await live.client.get(f"/apps/orders/users/user/sessions/{sid}/timeline")
+    asked = [n["output"] for n in timeline.json()["nodes"] if n["node"] == "ask_order"]
+    assert asked == [answer]
+    await expect(page.locator("#empty")).to_be_visible()
+    await expect(page.locator("#empty")).to_have_text("Nothing is waiting for an answer.")
+    await expect(page.locator("#count")).to_have_text("0")
+    await screenshot(page, "empty-inbox")
+
+
+async def test_a_run_that_fails_after_the_answer_shows_why(
+    start_live: StartLive, browser: Browser
+) -> None:
+    _, page, sid = await open_inbox_on_order(start_live, browser, order_app("payments", charge))
+    card = page.locator(f"form.card[data-session='{sid}']")
+    await card.locator("details.raw summary").click()
+    await card.locator("textarea.raw-json").fill('{"customer": "Bo", "count": 1}')
+    await card.locator("button[type=submit]").click()
+    await expect(card.locator(".error")).to_contain_text("'address' is a required property")
+    await card.locator("textarea.raw-json").fill(
+        '{"customer": "Bo", "count": 1, "address": {"street": "2 Side St"}}'
+    )
+    await card.locator("button[type=submit]").click()
+    failed = page.locator("#activity li[data-status=failed]")
+    await expect(failed).to_contain_text("RuntimeError: the card was declined")
+    # The long line wraps inside the column instead of widening the page.
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1280
+    await failed.locator("a").click()
+    run = page.locator("#session-view table").first.locator("tbody tr")
+    await expect(run).to_contain_text("failed")
+    await expect(run).to_contain_text("RuntimeError: the card was declined")
+    await screenshot(page, "failed-run")

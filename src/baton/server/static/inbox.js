@@ -20,7 +20,8 @@ async function api(path, { method = "GET", body } = {}) {
   });
   const data = await response.json().catch(() => null);
   if (!response.ok) {
-    const detail = data && data.detail;
+    // Refusals carry `detail` (text), or FastAPI's list of problems plus a `message`.
+    const detail = data && (data.message || data.detail);
     throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail || response.statusText));
   }
   return data;
@@ -162,13 +163,15 @@ function card(item) {
 
 async function report(app, sessionId, what, events) {
   let status = "running";
+  let failure = "";
   try {
     const timeline = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
     const last = timeline.invocations[timeline.invocations.length - 1];
-    if (last) status = last.status;
+    if (last) { status = last.status; failure = last.error || ""; }
   } catch { /* the session may be gone; report what we know */ }
   const output = [...events].reverse().find((e) => e.output !== undefined);
-  const text = `${app} · session ${sessionId.slice(0, 8)}: ${what} → run ${status}` + (output ? ` · ${output.author}: ${short(output.output)}` : "");
+  const outcome = failure ? ` · ${failure}` : output ? ` · ${output.author}: ${short(output.output)}` : "";
+  const text = `${app} · session ${sessionId.slice(0, 8)}: ${what} → run ${status}${outcome}`;
   log(text, status, `#/session/${enc(app)}/${enc(sessionId)}`);
 }
 
@@ -244,7 +247,7 @@ async function showSession(app, sessionId) {
     const t = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
     bodyNode.replaceChildren(
       el("h3", { text: "Runs" }),
-      table(["run", "status", "started", "updated"], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt)])),
+      table(["run", "status", "started", "updated", "error"], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || ""])),
       el("h3", { text: "Nodes" }),
       table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), code(n.output)])),
       el("h3", { text: "Timeline" }),

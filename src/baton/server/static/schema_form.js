@@ -96,7 +96,8 @@ const SchemaForm = (() => {
     });
     return {
       element: row(name, schema, input),
-      read: () => (input.value === "" && nullable && schema.default === undefined ? undefined : input.value),
+      // Left empty, an optional string without a text default is omitted (not sent as "").
+      read: () => (input.value === "" && nullable && typeof schema.default !== "string" ? undefined : input.value),
     };
   }
 
