@@ -25,7 +25,12 @@ from rich.table import Table
 from rich.text import Text
 
 from baton.answers import validate_answer
-from baton.errors import BatonError, InvalidResponseError, InvocationFinishedError
+from baton.errors import (
+    BatonError,
+    InvalidResponseError,
+    InvocationFinishedError,
+    InvocationNotFoundError,
+)
 from baton.events import Event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
@@ -403,11 +408,19 @@ async def unfinished_invocation(
     """The newest run of the session that did not complete (or `invocation_id`, if unfinished).
 
     Raises:
-        InvocationFinishedError: there is none; nothing to resume.
+        InvocationNotFoundError: the session has no run `invocation_id`.
+        InvocationFinishedError: there is none unfinished; nothing to resume.
     """
+    invocations = await runner.store.list_invocations(key)
+    if invocation_id is not None and all(i.id != invocation_id for i in invocations):
+        runs = ", ".join(i.id for i in invocations[-5:]) or "none"
+        raise InvocationNotFoundError(
+            f"session '{key.session_id}' has no run '{invocation_id}' (its latest runs: {runs}); "
+            "check the id with `baton inspect`."
+        )
     candidates = [
         i
-        for i in await runner.store.list_invocations(key)
+        for i in invocations
         if i.status is not InvocationStatus.COMPLETED and invocation_id in (None, i.id)
     ]
     if not candidates:

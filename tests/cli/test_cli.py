@@ -189,13 +189,19 @@ root_agent = Workflow(name="flaky_wf", edges=[("START", first, flaky)])
 """
 
 
-def test_resume_continues_a_failed_run_without_redoing_finished_steps(tmp_path: Path) -> None:
+def failed_flaky_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The flaky app's folder, its database, and the output of its first run (it fails)."""
     folder = tmp_path / "agents" / "flaky"
     folder.mkdir(parents=True)
     (folder / "agent.py").write_text(FLAKY)
     db = tmp_path / "s.db"
     code, out = baton("run", str(folder), "go", db=db)
     assert code == 1
+    return folder, db, out
+
+
+def test_resume_continues_a_failed_run_without_redoing_finished_steps(tmp_path: Path) -> None:
+    folder, db, out = failed_flaky_run(tmp_path)
     assert "RuntimeError: the network blinked" in out
     sid = session_of(out)
     assert f"baton resume {sid}" in " ".join(out.split())
@@ -203,3 +209,26 @@ def test_resume_continues_a_failed_run_without_redoing_finished_steps(tmp_path: 
     assert code == 0, out
     assert "one then two" in out
     assert (folder / "runs").read_text() == "first\n"
+
+
+def test_resume_refuses_an_unknown_run_and_an_answer_to_no_question(tmp_path: Path) -> None:
+    folder, db, out = failed_flaky_run(tmp_path)
+    sid = session_of(out)
+    code, out = baton("resume", sid, "-p", str(folder), "--invocation", "e-nope", db=db)
+    assert code == 1
+    said = " ".join(out.split())
+    assert f"InvocationNotFoundError: session '{sid}' has no run 'e-nope'" in said
+    assert said.endswith("check the id with `baton inspect`.")
+    code, out = baton("resume", sid, "-p", str(folder), "--answer", "true", db=db)
+    assert code == 1
+    said = " ".join(out.split())
+    assert said.startswith("UnknownInterruptError: run 'e-")
+    assert said.endswith(
+        "asks no open question, so --answer has nothing to answer; drop --answer to "
+        "continue the run."
+    )
+    # Neither refusal ran anything: the failed node is still to run, the first not again.
+    assert (folder / "runs").read_text() == "first\n"
+    code, out = baton("resume", sid, "-p", str(folder), db=db)
+    assert code == 0, out
+    assert "one then two" in out

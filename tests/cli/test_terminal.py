@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
 from rich.console import Console
 
-from baton import Runner
+from baton import App, Runner, Workflow
 from baton.errors import InvalidResponseError
 from baton.events import Event
 from baton.server.catalog import load_app
@@ -140,3 +142,32 @@ async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> 
     text = console.export_text()
     assert "'nah' is not of type 'boolean'" in text
     assert "paid 12.00 for 'lunch' via payroll (travel)" in text
+
+
+async def wait_then_a(node_input: object) -> str:
+    await asyncio.sleep(0.3)
+    return "a"
+
+
+async def wait_then_b(node_input: object) -> str:
+    await asyncio.sleep(0.3)
+    return "b"
+
+
+async def test_a_terminal_shows_progress_while_nodes_run() -> None:
+    written = io.StringIO()
+    console = Console(file=written, force_terminal=True, width=100, color_system=None)
+    terminal = Terminal(console, lambda _: None, interactive=False)
+    service = InMemorySessionService()
+    workflow = Workflow(name="wf", edges=[("START", wait_then_a, wait_then_b)])
+    runner = Runner(app=App(name="slow", root_agent=workflow), session_service=service)
+    session = await service.create_session(app_name="slow", user_id="u")
+    outcome = await drive(runner, terminal, user_id="u", session_id=session.id)
+    assert outcome is Outcome.COMPLETED
+    text = written.getvalue()
+    # The spinner names the app, then the last node that finished, while the next one works.
+    assert "running slow…" in text
+    assert "running slow: after wait_then_a…" in text
+    assert text.index("running slow: after wait_then_a…") < text.index('wait_then_b → "b"')
+    # It is transient: the last line left on the screen is the run's outcome.
+    assert text.rstrip().endswith("completed.")

@@ -20,6 +20,7 @@ from baton.cli.base import (
     find_session,
     open_catalog,
 )
+from baton.errors import UnknownInterruptError
 from baton.runner import Runner
 from baton.sessions.store import SessionKey
 from baton.terminal import (
@@ -161,6 +162,11 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
             invocation_id = rows[0].invocation_id
         else:
             invocation_id = await unfinished_invocation(runner, session.key, request.invocation_id)
+            if request.answer is not None:
+                raise UnknownInterruptError(
+                    f"run '{invocation_id}' of session '{session.id}' asks no open question, "
+                    "so --answer has nothing to answer; drop --answer to continue the run."
+                )
             message = None
         return await drive(
             runner,
