@@ -232,3 +232,30 @@ def test_resume_refuses_an_unknown_run_and_an_answer_to_no_question(tmp_path: Pa
     code, out = baton("resume", sid, "-p", str(folder), db=db)
     assert code == 0, out
     assert "one then two" in out
+
+
+@pytest.mark.parametrize(
+    ("db", "said"),
+    [
+        (
+            "mysql://127.0.0.1/baton",
+            "DatabaseUnavailableError: --db: unsupported database URL 'mysql://127.0.0.1/baton'",
+        ),
+        (
+            # Port 1 on loopback: nothing listens there, so the connection is refused.
+            "postgresql+asyncpg://127.0.0.1:1/baton",
+            "DatabaseUnavailableError: cannot open the database: ConnectionRefusedError:",
+        ),
+        (
+            "/no/such/folder/sessions.db",
+            "DatabaseUnavailableError: cannot open the database: OperationalError:",
+        ),
+    ],
+)
+def test_a_database_that_cannot_be_used_is_named_before_anything_runs(db: str, said: str) -> None:
+    for command in (["sessions", "list", "-p", str(EXAMPLES)], ["run", APP, "5 pens"]):
+        code, out = baton(*command, "--db", db)
+        assert code == 1
+        text = " ".join(out.split())
+        assert text.startswith(said), text
+        assert "Traceback" not in out

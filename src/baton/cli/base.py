@@ -20,6 +20,7 @@ from baton.errors import (
 from baton.server.catalog import (
     AppCatalog,
     AppLoadError,
+    check_database,
     default_db_path,
     find_app_folders,
     load_app,
@@ -131,7 +132,9 @@ async def open_catalog(path: Path, db: str | None) -> AsyncIterator[AppCatalog]:
         )
     service = open_session_service(db, default=default_db_path(target.agents_dir))
     try:
-        yield AppCatalog.of([load_app(f) for f in target.folders], service)
+        catalog = AppCatalog.of([load_app(f) for f in target.folders], service)
+        await check_database(service, catalog.names[0])
+        yield catalog
     finally:
         await service.close()
 

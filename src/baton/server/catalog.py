@@ -17,11 +17,15 @@ from baton.sessions.services import (
     InMemorySessionService,
     SqliteSessionService,
 )
+from baton.sessions.store import SessionKey
+from baton.types import SessionId
 from baton.workflow.nodes import Node
 
 __all__ = [
     "AppCatalog",
     "AppLoadError",
+    "DatabaseUnavailableError",
+    "check_database",
     "default_db_path",
     "find_app_folders",
     "load_app",
@@ -33,6 +37,12 @@ class AppLoadError(BatonError, ImportError):
     """An app folder could not be imported, or exports neither `app` nor `root_agent`."""
 
     status_code = 500
+
+
+class DatabaseUnavailableError(BatonError, ConnectionError):
+    """The `--db` database is of a kind baton does not support, or cannot be opened."""
+
+    status_code = 503
 
 
 def default_db_path(agents_dir: Path) -> Path:
@@ -54,8 +64,28 @@ def open_session_service(db: str | None, *, default: Path) -> BaseSessionService
     if db in ("memory://", ":memory:"):
         return InMemorySessionService()
     if "://" in db:
-        return DatabaseSessionService(db)
+        try:
+            return DatabaseSessionService(db)
+        except ValueError as exc:
+            raise DatabaseUnavailableError(f"--db: {exc}") from exc
     return SqliteSessionService(db)
+
+
+async def check_database(service: BaseSessionService, app_name: str) -> None:
+    """Read from the database once, so a wrong `--db` fails now with a clear message.
+
+    Raises:
+        DatabaseUnavailableError: the database cannot be opened or read.
+    """
+    probe = SessionKey(app_name, "-", SessionId("-"))
+    try:
+        await service.store.get_session(probe, with_events=False)
+    except Exception as exc:  # any driver's failure (refused, auth, bad path) means the same
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        raise DatabaseUnavailableError(
+            f"cannot open the database: {type(exc).__name__}: {cause}. Check --db (is the "
+            "database server running, and its folder or credentials right?)."
+        ) from exc
 
 
 def find_app_folders(agents_dir: Path) -> list[Path]:
