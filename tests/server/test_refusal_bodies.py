@@ -29,7 +29,7 @@ JSON = {"Content-Type": "application/json"}
         (
             '{"appName": "approval", "userId": "u", "sessionId": "s"}',
             {},
-            "the body must be a JSON object sent with `Content-Type: application/json`; "
+            "the body must be a JSON object, sent with `Content-Type: application/json`; "
             "the request schemas are at /docs.",
         ),
     ],
@@ -50,6 +50,35 @@ async def test_malformed_run_requests_say_how_to_fix_them(
             "message": message,
         }
     assert await snapshot(live.service.store, "approval", "u", sid) == before
+
+
+async def test_a_respond_without_a_body_asks_for_one(live: Live) -> None:
+    sid, _ = await paused(live)
+    before = await snapshot(live.service.store, "approval", "u", sid)
+    url = f"/apps/approval/users/u/sessions/{sid}/interrupts/approve/respond"
+    r = await live.client.post(url)
+    assert (r.status_code, r.json()["error"], r.json()["message"]) == (
+        422,
+        "RequestValidationError",
+        "the body must be a JSON object, sent with `Content-Type: application/json`; "
+        "the request schemas are at /docs.",
+    )
+    assert await snapshot(live.service.store, "approval", "u", sid) == before
+
+
+async def test_pending_of_an_unknown_session_is_404(live: Live) -> None:
+    sid, _ = await paused(live)
+    mine = await live.client.get("/apps/approval/users/u/pending", params={"session_id": sid})
+    assert [row["interruptId"] for row in mine.json()] == ["approve"]
+    r = await live.client.get("/apps/approval/users/bob/pending", params={"session_id": sid})
+    assert (r.status_code, r.json()) == (
+        404,
+        {
+            "detail": f"session '{sid}' of user 'bob' does not exist in app 'approval'; list "
+            "that user's sessions with GET /apps/approval/users/bob/sessions.",
+            "error": "SessionNotFoundError",
+        },
+    )
 
 
 async def test_unknown_routes_and_methods_point_to_the_docs(live: Live) -> None:

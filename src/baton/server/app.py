@@ -352,6 +352,8 @@ def _inbox_routes(server: _Server) -> APIRouter:
     async def pending(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, session_id: str | None = None
     ) -> list[Interrupt]:
+        if session_id is not None:  # a filter on a session that is not there is a mistake
+            await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
         return await _pending(server, app_name, user_id, session_id)
 
     @router.get(

@@ -114,9 +114,9 @@ def describe_problems(problems: Sequence[Mapping[str, JsonValue]]) -> str:
         kind, where, text = _fields(problem)
         if kind == "json_invalid":
             return f"the body is not valid JSON ({text} at {where}); send one JSON object."
-        if kind == "model_attributes_type" and where == "body":
+        if kind in ("model_attributes_type", "missing") and where == "body":
             return (
-                "the body must be a JSON object sent with `Content-Type: application/json`; "
+                "the body must be a JSON object, sent with `Content-Type: application/json`; "
                 "the request schemas are at /docs."
             )
         parts.append(f"{where}: {text}")
