@@ -99,7 +99,9 @@ def test_run_json_prints_wire_events(tmp_path: Path) -> None:
 
 
 def test_help_teaches_with_examples() -> None:
-    for command in (["run"], ["resume"], ["web"], ["api_server"], ["pending"], ["inspect"]):
+    commands = [["run"], ["resume"], ["web"], ["api_server"], ["pending"], ["inspect"]]
+    commands += [["sessions", "list"], ["sessions", "show"], ["sessions", "delete"]]
+    for command in commands:
         code, out = baton(*command, "--help")
         assert code == 0
         assert "Example" in out, command
