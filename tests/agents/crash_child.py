@@ -1,7 +1,7 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
     run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
-         "--kill-at", K], log)
+         "--kill-at", K, "--root", "tree"|"story"], log)
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
@@ -17,9 +17,10 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 from baton import (
     App,
@@ -35,15 +36,21 @@ from baton import (
     SequentialAgent,
     types,
 )
-from baton.models import LlmRequest, ScriptedModel
+from baton.models import BaseLlm, LlmRequest, ScriptedModel
 from baton.models.scripted import ScriptItem
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import SessionKey, StepCommit
 from baton.tools import FunctionTool
 from baton.types import FunctionCall, SessionId
+from tests.agents.examples import load_example
 
 APP_NAME = "crash_agents"
+_story = load_example("story_agent")
+STORY_SCRIPT = cast(dict[str, str], _story.SCRIPT)
+build_story_agent = cast(
+    Callable[[Callable[[str], BaseLlm | str]], BaseAgent], _story.build_story_agent
+)
 USER_ID = "u"
 
 
@@ -113,6 +120,23 @@ def build_root(recorder: Recorder) -> BaseAgent:
     )
 
 
+def build_story(recorder: Recorder) -> BaseAgent:
+    """The story_agent example (seed 002's StoryFlowAgent), each model call recorded."""
+
+    def make(name: str) -> ScriptedModel:
+        def respond(request: LlmRequest) -> str:
+            del request
+            recorder.record(name)
+            return STORY_SCRIPT[name]
+
+        return ScriptedModel(model=name, responder=respond)
+
+    return build_story_agent(make)
+
+
+ROOTS = {"tree": build_root, "story": build_story}
+
+
 def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
     """Count each commit that returned; die right after the K-th."""
     commit = store.commit_step
@@ -136,7 +160,7 @@ async def main(args: argparse.Namespace) -> None:
     runner = Runner(
         app=App(
             name=APP_NAME,
-            root_agent=build_root(Recorder(work / "runs")),
+            root_agent=ROOTS[args.root](Recorder(work / "runs")),
             resumability_config=ResumabilityConfig(is_resumable=True),
         ),
         session_service=BaseSessionService(store),
@@ -180,4 +204,5 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--work", required=True)
     parser.add_argument("--action", choices=["start", "resume"], required=True)
     parser.add_argument("--kill-at", type=int)
+    parser.add_argument("--root", choices=sorted(ROOTS), default="tree")
     return parser.parse_args(argv)

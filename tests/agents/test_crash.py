@@ -44,9 +44,18 @@ COMMITS = 25  # an uninterrupted run's step commits (checked below)
 PARALLEL = {"p1", "p2"}  # a branch in flight at the kill runs again
 KILL_POINTS = range(1, COMMITS)
 
+# Seed 002's StoryFlowAgent (examples/story_agent): its model calls, by agent.
+STORY_EXECUTIONS = Counter(
+    {"StoryGenerator": 1, "Critic": 2, "Reviser": 2, "GrammarCheck": 1, "ToneCheck": 1}
+)
+STORY_COMMITS = 36
 
-def run_child(url: str, session: str, work: Path, action: str, kill_at: int | None) -> int:
+
+def run_child(
+    url: str, session: str, work: Path, action: str, kill_at: int | None, root: str = "tree"
+) -> int:
     argv = ["--url", url, "--session", session, "--work", str(work), "--action", action]
+    argv += ["--root", root]
     if kill_at is not None:
         argv += ["--kill-at", str(kill_at)]
     process = _FORKS.Process(target=crash_child.run, args=(argv, str(work / "log")), daemon=True)
@@ -97,41 +106,65 @@ async def test_an_uninterrupted_run_is_the_baseline(tmp_path: Path) -> None:
 async def test_a_run_killed_after_any_commit_resumes_without_redoing_work(
     tmp_path: Path,
 ) -> None:
-    # Independent cases (own file, own work folder), four at a time.
-    slots = asyncio.Semaphore(4)
-
-    async def case(kill_at: int) -> str:
-        async with slots:
-            return await kill_and_resume(tmp_path / f"k{kill_at}", kill_at)
-
-    results = await asyncio.gather(*(case(k) for k in KILL_POINTS))
+    results = await kill_everywhere(tmp_path, "tree", KILL_POINTS)
 
     assert [r for r in results if r] == []
 
 
-async def kill_and_resume(work: Path, kill_at: int) -> str:
+async def test_the_story_example_uninterrupted_is_the_baseline(tmp_path: Path) -> None:
+    url, key = await prepare(tmp_path)
+
+    code = await asyncio.to_thread(run_child, url, key.session_id, tmp_path, "start", None, "story")
+
+    assert code == 0
+    assert executions(tmp_path) == STORY_EXECUTIONS
+    assert int((tmp_path / "commits").read_text()) == STORY_COMMITS
+
+
+async def test_the_story_example_killed_after_any_commit_resumes_at_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    results = await kill_everywhere(tmp_path, "story", range(1, STORY_COMMITS))
+
+    assert [r for r in results if r] == []
+
+
+async def kill_everywhere(tmp_path: Path, root: str, kill_points: range) -> list[str]:
+    """Kill and resume once per kill point: independent cases, four at a time."""
+    slots = asyncio.Semaphore(4)
+
+    async def case(kill_at: int) -> str:
+        async with slots:
+            return await kill_and_resume(tmp_path / f"{root}{kill_at}", kill_at, root)
+
+    return await asyncio.gather(*(case(k) for k in kill_points))
+
+
+async def kill_and_resume(work: Path, kill_at: int, root: str) -> str:
     """Kill a run after commit `kill_at`, resume it; what went wrong ('' for nothing)."""
     work.mkdir()
     url, key = await prepare(work)
-    killed = await asyncio.to_thread(run_child, url, key.session_id, work, "start", kill_at)
+    killed = await asyncio.to_thread(run_child, url, key.session_id, work, "start", kill_at, root)
     if killed == 255 and int((work / "commits").read_text()) == kill_at:
         # The forkserver reports 255 when it loses a child's status (several children
         # ending at once); the counter shows the child reached its kill point.
         killed = -signal.SIGKILL
-    resumed = await asyncio.to_thread(run_child, url, key.session_id, work, "resume", None)
+    resumed = await asyncio.to_thread(run_child, url, key.session_id, work, "resume", None, root)
     if resumed == 255 and (work / "resume-returned").exists():
         resumed = 0  # the same lost status; the child wrote that its run returned
     ran = executions(work)
     status, state = await outcome(url, key)
+    expected = EXECUTIONS if root == "tree" else STORY_EXECUTIONS
+    done = "last" in state and state.get("text") == "written" if root == "tree" else True
     problems = [
         f"start exited {killed}" if killed != -signal.SIGKILL else "",
         f"resume exited {resumed}" if resumed != 0 else "",
         f"status {status}" if status != InvocationStatus.COMPLETED else "",
-        f"state {state}" if state.get("text") != "written" or "last" not in state else "",
+        f"state {state}" if not done else "",
         *(
             f"{name} ran {ran[name]} times"
-            for name in EXECUTIONS
-            if ran[name] != EXECUTIONS[name] and not (name in PARALLEL and ran[name] == 2)
+            for name in expected
+            if ran[name] != expected[name] and not (name in PARALLEL and ran[name] == 2)
         ),
     ]
     found = "; ".join(p for p in problems if p)

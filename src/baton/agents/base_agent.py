@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from baton.agents.context import AgentContext, as_agent_context
+from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
@@ -139,6 +140,9 @@ class BaseAgent(BaseModel):
             if ctx.output is None:
                 ctx.output = await _last_text(agent_ctx)
             return
+        if ctx.ended_agents:
+            mine = await _run_events(agent_ctx)
+            agent_ctx.replays.update(count_replays(self, ctx.ended_agents, mine))
         explicit_output = False
         async with aclosing(self.run_async(agent_ctx)) as events:
             async for event in events:
@@ -158,7 +162,9 @@ class BaseAgent(BaseModel):
 
         An agent that ended before starts afresh; one with a checkpoint resumes. When
         `_run_async_impl` returns without ending the agent and nothing below it waits
-        for input, the agent is ended for it.
+        for input, the agent is ended for it. When a resumed parent re-executes a step
+        whose call of this agent already ended (after the parent's last checkpoint),
+        the call yields nothing: its events and state changes are already recorded.
 
         Args:
             parent_context: the ctx the calling agent received.
@@ -168,6 +174,9 @@ class BaseAgent(BaseModel):
         """
         ctx = as_agent_context(parent_context)
         if self.name in ctx.ended_agents:
+            if ctx.replays[self.name] > 0:
+                ctx.replays[self.name] -= 1
+                return
             ctx.reset_agent_states(a.name for a in self.walk())
         async with aclosing(self._run_async_impl(ctx)) as events:
             async for item in events:
@@ -244,10 +253,19 @@ class BaseAgent(BaseModel):
         return f"{type(self).__name__}({self.name!r})"
 
 
+async def _run_events(ctx: AgentContext) -> list[Event]:
+    """The events this node run committed, oldest first."""
+    events = await ctx.log.events()
+    return [
+        e
+        for e in events
+        if e.node_info and e.node_info.path == ctx.node_path and e.node_info.run_id == ctx.run_id
+    ]
+
+
 async def _last_text(ctx: AgentContext) -> str | None:
     """The last reply recorded by this node run, or None."""
-    events = await ctx.log.events()
-    mine = [e for e in events if e.node_info and e.node_info.path == ctx.node_path]
+    mine = await _run_events(ctx)
     return next((_text_of(e) for e in reversed(mine) if _is_final_text(e)), None)
 
 

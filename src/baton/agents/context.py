@@ -9,6 +9,7 @@ session's events that grows as the agents' events commit.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -86,10 +87,13 @@ class AgentContext(InvocationContext):
         self.log = log or EventLog(ic)
         self.branch = branch
         self.last_response: str | None = None
+        # Runs to skip, by agent: they ended after the step being re-executed began.
+        self.replays: Counter[str] = Counter()
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
+        child.replays = self.replays
         return child
 
     @property
@@ -148,6 +152,7 @@ class AgentContext(InvocationContext):
         for name in names:
             self.run.agent_states.pop(name, None)
             self.run.ended_agents.discard(name)
+            self.replays.pop(name, None)
 
     def should_pause_invocation(self, event: Event) -> bool:
         """True when `event` asks for input that has not been given yet."""
