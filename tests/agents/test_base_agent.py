@@ -5,13 +5,27 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 import pytest
-from pydantic import JsonValue
+from pydantic import InstanceOf, JsonValue
 
-from baton import BaseAgent, Event, InvocationContext, SequentialAgent, Workflow
+from baton import (
+    App,
+    BaseAgent,
+    BaseAgentState,
+    Event,
+    InvocationContext,
+    ResumabilityConfig,
+    Runner,
+    SequentialAgent,
+    Workflow,
+)
 from baton.agents import LlmAgent
+from baton.errors import WorkflowChangedError
 from baton.models import ScriptedModel
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InvocationStatus
 from tests.agents.agents import Boom, Runs, Step, texts
 from tests.agents.conftest import MakeRunner
+from tests.harness import Harness
 
 
 class Reader(BaseAgent):
@@ -126,3 +140,69 @@ def test_an_agent_class_without_run_async_impl_is_refused_when_built() -> None:
 def test_a_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="timeout"):
         Step(name="a", runs=Runs(), timeout=0)
+
+
+class Checkpointed(BaseAgent):
+    """Checkpoints `{"step": 1}`, then fails on its first run; reads it back as `state_type`."""
+
+    state_type: type[BaseAgentState]
+    runs: InstanceOf[Runs]
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        if self._load_agent_state(ctx, self.state_type) is None:
+            yield self._create_agent_state_event(ctx, StepState(step=1))
+        self.runs.bump(self.name)
+        yield Event(author=self.name, message="done")
+
+
+class StepState(BaseAgentState):
+    step: int
+
+
+class StageState(BaseAgentState):
+    stage: str
+
+
+async def resume_with(h: Harness, service: BaseSessionService, root: BaseAgent) -> None:
+    """Resume the harness's last invocation with another version of the app's code."""
+    app = App(
+        name="app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True)
+    )
+    changed = Harness(Runner(app=app, session_service=service), service, h.session_id)
+    await changed.collect(invocation_id=(await h.invocation()).id)
+
+
+async def test_a_checkpoint_that_no_longer_fits_its_state_class_is_reported(
+    make: MakeRunner, service: BaseSessionService
+) -> None:
+    runs = Runs(fail={"agent": {1}})
+    h = await make(Checkpointed(name="agent", state_type=StepState, runs=runs))
+    with pytest.raises(Boom):
+        await h.start()
+
+    with pytest.raises(WorkflowChangedError, match=r"checkpoint \{'step': 1\}.*StageState"):
+        await resume_with(h, service, Checkpointed(name="agent", state_type=StageState, runs=runs))
+    await resume_with(h, service, Checkpointed(name="agent", state_type=StepState, runs=runs))
+
+    assert runs.count == {"agent": 2}
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_sequence_resumed_at_a_sub_agent_it_no_longer_has_is_reported(
+    make: MakeRunner, service: BaseSessionService
+) -> None:
+    runs = Runs(fail={"b": {1}})
+
+    def tree(*names: str) -> SequentialAgent:
+        inner = SequentialAgent(name="inner", sub_agents=[Step(name=n, runs=runs) for n in names])
+        return SequentialAgent(name="top", sub_agents=[inner])
+
+    h = await make(tree("a", "b", "c"))
+    with pytest.raises(Boom):
+        await h.start()
+
+    with pytest.raises(WorkflowChangedError, match="'inner' was checkpointed at sub-agent 'b'"):
+        await resume_with(h, service, tree("a", "c"))
+    await resume_with(h, service, tree("a", "b", "c"))
+
+    assert runs.count == {"a": 1, "b": 2, "c": 1}

@@ -20,6 +20,7 @@ from pydantic import (
     InstanceOf,
     JsonValue,
     PrivateAttr,
+    ValidationError,
     field_validator,
 )
 
@@ -27,6 +28,7 @@ from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.context import Context, InvocationContext
+from baton.errors import WorkflowChangedError
 from baton.events import Event, EventActions, RequestInput
 from baton.workflow.nodes import RetryConfig
 
@@ -216,11 +218,25 @@ class BaseAgent(BaseModel):
             ctx: the agent's ctx.
             state_type: the BaseAgentState subclass to read it as (an enum is accepted
                 too: the state's values are converted to it where they are members).
+
+        Raises:
+            WorkflowChangedError: the checkpoint does not fit `state_type` (the state
+                class changed since the run started).
         """
         stored = as_agent_context(ctx).agent_states.get(self.name)
         if not isinstance(stored, dict):
             return None
-        return parse_agent_state(stored, state_type)
+        try:
+            return parse_agent_state(stored, state_type)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'state'}: {e['msg']}" for e in exc.errors()
+            )
+            raise WorkflowChangedError(
+                f"agent '{self.name}' has the checkpoint {stored}, which does not fit "
+                f"{state_type.__name__} ({problems}): the state class changed since the run "
+                "started. Resume with the code it started with, or start a new run."
+            ) from exc
 
     def _create_agent_state_event(
         self,

@@ -9,6 +9,7 @@ from baton.agents.base_agent import BaseAgent
 from baton.agents.context import as_agent_context
 from baton.agents.state import SequentialAgentState
 from baton.context import InvocationContext
+from baton.errors import WorkflowChangedError
 from baton.events import Event
 
 __all__ = ["SequentialAgent", "index_of"]
@@ -49,12 +50,12 @@ def index_of(agent: BaseAgent, name: str) -> int:
     """The position of sub-agent `name`.
 
     Raises:
-        ValueError: no such sub-agent (the agent tree changed since the checkpoint).
+        WorkflowChangedError: no such sub-agent (the agent tree changed since the checkpoint).
     """
     for index, sub in enumerate(agent.sub_agents):
         if sub.name == name:
             return index
-    raise ValueError(
+    raise WorkflowChangedError(
         f"agent '{agent.name}' was checkpointed at sub-agent '{name}', which it no longer has "
         f"(sub-agents: {', '.join(s.name for s in agent.sub_agents) or 'none'}). Resume with "
         "the code the run started with, or start a new run."
