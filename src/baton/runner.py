@@ -361,6 +361,8 @@ class Runner:
         rows = await self.store.find_interrupts(key, interrupt_id)
         if invocation_id:
             rows = [r for r in rows if r.invocation_id == invocation_id]
+            if not rows:
+                await self._existing(key, InvocationId(invocation_id))
         open_rows = [r for r in rows if r.status == InterruptStatus.OPEN]
         if len(open_rows) == 1:
             return open_rows[0]

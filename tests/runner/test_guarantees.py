@@ -119,7 +119,7 @@ async def paused(make_harness: MakeHarness, counter: dict[str, int]) -> Harness:
         ({"new_message": fr("", GOOD)}, InvalidMessageError, "has no id"),
         (
             {"new_message": fr("approve", GOOD), "invocation_id": "other-inv"},
-            UnknownInterruptError,
+            InvocationNotFoundError,
             "'other-inv'",
         ),
     ],

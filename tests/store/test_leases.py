@@ -23,11 +23,21 @@ async def test_claim_returns_a_lease_until_now_plus_ttl(store: Store, clock: Fak
     assert lease == Lease(INV, "worker-1", clock.now + 30)
 
 
-async def test_second_owner_is_refused_with_the_holder_named(store: Store) -> None:
+async def test_second_owner_is_refused_with_the_holder_and_time_left_named(
+    store: Store, clock: FakeClock
+) -> None:
     await store.claim(INV, "worker-1", TTL)
+    clock.advance(10)
 
-    with pytest.raises(InvocationBusyError, match=r"'inv-1' is being run by 'worker-1'"):
+    with pytest.raises(InvocationBusyError) as caught:
         await store.claim(INV, "worker-2", TTL)
+
+    # FakeClock starts at 2023-11-14 22:13:20 UTC; the lease was taken a tick after.
+    assert str(caught.value) == (
+        "invocation 'inv-1' is being run by 'worker-1' (its lease runs 20 s more, until "
+        "2023-11-14 22:13:50 UTC, unless renewed); wait for that run to pause or finish, "
+        "then retry."
+    )
 
 
 async def test_same_owner_may_claim_again(store: Store, clock: FakeClock) -> None:

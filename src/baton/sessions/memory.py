@@ -34,6 +34,7 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     StepCommit,
+    busy_error,
     strip_temp_state,
 )
 from baton.types import InterruptId, InvocationId, SessionId
@@ -263,10 +264,7 @@ class MemoryStore:
         now = self._clock()
         held = self._leases.get(invocation_id)
         if held is not None and held.owner != owner and held.expires_at > now:
-            raise InvocationBusyError(
-                f"invocation '{invocation_id}' is being run by '{held.owner}' (lease until "
-                f"{held.expires_at:.0f}); wait for that run to pause or finish, then retry."
-            )
+            raise busy_error(invocation_id, held.owner, held.expires_at, now)
         lease = Lease(invocation_id, owner, now + ttl.total_seconds())
         self._leases[invocation_id] = lease
         return lease

@@ -9,11 +9,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeAlias
 
 from pydantic import Field, JsonValue
 
+from baton.errors import InvocationBusyError
 from baton.events import Event
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
@@ -28,6 +29,7 @@ __all__ = [
     "SessionKey",
     "StepCommit",
     "Store",
+    "busy_error",
     "strip_temp_state",
 ]
 
@@ -224,6 +226,18 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+def busy_error(
+    invocation_id: str, owner: str, expires_at: float, now: float
+) -> InvocationBusyError:
+    """The refusal of a claim on an invocation that `owner` holds until `expires_at`."""
+    left = max(0.0, expires_at - now)
+    until = datetime.fromtimestamp(expires_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return InvocationBusyError(
+        f"invocation '{invocation_id}' is being run by '{owner}' (its lease runs {left:.0f} s "
+        f"more, until {until}, unless renewed); wait for that run to pause or finish, then retry."
+    )
 
 
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:

@@ -20,7 +20,7 @@ from baton.errors import InvocationBusyError, SessionExistsError
 from baton.sessions.sql.dialect import insert, is_unique_violation
 from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import IS_SESSION, invocations, leases, session_params, sessions
-from baton.sessions.store import Lease, Session, SessionKey
+from baton.sessions.store import Lease, Session, SessionKey, busy_error
 from baton.types import InvocationId
 
 __all__ = ["claim_lease", "delete_session", "insert_session", "release_lease", "renew_lease"]
@@ -88,7 +88,7 @@ def claim_lease(connection: Connection, lease: Lease, now: float) -> None:
     if run(connection, _claim(connection.dialect.name), parameters):
         return
     held = connection.execute(_LEASE, {"key_invocation_id": lease.invocation_id}).first()
-    raise InvocationBusyError(_busy_message(lease.invocation_id, held))
+    raise _busy(lease.invocation_id, held, now)
 
 
 def renew_lease(connection: Connection, lease: Lease, expires_at: float) -> None:
@@ -126,14 +126,11 @@ def _lease_params(lease: Lease) -> dict[str, str]:
     return {"key_invocation_id": lease.invocation_id, "key_owner": lease.owner}
 
 
-def _busy_message(invocation_id: InvocationId, held: Row[Any] | None) -> str:
+def _busy(invocation_id: InvocationId, held: Row[Any] | None, now: float) -> InvocationBusyError:
     if held is None:
         # The holder released between our attempt and this read.
-        return (
+        return InvocationBusyError(
             f"invocation '{invocation_id}' was being run by another owner a moment ago; "
             "retry the claim."
         )
-    return (
-        f"invocation '{invocation_id}' is being run by '{held.owner}' (lease until "
-        f"{held.expires_at:.0f}); wait for that run to pause or finish, then retry."
-    )
+    return busy_error(invocation_id, held.owner, held.expires_at, now)
