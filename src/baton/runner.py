@@ -12,12 +12,13 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from datetime import timedelta
 from typing import Any, Final, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from baton.agents import BaseAgent, LlmAgent
 from baton.answers import unwrap_response, validate_answer
 from baton.errors import (
     AlreadyAnsweredError,
@@ -46,6 +47,7 @@ from baton.types import Content, InterruptId, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.graph import describe_difference, fingerprint_of
 from baton.workflow.nodes import Node
+from baton.workflow.scheduler import Workflow
 
 __all__ = ["App", "InMemoryRunner", "ResumabilityConfig", "Runner"]
 
@@ -147,6 +149,7 @@ class Runner:
         self.lease_ttl = lease_ttl
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.fingerprint = fingerprint_of(self.root)
+        self._models_ready = False
 
     @property
     def root(self) -> Node:
@@ -208,6 +211,7 @@ class Runner:
         """
         del run_config
         key = self._session_key(user_id, session_id, session)
+        self._check_models()
         plan = await self._plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         # Each call is its own resumer, even when two share this Runner.
@@ -219,6 +223,20 @@ class Runner:
                 yield event
         finally:
             await self.store.release(lease)
+
+    def _check_models(self) -> None:
+        """Resolve every LlmAgent's model before the first call changes anything.
+
+        Raises:
+            UnknownModelError, ExtraNotInstalledError: a model string cannot be used.
+            ValueError: an LlmAgent has no model, nor an ancestor LlmAgent to take it from.
+        """
+        if self._models_ready:
+            return
+        for node in _tree(self.root):
+            if isinstance(node, LlmAgent):
+                _ = node.canonical_model
+        self._models_ready = True
 
     def _session_key(
         self, user_id: str | None, session_id: str | None, session: Session | None
@@ -434,6 +452,18 @@ class Runner:
             f"workflow '{self.root.name}' changed since invocation '{invocation.id}' started: "
             f"{difference}. Resume with the code it started with, or start a new run."
         )
+
+
+def _tree(root: object) -> Iterator[object]:
+    """The root and every node, agent and sub-agent beneath it."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, Workflow):
+            stack.extend(node.graph.nodes.values())
+        if isinstance(node, BaseAgent):
+            stack.extend(node.sub_agents)
 
 
 @final

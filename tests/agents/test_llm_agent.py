@@ -16,7 +16,7 @@ from baton.agents import (
     ParallelAgent,
     SequentialAgent,
 )
-from baton.errors import AlreadyAnsweredError, UnknownInterruptError
+from baton.errors import AlreadyAnsweredError, UnknownInterruptError, UnknownModelError
 from baton.models import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
@@ -363,6 +363,25 @@ async def test_an_agent_without_model_is_refused_with_a_hint() -> None:
 
     with pytest.raises(ValueError, match="has no model"):
         _ = agent.canonical_model
+
+
+async def test_an_unknown_model_is_refused_before_the_run_stores_anything(
+    make: MakeRunner,
+) -> None:
+    def draft(node_input: str) -> str:
+        return f"draft of {node_input}"
+
+    writer = LlmAgent(name="writer", model="gemini-2.5-flash")
+    h = await make(Workflow(name="flow", edges=[("START", draft, writer)]))
+
+    with pytest.raises(UnknownModelError) as caught:
+        await h.start("a trip")
+
+    assert "'gemini-2.5-flash'" in str(caught.value)
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.events == []
+    assert await h.service.store.list_invocations(h.key) == []
 
 
 async def test_the_approval_example_pauses_for_the_refund_and_finishes_after_it(
