@@ -57,17 +57,16 @@ cli = typer.Typer(
         "agents folder holds app folders. Sessions live in AGENTS_DIR/.baton/sessions.db "
         "unless --db names another database, so `baton run`, `baton web` and the session "
         "commands see the same runs.\n\n"
-        'Try: [bold]baton run examples/expense_approval "120 taxi"[/], then '
-        "[bold]baton web examples/[/]."
+        'Try: baton run examples/expense_approval "120 taxi", then baton web examples/.'
     ),
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 sessions_cli = typer.Typer(
-    help="List, show and delete sessions.\n\nExample: [bold]baton sessions list -p examples/[/]",
+    help="List, show and delete sessions.\n\nExample: baton sessions list -p examples/",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
 )
 cli.add_typer(sessions_cli, name="sessions")
 
@@ -77,28 +76,43 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
+        metavar="URL",
         help="Database: a SQLite file, sqlite:///file.db, postgresql+asyncpg://user@host/db, "
         "or memory:// (default: AGENTS_DIR/.baton/sessions.db).",
         show_default=False,
     ),
 ]
-UserOption = Annotated[str, typer.Option("--user", "-u", help="The user the sessions belong to.")]
+UserOption = Annotated[
+    str, typer.Option("--user", "-u", help="The user the sessions belong to.", metavar="NAME")
+]
 PathOption = Annotated[
     Path,
-    typer.Option("--path", "-p", help="An app folder, or an agents folder holding app folders."),
+    typer.Option(
+        "--path",
+        "-p",
+        help="An app folder, or an agents folder holding app folders.",
+        metavar="PATH",
+    ),
 ]
 AppOption = Annotated[
     str | None,
     typer.Option(
-        "--app", "-a", help="Only this app (default: every app found).", show_default=False
+        "--app",
+        "-a",
+        help="Only this app (default: every app found).",
+        show_default=False,
+        metavar="APP",
     ),
 ]
-HostOption = Annotated[str, typer.Option(help="Interface to listen on.")]
-PortOption = Annotated[int, typer.Option(help="Port to listen on (0: any free port).")]
+HostOption = Annotated[str, typer.Option(help="Interface to listen on.", metavar="HOST")]
+PortOption = Annotated[
+    int, typer.Option(help="Port to listen on (0: any free port).", metavar="PORT")
+]
 KeyOption = Annotated[
     list[str] | None,
     typer.Option(
         "--api-key",
+        metavar="KEY",
         help="Require this API key (repeatable). `SECRET` may act for any user, "
         "`USER:SECRET` only for USER. Also read from $BATON_API_KEY (comma-separated).",
         show_default=False,

@@ -38,14 +38,21 @@ __all__ = ["resume", "run"]
 
 @cli.command()
 def run(
-    path: Annotated[Path, typer.Argument(help="The app folder (it holds agent.py).")],
+    path: Annotated[
+        Path, typer.Argument(help="The app folder (it holds agent.py).", metavar="PATH")
+    ],
     message: Annotated[
-        str | None, typer.Argument(help="The message that starts the run.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="The message that starts the run.", show_default=False, metavar="MESSAGE"
+        ),
     ] = None,
     db: DbOption = None,
     session: Annotated[
         str | None,
-        typer.Option(help="Run in this session (created if missing); default: a new one."),
+        typer.Option(
+            help="Run in this session (created if missing); default: a new one.", metavar="ID"
+        ),
     ] = None,
     user: UserOption = "user",
     as_json: Annotated[
@@ -62,10 +69,9 @@ def run(
 
     Examples:
 
+    \b
       baton run examples/expense_approval "120 taxi to the airport"
-
       printf '{"approved": true}\\n' | baton run examples/expense_approval "80 lunch"
-
       baton run examples/expense_approval --db postgresql+asyncpg://localhost/baton "9 pens"
     """
     if not (path / "agent.py").is_file():
@@ -99,17 +105,21 @@ async def _ensure_session(runner: Runner, user: str, session: str | None) -> str
 
 @cli.command()
 def resume(
-    session: Annotated[str, typer.Argument(help="The session whose run to resume.")],
+    session: Annotated[
+        str, typer.Argument(help="The session whose run to resume.", metavar="SESSION")
+    ],
     path: PathOption = Path("."),
     invocation: Annotated[
-        str | None, typer.Option(help="The run (invocation id); default: the open one.")
+        str | None,
+        typer.Option(help="The run (invocation id); default: the open one.", metavar="ID"),
     ] = None,
     answer: Annotated[
         str | None,
-        typer.Option(help="The answer, as JSON or text; without it you are asked."),
+        typer.Option(help="The answer, as JSON or text; without it you are asked.", metavar="JSON"),
     ] = None,
     interrupt: Annotated[
-        str | None, typer.Option(help="Which question --answer answers, when several are open.")
+        str | None,
+        typer.Option(help="Which question --answer answers, when several are open.", metavar="ID"),
     ] = None,
     user: UserOption = "user",
     db: DbOption = None,
@@ -119,10 +129,9 @@ def resume(
 
     Examples:
 
+    \b
       baton resume 4b1c... -p examples/ --answer '{"approved": true}'
-
-      baton resume 4b1c... -p examples/               (asks each open question)
-
+      baton resume 4b1c... -p examples/                        (asks each open question)
       baton resume 4b1c... -p examples/ --invocation e-93...   (recover after a crash)
     """
     request = _Resume(session, invocation, answer, interrupt, user)

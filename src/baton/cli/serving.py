@@ -26,7 +26,9 @@ __all__ = ["api_server", "web"]
 
 @cli.command("api_server")
 def api_server(
-    agents_dir: Annotated[Path, typer.Argument(help="The folder of app folders to serve.")],
+    agents_dir: Annotated[
+        Path, typer.Argument(help="The folder of app folders to serve.", metavar="AGENTS_DIR")
+    ],
     db: DbOption = None,
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
@@ -39,10 +41,9 @@ def api_server(
 
     Examples:
 
+    \b
       baton api_server examples/
-
       baton api_server examples/ --db postgresql+asyncpg://localhost/baton --port 9000
-
       BATON_API_KEY=alice:s3cret baton api_server examples/
     """
     execute(_serve(agents_dir, db, host, port, api_key or [], web=False))
@@ -50,7 +51,9 @@ def api_server(
 
 @cli.command()
 def web(
-    agents_dir: Annotated[Path, typer.Argument(help="The folder of app folders to serve.")],
+    agents_dir: Annotated[
+        Path, typer.Argument(help="The folder of app folders to serve.", metavar="AGENTS_DIR")
+    ],
     db: DbOption = None,
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
@@ -63,6 +66,7 @@ def web(
 
     Example:
 
+    \b
       baton web examples/        then open the URL it prints
     """
     execute(_serve(agents_dir, db, host, port, api_key or [], web=True))

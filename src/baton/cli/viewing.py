@@ -34,7 +34,7 @@ __all__ = ["inspect", "pending", "sessions_delete", "sessions_list", "sessions_s
 def sessions_list(
     path: PathOption = Path("."),
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="Only this user's sessions.")
+        str | None, typer.Option("--user", "-u", help="Only this user's sessions.", metavar="NAME")
     ] = None,
     app: AppOption = None,
     db: DbOption = None,
@@ -70,7 +70,7 @@ async def _sessions_list(path: Path, app: str | None, user: str | None, db: str 
 
 @sessions_cli.command("show")
 def sessions_show(
-    session: Annotated[str, typer.Argument(help="The session id.")],
+    session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
     user: UserOption = "user",
     db: DbOption = None,
@@ -95,7 +95,7 @@ async def _sessions_show(session_id: str, path: Path, user: str, db: str | None)
 
 @sessions_cli.command("delete")
 def sessions_delete(
-    session: Annotated[str, typer.Argument(help="The session id.")],
+    session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
     user: UserOption = "user",
     db: DbOption = None,
@@ -118,13 +118,14 @@ async def _sessions_delete(session_id: str, path: Path, user: str, db: str | Non
 def pending(
     path: PathOption = Path("."),
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="Only this user's questions.")
+        str | None, typer.Option("--user", "-u", help="Only this user's questions.", metavar="NAME")
     ] = None,
     app: AppOption = None,
     db: DbOption = None,
 ) -> None:
     """List the questions runs are waiting on, oldest first.
 
+    \b
     Example: baton pending -p examples/   then   baton resume SESSION -p examples/
     """
     execute(_pending(path, app, user, db))
@@ -148,7 +149,7 @@ async def _pending(path: Path, app: str | None, user: str | None, db: str | None
 
 @cli.command()
 def inspect(
-    session: Annotated[str, typer.Argument(help="The session id.")],
+    session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
     user: UserOption = "user",
     db: DbOption = None,
