@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from baton import DEFAULT_ROUTE, START, Edge, FunctionNode, JoinNode, Workflow
+from baton import (
+    DEFAULT_ROUTE,
+    START,
+    BaseAgent,
+    Edge,
+    FunctionNode,
+    JoinNode,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+    Workflow,
+)
 from baton.errors import GraphValidationError
-from baton.workflow.graph import describe_difference, parse_graph
+from baton.workflow.graph import describe_difference, fingerprint_of, parse_graph
 
 
 def a() -> None: ...
@@ -194,3 +206,174 @@ def test_fingerprint_is_independent_of_edge_order(
     assert problems == problems_again
     if graph is not None and again is not None:
         assert graph.fingerprint() == again.fingerprint()
+
+
+def agent(name: str, kind: type[BaseAgent] = SequentialAgent, *subs: BaseAgent) -> BaseAgent:
+    return kind(name=name, sub_agents=list(subs))
+
+
+def pipeline(*, critic: type[BaseAgent] = LoopAgent, checks: tuple[str, ...] = ("x",)) -> BaseAgent:
+    """pipeline[a, refine[draft, critic[x]]], or a variant of it."""
+    critic_agent = agent("critic", critic, *(agent(n) for n in checks))
+    return agent(
+        "pipeline",
+        SequentialAgent,
+        agent("a"),
+        agent("refine", SequentialAgent, agent("draft"), critic_agent),
+    )
+
+
+def test_an_agent_root_is_fingerprinted_with_its_whole_tree_in_order() -> None:
+    assert fingerprint_of(pipeline()) == (
+        '{"edges":[],"nodes":{"pipeline":{"Agent":{"kind":"SequentialAgent","sub_agents":['
+        '{"kind":"SequentialAgent","name":"a"},'
+        '{"kind":{"Agent":{"kind":"SequentialAgent","sub_agents":['
+        '{"kind":"SequentialAgent","name":"draft"},'
+        '{"kind":{"Agent":{"kind":"LoopAgent","sub_agents":[{"kind":"SequentialAgent","name":"x"}]}},'
+        '"name":"critic"}]}},"name":"refine"}]}}},"sub_agents":["a","refine"],"workflow":"pipeline"}'
+    )
+
+
+def test_fingerprints_without_agent_trees_keep_the_format_earlier_runs_recorded() -> None:
+    inner = Workflow(name="inner", edges=[("START", c)])
+    wf = Workflow(name="wf", edges=[("START", a, (inner, agent("leaf")))])
+    assert fingerprint_of(wf) == (
+        '{"edges":["START -> a","a -> inner","a -> leaf"],"nodes":{"a":"FunctionNode",'
+        '"inner":{"Workflow":{"edges":["START -> c"],"nodes":{"c":"FunctionNode"},'
+        '"workflow":"inner"}},"leaf":"SequentialAgent(rerun)"},"workflow":"wf"}'
+    )
+    assert fingerprint_of(agent("solo", LoopAgent)) == (
+        '{"edges":[],"nodes":{"solo":"LoopAgent"},"sub_agents":[],"workflow":"solo"}'
+    )
+
+
+def in_workflows(root: BaseAgent) -> str:
+    """The fingerprint of wf: START -> d -> inner, where inner is START -> root."""
+    inner = Workflow(name="inner", edges=[("START", root)])
+    return fingerprint_of(Workflow(name="wf", edges=[("START", d, inner)]))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "difference"),
+    [
+        (
+            fingerprint_of(pipeline()),
+            fingerprint_of(pipeline(critic=ParallelAgent)),
+            "sub-agent 'critic' of 'pipeline/refine' changed (LoopAgent -> ParallelAgent)",
+        ),
+        (
+            fingerprint_of(pipeline(checks=("x", "y"))),
+            fingerprint_of(pipeline(checks=("y",))),
+            "sub-agent 'x' of 'pipeline/refine/critic' was removed",
+        ),
+        (
+            fingerprint_of(pipeline(checks=("x", "y"))),
+            fingerprint_of(pipeline(checks=("y", "x"))),
+            "the sub-agents of 'pipeline/refine/critic' were reordered (x, y -> y, x)",
+        ),
+        (
+            fingerprint_of(pipeline(checks=())),
+            fingerprint_of(pipeline(checks=("x",))),
+            "sub-agent 'x' of 'pipeline/refine/critic' was added",
+        ),
+        (
+            in_workflows(pipeline()),
+            in_workflows(pipeline(critic=SequentialAgent, checks=("z",))),
+            "sub-agent 'critic' of 'inner/pipeline/refine' changed (LoopAgent -> SequentialAgent); "
+            "sub-agent 'z' of 'inner/pipeline/refine/critic' was added; "
+            "sub-agent 'x' of 'inner/pipeline/refine/critic' was removed",
+        ),
+        (
+            Workflow(
+                name="wf", edges=[("START", Workflow(name="inner", edges=[("START", a)]))]
+            ).graph.fingerprint(),
+            Workflow(
+                name="wf", edges=[("START", Workflow(name="inner", edges=[("START", a, b)]))]
+            ).graph.fingerprint(),
+            "node 'b' in 'inner' was added; edge a -> b in 'inner' was added",
+        ),
+        (
+            Workflow(name="wf", edges=[("START", a)]).graph.fingerprint(),
+            fingerprint_of(agent("wf")),
+            "node 'wf' was added; node 'a' was removed; edge START -> a was removed",
+        ),
+        (
+            # As recorded before agent trees were: the root's direct sub-agents by name.
+            '{"edges":[],"nodes":{"pipeline":"SequentialAgent"},"sub_agents":["a","refine"],'
+            '"workflow":"pipeline"}',
+            fingerprint_of(pipeline()),
+            "the run was started by an earlier baton version, which recorded only the direct "
+            "sub-agents of 'pipeline' (a, refine), not the whole agent tree",
+        ),
+        (
+            "fp",
+            fingerprint_of(pipeline()),
+            "the workflow's structure changed (the recorded " "fingerprint is not readable)",
+        ),
+        (
+            '{"workflow":"wf"}',
+            '{"workflow": "wf"}',
+            "the workflow's structure changed (fingerprint 876b914a5e23 -> a8512b106185)",
+        ),
+    ],
+    ids=[
+        "kind-at-depth-2",
+        "removed-at-depth-3",
+        "reordered",
+        "leaf-gains-sub-agents",
+        "agent-in-nested-workflow",
+        "nested-workflow-node",
+        "workflow-became-agent",
+        "earlier-format",
+        "unreadable",
+        "unnamed-difference",
+    ],
+)
+def test_describe_difference_names_each_change_with_its_path(
+    old: str, new: str, difference: str
+) -> None:
+    assert describe_difference(old, new) == difference
+
+
+_KINDS: dict[str, type[BaseAgent]] = {
+    "seq": SequentialAgent,
+    "loop": LoopAgent,
+    "par": ParallelAgent,
+}
+
+TreeSpec = tuple[str, str, tuple["TreeSpec", ...]]
+
+_trees: st.SearchStrategy[TreeSpec] = st.recursive(
+    st.tuples(st.sampled_from(_NAMES), st.sampled_from(list(_KINDS)), st.just(())),
+    lambda children: st.tuples(
+        st.sampled_from(_NAMES),
+        st.sampled_from(list(_KINDS)),
+        st.lists(children, max_size=3).map(tuple),
+    ),
+    max_leaves=6,
+)
+
+
+def names_in(spec: TreeSpec) -> list[str]:
+    return [spec[0], *(n for child in spec[2] for n in names_in(child))]
+
+
+def build(spec: TreeSpec) -> BaseAgent:
+    name, kind, children = spec
+    return agent(name, _KINDS[kind], *(build(child) for child in children))
+
+
+@given(_trees, _trees)
+def test_equal_agent_trees_fingerprint_alike_and_every_difference_is_named(
+    first: TreeSpec, second: TreeSpec
+) -> None:
+    for spec in (first, second):
+        assume(len(set(names_in(spec))) == len(names_in(spec)))
+    root_a = ("root", "seq", (first,))
+    root_b = ("root", "seq", (second,))
+    ways: tuple[Callable[[BaseAgent], str], ...] = (fingerprint_of, in_workflows)
+    for fingerprint in ways:
+        old, new = fingerprint(build(root_a)), fingerprint(build(root_b))
+        assert old == fingerprint(build(root_a))
+        assert (old == new) == (first == second)
+        assert (describe_difference(old, new) == "") == (first == second)

@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 from pydantic import JsonValue
 
@@ -32,6 +32,8 @@ DEFAULT_ROUTE: Final = "__DEFAULT__"
 """A route that fires when none of the node's other routes matched."""
 
 _START_NAME: Final = START.name
+_WORKFLOW: Final = "Workflow"
+_AGENT: Final = "Agent"
 
 
 @final
@@ -107,11 +109,11 @@ class Graph:
 
     def fingerprint(self) -> str:
         """The structure as canonical JSON: equal iff nodes (with kinds) and edges are equal."""
-        return json.dumps(self.structure(), sort_keys=True, separators=(",", ":"))
+        return _canonical(self.structure())
 
     def digest(self) -> str:
         """A short hash of the fingerprint, for display."""
-        return hashlib.sha256(self.fingerprint().encode()).hexdigest()[:12]
+        return _digest(self.fingerprint())
 
 
 def _runs_once(edges: Sequence[GraphEdge]) -> frozenset[str]:
@@ -145,9 +147,37 @@ def _route_in(route: RouteValue, routes: tuple[RouteValue, ...]) -> bool:
 def _kind(node: Node) -> JsonValue:
     nested = getattr(node, "graph", None)
     if isinstance(nested, Graph):
-        return {"Workflow": nested.structure()}
+        return {_WORKFLOW: nested.structure()}
     kind = type(node).__name__
-    return f"{kind}(rerun)" if node.rerun_on_resume else kind
+    return _with_sub_agents(f"{kind}(rerun)" if node.rerun_on_resume else kind, node)
+
+
+def _with_sub_agents(kind: str, agent: object) -> JsonValue:
+    """`kind`, with the agent's sub-agent tree (names, kinds, order) when it has sub-agents.
+
+    A node without sub-agents stays a bare kind, as in fingerprints recorded before
+    agent trees were, so such runs still resume after an upgrade.
+    """
+    subs = _sub_agents(agent)
+    if not subs:
+        return kind
+    tree: list[JsonValue] = [
+        {"name": _name_of(sub), "kind": _with_sub_agents(type(sub).__name__, sub)} for sub in subs
+    ]
+    return {_AGENT: {"kind": kind, "sub_agents": tree}}
+
+
+def _sub_agents(agent: object) -> list[object]:
+    # Read by attribute: agents import this package, so it cannot import BaseAgent.
+    return list(getattr(agent, "sub_agents", None) or [])
+
+
+def _name_of(agent: object) -> str:
+    return str(getattr(agent, "name", ""))
+
+
+def _canonical(structure: JsonValue) -> str:
+    return json.dumps(structure, sort_keys=True, separators=(",", ":"))
 
 
 class _Parser:
@@ -372,46 +402,158 @@ def _unconditional_cycle(outgoing: dict[str, list[GraphEdge]]) -> list[str]:
 
 
 def describe_difference(old: str, new: str) -> str:
-    """What changed between two fingerprints, in words ('' when nothing did)."""
+    """What changed between two fingerprints, in words, each change named with its path.
+
+    Paths are slash-joined node and agent names below the root, e.g. "sub-agent
+    'critic' of 'pipeline/refine' changed (LoopAgent -> SequentialAgent)" or
+    "node 'c' in 'inner' was added".
+
+    Args:
+        old: the fingerprint a run started with.
+        new: the fingerprint of the code resuming it.
+
+    Returns:
+        The changes joined by '; ', a general sentence when they cannot be named,
+        and '' only when the fingerprints are equal.
+    """
+    if old == new:
+        return ""
     try:
-        before: dict[str, Any] = json.loads(old)
-        after: dict[str, Any] = json.loads(new)
+        before, after = _mapping(json.loads(old)), _mapping(json.loads(new))
     except ValueError:
-        return "the workflow's structure changed"
-    changes: list[str] = []
-    old_nodes: dict[str, Any] = before.get("nodes", {})
-    new_nodes: dict[str, Any] = after.get("nodes", {})
-    changes += [f"node '{n}' was added" for n in new_nodes if n not in old_nodes]
-    changes += [f"node '{n}' was removed" for n in old_nodes if n not in new_nodes]
-    changes += [
-        f"node '{n}' changed ({_short(old_nodes[n])} -> {_short(new_nodes[n])})"
-        for n in old_nodes
-        if n in new_nodes and old_nodes[n] != new_nodes[n]
-    ]
-    old_edges, new_edges = set(before.get("edges", [])), set(after.get("edges", []))
-    changes += [f"edge {e} was added" for e in sorted(new_edges - old_edges)]
-    changes += [f"edge {e} was removed" for e in sorted(old_edges - new_edges)]
+        return "the workflow's structure changed (the recorded fingerprint is not readable)"
+    changes = _before_agent_trees(before) or _graph_changes((), before, after)
     if before.get("workflow") != after.get("workflow"):
         changes.append(f"workflow renamed '{before.get('workflow')}' -> '{after.get('workflow')}'")
-    return "; ".join(changes)
+    return "; ".join(changes) or (
+        f"the workflow's structure changed (fingerprint {_digest(old)} -> {_digest(new)})"
+    )
 
 
-def _short(kind: Any) -> str:
-    return "Workflow" if isinstance(kind, dict) else str(kind)
+def _before_agent_trees(before: dict[str, object]) -> list[str]:
+    """Explains an agent root's fingerprint recorded before agent trees were (or nothing).
+
+    That format kept only the names of the root's direct sub-agents, beside a bare
+    kind; this format never pairs a bare kind with sub-agents.
+    """
+    name = str(before.get("workflow"))
+    direct = _strings(before.get("sub_agents"))
+    if not direct or not isinstance(_mapping(before.get("nodes")).get(name), str):
+        return []
+    return [
+        "the run was started by an earlier baton version, which recorded only the direct "
+        f"sub-agents of '{name}' ({', '.join(direct)}), not the whole agent tree"
+    ]
+
+
+def _graph_changes(
+    path: tuple[str, ...], before: dict[str, object], after: dict[str, object]
+) -> list[str]:
+    """Nodes and edges added, removed or changed in one (possibly nested) workflow."""
+    where = f" in '{'/'.join(path)}'" if path else ""
+    old_nodes, new_nodes = _mapping(before.get("nodes")), _mapping(after.get("nodes"))
+    changes = [f"node '{n}'{where} was added" for n in sorted(new_nodes) if n not in old_nodes]
+    changes += [f"node '{n}'{where} was removed" for n in sorted(old_nodes) if n not in new_nodes]
+    for name in sorted(old_nodes.keys() & new_nodes.keys()):
+        label = f"node '{name}'{where}"
+        changes += _kind_changes((*path, name), label, old_nodes[name], new_nodes[name])
+    old_edges, new_edges = _strings(before.get("edges")), _strings(after.get("edges"))
+    changes += [f"edge {e}{where} was added" for e in sorted(set(new_edges) - set(old_edges))]
+    changes += [f"edge {e}{where} was removed" for e in sorted(set(old_edges) - set(new_edges))]
+    return changes
+
+
+def _kind_changes(path: tuple[str, ...], label: str, old: object, new: object) -> list[str]:
+    """How the node or sub-agent at `path` changed: its kind, nested graph or sub-agents."""
+    if old == new:
+        return []
+    old_graph, new_graph = _nested_graph(old), _nested_graph(new)
+    if old_graph is not None and new_graph is not None:
+        return _graph_changes(path, old_graph, new_graph)
+    changes: list[str] = []
+    if _base_kind(old) != _base_kind(new):
+        changes.append(f"{label} changed ({_base_kind(old)} -> {_base_kind(new)})")
+    if old_graph is None and new_graph is None:
+        changes += _sub_agent_changes(path, _sub_agent_kinds(old), _sub_agent_kinds(new))
+    return changes
+
+
+def _sub_agent_changes(
+    path: tuple[str, ...], old: dict[str, object], new: dict[str, object]
+) -> list[str]:
+    """Sub-agents of the agent at `path` added, removed, changed or reordered."""
+    of = f" of '{'/'.join(path)}'"
+    changes = [f"sub-agent '{n}'{of} was added" for n in new if n not in old]
+    changes += [f"sub-agent '{n}'{of} was removed" for n in old if n not in new]
+    for name in (n for n in old if n in new):
+        changes += _kind_changes((*path, name), f"sub-agent '{name}'{of}", old[name], new[name])
+    kept_before, kept_after = [n for n in old if n in new], [n for n in new if n in old]
+    if kept_before != kept_after:
+        changes.append(
+            f"the sub-agents{of} were reordered "
+            f"({', '.join(kept_before)} -> {', '.join(kept_after)})"
+        )
+    return changes
+
+
+def _nested_graph(kind: object) -> dict[str, object] | None:
+    if isinstance(kind, dict) and _WORKFLOW in kind:
+        return _mapping(cast(dict[str, object], kind)[_WORKFLOW])
+    return None
+
+
+def _agent_tree(kind: object) -> dict[str, object]:
+    return _mapping(_mapping(kind).get(_AGENT))
+
+
+def _base_kind(kind: object) -> str:
+    """The kind's class name (with '(rerun)' for a node that reruns on resume)."""
+    if isinstance(kind, str):
+        return kind
+    if _nested_graph(kind) is not None:
+        return _WORKFLOW
+    return str(_agent_tree(kind).get("kind", "an unknown kind"))
+
+
+def _sub_agent_kinds(kind: object) -> dict[str, object]:
+    """Sub-agent name -> kind, in order; empty for a bare kind."""
+    entries = _agent_tree(kind).get("sub_agents")
+    listed: list[object] = cast(list[object], entries) if isinstance(entries, list) else []
+    return {str(_mapping(e).get("name")): _mapping(e).get("kind") for e in listed}
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return cast(dict[str, object], value) if isinstance(value, dict) else {}
+
+
+def _strings(value: object) -> list[str]:
+    listed: list[object] = cast(list[object], value) if isinstance(value, list) else []
+    return [str(item) for item in listed]
+
+
+def _digest(fingerprint: str) -> str:
+    return hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
 
 
 def fingerprint_of(root: object) -> str:
-    """The fingerprint of a root node: its graph's for a workflow, else its name and kind."""
+    """The fingerprint of a root node: its graph's for a workflow, else its agent tree.
+
+    Args:
+        root: an App's root node (a Workflow, an agent or another node).
+
+    Returns:
+        Canonical JSON, equal for equal structures in any process.
+    """
     graph = getattr(root, "graph", None)
     if isinstance(graph, Graph):
         return graph.fingerprint()
-    name = getattr(root, "name", "")
-    children: list[object] = list(getattr(root, "sub_agents", None) or [])
-    subs = [str(getattr(s, "name", "")) for s in children]
-    structure = {
+    name = _name_of(root)
+    structure: dict[str, JsonValue] = {
         "workflow": name,
-        "nodes": {name: type(root).__name__},
+        "nodes": {name: _with_sub_agents(type(root).__name__, root)},
         "edges": [],
-        "sub_agents": subs,
+        # The direct sub-agents' names, as recorded before agent trees were: kept so an
+        # unchanged agent without sub-agents still matches runs started back then.
+        "sub_agents": [_name_of(sub) for sub in _sub_agents(root)],
     }
-    return json.dumps(structure, sort_keys=True, separators=(",", ":"))
+    return _canonical(structure)
