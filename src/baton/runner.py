@@ -45,7 +45,8 @@ from baton.sessions.store import (
 )
 from baton.types import Content, InterruptId, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
-from baton.workflow.graph import describe_difference, fingerprint_of
+from baton.workflow.fingerprint import describe_difference
+from baton.workflow.graph import fingerprint_of
 from baton.workflow.nodes import Node
 from baton.workflow.scheduler import Workflow
 

@@ -201,7 +201,7 @@ async def test_a_sequence_resumed_at_a_sub_agent_it_no_longer_has_is_reported(
     with pytest.raises(Boom):
         await h.start()
 
-    with pytest.raises(WorkflowChangedError, match="'inner' was checkpointed at sub-agent 'b'"):
+    with pytest.raises(WorkflowChangedError, match="sub-agent 'b' of 'top/inner' was removed"):
         await resume_with(h, service, tree("a", "c"))
     await resume_with(h, service, tree("a", "b", "c"))
 

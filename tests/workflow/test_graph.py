@@ -22,7 +22,8 @@ from baton import (
     Workflow,
 )
 from baton.errors import GraphValidationError
-from baton.workflow.graph import describe_difference, fingerprint_of, parse_graph
+from baton.workflow.fingerprint import describe_difference
+from baton.workflow.graph import fingerprint_of, parse_graph
 
 
 def a() -> None: ...

@@ -7,15 +7,15 @@ An edge item is a chain tuple `("START", a, b)`, whose elements may be a node
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast, final
+from typing import Any, Final, final
 
 from pydantic import JsonValue
 
 from baton.events import RouteValue
+from baton.workflow.fingerprint import AGENT_KEY, WORKFLOW_KEY, digest_of
 from baton.workflow.nodes import START, FunctionNode, JoinNode, Node, StartNode
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "Edge",
     "Graph",
     "GraphEdge",
-    "describe_difference",
     "fingerprint_of",
     "parse_graph",
 ]
@@ -32,8 +31,6 @@ DEFAULT_ROUTE: Final = "__DEFAULT__"
 """A route that fires when none of the node's other routes matched."""
 
 _START_NAME: Final = START.name
-_WORKFLOW: Final = "Workflow"
-_AGENT: Final = "Agent"
 
 
 @final
@@ -113,7 +110,7 @@ class Graph:
 
     def digest(self) -> str:
         """A short hash of the fingerprint, for display."""
-        return _digest(self.fingerprint())
+        return digest_of(self.fingerprint())
 
 
 def _runs_once(edges: Sequence[GraphEdge]) -> frozenset[str]:
@@ -147,7 +144,7 @@ def _route_in(route: RouteValue, routes: tuple[RouteValue, ...]) -> bool:
 def _kind(node: Node) -> JsonValue:
     nested = getattr(node, "graph", None)
     if isinstance(nested, Graph):
-        return {_WORKFLOW: nested.structure()}
+        return {WORKFLOW_KEY: nested.structure()}
     kind = type(node).__name__
     return _with_sub_agents(f"{kind}(rerun)" if node.rerun_on_resume else kind, node)
 
@@ -164,7 +161,7 @@ def _with_sub_agents(kind: str, agent: object) -> JsonValue:
     tree: list[JsonValue] = [
         {"name": _name_of(sub), "kind": _with_sub_agents(type(sub).__name__, sub)} for sub in subs
     ]
-    return {_AGENT: {"kind": kind, "sub_agents": tree}}
+    return {AGENT_KEY: {"kind": kind, "sub_agents": tree}}
 
 
 def _sub_agents(agent: object) -> list[object]:
@@ -399,140 +396,6 @@ def _unconditional_cycle(outgoing: dict[str, list[GraphEdge]]) -> list[str]:
         if start not in state and (found := visit(start)):
             return found
     return []
-
-
-def describe_difference(old: str, new: str) -> str:
-    """What changed between two fingerprints, in words, each change named with its path.
-
-    Paths are slash-joined node and agent names below the root, e.g. "sub-agent
-    'critic' of 'pipeline/refine' changed (LoopAgent -> SequentialAgent)" or
-    "node 'c' in 'inner' was added".
-
-    Args:
-        old: the fingerprint a run started with.
-        new: the fingerprint of the code resuming it.
-
-    Returns:
-        The changes joined by '; ', a general sentence when they cannot be named,
-        and '' only when the fingerprints are equal.
-    """
-    if old == new:
-        return ""
-    try:
-        before, after = _mapping(json.loads(old)), _mapping(json.loads(new))
-    except ValueError:
-        return "the workflow's structure changed (the recorded fingerprint is not readable)"
-    changes = _before_agent_trees(before) or _graph_changes((), before, after)
-    if before.get("workflow") != after.get("workflow"):
-        changes.append(f"workflow renamed '{before.get('workflow')}' -> '{after.get('workflow')}'")
-    return "; ".join(changes) or (
-        f"the workflow's structure changed (fingerprint {_digest(old)} -> {_digest(new)})"
-    )
-
-
-def _before_agent_trees(before: dict[str, object]) -> list[str]:
-    """Explains an agent root's fingerprint recorded before agent trees were (or nothing).
-
-    That format kept only the names of the root's direct sub-agents, beside a bare
-    kind; this format never pairs a bare kind with sub-agents.
-    """
-    name = str(before.get("workflow"))
-    direct = _strings(before.get("sub_agents"))
-    if not direct or not isinstance(_mapping(before.get("nodes")).get(name), str):
-        return []
-    return [
-        "the run was started by an earlier baton version, which recorded only the direct "
-        f"sub-agents of '{name}' ({', '.join(direct)}), not the whole agent tree"
-    ]
-
-
-def _graph_changes(
-    path: tuple[str, ...], before: dict[str, object], after: dict[str, object]
-) -> list[str]:
-    """Nodes and edges added, removed or changed in one (possibly nested) workflow."""
-    where = f" in '{'/'.join(path)}'" if path else ""
-    old_nodes, new_nodes = _mapping(before.get("nodes")), _mapping(after.get("nodes"))
-    changes = [f"node '{n}'{where} was added" for n in sorted(new_nodes) if n not in old_nodes]
-    changes += [f"node '{n}'{where} was removed" for n in sorted(old_nodes) if n not in new_nodes]
-    for name in sorted(old_nodes.keys() & new_nodes.keys()):
-        label = f"node '{name}'{where}"
-        changes += _kind_changes((*path, name), label, old_nodes[name], new_nodes[name])
-    old_edges, new_edges = _strings(before.get("edges")), _strings(after.get("edges"))
-    changes += [f"edge {e}{where} was added" for e in sorted(set(new_edges) - set(old_edges))]
-    changes += [f"edge {e}{where} was removed" for e in sorted(set(old_edges) - set(new_edges))]
-    return changes
-
-
-def _kind_changes(path: tuple[str, ...], label: str, old: object, new: object) -> list[str]:
-    """How the node or sub-agent at `path` changed: its kind, nested graph or sub-agents."""
-    if old == new:
-        return []
-    old_graph, new_graph = _nested_graph(old), _nested_graph(new)
-    if old_graph is not None and new_graph is not None:
-        return _graph_changes(path, old_graph, new_graph)
-    changes: list[str] = []
-    if _base_kind(old) != _base_kind(new):
-        changes.append(f"{label} changed ({_base_kind(old)} -> {_base_kind(new)})")
-    if old_graph is None and new_graph is None:
-        changes += _sub_agent_changes(path, _sub_agent_kinds(old), _sub_agent_kinds(new))
-    return changes
-
-
-def _sub_agent_changes(
-    path: tuple[str, ...], old: dict[str, object], new: dict[str, object]
-) -> list[str]:
-    """Sub-agents of the agent at `path` added, removed, changed or reordered."""
-    of = f" of '{'/'.join(path)}'"
-    changes = [f"sub-agent '{n}'{of} was added" for n in new if n not in old]
-    changes += [f"sub-agent '{n}'{of} was removed" for n in old if n not in new]
-    for name in (n for n in old if n in new):
-        changes += _kind_changes((*path, name), f"sub-agent '{name}'{of}", old[name], new[name])
-    kept_before, kept_after = [n for n in old if n in new], [n for n in new if n in old]
-    if kept_before != kept_after:
-        changes.append(
-            f"the sub-agents{of} were reordered "
-            f"({', '.join(kept_before)} -> {', '.join(kept_after)})"
-        )
-    return changes
-
-
-def _nested_graph(kind: object) -> dict[str, object] | None:
-    if isinstance(kind, dict) and _WORKFLOW in kind:
-        return _mapping(cast(dict[str, object], kind)[_WORKFLOW])
-    return None
-
-
-def _agent_tree(kind: object) -> dict[str, object]:
-    return _mapping(_mapping(kind).get(_AGENT))
-
-
-def _base_kind(kind: object) -> str:
-    """The kind's class name (with '(rerun)' for a node that reruns on resume)."""
-    if isinstance(kind, str):
-        return kind
-    if _nested_graph(kind) is not None:
-        return _WORKFLOW
-    return str(_agent_tree(kind).get("kind", "an unknown kind"))
-
-
-def _sub_agent_kinds(kind: object) -> dict[str, object]:
-    """Sub-agent name -> kind, in order; empty for a bare kind."""
-    entries = _agent_tree(kind).get("sub_agents")
-    listed: list[object] = cast(list[object], entries) if isinstance(entries, list) else []
-    return {str(_mapping(e).get("name")): _mapping(e).get("kind") for e in listed}
-
-
-def _mapping(value: object) -> dict[str, object]:
-    return cast(dict[str, object], value) if isinstance(value, dict) else {}
-
-
-def _strings(value: object) -> list[str]:
-    listed: list[object] = cast(list[object], value) if isinstance(value, list) else []
-    return [str(item) for item in listed]
-
-
-def _digest(fingerprint: str) -> str:
-    return hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
 
 
 def fingerprint_of(root: object) -> str:

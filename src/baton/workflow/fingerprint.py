@@ -1,0 +1,155 @@
+"""Reading two workflow fingerprints side by side: what changed, in words.
+
+A fingerprint (see `graph.fingerprint_of`) is canonical JSON: the workflow's name,
+its nodes by name with their kinds, and its edges. A kind is a class name, a nested
+workflow (`{"Workflow": structure}`) or an agent with sub-agents
+(`{"Agent": {"kind": ..., "sub_agents": [{"name": ..., "kind": ...}, ...]}}`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Final, cast
+
+__all__ = ["AGENT_KEY", "WORKFLOW_KEY", "describe_difference", "digest_of"]
+
+WORKFLOW_KEY: Final = "Workflow"
+"""The key of a nested workflow's structure in a node's kind."""
+AGENT_KEY: Final = "Agent"
+"""The key of an agent's sub-agent tree in a node's kind."""
+
+
+def describe_difference(old: str, new: str) -> str:
+    """What changed between two fingerprints, in words, each change named with its path.
+
+    Paths are slash-joined node and agent names below the root, e.g. "sub-agent
+    'critic' of 'pipeline/refine' changed (LoopAgent -> SequentialAgent)" or
+    "node 'c' in 'inner' was added".
+
+    Args:
+        old: the fingerprint a run started with.
+        new: the fingerprint of the code resuming it.
+
+    Returns:
+        The changes joined by '; ', a general sentence when they cannot be named,
+        and '' only when the fingerprints are equal.
+    """
+    if old == new:
+        return ""
+    try:
+        before, after = _mapping(json.loads(old)), _mapping(json.loads(new))
+    except ValueError:
+        return "the workflow's structure changed (the recorded fingerprint is not readable)"
+    changes = _before_agent_trees(before) or _graph_changes((), before, after)
+    if before.get("workflow") != after.get("workflow"):
+        changes.append(f"workflow renamed '{before.get('workflow')}' -> '{after.get('workflow')}'")
+    return "; ".join(changes) or (
+        f"the workflow's structure changed (fingerprint {digest_of(old)} -> {digest_of(new)})"
+    )
+
+
+def _before_agent_trees(before: dict[str, object]) -> list[str]:
+    """Explains an agent root's fingerprint recorded before agent trees were (or nothing).
+
+    That format kept only the names of the root's direct sub-agents, beside a bare
+    kind; this format never pairs a bare kind with sub-agents.
+    """
+    name = str(before.get("workflow"))
+    direct = _strings(before.get("sub_agents"))
+    if not direct or not isinstance(_mapping(before.get("nodes")).get(name), str):
+        return []
+    return [
+        "the run was started by an earlier baton version, which recorded only the direct "
+        f"sub-agents of '{name}' ({', '.join(direct)}), not the whole agent tree"
+    ]
+
+
+def _graph_changes(
+    path: tuple[str, ...], before: dict[str, object], after: dict[str, object]
+) -> list[str]:
+    """Nodes and edges added, removed or changed in one (possibly nested) workflow."""
+    where = f" in '{'/'.join(path)}'" if path else ""
+    old_nodes, new_nodes = _mapping(before.get("nodes")), _mapping(after.get("nodes"))
+    changes = [f"node '{n}'{where} was added" for n in sorted(new_nodes) if n not in old_nodes]
+    changes += [f"node '{n}'{where} was removed" for n in sorted(old_nodes) if n not in new_nodes]
+    for name in sorted(old_nodes.keys() & new_nodes.keys()):
+        label = f"node '{name}'{where}"
+        changes += _kind_changes((*path, name), label, old_nodes[name], new_nodes[name])
+    old_edges, new_edges = _strings(before.get("edges")), _strings(after.get("edges"))
+    changes += [f"edge {e}{where} was added" for e in sorted(set(new_edges) - set(old_edges))]
+    changes += [f"edge {e}{where} was removed" for e in sorted(set(old_edges) - set(new_edges))]
+    return changes
+
+
+def _kind_changes(path: tuple[str, ...], label: str, old: object, new: object) -> list[str]:
+    """How the node or sub-agent at `path` changed: its kind, nested graph or sub-agents."""
+    if old == new:
+        return []
+    old_graph, new_graph = _nested_graph(old), _nested_graph(new)
+    if old_graph is not None and new_graph is not None:
+        return _graph_changes(path, old_graph, new_graph)
+    changes: list[str] = []
+    if _base_kind(old) != _base_kind(new):
+        changes.append(f"{label} changed ({_base_kind(old)} -> {_base_kind(new)})")
+    if old_graph is None and new_graph is None:
+        changes += _sub_agent_changes(path, _sub_agent_kinds(old), _sub_agent_kinds(new))
+    return changes
+
+
+def _sub_agent_changes(
+    path: tuple[str, ...], old: dict[str, object], new: dict[str, object]
+) -> list[str]:
+    """Sub-agents of the agent at `path` added, removed, changed or reordered."""
+    of = f" of '{'/'.join(path)}'"
+    changes = [f"sub-agent '{n}'{of} was added" for n in new if n not in old]
+    changes += [f"sub-agent '{n}'{of} was removed" for n in old if n not in new]
+    for name in (n for n in old if n in new):
+        changes += _kind_changes((*path, name), f"sub-agent '{name}'{of}", old[name], new[name])
+    kept_before, kept_after = [n for n in old if n in new], [n for n in new if n in old]
+    if kept_before != kept_after:
+        changes.append(
+            f"the sub-agents{of} were reordered "
+            f"({', '.join(kept_before)} -> {', '.join(kept_after)})"
+        )
+    return changes
+
+
+def _nested_graph(kind: object) -> dict[str, object] | None:
+    if isinstance(kind, dict) and WORKFLOW_KEY in kind:
+        return _mapping(cast(dict[str, object], kind)[WORKFLOW_KEY])
+    return None
+
+
+def _agent_tree(kind: object) -> dict[str, object]:
+    return _mapping(_mapping(kind).get(AGENT_KEY))
+
+
+def _base_kind(kind: object) -> str:
+    """The kind's class name (with '(rerun)' for a node that reruns on resume)."""
+    if isinstance(kind, str):
+        return kind
+    if _nested_graph(kind) is not None:
+        return WORKFLOW_KEY
+    return str(_agent_tree(kind).get("kind", "an unknown kind"))
+
+
+def _sub_agent_kinds(kind: object) -> dict[str, object]:
+    """Sub-agent name -> kind, in order; empty for a bare kind."""
+    entries = _agent_tree(kind).get("sub_agents")
+    listed: list[object] = cast(list[object], entries) if isinstance(entries, list) else []
+    return {str(_mapping(e).get("name")): _mapping(e).get("kind") for e in listed}
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return cast(dict[str, object], value) if isinstance(value, dict) else {}
+
+
+def _strings(value: object) -> list[str]:
+    listed: list[object] = cast(list[object], value) if isinstance(value, list) else []
+    return [str(item) for item in listed]
+
+
+def digest_of(fingerprint: str) -> str:
+    """A short hash of a fingerprint, for messages."""
+    return hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
