@@ -7,6 +7,7 @@ synchronous functions over a `Connection`; `executors` runs them on each databas
 from __future__ import annotations
 
 import importlib.util
+import select
 import sqlite3
 import time
 from typing import Any
@@ -16,7 +17,7 @@ from sqlalchemy import Engine, Table, event, text
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DisconnectionError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from baton.errors import ExtraNotInstalledError
@@ -89,13 +90,32 @@ def create_postgres_engine(url: URL) -> AsyncEngine:
     if search_path is not None:
         value = search_path if isinstance(search_path, str) else ",".join(search_path)
         connect_args["server_settings"] = {"search_path": value}
-    return create_async_engine(
+    engine = create_async_engine(
         url.difference_update_query(["search_path"]),
         connect_args=connect_args,
-        pool_pre_ping=True,
         json_serializer=_json_text,
         json_deserializer=pydantic_core.from_json,
     )
+    event.listen(engine.sync_engine, "checkout", _drop_if_closed)
+    return engine
+
+
+def _drop_if_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Make the pool replace a pooled connection the server has closed (a restart).
+
+    Instead of pinging the server (`pool_pre_ping`: three round trips on asyncpg, per
+    transaction), look at the connection without a round trip: asyncpg marks it closed
+    once the event loop has read the server hang up; until then the server's goodbye
+    or end of stream waits unread in the socket. An idle connection is sent nothing
+    else, so anything to read at checkout also means "replace it".
+    """
+    driver = dbapi_connection.driver_connection
+    if driver.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
+    transport = driver._transport  # asyncpg has no public way to its socket
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or select.select([sock.fileno()], [], [], 0)[0]:
+        raise DisconnectionError("the server sent a pooled connection something while idle")
 
 
 _SYNCHRONOUS = ("NORMAL", "FULL")

@@ -49,6 +49,14 @@ class Executor(Protocol):
         """
         ...
 
+    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn`, whose writes are one statement, atomically: on PostgreSQL without
+        BEGIN and COMMIT (a single statement is a transaction of its own).
+
+        Whatever `fn` runs after that statement sees later commits of others.
+        """
+        ...
+
     async def close(self) -> None:
         """Close every pooled connection; a later `transact` opens new ones."""
         ...
@@ -100,6 +108,10 @@ class SqliteExecutor:
             return await loop.run_in_executor(self._worker, self._run, fn, args, write)
         finally:
             self._waiting -= 1
+
+    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """A writing transaction, as `transact` runs it: inline, it costs no round trip."""
+        return await self.transact(fn, *args, write=True)
 
     async def close(self) -> None:
         """Close both connections and stop the worker thread."""
@@ -211,10 +223,16 @@ class PostgresExecutor:
         # A session and its events are read in two statements; the default READ
         # COMMITTED could let a commit land between them.
         self._reader = self._engine.execution_options(isolation_level="REPEATABLE READ")
+        self._autocommit = self._engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
         """Run `fn` through `run_sync` in one transaction."""
         async with (self._engine if write else self._reader).begin() as connection:
+            return await connection.run_sync(fn, *args)
+
+    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn` through `run_sync` in autocommit mode: each statement commits itself."""
+        async with self._autocommit.connect() as connection:
             return await connection.run_sync(fn, *args)
 
     async def close(self) -> None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import JSON, Double, String, Text, bindparam, cast, func, select, true, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.selectable import Select
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.events import Event
@@ -39,7 +41,7 @@ from baton.sessions.store import (
     strip_temp_state,
 )
 
-__all__ = ["write_step"]
+__all__ = ["fits_one_statement", "write_step", "write_step_at_once"]
 
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
@@ -237,3 +239,92 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
         for interrupt_id, answer in commit.answered
     ]
     run(connection, _ANSWER_INTERRUPT, answers)
+
+
+# PostgreSQL: most steps (an invocation already running, no state change, no interrupt
+# opened or answered) land in ONE statement, outside any explicit transaction: a single
+# statement is atomic by itself, so BEGIN and COMMIT, two of its round trips, go too.
+# The order is the same as `write_step`'s: the session row is locked first (FOR NO KEY
+# UPDATE, the lock an UPDATE of it takes), the invocation is advanced only after that
+# (it joins the locked row), and the events are inserted only from the advanced row, so
+# a stale version lands nothing. As on SQLite the session row is not rewritten: reads
+# take its last update from the invocation's `updated_at`.
+_LOCKED = select(sessions.c.pk).where(IS_SESSION).with_for_update(key_share=True).cte("locked")
+_NEW_EVENTS = (
+    func.unnest(
+        bindparam("key_invocation_ids", type_=postgresql.ARRAY(String)),
+        bindparam("key_authors", type_=postgresql.ARRAY(String)),
+        bindparam("key_timestamps", type_=postgresql.ARRAY(Double)),
+        bindparam("key_events", type_=postgresql.ARRAY(Text)),
+    )
+    .table_valued("invocation_id", "author", "timestamp", "event", with_ordinality="n")
+    .render_derived()
+)
+
+
+def fits_one_statement(commit: StepCommit) -> bool:
+    """True when `write_step_at_once` can land `commit` (see above)."""
+    return (
+        commit.invocation_id is not None
+        and commit.expected_version > 0
+        and not commit.opened
+        and not commit.answered
+        and not strip_temp_state(commit.state_delta)
+    )
+
+
+def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -> int:
+    """Land a commit that `fits_one_statement` in one PostgreSQL statement; the new version.
+
+    Raises:
+        SessionNotFoundError: the session does not exist.
+        StaleVersionError: `expected_version` is not the invocation's version.
+    """
+    changes = _invocation_changes(commit, now)
+    parameters: dict[str, Any] = {
+        "key_id": commit.invocation_id,
+        "key_version": commit.expected_version,
+        "key_invocation_ids": [e.invocation_id for e in commit.events],
+        "key_authors": [e.author for e in commit.events],
+        "key_timestamps": [e.timestamp for e in commit.events],
+        "key_events": [e.to_json() for e in commit.events],
+        **session_params(commit.session),
+        **{f"new_{name}": value for name, value in changes.items()},
+    }
+    rows = run(connection, _step_at_once(tuple(changes)), parameters)
+    if not rows:
+        raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
+    if rows[0][0] is None:
+        _raise_stale(connection, commit)
+    return commit.expected_version + 1
+
+
+@cache
+def _step_at_once(changed: tuple[str, ...]) -> Select[Any]:
+    advanced = (
+        update(invocations)
+        .where(
+            invocations.c.id == bindparam("key_id"),
+            invocations.c.session_pk == _LOCKED.c.pk,
+            invocations.c.version == bindparam("key_version"),
+        )
+        .values({name: bindparam(f"new_{name}") for name in changed})
+        .returning(invocations.c.version, invocations.c.session_pk)
+        .cte("advanced")
+    )
+    rows = select(
+        advanced.c.session_pk,
+        _NEW_EVENTS.c.invocation_id,
+        _NEW_EVENTS.c.author,
+        _NEW_EVENTS.c.timestamp,
+        cast(_NEW_EVENTS.c.event, JSON),
+    )
+    rows = rows.select_from(advanced.join(_NEW_EVENTS, true())).order_by(_NEW_EVENTS.c.n)
+    appended = events.insert().from_select(
+        ["session_pk", "invocation_id", "author", "timestamp", "event"], rows
+    )
+    return (
+        select(advanced.c.version)
+        .select_from(_LOCKED.outerjoin(advanced, true()))
+        .add_cte(appended.cte("appended"))
+    )

@@ -23,10 +23,10 @@ from pydantic import JsonValue
 from sqlalchemy.engine import Connection
 
 from baton.sessions.sql import reads, writes
-from baton.sessions.sql.dialect import normalize_url
+from baton.sessions.sql.dialect import is_sqlite, normalize_url
 from baton.sessions.sql.executors import open_executor
 from baton.sessions.sql.migrations import migrate
-from baton.sessions.sql.step import write_step
+from baton.sessions.sql.step import fits_one_statement, write_step, write_step_at_once
 from baton.sessions.store import (
     Clock,
     Interrupt,
@@ -68,6 +68,8 @@ class SqlStore:
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
         self._url = normalize_url(url)
         self._executor = open_executor(self._url)
+        # On SQLite a step's transaction costs no round trip: one code path serves it all.
+        self._steps_at_once = not is_sqlite(self._url)
         self._clock = clock
         self._migrated = False
         self._migrating = asyncio.Lock()
@@ -133,6 +135,9 @@ class SqlStore:
             SessionNotFoundError: the session does not exist.
             StaleVersionError: `expected_version` is not the invocation's version.
         """
+        if self._steps_at_once and fits_one_statement(commit):
+            await self._ready()
+            return await self._executor.at_once(write_step_at_once, commit, self._clock())
         return await self._write(write_step, commit, self._clock())
 
     async def load_invocation(

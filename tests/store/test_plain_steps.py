@@ -1,0 +1,185 @@
+"""Plain steps (a running invocation, no state change, no interrupt opened or answered).
+
+PostgreSQL lands these in one statement without BEGIN/COMMIT (see `sql.step`): the
+same guarantees as any step commit, checked on every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+from sqlalchemy import event as sa_event
+
+from baton.errors import SessionNotFoundError, StaleVersionError
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import InvocationStatus, Store
+from baton.types import InvocationId, SessionId
+from tests.conftest import FakeClock, StoreFactory
+from tests.store.builders import APP, USER, event, key, snapshot, step, texts
+
+RACERS = 6
+
+
+async def _running(store: Store, invocation_id: str = "inv-1", session_id: str = "s1") -> None:
+    """Invocation `invocation_id` at version 2 in the session (created when missing)."""
+    if await store.get_session(key(session_id), with_events=False) is None:
+        await store.create_session(APP, USER, session_id=SessionId(session_id), state={"n": 0})
+    await store.commit_step(step(key(session_id), invocation_id, 0, checkpoint={"at": 0}))
+    await store.commit_step(step(key(session_id), invocation_id, 1, events=(event("one"),)))
+
+
+@pytest.mark.parametrize("expected", [1, 3, 9])
+async def test_stale_plain_step_lands_nothing(
+    store: Store, clock: FakeClock, expected: int
+) -> None:
+    await _running(store)
+    before = await snapshot(store, key())
+    clock.advance(5)  # a landed write would move the session's last update
+
+    with pytest.raises(StaleVersionError, match=rf"'inv-1' is at version 2, not {expected}"):
+        await store.commit_step(
+            step(
+                key(),
+                "inv-1",
+                expected,
+                events=(event("late"), event("later")),
+                checkpoint={"at": "elsewhere"},
+                status=InvocationStatus.COMPLETED,
+            )
+        )
+
+    assert await snapshot(store, key()) == before
+
+
+async def test_plain_step_to_a_missing_session_raises_and_lands_nothing(store: Store) -> None:
+    await _running(store)
+    before = await snapshot(store, key())
+
+    with pytest.raises(SessionNotFoundError, match="app/u/nope"):
+        await store.commit_step(step(key("nope"), "inv-1", 2, events=(event("x"),)))
+    await store.create_session(APP, USER, session_id=SessionId("s2"))
+    # The invocation belongs to another session: it does not advance from this one.
+    with pytest.raises(StaleVersionError, match=r"'inv-1' is at version \d, not 2"):
+        await store.commit_step(step(key("s2"), "inv-1", 2, events=(event("x"),)))
+
+    assert await snapshot(store, key()) == before
+    assert (await snapshot(store, key("s2"))).invocations == []
+
+
+async def test_plain_step_lands_its_events_in_order_and_moves_the_update_time(
+    store: Store, clock: FakeClock
+) -> None:
+    await _running(store)
+    clock.advance(7)
+
+    new = (event("a"), event("b"), event("c"))
+    assert await store.commit_step(step(key(), "inv-1", 2, events=new)) == 3
+    assert await store.commit_step(step(key(), "inv-1", 3)) == 4  # no events at all
+    assert (
+        await store.commit_step(
+            step(key(), "inv-1", 4, checkpoint={"at": 5}, status=InvocationStatus.COMPLETED)
+        )
+        == 5
+    )
+
+    found = await store.get_session(key())
+    invocation = await store.load_invocation(key(), InvocationId("inv-1"))
+    assert found is not None
+    assert invocation is not None
+    assert texts(found.events) == ["one", "a", "b", "c"]
+    assert [e.id for e in found.events[1:]] == [e.id for e in new]
+    assert found.last_update_time == clock.now == invocation.updated_at
+    assert (invocation.version, invocation.status, invocation.checkpoint) == (
+        5,
+        InvocationStatus.COMPLETED,
+        {"at": 5},
+    )
+
+
+async def test_concurrent_plain_steps_with_one_version_exactly_one_wins(
+    stores: StoreFactory,
+) -> None:
+    await _running(stores.open())
+    racers = [stores.open() for _ in range(RACERS)]
+
+    results = await asyncio.gather(
+        *(
+            racer.commit_step(step(key(), "inv-1", 2, events=(event(f"racer-{i}"),)))
+            for i, racer in enumerate(racers)
+        ),
+        return_exceptions=True,
+    )
+
+    winners = [i for i, r in enumerate(results) if r == 3]
+    assert len(winners) == 1, results
+    assert all(isinstance(r, StaleVersionError) for r in results if r != 3), results
+    found = await racers[0].get_session(key())
+    assert found is not None
+    assert texts(found.events) == ["one", f"racer-{winners[0]}"]
+
+
+async def test_concurrent_invocations_in_one_session_keep_every_state_key(
+    stores: StoreFactory,
+) -> None:
+    """Plain steps and state-changing steps of several invocations interleave in one
+    session: every state key and every event lands, each invocation's in its order."""
+    invocations = [f"inv-{i}" for i in range(RACERS)]
+    first = stores.open()
+    for invocation_id in invocations:
+        await _running(first, invocation_id)
+
+    async def run(store: Store, invocation_id: str) -> None:
+        version = 2
+        for n in range(6):
+            # odd steps change the state (a transaction), even ones are plain
+            state: dict[str, JsonValue] = {f"{invocation_id}-{n}": n} if n % 2 else {}
+            events = (event(f"{invocation_id}/{n}"),)
+            commit = step(key(), invocation_id, version, events=events, state=state)
+            version = await store.commit_step(commit)
+
+    await asyncio.gather(*(run(stores.open(), i) for i in invocations))
+
+    found = await first.get_session(key())
+    assert found is not None
+    assert found.state == {"n": 0} | {f"{i}-{n}": n for i in invocations for n in (1, 3, 5)}
+    seen = texts(found.events)
+    for invocation_id in invocations:
+        mine = [t for t in seen if t.startswith(f"{invocation_id}/")]
+        assert mine == [f"{invocation_id}/{n}" for n in range(6)]
+
+
+@contextmanager
+def _statements(store: SqlStore) -> Iterator[list[str]]:
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
+    target = executor._engine.sync_engine
+    seen: list[str] = []
+
+    def record(*args: Any) -> None:
+        seen.append(args[2].split(None, 1)[0].upper())
+
+    sa_event.listen(target, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa_event.remove(target, "before_cursor_execute", record)
+
+
+async def test_a_plain_step_is_one_statement_on_postgres(store_url: str) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL only: SQLite's transactions cost no round trip")
+    store = SqlStore(store_url)
+    await _running(store)
+
+    with _statements(store) as seen:
+        await store.commit_step(step(key(), "inv-1", 2, events=(event("x"), event("y"))))
+        with pytest.raises(StaleVersionError):
+            await store.commit_step(step(key(), "inv-1", 2, events=(event("z"),)))
+
+    await store.close()
+    # the step; the stale one, then the version read for its message
+    assert seen == ["WITH", "WITH", "SELECT"]
