@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 from sqlalchemy import event as sa_event
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, Store
 from baton.types import InvocationId, SessionId
-from tests.conftest import FakeClock, StoreFactory
+from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory
 from tests.store.builders import APP, USER, event, key, snapshot, step, texts
 
 RACERS = 6
@@ -183,3 +185,36 @@ async def test_a_plain_step_is_one_statement_on_postgres(store_url: str) -> None
     await store.close()
     # the step; the stale one, then the version read for its message
     assert seen == ["WITH", "WITH", "SELECT"]
+
+
+async def test_a_pooled_connection_the_server_closed_is_replaced(store_url: str) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL only: SQLite has no server to drop a connection")
+    store = SqlStore(store_url)
+    await _running(store)
+    # What a server restart or an idle-connection timeout does to the pooled connections.
+    await _terminate_idle_connections()
+
+    await store.commit_step(step(key(), "inv-1", 2, events=(event("after"),)))  # one statement
+    session = await store.get_session(key())  # a read transaction
+    await store.close()
+
+    assert session is not None
+    assert texts(session.events) == ["one", "after"]
+
+
+async def _terminate_idle_connections() -> None:
+    admin = create_async_engine(POSTGRES_URL)
+    try:
+        async with admin.connect() as connection:
+            ended = await connection.scalar(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                    "AND state = 'idle'"
+                )
+            )
+    finally:
+        await admin.dispose()
+    assert ended, "the store kept no idle connection to end"
+    await asyncio.sleep(0.05)  # the server closes the sockets after answering

@@ -114,8 +114,15 @@ def _drop_if_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         raise DisconnectionError("the server closed this pooled connection")
     transport = driver._transport  # asyncpg has no public way to its socket
     sock = transport.get_extra_info("socket") if transport is not None else None
-    if sock is None or select.select([sock.fileno()], [], [], 0)[0]:
+    if sock is None or _has_input(sock.fileno()):
         raise DisconnectionError("the server sent a pooled connection something while idle")
+
+
+def _has_input(fd: int) -> bool:
+    # poll, not select: select cannot watch descriptors past 1023, which a busy server reaches.
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 _SYNCHRONOUS = ("NORMAL", "FULL")
