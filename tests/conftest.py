@@ -106,6 +106,13 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         yield url
 
 
+@pytest.fixture(params=[_POSTGRES])
+async def postgres_url(tmp_path: Path) -> AsyncIterator[str]:
+    """A new PostgreSQL schema's URL, for tests of what only PostgreSQL does."""
+    async with _database_url("postgres", tmp_path) as url:
+        yield url
+
+
 @pytest.fixture(params=["memory", "sqlite", _POSTGRES])
 async def stores(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock

@@ -171,10 +171,8 @@ def _statements(store: SqlStore) -> Iterator[list[str]]:
         sa_event.remove(target, "before_cursor_execute", record)
 
 
-async def test_a_plain_step_is_one_statement_on_postgres(store_url: str) -> None:
-    if store_url.startswith("sqlite"):
-        pytest.skip("PostgreSQL only: SQLite's transactions cost no round trip")
-    store = SqlStore(store_url)
+async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
     await _running(store)
 
     with _statements(store) as seen:
@@ -187,10 +185,10 @@ async def test_a_plain_step_is_one_statement_on_postgres(store_url: str) -> None
     assert seen == ["WITH", "WITH", "SELECT"]
 
 
-async def test_a_pooled_connection_the_server_closed_is_replaced(store_url: str) -> None:
-    if store_url.startswith("sqlite"):
-        pytest.skip("PostgreSQL only: SQLite has no server to drop a connection")
-    store = SqlStore(store_url)
+async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(
+    postgres_url: str,
+) -> None:
+    store = SqlStore(postgres_url)
     await _running(store)
     # What a server restart or an idle-connection timeout does to the pooled connections.
     await _terminate_idle_connections()
