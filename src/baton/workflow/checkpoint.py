@@ -87,24 +87,32 @@ class RunRecord:
             "status": self.status.value,
             "attempt": self.attempt,
         }
-        for key, value in (("input", self.input), ("output", self.output), ("error", self.error)):
-            if value is not None:
-                data[key] = value
-        lists = (
-            ("routes", self.routes),
-            ("interrupts", self.interrupts),
-            ("fresh", self.fresh),
-            ("ended_agents", self.ended_agents),
-        )
-        for key, items in lists:
-            if items:
-                data[key] = list(items)
-        for key, mapping in (("answers", self.answers), ("agent_states", self.agent_states)):
-            if mapping:
-                data[key] = dict(mapping)
+        # Field by field, not a loop over (key, value) tuples: this runs on every step.
+        if self.input is not None:
+            data["input"] = self.input
+        if self.output is not None:
+            data["output"] = self.output
+        if self.error is not None:
+            data["error"] = self.error
+        self._put_containers(data)
         if self.child is not None:
             data["child"] = self.child.to_json()
         return data
+
+    def _put_containers(self, data: dict[str, JsonValue]) -> None:
+        """Copies of the list and mapping fields that are not empty."""
+        if self.routes:
+            data["routes"] = list(self.routes)
+        if self.interrupts:
+            data["interrupts"] = list(self.interrupts)
+        if self.fresh:
+            data["fresh"] = list(self.fresh)
+        if self.ended_agents:
+            data["ended_agents"] = list(self.ended_agents)
+        if self.answers:
+            data["answers"] = dict(self.answers)
+        if self.agent_states:
+            data["agent_states"] = dict(self.agent_states)
 
     @classmethod
     def from_json(cls, data: Any) -> RunRecord:
