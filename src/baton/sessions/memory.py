@@ -56,7 +56,7 @@ class _InvocationRow:
 class _SessionData:
     session: Session  # last_update_time is stale here
     last_update_time: float
-    events: list[str] = field(default_factory=list[str])
+    events: list[bytes] = field(default_factory=list)  # JSON
     invocations: dict[str, _InvocationRow] = field(default_factory=dict[str, _InvocationRow])
     # (invocation id, interrupt id) -> row
     interrupts: dict[tuple[str, str], Interrupt] = field(
@@ -130,7 +130,10 @@ class MemoryStore:
         data = self._require(commit.session)
         version = self._check_version(data, commit)
         now = self._clock()
-        data.events.extend([event.model_dump_json() for event in commit.events])
+        for event in commit.events:
+            # The model's own serializer, as model_dump_json calls it, minus that wrapper's
+            # keyword plumbing and the decode to str (bytes parse back just the same).
+            data.events.append(event.__pydantic_serializer__.to_json(event))
         if commit.state_delta:
             data.session.state.update(strip_temp_state(commit.state_delta))
         data.last_update_time = now
