@@ -206,18 +206,36 @@ class Event(WireModel):
         already be JSON (`to_json_value`). tests/test_types.py checks that the result
         equals the validated construction.
         """
-        actions = _assemble(EventActions, _NO_ACTIONS, state_delta={}, artifact_delta={})
-        return _assemble(
-            cls,
-            _NO_FIELDS,
-            id=new_event_id(),
-            invocation_id=invocation_id,
-            author=author,
-            timestamp=time.time(),
-            actions=actions,
-            output=output,
-            node_info=_assemble(NodeInfo, _NO_NODE_INFO, path=path, run_id=run_id),
+        # Whole field dicts and fields-set literals, not keyword arguments merged into a
+        # copy of the defaults: a third of the cost, and this runs once per node run.
+        actions = _assemble(
+            EventActions,
+            {**_NO_ACTIONS, "state_delta": {}, "artifact_delta": {}},
+            {"state_delta", "artifact_delta"},
         )
+        node_info = _assemble(
+            NodeInfo, {**_NO_NODE_INFO, "path": path, "run_id": run_id}, {"path", "run_id"}
+        )
+        fields = {
+            **_NO_FIELDS,
+            "id": new_event_id(),
+            "invocation_id": invocation_id,
+            "author": author,
+            "timestamp": time.time(),
+            "actions": actions,
+            "output": output,
+            "node_info": node_info,
+        }
+        fields_set = {
+            "id",
+            "invocation_id",
+            "author",
+            "timestamp",
+            "actions",
+            "output",
+            "node_info",
+        }
+        return _assemble(cls, fields, fields_set)
 
     @property
     def function_calls(self) -> list[FunctionCall]:
@@ -296,18 +314,17 @@ def json_schema_of(schema: object) -> dict[str, JsonValue] | None:
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
+_object_setattr: Final = object.__setattr__  # bypasses BaseModel.__setattr__; one lookup, not four
 
 
-def _assemble(cls: type[_Model], defaults: dict[str, Any], **values: Any) -> _Model:
-    """A model instance from known-good field values, skipping validation (what pydantic's
-    `model_construct` does, without its per-call inspection of default factories)."""
+def _assemble(cls: type[_Model], fields: dict[str, Any], fields_set: set[str]) -> _Model:
+    """A model instance from every field's known-good value, skipping validation (what
+    pydantic's `model_construct` does, without its per-call inspection of the fields)."""
     instance = cls.__new__(cls)
-    fields = dict(defaults)
-    fields.update(values)
-    object.__setattr__(instance, "__dict__", fields)
-    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
-    object.__setattr__(instance, "__pydantic_extra__", None)
-    object.__setattr__(instance, "__pydantic_private__", None)
+    _object_setattr(instance, "__dict__", fields)
+    _object_setattr(instance, "__pydantic_fields_set__", fields_set)
+    _object_setattr(instance, "__pydantic_extra__", None)
+    _object_setattr(instance, "__pydantic_private__", None)
     return instance
 
 
