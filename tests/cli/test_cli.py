@@ -261,3 +261,38 @@ def test_a_database_that_cannot_be_used_is_named_before_anything_runs(db: str, s
         text = " ".join(out.split())
         assert text.startswith(said), text
         assert "Traceback" not in out
+
+
+def test_a_bad_allowed_origin_is_refused_before_the_server_starts(tmp_path: Path) -> None:
+    code, out = baton(
+        "api_server", str(EXAMPLES), "--allow-origin", "localhost:3000", db=tmp_path / "s.db"
+    )
+    assert code == 2
+    assert "Invalid value for --allow-origin: allowed origin 'localhost:3000' is not an" in out
+    assert not (tmp_path / "s.db").exists()  # refused before anything opened the database
+
+
+# Stands in for an install without the `server` extra: its packages cannot be imported.
+_WITHOUT_SERVER_EXTRA = """
+import sys
+for name in ("fastapi", "starlette", "uvicorn", "sse_starlette"):
+    sys.modules[name] = None
+from baton.cli import main
+sys.argv = ["baton", *sys.argv[1:]]
+main()
+"""
+
+
+def test_run_works_without_the_server_extra(tmp_path: Path) -> None:
+    answer = '{"approved": true, "category": "meals"}\n'
+    command = [sys.executable, "-c", _WITHOUT_SERVER_EXTRA, "run", APP, "9 pens"]
+    done = subprocess.run(
+        [*command, "--db", str(tmp_path / "s.db")],
+        input=answer,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "paid 9.00 for 'pens' via payroll (meals)" in done.stdout

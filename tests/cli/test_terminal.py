@@ -14,7 +14,8 @@ from baton import App, Runner, Workflow
 from baton.errors import InvalidResponseError
 from baton.events import Event
 from baton.server.catalog import load_app
-from baton.server.security import ApiKeys, keys_from_env
+from baton.server.security import ApiKeys
+from baton.server.settings import keys_from_env
 from baton.sessions.services import InMemorySessionService
 from baton.sessions.store import Interrupt
 from baton.terminal import Outcome, Terminal, describe_schema, drive, format_event, parse_answer

@@ -155,6 +155,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         headers: dict[str, str] | None = None,
         db_url: str | None = None,
         keepalive: float = 15.0,
+        origins: list[str] | None = None,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -167,6 +168,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             catalog,
             api_keys=ApiKeys.parse(keys or []),
             web=web,
+            allowed_origins=origins or [],
             poll_interval=0.2,
             keepalive=keepalive,
         )

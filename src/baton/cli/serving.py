@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, final
 
 import typer
 
@@ -19,9 +20,21 @@ from baton.cli.base import (
     execute,
     open_catalog,
 )
-from baton.server.security import keys_from_env
+from baton.server.settings import keys_from_env, origins_from_env, parse_origins
 
 __all__ = ["api_server", "web"]
+
+OriginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-origin",
+        metavar="ORIGIN",
+        help="Let web pages from this origin call the API (CORS; repeatable), e.g. "
+        "http://localhost:3000, or * for any. Also read from $BATON_ALLOW_ORIGINS "
+        "(comma-separated).",
+        show_default=False,
+    ),
+]
 
 
 @cli.command("api_server")
@@ -33,6 +46,7 @@ def api_server(
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
     api_key: KeyOption = None,
+    allow_origin: OriginOption = None,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -46,7 +60,8 @@ def api_server(
       baton api_server examples/ --db postgresql+asyncpg://localhost/baton --port 9000
       BATON_API_KEY=alice:s3cret baton api_server examples/
     """
-    execute(_serve(agents_dir, db, host, port, api_key or [], web=False))
+    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, web=False)
+    execute(_serve(settings))
 
 
 @cli.command()
@@ -58,6 +73,7 @@ def web(
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
     api_key: KeyOption = None,
+    allow_origin: OriginOption = None,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -69,33 +85,69 @@ def web(
     \b
       baton web examples/        then open the URL it prints
     """
-    execute(_serve(agents_dir, db, host, port, api_key or [], web=True))
+    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, web=True)
+    execute(_serve(settings))
 
 
-async def _serve(
-    agents_dir: Path, db: str | None, host: str, port: int, keys: list[str], *, web: bool
-) -> None:
+@final
+@dataclass(frozen=True)
+class _Settings:
+    agents_dir: Path
+    db: str | None
+    host: str
+    port: int
+    keys: list[str]
+    origins: list[str]
+    web: bool
+
+
+def _settings(
+    agents_dir: Path,
+    db: str | None,
+    host: str,
+    port: int,
+    keys: list[str] | None,
+    origins: list[str] | None,
+    *,
+    web: bool,
+) -> _Settings:
+    """The command's settings, the environment's keys and origins added; bad origins refused."""
+    every_origin = [*(origins or []), *origins_from_env(os.environ.get("BATON_ALLOW_ORIGINS"))]
+    try:
+        checked = parse_origins(every_origin)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--allow-origin") from None
+    every_key = [*(keys or []), *keys_from_env(os.environ.get("BATON_API_KEY"))]
+    return _Settings(agents_dir, db, host, port, every_key, checked, web)
+
+
+async def _serve(settings: _Settings) -> None:
     # FastAPI and uvicorn are the `server` extra; `baton run` must work without them.
     import uvicorn
 
     from baton.server.app import create_app
     from baton.server.security import ApiKeys
 
-    every_key = [*keys, *keys_from_env(os.environ.get("BATON_API_KEY"))]
-    async with open_catalog(agents_dir, db) as catalog:
-        app = create_app(catalog, api_keys=ApiKeys.parse(every_key), web=web)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, ws="none"))
+    async with open_catalog(settings.agents_dir, settings.db) as catalog:
+        app = create_app(
+            catalog,
+            api_keys=ApiKeys.parse(settings.keys),
+            web=settings.web,
+            allowed_origins=settings.origins,
+        )
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, ws="none")
+        server = uvicorn.Server(config)
         async with asyncio.TaskGroup() as group:
             serving = group.create_task(server.serve())
             while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await asyncio.sleep(0.05)
             if server.started:
                 bound = server.servers[0].sockets[0].getsockname()
-                what = "web inbox" if web else "API"
+                what = "web inbox" if settings.web else "API"
                 apps = ", ".join(catalog.names) or "none"
                 console.print(
                     f"baton {what} at [bold]http://{bound[0]}:{bound[1]}/[/] (apps: {apps}; "
-                    f"keys {'required' if every_key else 'off'})",
+                    f"keys {'required' if settings.keys else 'off'})",
                     highlight=False,
                     soft_wrap=True,  # one line, so the URL is never broken
                 )

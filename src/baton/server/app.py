@@ -37,6 +37,7 @@ from baton.server.bodies import (
 )
 from baton.server.catalog import AppCatalog
 from baton.server.lenient_json import LenientJsonMiddleware
+from baton.server.origins import allow_origins
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.security import ApiKeys
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
@@ -84,6 +85,7 @@ def create_app(
     *,
     api_keys: ApiKeys | None = None,
     web: bool = False,
+    allowed_origins: Sequence[str] = (),
     poll_interval: float = 1.0,
     keepalive: float = 15.0,
 ) -> FastAPI:
@@ -93,6 +95,8 @@ def create_app(
         catalog: the apps and their shared session service.
         api_keys: keys callers must present (none: open server).
         web: also serve the inbox page at `/`.
+        allowed_origins: web origins whose pages may call the API (CORS), as
+            `parse_origins` returns them; `*` for any.
         poll_interval: how often live streams look for changes made by other processes.
         keepalive: seconds of silence after which a stream sends an SSE comment, so
             proxies keep it open while a slow node works.
@@ -119,6 +123,7 @@ def create_app(
     )
     app.add_middleware(LenientJsonMiddleware)
     install_refusals(app)
+    allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
     app.include_router(_public_routes(server))
     app.include_router(_session_routes(server))
     app.include_router(_run_routes(server))

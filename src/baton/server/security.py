@@ -15,14 +15,9 @@ from typing import final
 
 from fastapi import HTTPException, Request
 
-__all__ = ["ANY_USER", "ApiKeys", "keys_from_env"]
+__all__ = ["ANY_USER", "ApiKeys"]
 
 ANY_USER = "*"
-
-
-def keys_from_env(value: str | None) -> list[str]:
-    """The keys in a `BATON_API_KEY` value (comma-separated; blanks ignored)."""
-    return [k.strip() for k in (value or "").split(",") if k.strip()]
 
 
 @final
