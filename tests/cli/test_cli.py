@@ -296,3 +296,17 @@ def test_run_works_without_the_server_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "paid 9.00 for 'pens' via payroll (meals)" in done.stdout
+
+
+def test_serving_without_the_server_extra_names_the_extra_to_install(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", _WITHOUT_SERVER_EXTRA, "web", str(EXAMPLES)]
+    done = subprocess.run(
+        [*command, "--db", str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "ExtraNotInstalledError: baton web needs the 'uvicorn' package" in done.stdout
+    assert "pip install 'baton[server]'" in done.stdout

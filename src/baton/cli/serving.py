@@ -20,6 +20,7 @@ from baton.cli.base import (
     execute,
     open_catalog,
 )
+from baton.errors import ExtraNotInstalledError
 from baton.server.settings import keys_from_env, origins_from_env, parse_origins
 
 __all__ = ["api_server", "web"]
@@ -123,10 +124,14 @@ def _settings(
 
 async def _serve(settings: _Settings) -> None:
     # FastAPI and uvicorn are the `server` extra; `baton run` must work without them.
-    import uvicorn
+    try:
+        import uvicorn
 
-    from baton.server.app import create_app
-    from baton.server.security import ApiKeys
+        from baton.server.app import create_app
+        from baton.server.security import ApiKeys
+    except ImportError as error:
+        command = "baton web" if settings.web else "baton api_server"
+        raise ExtraNotInstalledError("server", error.name or "fastapi", command) from error
 
     async with open_catalog(settings.agents_dir, settings.db) as catalog:
         app = create_app(
