@@ -158,8 +158,17 @@ def ship(node_input: Any) -> str:
     return f"shipped {len(node_input['lines'])} lines to {node_input['customer']}"
 
 
-def charge(node_input: Any) -> str:
-    raise RuntimeError("the card was declined")
+def declined_once() -> Any:
+    """A `charge` node that fails on its first call only (the card is declined, then not)."""
+    calls: list[str] = []
+
+    def charge(node_input: Any) -> str:
+        calls.append(node_input["customer"])
+        if len(calls) == 1:
+            raise RuntimeError("the card was declined")
+        return f"charged {node_input['customer']}"
+
+    return charge
 
 
 def order_app(name: str, then: Any) -> App:
@@ -216,10 +225,11 @@ async def test_nested_schema_form_answers_and_an_empty_inbox_says_so(
     await screenshot(page, "empty-inbox")
 
 
-async def test_a_run_that_fails_after_the_answer_shows_why(
+async def test_a_run_that_fails_after_the_answer_shows_why_and_continues_from_the_page(
     start_live: StartLive, browser: Browser
 ) -> None:
-    _, page, sid = await open_inbox_on_order(start_live, browser, order_app("payments", charge))
+    app = order_app("payments", declined_once())
+    live, page, sid = await open_inbox_on_order(start_live, browser, app)
     card = page.locator(f"form.card[data-session='{sid}']")
     await card.locator("details.raw summary").click()
     await card.locator("textarea.raw-json").fill('{"customer": "Bo", "count": 1}')
@@ -239,3 +249,13 @@ async def test_a_run_that_fails_after_the_answer_shows_why(
     await expect(run).to_contain_text("failed")
     await expect(run).to_contain_text("RuntimeError: the card was declined")
     await screenshot(page, "failed-run")
+
+    await run.locator("button.continue").click()
+    await expect(run).to_contain_text("completed")
+    await expect(run.locator("button.continue")).to_have_count(0)
+    continued = page.locator("#activity li[data-status=completed]")
+    await expect(continued).to_contain_text("continued → run completed · charge: charged Bo")
+    timeline = await live.client.get(f"/apps/payments/users/user/sessions/{sid}/timeline")
+    asked = [e for e in timeline.json()["entries"] if e["kind"] == "asked"]
+    assert len(asked) == 1  # the answered question was not asked again
+    await screenshot(page, "continued-run")

@@ -247,7 +247,7 @@ async function showSession(app, sessionId) {
     const t = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
     bodyNode.replaceChildren(
       el("h3", { text: "Runs" }),
-      table(["run", "status", "started", "updated", "error"], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || ""])),
+      table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", continueAction(app, sessionId, i)])),
       el("h3", { text: "Nodes" }),
       table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), code(n.output)])),
       el("h3", { text: "Timeline" }),
@@ -258,6 +258,28 @@ async function showSession(app, sessionId) {
   } catch (e) {
     bodyNode.replaceChildren(el("p", { class: "error", text: e.message }));
   }
+}
+
+// A failed run, or one whose process died mid-step, continues where it stopped: what
+// committed is not redone. A run still executing elsewhere answers 409 (shown).
+function continueAction(app, sessionId, run) {
+  if (run.status !== "failed" && run.status !== "running") return "";
+  const error = el("div", { class: "error", role: "alert" });
+  const button = el("button", { type: "button", class: "continue", text: "Continue run" });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    error.textContent = "";
+    try {
+      const body = { appName: app, userId: state.user, sessionId, invocationId: run.id };
+      const events = await api("/run", { method: "POST", body });
+      await report(app, sessionId, "continued", events);
+      await showSession(app, sessionId);
+    } catch (e) {
+      error.textContent = e.message;
+      button.disabled = false;
+    }
+  });
+  return el("div", { class: "run-action" }, [button, error]);
 }
 
 function refreshSession(app) {
