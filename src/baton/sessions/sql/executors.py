@@ -57,6 +57,11 @@ class Executor(Protocol):
         """
         ...
 
+    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn`, which reads with ONE statement: on PostgreSQL without BEGIN and COMMIT
+        (the statement sees one snapshot by itself)."""
+        ...
+
     async def close(self) -> None:
         """Close every pooled connection; a later `transact` opens new ones."""
         ...
@@ -112,6 +117,10 @@ class SqliteExecutor:
     async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """A writing transaction, as `transact` runs it: inline, it costs no round trip."""
         return await self.transact(fn, *args, write=True)
+
+    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """A reading transaction, as `transact` runs it: inline, it costs no round trip."""
+        return await self.transact(fn, *args, write=False)
 
     async def close(self) -> None:
         """Close both connections and stop the worker thread."""
@@ -232,6 +241,11 @@ class PostgresExecutor:
 
     async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """Run `fn` through `run_sync` in autocommit mode: each statement commits itself."""
+        async with self._autocommit.connect() as connection:
+            return await connection.run_sync(fn, *args)
+
+    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn` through `run_sync` in autocommit mode: its one statement is its snapshot."""
         async with self._autocommit.connect() as connection:
             return await connection.run_sync(fn, *args)
 

@@ -1,8 +1,9 @@
 """The store's reads, as synchronous functions over a `Connection` (see `executors`).
 
 Each runs inside one read transaction, so a session and its events come from one
-snapshot. Rows become the Store protocol's records here, before they leave the
-transaction. The frequent queries are built once with bound parameters (see `step`).
+snapshot (a read of one statement needs none: see `store`). Rows become the Store
+protocol's records here, before they leave the transaction. The frequent queries are
+built once with bound parameters (see `step`).
 """
 
 from __future__ import annotations

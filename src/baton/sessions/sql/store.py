@@ -3,6 +3,9 @@
 Each method is one transaction: it picks a synchronous function over a `Connection`
 (`reads`, `writes`, `step`, `migrations`) and hands it to the database's executor
 (one worker-thread hop on SQLite, asyncpg's `run_sync` on PostgreSQL; see `executors`).
+Where that transaction is one statement (most reads, the lease calls, a plain step),
+PostgreSQL runs it without BEGIN and COMMIT: a statement is atomic and sees one
+snapshot by itself, and those two round trips are most of a small call's cost.
 
 Concurrency rests on the database, not on this process: a step commit locks its
 session row and advances the invocation with `UPDATE ... WHERE version = expected`
@@ -83,6 +86,17 @@ class SqlStore:
         await self._ready()
         return await self._executor.transact(fn, *args, write=False)
 
+    async def _read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """`_read` for a read of one statement: no BEGIN/COMMIT around it on PostgreSQL."""
+        await self._ready()
+        return await self._executor.read_once(fn, *args)
+
+    async def _write_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """`_write` for a write of one statement (whatever `fn` reads after it sees
+        later commits too): no BEGIN/COMMIT around it on PostgreSQL."""
+        await self._ready()
+        return await self._executor.at_once(fn, *args)
+
     async def _write(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         await self._ready()
         return await self._executor.transact(fn, *args, write=True)
@@ -118,11 +132,14 @@ class SqlStore:
         self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
     ) -> Session | None:
         """The session (its newest `event_limit` events, or all), or None."""
-        return await self._read(reads.get_session, key, with_events, event_limit)
+        if with_events and event_limit != 0:
+            # The session and its events: two statements, one snapshot.
+            return await self._read(reads.get_session, key, with_events, event_limit)
+        return await self._read_once(reads.get_session, key, False, None)
 
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
         """Sessions of an app (optionally of one user), without their events."""
-        return await self._read(reads.list_sessions, app_name, user_id)
+        return await self._read_once(reads.list_sessions, app_name, user_id)
 
     async def delete_session(self, key: SessionKey) -> bool:
         """Delete a session and everything in it; False when there was none."""
@@ -144,15 +161,15 @@ class SqlStore:
         self, key: SessionKey, invocation_id: InvocationId
     ) -> Invocation | None:
         """The invocation with its checkpoint, or None."""
-        return await self._read(reads.load_invocation, key, invocation_id)
+        return await self._read_once(reads.load_invocation, key, invocation_id)
 
     async def list_invocations(self, key: SessionKey) -> list[Invocation]:
         """The session's invocations, oldest first."""
-        return await self._read(reads.list_invocations, key)
+        return await self._read_once(reads.list_invocations, key)
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         """Index rows with that id in the session (open or answered), by index, not scan."""
-        return await self._read(reads.find_interrupts, key, interrupt_id)
+        return await self._read_once(reads.find_interrupts, key, interrupt_id)
 
     async def list_interrupts(
         self,
@@ -164,7 +181,7 @@ class SqlStore:
         status: InterruptStatus | None = InterruptStatus.OPEN,
     ) -> list[Interrupt]:
         """Interrupts matching the filters, oldest first."""
-        return await self._read(
+        return await self._read_once(
             reads.list_interrupts, app_name, user_id, session_id, invocation_id, status
         )
 
@@ -172,18 +189,18 @@ class SqlStore:
         """Take the invocation's lease; InvocationBusyError if another live owner has it."""
         now = self._clock()
         lease = Lease(invocation_id, owner, now + ttl.total_seconds())
-        await self._write(writes.claim_lease, lease, now)
+        await self._write_once(writes.claim_lease, lease, now)
         return lease
 
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
         """Extend a held lease; InvocationBusyError when it was lost."""
         renewed = Lease(lease.invocation_id, lease.owner, self._clock() + ttl.total_seconds())
-        await self._write(writes.renew_lease, lease, renewed.expires_at)
+        await self._write_once(writes.renew_lease, lease, renewed.expires_at)
         return renewed
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up (no error when it already expired or moved on)."""
-        await self._write(writes.release_lease, lease)
+        await self._write_once(writes.release_lease, lease)
 
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, stop the worker thread)."""

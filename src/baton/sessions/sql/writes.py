@@ -3,7 +3,9 @@
 Synchronous functions over a `Connection`, each run inside one writing transaction
 (see `executors`). A claim is one `INSERT ... ON CONFLICT DO UPDATE ... WHERE expired
 or same owner`, which the database evaluates under the row lock, so two stores in
-two processes cannot both win it.
+two processes cannot both win it. A claim, renewal or release is one statement, its
+own transaction on PostgreSQL (a refused claim reads the holder after it, for the
+message only).
 """
 
 from __future__ import annotations

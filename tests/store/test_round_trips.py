@@ -1,0 +1,124 @@
+"""What reaches PostgreSQL per store call: a call that is one statement goes without
+BEGIN and COMMIT (see `sql.store`); a read of several statements keeps its snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event as sa_event
+
+from baton.errors import InvocationBusyError
+from baton.sessions.sql import SqlStore
+from baton.types import InterruptId, InvocationId
+from tests.store.builders import APP, USER, event, key, question, step
+
+TTL = timedelta(seconds=30)
+
+
+@dataclass
+class Traffic:
+    """The statements (first word) and transaction ends a store sent, in order."""
+
+    statements: list[str] = field(default_factory=list[str])
+    commits: int = 0
+
+
+@contextmanager
+def traffic(store: SqlStore) -> Iterator[Traffic]:
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
+    target = executor._engine.sync_engine
+    seen = Traffic()
+
+    def statement(*args: Any) -> None:
+        seen.statements.append(args[2].split(None, 1)[0].upper())
+
+    def commit(*_args: Any) -> None:
+        seen.commits += 1
+
+    listeners = (("before_cursor_execute", statement), ("commit", commit))
+    for name, listener in listeners:
+        sa_event.listen(target, name, listener)
+    try:
+        yield seen
+    finally:
+        for name, listener in listeners:
+            sa_event.remove(target, name, listener)
+
+
+async def _paused(store: SqlStore) -> None:
+    """Session s1 with invocation inv-1 at version 2, interrupt 'q' open."""
+    await store.create_session(APP, USER, session_id=key().session_id)
+    await store.commit_step(step(key(), "inv-1", 0, events=(event("hi"),)))
+    await store.commit_step(step(key(), "inv-1", 1, opened=(question(key(), "inv-1", "q"),)))
+
+
+async def test_reads_of_one_statement_send_no_begin_or_commit(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await _paused(store)
+
+    with traffic(store) as seen:
+        session = await store.get_session(key(), with_events=False)
+        invocation = await store.load_invocation(key(), InvocationId("inv-1"))
+        found = await store.find_interrupts(key(), InterruptId("q"))
+        listed = await store.list_interrupts(APP, USER, session_id=key().session_id)
+        invocations = await store.list_invocations(key())
+        sessions = await store.list_sessions(APP)
+    await store.close()
+
+    assert seen.statements == ["SELECT"] * 6
+    assert seen.commits == 0
+    assert session is not None
+    assert session.events == []
+    assert invocation is not None
+    assert invocation.version == 2
+    assert [i.interrupt_id for i in found] == [i.interrupt_id for i in listed] == ["q"]
+    assert [i.id for i in invocations] == ["inv-1"]
+    assert [s.id for s in sessions] == [key().session_id]
+
+
+async def test_a_session_with_its_events_is_read_in_one_transaction(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await _paused(store)
+
+    with traffic(store) as seen:
+        session = await store.get_session(key())
+        newest = await store.get_session(key(), event_limit=1)
+        none = await store.get_session(key(), event_limit=0)
+    await store.close()
+
+    # Two statements, one snapshot each time; no events asked for is one statement.
+    assert seen.statements == ["SELECT"] * 5
+    assert seen.commits == 2
+    assert session is not None
+    assert newest is not None
+    assert none is not None
+    assert len(session.events) == 1 == len(newest.events)
+    assert none.events == []
+
+
+async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await _paused(store)
+    inv = InvocationId("inv-1")
+
+    with traffic(store) as seen:
+        lease = await store.claim(inv, "alice", TTL)
+        lease = await store.renew(lease, TTL)
+        again = await store.claim(inv, "alice", TTL)
+        await store.release(again)
+    assert seen.statements == ["INSERT", "UPDATE", "INSERT", "DELETE"]
+    assert seen.commits == 0
+
+    held = await store.claim(inv, "alice", TTL)
+    with traffic(store) as seen, pytest.raises(InvocationBusyError, match="'alice'"):
+        await store.claim(inv, "bob", TTL)
+    # the refused claim, then the holder read for the message
+    assert seen.statements == ["INSERT", "SELECT"]
+    await store.release(held)
+    await store.close()
