@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import JsonValue
 
 from baton.events import Event, RouteValue, to_json_value
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from opentelemetry.trace import Tracer
 
 __all__ = ["CommitFn", "Context", "InvocationContext", "State", "StepParts"]
 
@@ -89,6 +92,8 @@ class InvocationContext:
     load_history: Callable[[], Awaitable[list[Event]]]
     commit: CommitFn
     agent_name: str = ""
+    # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
+    tracer: Tracer | None = None
 
     @property
     def session_key(self) -> SessionKey:

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import JsonValue
 
@@ -29,6 +29,7 @@ from baton.sessions.store import (
     StepCommit,
     Store,
 )
+from baton.tracing import end_invocation_span, invocation_span
 from baton.types import Content, InterruptId, InvocationId
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
 from baton.workflow.execution import (
@@ -38,6 +39,9 @@ from baton.workflow.execution import (
     wants_execution,
 )
 from baton.workflow.nodes import Node
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from opentelemetry.trace import Span
 
 __all__ = ["InvocationRun", "PlanKind", "RunPlan", "RunSettings"]
 
@@ -225,6 +229,16 @@ class InvocationRun:
             raise self.error
 
     async def _drive(self) -> None:
+        with invocation_span(self._span_attributes()) as traced:
+            if traced is not None:
+                self.invocation.tracer = traced[1]
+            try:
+                await self._run_to_a_stop()
+            finally:
+                if traced is not None:
+                    self._end_span(traced[0])
+
+    async def _run_to_a_stop(self) -> None:
         try:
             await self._execute_root()
             await self._finish()
@@ -239,6 +253,20 @@ class InvocationRun:
             self.error = broken
         finally:
             self.outbox.close()
+
+    def _span_attributes(self) -> dict[str, str]:
+        key = self.plan.key
+        return {
+            "baton.app": key.app_name,
+            "baton.user": key.user_id,
+            "baton.session": key.session_id,
+            "baton.invocation": self.plan.invocation_id,
+            "baton.call": self.plan.kind.value,
+        }
+
+    def _end_span(self, span: Span) -> None:
+        status = _STATUS_OF.get(self.root.status, InvocationStatus.RUNNING)
+        end_invocation_span(span, status.value, self.error)
 
     async def _execute_root(self) -> None:
         root_node = self.settings.root

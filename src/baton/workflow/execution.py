@@ -21,6 +21,7 @@ from baton.context import Context, InvocationContext, StepParts
 from baton.errors import NodeTimeoutError, OutputAlreadySetError
 from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput, to_json_value
 from baton.sessions.store import Interrupt
+from baton.tracing import node_span
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.nodes import FunctionNode, Node
 
@@ -283,6 +284,22 @@ async def execute_run(
     Raises:
         NodeRunFailedError: the run failed for good; its error event was committed.
     """
+    tracer = invocation.tracer
+    if tracer is None:
+        await _execute(node, record, invocation, finish)
+        return
+    with node_span(tracer, node.name, record.path, record.run_id) as span:
+        try:
+            await _execute(node, record, invocation, finish)
+        finally:
+            span.set_attributes(
+                {"baton.node.status": record.status.value, "baton.node.attempts": record.attempt}
+            )
+
+
+async def _execute(
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
+) -> None:
     token = current_record.set(record)
     record.attempt = 0
     try:
