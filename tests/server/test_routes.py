@@ -38,6 +38,13 @@ async def test_health_version_and_list_apps(live: Live) -> None:
     assert set(version) == {"version", "language", "languageVersion"}
     assert (await live.client.get("/list-apps")).json() == ["approval", "form"]
     detailed = (await live.client.get("/list-apps", params={"detailed": "true"})).json()
+    assert detailed["apps"][0] == {
+        "name": "approval",
+        "rootAgentName": "approval_wf",
+        "description": "",
+        "language": "python",
+        "isComputerUse": False,
+    }
     assert [a["rootAgentName"] for a in detailed["apps"]] == ["approval_wf", "form_wf"]
 
 

@@ -77,6 +77,7 @@ class AppSummary(WireModel):
     root_agent_name: str
     description: str = ""
     language: str = "python"
+    is_computer_use: bool = False  # the reference's field; baton has no computer-use agents
 
 
 class AppsDetail(WireModel):
