@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event as sa_event
 
-from baton.errors import InvocationBusyError
+from baton.errors import InvocationBusyError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step
@@ -122,3 +122,22 @@ async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
     assert seen.statements == ["INSERT", "SELECT"]
     await store.release(held)
     await store.close()
+
+
+async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await _paused(store)
+
+    with traffic(store) as seen:
+        answer = step(key(), "inv-1", 2, events=(event("yes"),), answered={"q": True})
+        assert await store.commit_step(answer) == 3
+        with pytest.raises(StaleVersionError):
+            await store.commit_step(step(key(), "inv-1", 2, answered={"q": False}))
+        # a state change still takes a transaction
+        assert await store.commit_step(step(key(), "inv-1", 3, state={"k": 1})) == 4
+    await store.close()
+
+    # the step; the stale one, then the version read for its message; the transaction
+    assert seen.statements[:3] == ["WITH", "WITH", "SELECT"]
+    assert seen.statements[3:] == ["UPDATE", "UPDATE", "SELECT", "UPDATE"]
+    assert seen.commits == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import pydantic_core
 from sqlalchemy import JSON, Double, String, Text, bindparam, cast, func, select, true, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
@@ -242,8 +243,9 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
 
 
 # PostgreSQL: most steps (an invocation already running, no state change, no interrupt
-# opened or answered) land in ONE statement, outside any explicit transaction: a single
-# statement is atomic by itself, so BEGIN and COMMIT, two of its round trips, go too.
+# opened; answering is fine, see below) land in ONE statement, outside any explicit
+# transaction: a single statement is atomic by itself, so BEGIN and COMMIT, two of its
+# round trips, go too.
 # The order is the same as `write_step`'s: the session row is locked first (FOR NO KEY
 # UPDATE, the lock an UPDATE of it takes), the invocation is advanced only after that
 # (it joins the locked row), and the events are inserted only from the advanced row, so
@@ -262,13 +264,25 @@ _NEW_EVENTS = (
 )
 
 
+# A step that answers interrupts (the first step of a resume) marks them answered from
+# the advanced row too, so a stale version answers nothing either. An id answered twice
+# keeps its last answer, as `write_step`'s one UPDATE per answer does.
+_ANSWERS = (
+    func.unnest(
+        bindparam("key_answer_ids", type_=postgresql.ARRAY(String)),
+        bindparam("key_answers", type_=postgresql.ARRAY(Text)),
+    )
+    .table_valued("interrupt_id", "answer")
+    .render_derived()
+)
+
+
 def fits_one_statement(commit: StepCommit) -> bool:
     """True when `write_step_at_once` can land `commit` (see above)."""
     return (
         commit.invocation_id is not None
         and commit.expected_version > 0
         and not commit.opened
-        and not commit.answered
         and not strip_temp_state(commit.state_delta)
     )
 
@@ -291,7 +305,17 @@ def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -
         **session_params(commit.session),
         **{f"new_{name}": value for name, value in changes.items()},
     }
-    rows = run(connection, _step_at_once(tuple(changes)), parameters)
+    if commit.answered:
+        answers = dict(commit.answered)
+        parameters["key_answer_ids"] = list(answers)
+        parameters["key_answers"] = [
+            None if a is None else pydantic_core.to_json(a).decode() for a in answers.values()
+        ]
+        parameters["answer_status"] = InterruptStatus.ANSWERED.value
+        parameters["answer_at"] = now
+        parameters["answer_by"] = commit.answered_by
+    statement = _step_at_once(tuple(changes), answering=bool(commit.answered))
+    rows = run(connection, statement, parameters)
     if not rows:
         raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
     if rows[0][0] is None:
@@ -300,7 +324,7 @@ def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -
 
 
 @cache
-def _step_at_once(changed: tuple[str, ...]) -> Select[Any]:
+def _step_at_once(changed: tuple[str, ...], *, answering: bool) -> Select[Any]:
     advanced = (
         update(invocations)
         .where(
@@ -309,7 +333,7 @@ def _step_at_once(changed: tuple[str, ...]) -> Select[Any]:
             invocations.c.version == bindparam("key_version"),
         )
         .values({name: bindparam(f"new_{name}") for name in changed})
-        .returning(invocations.c.version, invocations.c.session_pk)
+        .returning(invocations.c.version, invocations.c.session_pk, invocations.c.id)
         .cte("advanced")
     )
     rows = select(
@@ -323,8 +347,24 @@ def _step_at_once(changed: tuple[str, ...]) -> Select[Any]:
     appended = events.insert().from_select(
         ["session_pk", "invocation_id", "author", "timestamp", "event"], rows
     )
-    return (
+    statement = (
         select(advanced.c.version)
         .select_from(_LOCKED.outerjoin(advanced, true()))
         .add_cte(appended.cte("appended"))
     )
+    if not answering:
+        return statement
+    answered = (
+        update(interrupts)
+        .where(
+            interrupts.c.invocation_id == advanced.c.id,
+            interrupts.c.interrupt_id == _ANSWERS.c.interrupt_id,
+        )
+        .values(
+            status=bindparam("answer_status", type_=interrupts.c.status.type),
+            answered_at=bindparam("answer_at", type_=interrupts.c.answered_at.type),
+            answer=cast(_ANSWERS.c.answer, JSON),
+            answered_by=bindparam("answer_by", type_=interrupts.c.answered_by.type),
+        )
+    )
+    return statement.add_cte(answered.cte("answered"))

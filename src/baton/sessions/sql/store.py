@@ -3,7 +3,7 @@
 Each method is one transaction: it picks a synchronous function over a `Connection`
 (`reads`, `writes`, `step`, `migrations`) and hands it to the database's executor
 (one worker-thread hop on SQLite, asyncpg's `run_sync` on PostgreSQL; see `executors`).
-Where that transaction is one statement (most reads, the lease calls, a plain step),
+Where that transaction is one statement (most reads, the lease calls, most steps),
 PostgreSQL runs it without BEGIN and COMMIT: a statement is atomic and sees one
 snapshot by itself, and those two round trips are most of a small call's cost.
 
