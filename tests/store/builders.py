@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from baton.errors import StaleVersionError
 from baton.events import Event
 from baton.sessions.store import (
     Interrupt,
@@ -101,3 +104,19 @@ async def snapshot(store: Store, session: SessionKey) -> Snapshot:
             session.app_name, session.user_id, session_id=session.session_id, status=None
         ),
     )
+
+
+async def race_one_winner(racers: list[Store], commit_of: Callable[[int], StepCommit]) -> int:
+    """Commit `commit_of(i)` through racer i, all at once; exactly one may land.
+
+    Returns:
+        The winner's index (the others must have raised StaleVersionError).
+    """
+    results = await asyncio.gather(
+        *(racer.commit_step(commit_of(i)) for i, racer in enumerate(racers)),
+        return_exceptions=True,
+    )
+    winners = [i for i, r in enumerate(results) if isinstance(r, int)]
+    assert len(winners) == 1, results
+    assert all(isinstance(r, StaleVersionError) for r in results if not isinstance(r, int))
+    return winners[0]

@@ -5,7 +5,6 @@ guarantees as any step commit, checked on every backend.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 
 import pytest
@@ -15,7 +14,17 @@ from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.sessions.store import Interrupt, InterruptStatus, InvocationStatus, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
-from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
+from tests.store.builders import (
+    APP,
+    USER,
+    event,
+    key,
+    question,
+    race_one_winner,
+    snapshot,
+    step,
+    texts,
+)
 
 RACERS = 6
 
@@ -138,20 +147,11 @@ async def test_concurrent_answers_with_one_version_exactly_one_lands(
     await _asking(stores.open(), "q1")
     racers = [stores.open() for _ in range(RACERS)]
 
-    results = await asyncio.gather(
-        *(
-            racer.commit_step(
-                step(key(), "inv-1", 2, events=(event(f"racer-{i}"),), answered={"q1": i})
-            )
-            for i, racer in enumerate(racers)
-        ),
-        return_exceptions=True,
+    winner = await race_one_winner(
+        racers,
+        lambda i: step(key(), "inv-1", 2, events=(event(f"racer-{i}"),), answered={"q1": i}),
     )
-
-    winners = [i for i, r in enumerate(results) if r == 3]
-    assert len(winners) == 1, results
-    assert all(isinstance(r, StaleVersionError) for r in results if r != 3), results
     session = await racers[0].get_session(key())
     assert session is not None
-    assert texts(session.events) == ["hi", f"racer-{winners[0]}"]
-    assert (await _rows(racers[0]))["q1"].answer == winners[0]
+    assert texts(session.events) == ["hi", f"racer-{winner}"]
+    assert (await _rows(racers[0]))["q1"].answer == winner

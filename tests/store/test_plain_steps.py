@@ -22,7 +22,7 @@ from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, Store
 from baton.types import InvocationId, SessionId
 from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory
-from tests.store.builders import APP, USER, event, key, snapshot, step, texts
+from tests.store.builders import APP, USER, event, key, race_one_winner, snapshot, step, texts
 
 RACERS = 6
 
@@ -109,20 +109,12 @@ async def test_concurrent_plain_steps_with_one_version_exactly_one_wins(
     await _running(stores.open())
     racers = [stores.open() for _ in range(RACERS)]
 
-    results = await asyncio.gather(
-        *(
-            racer.commit_step(step(key(), "inv-1", 2, events=(event(f"racer-{i}"),)))
-            for i, racer in enumerate(racers)
-        ),
-        return_exceptions=True,
+    winner = await race_one_winner(
+        racers, lambda i: step(key(), "inv-1", 2, events=(event(f"racer-{i}"),))
     )
-
-    winners = [i for i, r in enumerate(results) if r == 3]
-    assert len(winners) == 1, results
-    assert all(isinstance(r, StaleVersionError) for r in results if r != 3), results
     found = await racers[0].get_session(key())
     assert found is not None
-    assert texts(found.events) == ["one", f"racer-{winners[0]}"]
+    assert texts(found.events) == ["one", f"racer-{winner}"]
 
 
 async def test_concurrent_invocations_in_one_session_keep_every_state_key(
