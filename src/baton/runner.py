@@ -1,9 +1,9 @@
 """App, ResumabilityConfig and Runner: start a run, pause it, resume it, recover it.
 
-Every call is checked before anything changes: an answer is matched to an open
-interrupt through the index and validated against its schema, the invocation is
-leased so only one process executes it, and its workflow fingerprint is compared
-with the code at hand. Only then does the first step commit.
+Every call is checked before anything changes: the `CallPlanner` matches each answer
+to an open interrupt through the index and validates it against its schema, the
+invocation is leased so only one process executes it, and its workflow fingerprint
+is compared with the code at hand. Only then does the first step commit.
 """
 
 from __future__ import annotations
@@ -19,31 +19,13 @@ from typing import Any, Final, cast, final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.agents import BaseAgent, LlmAgent
-from baton.answers import unwrap_response, validate_answer
-from baton.errors import (
-    AlreadyAnsweredError,
-    InvalidMessageError,
-    InvocationFinishedError,
-    InvocationNotFoundError,
-    InvocationWaitingError,
-    SessionNotFoundError,
-    UnknownInterruptError,
-    WorkflowChangedError,
-)
+from baton.errors import WorkflowChangedError
 from baton.events import Event
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
+from baton.planning import CallPlanner
 from baton.sessions.services import BaseSessionService, InMemorySessionService
-from baton.sessions.store import (
-    Interrupt,
-    InterruptStatus,
-    Invocation,
-    InvocationStatus,
-    Lease,
-    Session,
-    SessionKey,
-    Store,
-)
-from baton.types import Content, InterruptId, InvocationId, SessionId
+from baton.sessions.store import Invocation, Lease, Session, Store
+from baton.types import Content
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference
 from baton.workflow.graph import fingerprint_of
@@ -150,6 +132,13 @@ class Runner:
         self.lease_ttl = lease_ttl
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.fingerprint = fingerprint_of(self.root)
+        self.planner = CallPlanner(
+            session_service.store,
+            app_name=self.app_name,
+            owner=self.owner,
+            lease_ttl=lease_ttl,
+            auto_create_session=auto_create_session,
+        )
         self._models_ready = False
 
     @property
@@ -211,9 +200,9 @@ class Runner:
             its error event was stored.
         """
         del run_config
-        key = self._session_key(user_id, session_id, session)
+        key = self.planner.session_key(user_id, session_id, session)
         self._check_models()
-        plan = await self._plan(key, new_message, invocation_id, dict(state_delta or {}))
+        plan = await self.planner.plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         # Each call is its own resumer, even when two share this Runner.
         owner = f"{self.owner}/{uuid.uuid4().hex[:8]}"
@@ -239,183 +228,6 @@ class Runner:
                 _ = node.canonical_model
         self._models_ready = True
 
-    def _session_key(
-        self, user_id: str | None, session_id: str | None, session: Session | None
-    ) -> SessionKey:
-        if session is not None:
-            if session.app_name != self.app_name:
-                raise InvalidMessageError(
-                    f"session '{session.id}' belongs to app '{session.app_name}', but this "
-                    f"runner serves '{self.app_name}'; use that app's runner."
-                )
-            given = {"user_id": (user_id, session.user_id), "session_id": (session_id, session.id)}
-            for name, (value, own) in given.items():
-                if value is not None and value != own:
-                    raise InvalidMessageError(
-                        f"{name} '{value}' contradicts session= (whose {name} is '{own}'); "
-                        "pass one or the other."
-                    )
-            return session.key
-        if user_id is None or session_id is None:
-            raise InvalidMessageError(
-                "run_async needs user_id= and session_id= (or session=) to know which "
-                "session to run in."
-            )
-        return SessionKey(self.app_name, user_id, SessionId(session_id))
-
-    async def _plan(
-        self,
-        key: SessionKey,
-        message: Content | None,
-        invocation_id: str | None,
-        state_delta: dict[str, JsonValue],
-    ) -> RunPlan:
-        session = await self._session(key)
-        responses = message.function_responses if message else []
-        if responses:
-            assert message is not None
-            return await self._plan_answers(key, session, message, invocation_id, state_delta)
-        if invocation_id:
-            invocation = await self._existing(key, InvocationId(invocation_id))
-            await self._fail_if_waiting(invocation)
-            return RunPlan(
-                PlanKind.CONTINUE,
-                key,
-                session,
-                InvocationId(invocation.id),
-                message=message if message is not None and message.parts else None,
-                state_delta=state_delta,
-            )
-        new_id = InvocationId(f"e-{uuid.uuid4()}")
-        return RunPlan(
-            PlanKind.START, key, session, new_id, message=message, state_delta=state_delta
-        )
-
-    async def _session(self, key: SessionKey) -> Session:
-        session = await self.store.get_session(key, with_events=False)
-        if session is not None:
-            return session
-        if self.auto_create_session:
-            return await self.store.create_session(
-                key.app_name, key.user_id, session_id=key.session_id
-            )
-        raise SessionNotFoundError(
-            f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
-            f"'{key.app_name}'; create it first (session_service.create_session)."
-        )
-
-    async def _existing(self, key: SessionKey, invocation_id: InvocationId) -> Invocation:
-        invocation = await self.store.load_invocation(key, invocation_id)
-        if invocation is None:
-            raise InvocationNotFoundError(
-                f"invocation '{invocation_id}' does not exist in session '{key.session_id}'; "
-                "check the id (it is on every event as invocationId)."
-            )
-        if invocation.status == InvocationStatus.COMPLETED:
-            raise InvocationFinishedError(
-                f"invocation '{invocation_id}' already completed; there is nothing to resume. "
-                "Send a new message to start a new run."
-            )
-        return invocation
-
-    async def _fail_if_waiting(self, invocation: Invocation) -> None:
-        """Refuse to continue an invocation that has nothing to run until it is answered."""
-        if invocation.status != InvocationStatus.PAUSED:
-            return
-        key = SessionKey(invocation.app_name, invocation.user_id, SessionId(invocation.session_id))
-        rows = await self.store.list_interrupts(
-            key.app_name,
-            key.user_id,
-            session_id=key.session_id,
-            invocation_id=InvocationId(invocation.id),
-        )
-        listed = ", ".join(f"'{r.interrupt_id}'" for r in rows) or "none"
-        raise InvocationWaitingError(
-            f"invocation '{invocation.id}' is waiting for answers to its interrupts ({listed}); "
-            "nothing runs until one is answered. Send a function response whose id is an "
-            "open interrupt id."
-        )
-
-    async def _plan_answers(
-        self,
-        key: SessionKey,
-        session: Session,
-        message: Content,
-        invocation_id: str | None,
-        state_delta: dict[str, JsonValue],
-    ) -> RunPlan:
-        if any(p.function_response is None for p in message.parts or []):
-            raise InvalidMessageError(
-                "a message cannot mix function responses with text or other parts; send the "
-                "answers in one message and any text in another."
-            )
-        answers: list[tuple[Interrupt, JsonValue]] = []
-        for response in message.function_responses:
-            if not response.id:
-                raise InvalidMessageError(
-                    f"function response '{response.name}' has no id; set it to the id of the "
-                    "function call it answers (the interrupt id)."
-                )
-            row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
-            answers.append((row, validate_answer(row, unwrap_response(response.response))))
-        owners = sorted({row.invocation_id for row, _ in answers})
-        if len(owners) > 1:
-            raise InvalidMessageError(
-                f"the answers belong to several invocations ({', '.join(owners)}); answer each "
-                "invocation in its own message."
-            )
-        return RunPlan(
-            PlanKind.ANSWER,
-            key,
-            session,
-            InvocationId(owners[0]),
-            message=message,
-            answers=tuple(answers),
-            state_delta=state_delta,
-        )
-
-    async def _open_interrupt(
-        self, key: SessionKey, interrupt_id: InterruptId, invocation_id: str | None
-    ) -> Interrupt:
-        rows = await self.store.find_interrupts(key, interrupt_id)
-        if invocation_id:
-            rows = [r for r in rows if r.invocation_id == invocation_id]
-            if not rows:
-                await self._existing(key, InvocationId(invocation_id))
-        open_rows = [r for r in rows if r.status == InterruptStatus.OPEN]
-        if len(open_rows) == 1:
-            return open_rows[0]
-        if len(open_rows) > 1:
-            raise InvalidMessageError(
-                f"interrupt '{interrupt_id}' is open in several invocations ("
-                f"{', '.join(r.invocation_id for r in open_rows)}); pass invocation_id to choose."
-            )
-        still_open = await self.store.list_interrupts(
-            key.app_name, key.user_id, session_id=key.session_id
-        )
-        listed = ", ".join(f"'{r.interrupt_id}'" for r in still_open) or "none"
-        if rows:
-            await self._fail_if_busy(InvocationId(rows[0].invocation_id))
-            raise AlreadyAnsweredError(
-                f"interrupt '{interrupt_id}' of invocation '{rows[0].invocation_id}' was already "
-                f"answered; nothing was changed. Open interrupts in this session: {listed}."
-            )
-        scope = f"invocation '{invocation_id}'" if invocation_id else f"session '{key.session_id}'"
-        raise UnknownInterruptError(
-            f"interrupt '{interrupt_id}' is not open in {scope} (open: {listed}); answer one "
-            "of the open ids."
-        )
-
-    async def _fail_if_busy(self, invocation_id: InvocationId) -> None:
-        """Raise InvocationBusyError when another runner holds the invocation right now.
-
-        An answered interrupt whose invocation is still executing means a concurrent
-        resumer got there first: "busy" tells the caller more than "answered".
-        """
-        probe = f"{self.owner}/probe-{uuid.uuid4().hex[:8]}"
-        lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
-        await self.store.release(lease)
-
     async def _open_run(
         self, plan: RunPlan, lease: Lease, answered_by: str | None
     ) -> InvocationRun:
@@ -429,7 +241,7 @@ class Runner:
             run = InvocationRun(self._settings(), plan, lease, root, version=0)
             await run.begin(answered_by)
             return run
-        invocation = await self._existing(plan.key, plan.invocation_id)
+        invocation = await self.planner.existing(plan.key, plan.invocation_id)
         self._check_fingerprint(invocation)
         root = RunRecord.from_json(invocation.checkpoint)
         run = InvocationRun(self._settings(), plan, lease, root, version=invocation.version)

@@ -1,0 +1,258 @@
+"""Checking a `run_async` call before anything changes: what it does, and to what.
+
+A call starts a run, answers open interrupts, or continues an invocation. Each
+answer is matched to an open interrupt through the index (never a scan of the
+session's history) and validated against its schema; an unknown session,
+invocation or interrupt, a second answer, a malformed message, a finished run or
+one that only waits for answers is refused here, so a refused call leaves the
+store exactly as it was.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import final
+
+from pydantic import JsonValue
+
+from baton.answers import unwrap_response, validate_answer
+from baton.errors import (
+    AlreadyAnsweredError,
+    InvalidMessageError,
+    InvocationFinishedError,
+    InvocationNotFoundError,
+    InvocationWaitingError,
+    SessionNotFoundError,
+    UnknownInterruptError,
+)
+from baton.invocation import PlanKind, RunPlan
+from baton.sessions.store import (
+    Interrupt,
+    InterruptStatus,
+    Invocation,
+    InvocationStatus,
+    Session,
+    SessionKey,
+    Store,
+)
+from baton.types import Content, InterruptId, InvocationId, SessionId
+
+__all__ = ["CallPlanner"]
+
+
+@final
+class CallPlanner:
+    """Turns a call into a checked `RunPlan` for one app's runner.
+
+    Args:
+        store: the runner's store.
+        app_name: the app whose sessions the calls name.
+        owner: the runner's lease owner prefix (for the busy probe).
+        lease_ttl: how long a probe lease lasts.
+        auto_create_session: create a missing session instead of refusing the call.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        app_name: str,
+        owner: str,
+        lease_ttl: timedelta,
+        auto_create_session: bool,
+    ) -> None:
+        self.store = store
+        self.app_name = app_name
+        self.owner = owner
+        self.lease_ttl = lease_ttl
+        self.auto_create_session = auto_create_session
+
+    def session_key(
+        self, user_id: str | None, session_id: str | None, session: Session | None
+    ) -> SessionKey:
+        """The session a call names, by ids or by the session itself.
+
+        Raises:
+            InvalidMessageError: neither given, or the two disagree.
+        """
+        if session is not None:
+            if session.app_name != self.app_name:
+                raise InvalidMessageError(
+                    f"session '{session.id}' belongs to app '{session.app_name}', but this "
+                    f"runner serves '{self.app_name}'; use that app's runner."
+                )
+            given = {"user_id": (user_id, session.user_id), "session_id": (session_id, session.id)}
+            for name, (value, own) in given.items():
+                if value is not None and value != own:
+                    raise InvalidMessageError(
+                        f"{name} '{value}' contradicts session= (whose {name} is '{own}'); "
+                        "pass one or the other."
+                    )
+            return session.key
+        if user_id is None or session_id is None:
+            raise InvalidMessageError(
+                "run_async needs user_id= and session_id= (or session=) to know which "
+                "session to run in."
+            )
+        return SessionKey(self.app_name, user_id, SessionId(session_id))
+
+    async def plan(
+        self,
+        key: SessionKey,
+        message: Content | None,
+        invocation_id: str | None,
+        state_delta: dict[str, JsonValue],
+    ) -> RunPlan:
+        """What the call does (start, answer, continue), checked; nothing is written.
+
+        Raises:
+            every refusal of `Runner.run_async` but InvocationBusyError and
+            WorkflowChangedError, which need the lease and the checkpoint.
+        """
+        session = await self._session(key)
+        responses = message.function_responses if message else []
+        if responses:
+            assert message is not None
+            return await self._plan_answers(key, session, message, invocation_id, state_delta)
+        if invocation_id:
+            invocation = await self.existing(key, InvocationId(invocation_id))
+            await self._fail_if_waiting(invocation)
+            return RunPlan(
+                PlanKind.CONTINUE,
+                key,
+                session,
+                InvocationId(invocation.id),
+                message=message if message is not None and message.parts else None,
+                state_delta=state_delta,
+            )
+        new_id = InvocationId(f"e-{uuid.uuid4()}")
+        return RunPlan(
+            PlanKind.START, key, session, new_id, message=message, state_delta=state_delta
+        )
+
+    async def _session(self, key: SessionKey) -> Session:
+        session = await self.store.get_session(key, with_events=False)
+        if session is not None:
+            return session
+        if self.auto_create_session:
+            return await self.store.create_session(
+                key.app_name, key.user_id, session_id=key.session_id
+            )
+        raise SessionNotFoundError(
+            f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
+            f"'{key.app_name}'; create it first (session_service.create_session)."
+        )
+
+    async def existing(self, key: SessionKey, invocation_id: InvocationId) -> Invocation:
+        """The invocation, unless it is unknown or already completed (each refused)."""
+        invocation = await self.store.load_invocation(key, invocation_id)
+        if invocation is None:
+            raise InvocationNotFoundError(
+                f"invocation '{invocation_id}' does not exist in session '{key.session_id}'; "
+                "check the id (it is on every event as invocationId)."
+            )
+        if invocation.status == InvocationStatus.COMPLETED:
+            raise InvocationFinishedError(
+                f"invocation '{invocation_id}' already completed; there is nothing to resume. "
+                "Send a new message to start a new run."
+            )
+        return invocation
+
+    async def _fail_if_waiting(self, invocation: Invocation) -> None:
+        """Refuse to continue an invocation that has nothing to run until it is answered."""
+        if invocation.status != InvocationStatus.PAUSED:
+            return
+        key = SessionKey(invocation.app_name, invocation.user_id, SessionId(invocation.session_id))
+        rows = await self.store.list_interrupts(
+            key.app_name,
+            key.user_id,
+            session_id=key.session_id,
+            invocation_id=InvocationId(invocation.id),
+        )
+        listed = ", ".join(f"'{r.interrupt_id}'" for r in rows) or "none"
+        raise InvocationWaitingError(
+            f"invocation '{invocation.id}' is waiting for answers to its interrupts ({listed}); "
+            "nothing runs until one is answered. Send a function response whose id is an "
+            "open interrupt id."
+        )
+
+    async def _plan_answers(
+        self,
+        key: SessionKey,
+        session: Session,
+        message: Content,
+        invocation_id: str | None,
+        state_delta: dict[str, JsonValue],
+    ) -> RunPlan:
+        if any(p.function_response is None for p in message.parts or []):
+            raise InvalidMessageError(
+                "a message cannot mix function responses with text or other parts; send the "
+                "answers in one message and any text in another."
+            )
+        answers: list[tuple[Interrupt, JsonValue]] = []
+        for response in message.function_responses:
+            if not response.id:
+                raise InvalidMessageError(
+                    f"function response '{response.name}' has no id; set it to the id of the "
+                    "function call it answers (the interrupt id)."
+                )
+            row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
+            answers.append((row, validate_answer(row, unwrap_response(response.response))))
+        owners = sorted({row.invocation_id for row, _ in answers})
+        if len(owners) > 1:
+            raise InvalidMessageError(
+                f"the answers belong to several invocations ({', '.join(owners)}); answer each "
+                "invocation in its own message."
+            )
+        return RunPlan(
+            PlanKind.ANSWER,
+            key,
+            session,
+            InvocationId(owners[0]),
+            message=message,
+            answers=tuple(answers),
+            state_delta=state_delta,
+        )
+
+    async def _open_interrupt(
+        self, key: SessionKey, interrupt_id: InterruptId, invocation_id: str | None
+    ) -> Interrupt:
+        rows = await self.store.find_interrupts(key, interrupt_id)
+        if invocation_id:
+            rows = [r for r in rows if r.invocation_id == invocation_id]
+            if not rows:
+                await self.existing(key, InvocationId(invocation_id))
+        open_rows = [r for r in rows if r.status == InterruptStatus.OPEN]
+        if len(open_rows) == 1:
+            return open_rows[0]
+        if len(open_rows) > 1:
+            raise InvalidMessageError(
+                f"interrupt '{interrupt_id}' is open in several invocations ("
+                f"{', '.join(r.invocation_id for r in open_rows)}); pass invocation_id to choose."
+            )
+        still_open = await self.store.list_interrupts(
+            key.app_name, key.user_id, session_id=key.session_id
+        )
+        listed = ", ".join(f"'{r.interrupt_id}'" for r in still_open) or "none"
+        if rows:
+            await self._fail_if_busy(InvocationId(rows[0].invocation_id))
+            raise AlreadyAnsweredError(
+                f"interrupt '{interrupt_id}' of invocation '{rows[0].invocation_id}' was already "
+                f"answered; nothing was changed. Open interrupts in this session: {listed}."
+            )
+        scope = f"invocation '{invocation_id}'" if invocation_id else f"session '{key.session_id}'"
+        raise UnknownInterruptError(
+            f"interrupt '{interrupt_id}' is not open in {scope} (open: {listed}); answer one "
+            "of the open ids."
+        )
+
+    async def _fail_if_busy(self, invocation_id: InvocationId) -> None:
+        """Raise InvocationBusyError when another runner holds the invocation right now.
+
+        An answered interrupt whose invocation is still executing means a concurrent
+        resumer got there first: "busy" tells the caller more than "answered".
+        """
+        probe = f"{self.owner}/probe-{uuid.uuid4().hex[:8]}"
+        lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
+        await self.store.release(lease)
