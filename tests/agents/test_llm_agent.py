@@ -371,13 +371,13 @@ async def test_an_unknown_model_is_refused_before_the_run_stores_anything(
     def draft(node_input: str) -> str:
         return f"draft of {node_input}"
 
-    writer = LlmAgent(name="writer", model="gemini-2.5-flash")
+    writer = LlmAgent(name="writer", model="claude-3-haiku")
     h = await make(Workflow(name="flow", edges=[("START", draft, writer)]))
 
     with pytest.raises(UnknownModelError) as caught:
         await h.start("a trip")
 
-    assert "'gemini-2.5-flash'" in str(caught.value)
+    assert "'claude-3-haiku'" in str(caught.value)
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
     assert session.events == []

@@ -8,10 +8,13 @@ from typing import cast
 
 import pytest
 
+from baton import LongRunningFunctionTool, Workflow, types
 from baton.agents import LlmAgent
 from baton.models import OpenAiModel
+from baton.models.registry import GEMINI_OPENAI_URL, resolve_model
 from tests.agents.conftest import MakeRunner
 from tests.agents.examples import load_example
+from tests.harness import outputs
 from tests.models.chat_server import ChatServer, completion, serve_chat
 
 
@@ -56,3 +59,101 @@ async def test_the_approval_example_runs_against_a_chat_completions_server(
     model = agent.canonical_model
     assert isinstance(model, OpenAiModel)
     await model.aclose()
+
+
+# --- seed 004, "LLM agents support HITL via LongRunningFunctionTool" (imports changed) ---
+def approval_tool(request: str) -> str:
+    """Request human approval for an action."""
+    return f"Approved: {request}"
+
+
+def next_step(node_input: str) -> str:  # the seed leaves it to the reader
+    return f"next step after: {node_input}"
+
+
+def seed_004_llm_workflow() -> Workflow:
+    llm_agent = LlmAgent(
+        name="agent_with_approval",
+        model="gemini-2.5-flash",
+        instruction="When you need approval, use the approval_tool.",
+        tools=[LongRunningFunctionTool(func=approval_tool)],
+    )
+
+    # LlmAgentWrapper has rerun_on_resume=True by default
+    agent = Workflow(
+        name="hitl_workflow",
+        edges=[
+            ("START", llm_agent),
+            (llm_agent, next_step),
+        ],
+    )
+    return agent
+
+
+async def test_seed_004_llm_example_runs_on_a_gemini_model_string(
+    make: MakeRunner, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "gemini-..." goes to Google's OpenAI-compatible endpoint; here, the local stand-in.
+    monkeypatch.setenv("GEMINI_BASE_URL", chat_server.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "gem-key")
+    chat_server.reply(completion(tool_calls=[("fc-1", "approval_tool", '{"request": "ship"}')]))
+    chat_server.reply(completion(content="Shipping was approved."))
+    h = await make(seed_004_llm_workflow())
+
+    paused = await h.start("Ship order 7")
+    [interrupt_event] = [e for e in paused if e.long_running_tool_ids]
+    # --- seed 004, "From the client side" ---
+    function_call_id = interrupt_event.content.parts[0].function_call.id  # pyright: ignore[reportOptionalMemberAccess, reportOptionalSubscript, reportUnknownMemberType, reportUnknownVariableType] -- as the seed writes it
+    response = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=function_call_id,  # pyright: ignore[reportUnknownArgumentType] -- see above
+                    name="adk_request_input",
+                    response={"result": "User's answer here"},
+                )
+            )
+        ],
+    )
+    done = await h.collect(new_message=response)
+
+    assert function_call_id == "fc-1"
+    assert outputs(done)[-1] == ("next_step", "next step after: Shipping was approved.")
+    assert [r["model"] for r in chat_server.requests] == ["gemini-2.5-flash"] * 2
+    assert {h["authorization"] for h in chat_server.headers} == {"Bearer gem-key"}
+    tool_messages = [m for m in chat_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], json.loads(m["content"])) for m in tool_messages] == [
+        ("fc-1", {"result": "User's answer here"})  # the response as the client sent it
+    ]
+
+
+async def test_a_gemini_model_without_a_key_is_refused_before_the_run_starts(
+    make: MakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    h = await make(seed_004_llm_workflow())
+
+    with pytest.raises(ValueError, match="set GEMINI_API_KEY \\(or GOOGLE_API_KEY\\)") as caught:
+        await h.start("Ship order 7")
+
+    assert "model 'gemini-2.5-flash'" in str(caught.value)
+    assert await h.service.store.list_invocations(h.key) == []
+
+
+def test_gemini_model_strings_use_googles_endpoint_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
+
+    model = resolve_model("gemini-2.0-flash")
+
+    assert isinstance(model, OpenAiModel)
+    assert (model.server_model, model.base_url, model.api_key) == (
+        "gemini-2.0-flash",
+        GEMINI_OPENAI_URL,
+        "google-key",
+    )

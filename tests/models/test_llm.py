@@ -130,10 +130,11 @@ def test_unknown_model_string_lists_the_known_prefixes_and_classes() -> None:
     register_model_class(EchoLlm)
 
     with pytest.raises(UnknownModelError) as caught:
-        resolve_model("gemini-2.5-flash")
+        resolve_model("claude-3-haiku")
 
     assert str(caught.value) == (
-        "model 'gemini-2.5-flash' is not known (known: 'openai/<model>', EchoLlm (echo-\\d+)). "
+        "model 'claude-3-haiku' is not known (known: 'gemini-<model>', 'openai/<model>', "
+        "EchoLlm (echo-\\d+)). "
         "Use a known prefix, e.g. 'openai/<model>' for any OpenAI-compatible server (set "
         "OPENAI_BASE_URL for vLLM or Ollama), pass a BaseLlm instance, or call "
         "register_model_prefix()."

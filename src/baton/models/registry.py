@@ -1,5 +1,8 @@
 """Model strings to model objects: "openai/gpt-4o-mini" -> OpenAiModel(...).
 
+"gemini-..." strings, as the reference's examples write them, go to Google's
+OpenAI-compatible endpoint through the same adapter.
+
 Two hooks add more: `register_model_prefix` maps a prefix to a factory, and
 `register_model_class` serves a `BaseLlm` subclass for its `supported_models()`
 patterns.
@@ -7,6 +10,7 @@ patterns.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import TypeAlias, TypeVar
@@ -16,8 +20,10 @@ from baton.models.llm import BaseLlm
 from baton.models.openai import OpenAiModel
 
 __all__ = [
+    "GEMINI_OPENAI_URL",
     "ModelFactory",
     "UnknownModelError",
+    "gemini_model",
     "register_model_class",
     "register_model_prefix",
     "resolve_model",
@@ -29,7 +35,35 @@ ModelFactory: TypeAlias = Callable[[str], BaseLlm]
 LlmClass = TypeVar("LlmClass", bound=type[BaseLlm])
 
 
-_prefixes: dict[str, ModelFactory] = {"openai/": lambda name: OpenAiModel(model=name)}
+GEMINI_OPENAI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+"""Google's OpenAI-compatible endpoint for Gemini models."""
+
+
+def gemini_model(name: str) -> BaseLlm:
+    """A Gemini model string ("gemini-2.5-flash", as the reference's examples write it),
+    served through Google's OpenAI-compatible endpoint by the chat-completions adapter.
+
+    The key comes from $GEMINI_API_KEY (or $GOOGLE_API_KEY); $GEMINI_BASE_URL replaces
+    the endpoint (a proxy, a gateway, a test server).
+
+    Raises:
+        ValueError: no key is set; the message names the variables.
+        ExtraNotInstalledError: the `openai` extra is missing.
+    """
+    key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+    if not key:
+        raise ValueError(
+            f"model '{name}' is served by Google's OpenAI-compatible endpoint and needs a "
+            "key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass a BaseLlm instance."
+        )
+    base_url = os.environ.get("GEMINI_BASE_URL") or GEMINI_OPENAI_URL
+    return OpenAiModel(model=name, base_url=base_url, api_key=key)
+
+
+_prefixes: dict[str, ModelFactory] = {
+    "openai/": lambda name: OpenAiModel(model=name),
+    "gemini-": gemini_model,
+}
 _classes: list[type[BaseLlm]] = []
 
 
