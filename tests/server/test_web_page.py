@@ -11,7 +11,9 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 from pydantic import BaseModel
 
-from baton import App, RequestInput, ResumabilityConfig, Workflow
+from baton import App, LlmAgent, LongRunningFunctionTool, RequestInput, ResumabilityConfig, Workflow
+from baton.models import ScriptedModel
+from baton.types import FunctionCall
 from tests.server.conftest import Live, StartLive, example_app
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -259,3 +261,53 @@ async def test_a_run_that_fails_after_the_answer_shows_why_and_continues_from_th
     asked = [e for e in timeline.json()["entries"] if e["kind"] == "asked"]
     assert len(asked) == 1  # the answered question was not asked again
     await screenshot(page, "continued-run")
+
+
+def issue_refund(order_id: str, amount: float) -> dict[str, str]:
+    """Refund an order; a person approves it first."""
+    return {"status": "waiting for approval", "order_id": order_id}
+
+
+def refund_app() -> App:
+    """An LLM agent (scripted) whose refund tool needs a person's answer."""
+    model = ScriptedModel(
+        responses=[
+            FunctionCall(id="c1", name="issue_refund", args={"order_id": "7", "amount": 20.0}),
+            "The refund is done.",
+        ]
+    )
+    agent = LlmAgent(
+        name="refunds", model=model, tools=[LongRunningFunctionTool(func=issue_refund)]
+    )
+    return App(name="refunds", root_agent=agent)
+
+
+async def test_an_agents_tool_call_is_answered_from_the_inbox(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[refund_app()], web=True)
+    sid = await live.create("refunds", "user")
+    await live.start("refunds", "user", sid, "refund order 7")
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+
+    card = page.locator(f"form.card[data-session='{sid}'][data-interrupt='c1']")
+    await expect(card.locator("h3")).to_have_text("issue_refund is waiting for your answer")
+    await expect(card.locator("pre.payload")).to_contain_text('"order_id": "7"')
+    await card.locator("textarea").first.fill('{"approved": true}')
+    await screenshot(page, "tool-call-card")
+    await card.locator("button[type=submit]").click()
+
+    done = page.locator("#activity li[data-status=completed]")
+    await expect(done).to_contain_text("refunds: The refund is done.")
+    session = await live.client.get(f"/apps/refunds/users/user/sessions/{sid}")
+    answers = [
+        p["functionResponse"]
+        for e in session.json()["events"]
+        if e["author"] == "user"
+        for p in e.get("content", {}).get("parts", [])
+        if "functionResponse" in p
+    ]
+    assert answers == [
+        {"id": "c1", "name": "issue_refund", "response": {"result": {"approved": True}}}
+    ]

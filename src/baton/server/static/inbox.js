@@ -127,6 +127,14 @@ function render() {
   $("empty").hidden = items.length > 0;
 }
 
+// A RequestInput has its message; a long-running tool call (an agent asking for approval)
+// has the tool's name, and its arguments as the payload.
+function title(item) {
+  if (item.message) return item.message;
+  if (item.functionName && item.functionName !== "adk_request_input") return `${item.functionName} is waiting for your answer`;
+  return "Input requested";
+}
+
 function card(item) {
   const form = SchemaForm.create(item.responseSchema || null);
   const error = el("div", { class: "error", role: "alert" });
@@ -139,7 +147,7 @@ function card(item) {
   const payload = item.payload === undefined || item.payload === null
     ? null : el("pre", { class: "payload", text: JSON.stringify(item.payload, null, 2) });
   const node = el("form", { class: "card", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
-    meta, el("h3", { text: item.message || "Input requested" }), payload, form.element,
+    meta, el("h3", { text: title(item) }), payload, form.element,
     el("div", { class: "actions" }, [submit, error]),
   ]);
   node.addEventListener("submit", async (event) => {
