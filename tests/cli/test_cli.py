@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,6 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from baton.cli import cli
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import InvocationStatus, SessionKey, StepCommit
+from baton.types import InvocationId, SessionId
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 APP = str(EXAMPLES / "expense_approval")
@@ -310,3 +314,44 @@ def test_serving_without_the_server_extra_names_the_extra_to_install(tmp_path: P
     assert done.returncode == 1
     assert "ExtraNotInstalledError: baton web needs the 'uvicorn' package" in done.stdout
     assert "pip install 'baton[server]'" in done.stdout
+
+
+async def test_sessions_prune_deletes_old_finished_sessions(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    forty_days_ago = time.time() - 40 * 24 * 3600
+    store = SqlStore(f"sqlite+aiosqlite:///{db}", clock=lambda: forty_days_ago)
+    for name, status in (("done", InvocationStatus.COMPLETED), ("asks", InvocationStatus.PAUSED)):
+        await store.create_session("expense_approval", "ann", session_id=SessionId(name))
+        await store.commit_step(
+            StepCommit(
+                session=SessionKey("expense_approval", "ann", SessionId(name)),
+                invocation_id=InvocationId(f"inv-{name}"),
+                expected_version=0,
+                status=status,
+                fingerprint="fp",
+            )
+        )
+    await store.close()
+    args = ("sessions", "prune", "-p", str(EXAMPLES), "--older-than", "30d")
+
+    code, out = baton(*args, "--dry-run", db=db)
+    assert code == 0, out
+    assert "would delete 1 session(s) untouched for over 30 days" in out
+    assert "done" in out
+    assert "asks" not in out  # it waits for an answer: kept
+    code, out = baton(*args, db=db)
+    assert code == 0, out
+    assert "deleted 1 session(s)" in out
+    code, out = baton("sessions", "list", "-p", str(EXAMPLES), db=db)
+    assert "asks" in out
+    assert "done" not in out
+
+
+@pytest.mark.parametrize("age", ["30", "-3d", "0d", "thirty days", "3w"])
+def test_sessions_prune_refuses_an_age_it_cannot_read(tmp_path: Path, age: str) -> None:
+    code, out = baton(
+        "sessions", "prune", "-p", str(EXAMPLES), "--older-than", age, db=tmp_path / "s.db"
+    )
+    assert code == 2
+    assert f"'{age}' is not an age; give a positive number with a unit: 30d" in out
+    assert not (tmp_path / "s.db").exists()

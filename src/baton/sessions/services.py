@@ -7,13 +7,23 @@ reads `.store` and talks to it directly.
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
+
 from pydantic import BaseModel, Field, JsonValue
 
 from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
-from baton.sessions.store import Session, SessionKey, StepCommit, Store
+from baton.sessions.store import (
+    Clock,
+    InvocationStatus,
+    Session,
+    SessionKey,
+    StepCommit,
+    Store,
+)
 from baton.types import SessionId
 
 __all__ = [
@@ -41,8 +51,9 @@ class ListSessionsResponse(BaseModel):
 class BaseSessionService:
     """Session CRUD in the reference system's shape, over any `Store`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, clock: Clock = time.time) -> None:
         self.store = store
+        self.clock = clock  # the store's notion of now: session ages are measured with it
 
     async def create_session(
         self,
@@ -84,6 +95,55 @@ class BaseSessionService:
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete a session with its events, invocations and interrupts."""
         await self.store.delete_session(SessionKey(app_name, user_id, SessionId(session_id)))
+
+    async def prune_sessions(
+        self,
+        *,
+        app_name: str,
+        older_than: timedelta,
+        user_id: str | None = None,
+        include_unfinished: bool = False,
+        dry_run: bool = False,
+    ) -> list[Session]:
+        """Delete the sessions of an app untouched for longer than `older_than`.
+
+        A session whose runs have not all completed (one waits for an answer, failed,
+        or was cut off) is kept unless `include_unfinished`: someone may still answer
+        or resume it.
+
+        Args:
+            app_name: the app whose sessions to prune.
+            older_than: how long since a session's last change makes it old.
+            user_id: only this user's sessions.
+            include_unfinished: delete old sessions with unfinished runs too.
+            dry_run: delete nothing; return what would be deleted.
+
+        Returns:
+            The sessions deleted (or, with `dry_run`, that would be), without events.
+
+        Raises:
+            ValueError: `older_than` is not positive.
+        """
+        if older_than <= timedelta(0):
+            raise ValueError(
+                f"older_than must be positive, got {older_than}; pass how long a session "
+                "must have been untouched, e.g. timedelta(days=30)."
+            )
+        cutoff = self.clock() - older_than.total_seconds()
+        doomed: list[Session] = []
+        for session in await self.store.list_sessions(app_name, user_id):
+            if session.last_update_time >= cutoff:
+                continue
+            if include_unfinished or await self._all_runs_completed(session):
+                doomed.append(session)
+        if not dry_run:
+            for session in doomed:
+                await self.store.delete_session(session.key)
+        return doomed
+
+    async def _all_runs_completed(self, session: Session) -> bool:
+        invocations = await self.store.list_invocations(session.key)
+        return all(i.status is InvocationStatus.COMPLETED for i in invocations)
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Append an event outside any run (partial events are skipped).
