@@ -107,8 +107,9 @@ class CallPlanner:
         """What the call does (start, answer, continue), checked; nothing is written.
 
         Raises:
-            every refusal of `Runner.run_async` but InvocationBusyError and
-            WorkflowChangedError, which need the lease and the checkpoint.
+            the refusals of `Runner.run_async` that need neither the lease nor the
+            checkpoint (InvocationBusyError only for an answer whose run is executing
+            right now; the lease claim and the fingerprint check come after).
         """
         session = await self._session(key)
         responses = message.function_responses if message else []
