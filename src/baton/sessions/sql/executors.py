@@ -245,9 +245,8 @@ class PostgresExecutor:
             return await connection.run_sync(fn, *args)
 
     async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """Run `fn` through `run_sync` in autocommit mode: its one statement is its snapshot."""
-        async with self._autocommit.connect() as connection:
-            return await connection.run_sync(fn, *args)
+        """As `at_once`: a read's one statement is its own snapshot."""
+        return await self.at_once(fn, *args)
 
     async def close(self) -> None:
         """Dispose of the engine's pool."""

@@ -153,8 +153,7 @@ class SqlStore:
             StaleVersionError: `expected_version` is not the invocation's version.
         """
         if self._steps_at_once and fits_one_statement(commit):
-            await self._ready()
-            return await self._executor.at_once(write_step_at_once, commit, self._clock())
+            return await self._write_once(write_step_at_once, commit, self._clock())
         return await self._write(write_step, commit, self._clock())
 
     async def load_invocation(
