@@ -5,6 +5,16 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue
 
+from baton.agents import MissingStateKeyError
+from baton.errors import (
+    InvalidResponseError,
+    InvocationWaitingError,
+    NodeFailedError,
+    NodeTimeoutError,
+    UnknownInterruptError,
+)
+from baton.server.catalog import DatabaseUnavailableError
+from baton.server.refusals import status_of
 from tests.server.conftest import Live, StartLive
 from tests.server.test_refusals import paused, snapshot
 
@@ -153,3 +163,20 @@ async def test_key_refusals_name_the_error_and_change_nothing(start_live: StartL
         },
     )
     assert await snapshot(live.service.store, "approval", "alice", sid) == before
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (UnknownInterruptError("x"), 404),
+        (InvocationWaitingError("x"), 409),
+        (InvalidResponseError("x"), 422),
+        (MissingStateKeyError("x"), 422),
+        (DatabaseUnavailableError("x"), 503),
+        (NodeTimeoutError("slow", 1.0), 504),
+        (NodeFailedError("x"), 500),
+        (RuntimeError("x"), 500),
+    ],
+)
+def test_each_error_has_its_status_from_the_one_table(error: Exception, status: int) -> None:
+    assert status_of(error) == status

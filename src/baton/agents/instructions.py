@@ -17,8 +17,6 @@ _PLACEHOLDER: Final = re.compile(r"\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]
 class MissingStateKeyError(BatonError, LookupError):
     """An instruction names a state key the session state does not have."""
 
-    status_code = 422
-
 
 def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> str:
     """Replace each `{key}` with `state[key]` (`{key?}`: empty when missing).

@@ -2,7 +2,7 @@
 
 Routes check the caller, then call the Runner or the store, nothing else. Every
 baton error becomes a JSON body `{"detail": ..., "error": ...}` with the status
-of `_STATUS`, and — because the Runner checks before it changes anything — a
+of `refusals.STATUS`, and — because the Runner checks before it changes anything — a
 refused request leaves the store as it was.
 """
 

@@ -36,13 +36,9 @@ __all__ = [
 class AppLoadError(BatonError, ImportError):
     """An app folder could not be imported, or exports neither `app` nor `root_agent`."""
 
-    status_code = 500
-
 
 class DatabaseUnavailableError(BatonError, ConnectionError):
     """The `--db` database is of a kind baton does not support, or cannot be opened."""
-
-    status_code = 503
 
 
 def default_db_path(agents_dir: Path) -> Path:

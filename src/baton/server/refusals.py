@@ -20,28 +20,33 @@ from fastapi.responses import JSONResponse
 from pydantic import JsonValue
 from starlette.exceptions import HTTPException
 
+from baton.agents import MissingStateKeyError
 from baton.errors import (
     AlreadyAnsweredError,
     AppNotFoundError,
     BatonError,
+    GraphValidationError,
     InvalidMessageError,
     InvalidResponseError,
     InvocationBusyError,
     InvocationFinishedError,
     InvocationNotFoundError,
     InvocationWaitingError,
+    MissingParameterError,
+    NodeTimeoutError,
     SessionExistsError,
     SessionNotFoundError,
     StaleVersionError,
     UnknownInterruptError,
+    UnknownModelError,
     WorkflowChangedError,
-    http_status,
 )
 from baton.server.bodies import ErrorBody
+from baton.server.catalog import DatabaseUnavailableError
 
 __all__ = ["ERROR_RESPONSES", "STATUS", "install_refusals", "status_of"]
 
-# The one place HTTP statuses of baton errors are decided.
+# The one place HTTP statuses of baton errors are decided; any other is a 500.
 STATUS: Final[dict[type[BatonError], int]] = {
     AppNotFoundError: 404,
     SessionNotFoundError: 404,
@@ -56,6 +61,12 @@ STATUS: Final[dict[type[BatonError], int]] = {
     WorkflowChangedError: 409,
     InvalidResponseError: 422,
     InvalidMessageError: 422,
+    GraphValidationError: 422,
+    MissingParameterError: 422,
+    MissingStateKeyError: 422,
+    UnknownModelError: 422,
+    DatabaseUnavailableError: 503,
+    NodeTimeoutError: 504,
 }
 
 ERROR_RESPONSES: Final[dict[int | str, dict[str, object]]] = {
@@ -66,11 +77,11 @@ ERROR_RESPONSES: Final[dict[int | str, dict[str, object]]] = {
 
 
 def status_of(error: BaseException) -> int:
-    """The HTTP status for an error: the table first, then the class's own default."""
+    """The HTTP status for an error: its class's (or nearest base's) in `STATUS`, else 500."""
     for cls in type(error).__mro__:
         if cls in STATUS:
             return STATUS[cls]  # pyright: ignore[reportArgumentType] -- cls is a BatonError subclass here
-    return http_status(error)
+    return 500
 
 
 def install_refusals(app: FastAPI) -> None:
