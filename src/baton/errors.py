@@ -29,6 +29,7 @@ __all__ = [
     "UnknownInterruptError",
     "UnknownModelError",
     "WorkflowChangedError",
+    "WorkflowConfigurationError",
 ]
 
 
@@ -99,6 +100,10 @@ class GraphValidationError(BatonError, ValueError):
             f"workflow '{workflow}' is invalid ({len(problems)} problem"
             f"{'s' if len(problems) != 1 else ''}):\n{listed}"
         )
+
+
+class WorkflowConfigurationError(BatonError, ValueError):
+    """A workflow's configuration turned out wrong while it ran (e.g. two terminal outputs)."""
 
 
 class MissingParameterError(BatonError, ValueError):

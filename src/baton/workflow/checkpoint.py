@@ -148,6 +148,8 @@ class WorkflowState:
     runs: dict[str, RunRecord] = field(default_factory=dict)
     joins: dict[str, dict[str, JsonValue]] = field(default_factory=dict)
     output: JsonValue = None
+    # The last output of each terminal node (no outgoing edges) that produced one.
+    terminal_outputs: dict[str, JsonValue] = field(default_factory=dict)
     recorded: dict[str, list[Outcome]] = field(default_factory=dict)
 
     def open_interrupts(self) -> list[str]:
@@ -166,6 +168,8 @@ class WorkflowState:
             data["joins"] = {join: dict(arrivals) for join, arrivals in self.joins.items()}
         if self.output is not None:
             data["output"] = self.output
+        if self.terminal_outputs:
+            data["terminal_outputs"] = dict(self.terminal_outputs)
         if self.recorded:
             data["recorded"] = {
                 key: [

@@ -70,6 +70,8 @@ class Graph:
     """Nodes that run at most once per run of the workflow (see `_runs_once`)."""
     joins: frozenset[str] = frozenset()
     """The JoinNodes, which wait for every predecessor."""
+    terminals: frozenset[str] = frozenset()
+    """The nodes without outgoing edges: the one that produced output is the workflow's."""
 
     def __post_init__(self) -> None:
         for edge in self.edges:
@@ -79,6 +81,7 @@ class Graph:
                 preds.append(edge.source)
         self.runs_once = _runs_once(self.edges)
         self.joins = frozenset(n for n, node in self.nodes.items() if isinstance(node, JoinNode))
+        self.terminals = frozenset(n for n in self.nodes if n not in self.outgoing)
 
     def successors(self, name: str, routes: Sequence[RouteValue]) -> list[str]:
         """The nodes triggered when `name` finishes having emitted `routes`."""

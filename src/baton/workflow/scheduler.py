@@ -15,7 +15,7 @@ from typing import ClassVar, final
 from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext
-from baton.errors import GraphValidationError
+from baton.errors import GraphValidationError, WorkflowConfigurationError
 from baton.workflow.checkpoint import (
     Outcome,
     RunRecord,
@@ -106,9 +106,28 @@ class Workflow(BaseNode):
             iid: carried_interrupt(ctx.invocation_context, record, iid)
             for iid in state.open_interrupts()
         }
-        ctx.output = state.output
+        ctx.output = self._output(state) if not ctx.open_interrupts else None
         return
         yield  # an async generator that yields nothing: children commit their own events
+
+    def _output(self, state: WorkflowState) -> JsonValue:
+        """The one terminal node's output, once the workflow has finished.
+
+        Raises:
+            WorkflowConfigurationError: several terminal nodes produced output, so which
+                one is the workflow's would depend on timing.
+        """
+        produced = state.terminal_outputs
+        if len(produced) > 1:
+            names = ", ".join(f"'{name}'" for name in sorted(produced))
+            raise WorkflowConfigurationError(
+                f"workflow '{self.name}': terminal nodes {names} each produced output, but a "
+                "workflow has one output; let one terminal node produce it (join the branches "
+                "with a JoinNode, or return None from the others)."
+            )
+        if produced:
+            return next(iter(produced.values()))
+        return state.output  # a checkpoint written before terminal outputs were recorded
 
 
 def _restart(state: WorkflowState) -> list[RunRecord]:
@@ -122,6 +141,7 @@ def _restart(state: WorkflowState) -> list[RunRecord]:
     state.joins.clear()
     state.counters.clear()
     state.output = None
+    state.terminal_outputs.clear()
     return frontier
 
 
@@ -147,6 +167,10 @@ class _Scheduler:
         self.replay = replay
         self.frontier = list(frontier or [])
         self.replayed: dict[str, int] = {}  # recorded outcomes consumed, by replay key
+        # Outcomes recorded before this execution, by replay key: only runs that really
+        # happened before may be fast-forwarded, never one recorded moments ago by a
+        # sibling trigger with an equal input (fan-in without a JoinNode).
+        self.replayable = {key: len(done) for key, done in state.recorded.items()}
 
     async def run(self) -> None:
         try:
@@ -203,8 +227,8 @@ class _Scheduler:
         """Fast-forward a completed run, or reinstate an unfinished one; False if neither."""
         key = replay_key(trigger.node, trigger.input)
         used = self.replayed.get(key, 0)
-        recorded = self.state.recorded.get(key, [])
-        if used < len(recorded):
+        if used < self.replayable.get(key, 0):
+            recorded = self.state.recorded[key]
             self.replayed[key] = used + 1
             outcome = recorded[used]
             self._count(trigger.node, outcome.run_id)
@@ -269,8 +293,8 @@ class _Scheduler:
                 self._arrive(name, run)
             else:
                 self.state.queue.append(Trigger(node=name, input=run.output))
-        if not successors and run.output is not None:
-            self.state.output = run.output
+        if run.node in self.graph.terminals and run.output is not None:
+            self.state.terminal_outputs[run.node] = run.output
 
     def _arrive(self, join: str, run: RunRecord) -> None:
         arrivals = self.state.joins.setdefault(join, {})
