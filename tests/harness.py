@@ -114,13 +114,20 @@ async def build_harness(
     state: dict[str, JsonValue] | None = None,
 ) -> Harness:
     """A Runner for `root` as app 'app' and a fresh session of user 'u'."""
+    session = await service.create_session(app_name="app", user_id="u", state=state)
+    return attach_harness(root, service, session.id, resumable=resumable)
+
+
+def attach_harness(
+    root: Node, service: BaseSessionService, session_id: str, *, resumable: bool
+) -> Harness:
+    """A new Runner for `root` as app 'app' on an existing session (a restarted process)."""
     config = ResumabilityConfig(is_resumable=resumable)
     runner = Runner(
         app=App(name="app", root_agent=root, resumability_config=config),
         session_service=service,
     )
-    session = await service.create_session(app_name="app", user_id="u", state=state)
-    return Harness(runner, service, session.id)
+    return Harness(runner, service, session_id)
 
 
 @pytest.fixture(params=[True, False], ids=["resumable", "replay"])

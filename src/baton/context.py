@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from pydantic import JsonValue
 
@@ -20,7 +20,7 @@ from baton.types import Content, InvocationId
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Tracer
 
-__all__ = ["CommitFn", "Context", "InvocationContext", "State", "StepParts"]
+__all__ = ["ChildRuns", "CommitFn", "Context", "InvocationContext", "State", "StepParts"]
 
 
 class State(MutableMapping[str, Any]):
@@ -109,6 +109,16 @@ class InvocationContext:
         return self.session.id
 
 
+class ChildRuns(Protocol):
+    """Runs a node run's dynamic children (the engine's `baton.workflow.dynamic`)."""
+
+    async def run_node(
+        self, node: object, node_input: Any = None, *, run_id: str | None = None
+    ) -> Any:
+        """Run `node` as a checkpointed child run and return its output."""
+        ...
+
+
 class Context:
     """One node run's view of the invocation: state, answers, ids, and what it produced."""
 
@@ -125,8 +135,10 @@ class Context:
         attempt_count: int = 1,
         agent_states: dict[str, JsonValue] | None = None,
         ended_agents: set[str] | None = None,
+        children: ChildRuns | None = None,
     ) -> None:
         self._invocation_context = invocation
+        self._children = children
         self.node_path = node_path
         self.run_id = run_id
         self.node_name = node_name
@@ -172,6 +184,36 @@ class Context:
     def interrupt_ids(self) -> set[str]:
         """Ids of this run's interrupts that still wait for an answer."""
         return set(self.open_interrupts)
+
+    async def run_node(
+        self, node: object, node_input: Any = None, *, run_id: str | None = None
+    ) -> Any:
+        """Run a node (function, agent, workflow) as a child of this run; return its output.
+
+        The call is checkpointed: when this run executes again (after an answer, a crash
+        or a retry) a finished call returns its recorded output without running, and a
+        waiting child resumes. Calls are matched by the order this code issues them, so
+        several may run at once with `asyncio.gather`.
+
+        Args:
+            node: a node, an agent, a workflow or a function.
+            node_input: the child's input (JSON, or a pydantic model).
+            run_id: a name for this call (letters required) instead of its number.
+
+        Returns:
+            The child's output.
+
+        Raises:
+            WorkflowChangedError: the code issued a different call than the one recorded
+                at this position when the run executed before.
+            RuntimeError: this context was not made by the engine for a node run.
+        """
+        if self._children is None:
+            raise RuntimeError(
+                f"ctx.run_node is available inside a node run; the context of "
+                f"'{self.node_name}' was not made by the workflow engine."
+            )
+        return await self._children.run_node(node, node_input, run_id=run_id)
 
     @property
     def idempotency_key(self) -> str:

@@ -25,6 +25,7 @@ from pydantic import JsonValue, TypeAdapter
 from baton.events import RouteValue
 
 __all__ = [
+    "DynamicCall",
     "Outcome",
     "RunRecord",
     "RunStatus",
@@ -134,11 +135,27 @@ class Outcome:
 
 
 @dataclass(slots=True)
+class DynamicCall:
+    """One `ctx.run_node` call of a node run, in the order the node issued it.
+
+    `digest` identifies the called node and its input (see `replay_key`); once the
+    child completed, `done` is set and its output kept, so a rerun of the caller
+    returns it without running the child again.
+    """
+
+    key: str
+    digest: str
+    done: bool = False
+    output: JsonValue = None
+
+
+@dataclass(slots=True)
 class WorkflowState:
     """A workflow run's scheduler state.
 
     `recorded` exists only in replay mode (non-resumable apps): completed runs'
-    outcomes by node and input, in completion order.
+    outcomes by node and input, in completion order. `calls` holds a node run's
+    dynamic calls (`ctx.run_node`), in the order it issued them.
     """
 
     started: bool = False
@@ -151,6 +168,7 @@ class WorkflowState:
     # The last output of each terminal node (no outgoing edges) that produced one.
     terminal_outputs: dict[str, JsonValue] = field(default_factory=dict)
     recorded: dict[str, list[Outcome]] = field(default_factory=dict)
+    calls: list[DynamicCall] = field(default_factory=list)
 
     def open_interrupts(self) -> list[str]:
         """Ids still waiting anywhere below this workflow."""
@@ -178,6 +196,11 @@ class WorkflowState:
                 ]
                 for key, outcomes in self.recorded.items()
             }
+        if self.calls:
+            data["calls"] = [
+                {"key": c.key, "digest": c.digest, "done": c.done, "output": c.output}
+                for c in self.calls
+            ]
         return data
 
 

@@ -23,6 +23,7 @@ from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput, 
 from baton.sessions.store import Interrupt
 from baton.tracing import node_span
 from baton.workflow.checkpoint import RunRecord, RunStatus
+from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
 from baton.workflow.nodes import FunctionNode, Node
 
 __all__ = [
@@ -244,7 +245,9 @@ class _Collector:
         await ctx.invocation_context.commit(parts, mutate)
 
 
-def _context_for(node: Node, record: RunRecord, invocation: InvocationContext) -> Context:
+def _context_for(
+    node: Node, record: RunRecord, invocation: InvocationContext, children: DynamicRuns
+) -> Context:
     return Context(
         invocation,
         node_path=record.path,
@@ -260,6 +263,7 @@ def _context_for(node: Node, record: RunRecord, invocation: InvocationContext) -
         attempt_count=record.attempt,
         agent_states=record.agent_states,
         ended_agents=set(record.ended_agents),
+        children=children,
     )
 
 
@@ -305,18 +309,21 @@ async def _execute(
     try:
         while True:
             record.attempt += 1
-            ctx = _context_for(node, record, invocation)
+            children = DynamicRuns(record, invocation, run_child)
+            ctx = _context_for(node, record, invocation, children)
             collector = _Collector(node, ctx, record)
             try:
-                if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
-                    # Most nodes: one call, one result, no generator to drive or close.
-                    collector.add(node.call(ctx, record.input))  # FunctionNodes commit at the end
-                else:
-                    await _drive(node, ctx, record, collector)
+                await _run_once(node, ctx, record, collector)
+                _carry(ctx, record, await children.settle(cancel=False))
+            except ChildInterrupted:
+                # A dynamic child waits: so does this run, once its other children settled.
+                _carry(ctx, record, await children.settle(cancel=False))
             except NodeRunFailedError as failure:
+                await children.settle(cancel=True)
                 await _commit_failure(node, record, invocation, None, finish)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
             except Exception as error:
+                await children.settle(cancel=True)
                 if node.retry_config and node.retry_config.should_retry(error, record.attempt):
                     await _commit_attempt_error(node, record, invocation, error)
                     await asyncio.sleep(node.retry_config.delay(record.attempt))
@@ -327,6 +334,33 @@ async def _execute(
             return
     finally:
         current_record.reset(token)
+
+
+async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
+    if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
+        # Most nodes: one call, one result, no generator to drive or close.
+        collector.add(node.call(ctx, record.input))  # FunctionNodes commit at the end
+    else:
+        await _drive(node, ctx, record, collector)
+
+
+def _carry(ctx: Context, record: RunRecord, waiting: list[str]) -> None:
+    """Dynamic children's open interrupts are this run's too: it waits until they are answered."""
+    for iid in waiting:
+        if iid not in ctx.open_interrupts:
+            ctx.open_interrupts[iid] = carried_interrupt(ctx.invocation_context, record, iid)
+
+
+async def run_child(
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
+) -> None:
+    """Bring one child run forward: execute it, complete it from its answers, or leave it
+    waiting, as its status and answers say."""
+    decision = wants_execution(node, record)
+    if decision is True:
+        await execute_run(node, record, invocation, finish)
+    elif decision is None:
+        await complete_with_answers(node, record, invocation, finish)
 
 
 async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
@@ -348,7 +382,7 @@ async def _consume(items: AsyncIterator[object], collector: _Collector) -> None:
     try:
         async for item in items:
             await collector.take(item)
-    except Exception:
+    except (Exception, ChildInterrupted):
         # Stopped at a yield by our own error: let the node's `finally` blocks run.
         await _close(items)
         raise

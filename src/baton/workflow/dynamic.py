@@ -1,0 +1,194 @@
+"""Dynamic nodes: `await ctx.run_node(node, node_input)` runs a child as a checkpointed run.
+
+Each call becomes a child run of the calling node, kept in the caller's run record
+(`record.child`): the calls in the order the code issued them (`WorkflowState.calls`),
+the unfinished children as run records (`runs`), and each finished child's output.
+A rerun of the caller (an answer arrived, a crash was recovered, a retry) issues its
+calls again: a finished call returns its recorded output without running, a waiting
+child resumes with its answers, a child in flight runs again. A call that differs
+from the one recorded at the same position is refused with `WorkflowChangedError`.
+When the caller's run completes, its record (and with it the calls) leaves the
+checkpoint, so a checkpoint holds only the calls of runs still in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias, final
+
+from pydantic import JsonValue
+
+from baton.context import InvocationContext
+from baton.errors import WorkflowChangedError
+from baton.events import to_json_value
+from baton.workflow.checkpoint import (
+    DynamicCall,
+    RunRecord,
+    RunStatus,
+    WorkflowState,
+    replay_key,
+)
+from baton.workflow.nodes import FunctionNode, Node
+
+__all__ = ["ChildInterrupted", "ChildRunner", "DynamicRuns", "as_node"]
+
+Finish: TypeAlias = Callable[[RunRecord], None]
+ChildRunner: TypeAlias = Callable[[Node, RunRecord, InvocationContext, Finish], Awaitable[None]]
+"""Executes (or completes from its answers) one child run; the engine provides it."""
+
+
+class ChildInterrupted(BaseException):
+    """A dynamic child waits for input: unwinds the calling node, which then waits too.
+
+    A BaseException, so a node's `except Exception` does not swallow the pause.
+    """
+
+    def __init__(self, path: str, interrupts: list[str]) -> None:
+        super().__init__(f"dynamic child '{path}' waits for {', '.join(interrupts)}")
+        self.path = path
+        self.interrupts = interrupts
+
+
+def as_node(target: object) -> Node:
+    """A node for what `ctx.run_node` was given: a node, or a function to wrap.
+
+    Raises:
+        TypeError: neither a node nor a function.
+    """
+    if isinstance(target, Node):
+        return target
+    if callable(target):
+        return FunctionNode(target)
+    raise TypeError(
+        f"ctx.run_node needs a node, an agent or a function, got {target!r} "
+        f"({type(target).__name__})."
+    )
+
+
+@final
+class DynamicRuns:
+    """The dynamic calls of one execution of one node run."""
+
+    def __init__(self, record: RunRecord, invocation: InvocationContext, run: ChildRunner) -> None:
+        self._record = record
+        self._invocation = invocation
+        self._run = run
+        self._issued = 0
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    async def run_node(
+        self, node: object, node_input: Any = None, *, run_id: str | None = None
+    ) -> Any:
+        """Run `node` as a child of this run and return its output (see the module doc).
+
+        Raises:
+            WorkflowChangedError: this call differs from the one recorded at its position.
+            ChildInterrupted: the child waits for input (the caller then waits too).
+        """
+        child = as_node(node)
+        value = to_json_value(node_input, what=f"the input of dynamic node '{child.name}'")
+        state = self._state()
+        call = self._match(state, child.name, value, run_id)
+        if call.done:
+            return call.output
+        record = state.runs.get(call.key)
+        if record is None:
+            record = RunRecord(
+                node=child.name,
+                path=f"{self._record.path}/{call.key}",
+                run_id=call.key.rpartition("@")[2],
+                input=value,
+            )
+            state.runs[call.key] = record
+        task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        await task
+        if record.status is RunStatus.COMPLETED:
+            return record.output
+        raise ChildInterrupted(record.path, list(record.interrupts))
+
+    def _state(self) -> WorkflowState:
+        if self._record.child is None:
+            self._record.child = WorkflowState(started=True)
+        return self._record.child
+
+    def _match(
+        self, state: WorkflowState, name: str, value: JsonValue, run_id: str | None
+    ) -> DynamicCall:
+        """The call at this position: the recorded one if it matches, else a new one."""
+        position = self._issued
+        self._issued += 1
+        digest = replay_key(name, value)
+        if position < len(state.calls):
+            recorded = state.calls[position]
+            wanted = f"{name}@{run_id}" if run_id else None
+            if recorded.digest != digest or (wanted is not None and recorded.key != wanted):
+                raise self._changed(position, recorded, name, value)
+            return recorded
+        key = f"{name}@{run_id or self._next_number(state, name)}"
+        if run_id is not None:
+            _check_run_id(name, run_id, state, key)
+        call = DynamicCall(key=key, digest=digest)
+        state.calls.append(call)
+        return call
+
+    @staticmethod
+    def _next_number(state: WorkflowState, name: str) -> int:
+        return 1 + sum(1 for c in state.calls if c.key.rpartition("@")[0] == name)
+
+    def _changed(
+        self, position: int, recorded: DynamicCall, name: str, value: JsonValue
+    ) -> WorkflowChangedError:
+        before = recorded.key.rpartition("@")[0]
+        what = (
+            f"ctx.run_node('{name}') with a different input ({value!r})"
+            if before == name
+            else f"ctx.run_node('{name}')"
+        )
+        return WorkflowChangedError(
+            f"node run '{self._record.path}' changed since invocation "
+            f"'{self._invocation.invocation_id}' started: its dynamic call #{position + 1} was "
+            f"ctx.run_node('{before}') ({recorded.key}) and is now {what}. Dynamic calls are "
+            "matched by the order the code issues them; resume with the code the run started "
+            "with, or start a new run."
+        )
+
+    def _finished(self, child: RunRecord) -> None:
+        """Inside the child's last step: a completed child's output joins its call."""
+        state = self._state()
+        if child.status is not RunStatus.COMPLETED:
+            return
+        state.runs.pop(child.key, None)
+        for call in state.calls:
+            if call.key == child.key:
+                call.done = True
+                call.output = child.output
+
+    async def settle(self, *, cancel: bool) -> list[str]:
+        """Wait for children still in flight (cancelled first when `cancel`).
+
+        Returns:
+            The interrupt ids of this run's children that wait for input.
+        """
+        if cancel:
+            for task in self._inflight:
+                task.cancel()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        state = self._record.child
+        return state.open_interrupts() if state is not None else []
+
+
+def _check_run_id(name: str, run_id: str, state: WorkflowState, key: str) -> None:
+    if run_id.isdigit():
+        raise ValueError(
+            f"run_id {run_id!r} of dynamic node '{name}' is a number, which is reserved for "
+            "numbered calls; give it a name with letters (e.g. 'review-1')."
+        )
+    if any(c.key == key for c in state.calls):
+        raise ValueError(
+            f"run_id {run_id!r} of dynamic node '{name}' was already used by this node run; "
+            "give each call its own run_id."
+        )
