@@ -78,6 +78,7 @@ class Live:
     url: str
     client: httpx.AsyncClient
     service: BaseSessionService
+    app: FastAPI | None = None
 
     async def create(self, app: str, user: str, **body: JsonValue) -> str:
         r = await self.client.post(f"/apps/{app}/users/{user}/sessions", json=body)
@@ -174,7 +175,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         )
         serving = await serve(app)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
-        live = Live(serving.url, client, service)
+        live = Live(serving.url, client, service, app)
         stack.append((serving, live))
         return live
 

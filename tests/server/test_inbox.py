@@ -95,3 +95,78 @@ async def test_pending_stream_sees_changes_made_by_another_process(live: Live) -
             )
         opened = await next_frame(lines)
         assert [p["interruptId"] for p in opened["pending"]] == ["approve"]
+
+
+async def frame_with(lines: Any, interrupts: list[str]) -> dict[str, Any]:
+    """The first frame whose open questions are `interrupts` (a run's steps send several)."""
+    while True:
+        found = await next_frame(lines)
+        if sorted(p["interruptId"] for p in found["pending"]) == interrupts:
+            return found
+
+
+async def test_one_inbox_stream_carries_every_apps_questions_and_sessions(live: Live) -> None:
+    s_form = await live.create("form", "u")
+    s_appr = await live.create("approval", "u")
+    await live.create("approval", "someone-else")
+    async with live.client.stream("GET", "/users/u/inbox/stream") as response:
+        lines = response.aiter_lines()
+        first = await next_frame(lines)
+        assert first["pending"] == []
+        assert {(s["appName"], s["id"]) for s in first["sessions"]} == {
+            ("form", s_form),
+            ("approval", s_appr),
+        }
+        await live.start("approval", "u", s_appr)
+        opened = await frame_with(lines, ["approve"])
+        assert [p["appName"] for p in opened["pending"]] == ["approval"]
+        assert opened["sessions"][0]["id"] == s_appr  # the most recently updated first
+        await live.start("form", "u", s_form)
+        await frame_with(lines, ["age", "approve", "name"])
+        base = f"/apps/approval/users/u/sessions/{s_appr}/interrupts/approve/respond"
+        await live.client.post(base, json={"response": {"approved": True}})
+        await frame_with(lines, ["age", "name"])
+
+
+async def test_inbox_snapshot_filters_by_app_and_refuses_unknown_apps(live: Live) -> None:
+    s_form = await live.create("form", "u")
+    await live.start("form", "u", s_form)
+    s_appr = await live.create("approval", "u")
+    await live.start("approval", "u", s_appr)
+    only = (await live.client.get("/users/u/inbox", params={"app": "approval"})).json()
+    assert [p["interruptId"] for p in only["pending"]] == ["approve"]
+    assert [s["id"] for s in only["sessions"]] == [s_appr]
+    every = (await live.client.get("/users/u/inbox")).json()
+    assert len(every["pending"]) == 3
+    for path in ("/users/u/inbox", "/users/u/inbox/stream"):
+        r = await live.client.get(path, params={"app": ["approval", "nope"]})
+        assert r.status_code == 404, r.text
+        assert "app 'nope' is not served" in r.json()["detail"]
+
+
+async def test_inbox_stream_needs_the_users_key(start_live: Any) -> None:
+    live: Live = await start_live(keys=["ann:k-ann", "bob:k-bob"])
+    r = await live.client.get("/users/ann/inbox")
+    assert r.status_code == 401
+    r = await live.client.get("/users/ann/inbox/stream", headers={"X-API-Key": "k-bob"})
+    assert r.status_code == 403
+    r = await live.client.get("/users/ann/inbox", headers={"X-API-Key": "k-ann"})
+    assert r.status_code == 200
+    assert r.json() == {"pending": [], "sessions": []}
+
+
+async def test_streams_end_when_the_server_drains(start_live: Any) -> None:
+    live: Live = await start_live()
+    async with (
+        live.client.stream("GET", "/users/u/inbox/stream") as inbox,
+        live.client.stream("GET", "/apps/form/users/u/pending/stream") as pending,
+    ):
+        inbox_lines = inbox.aiter_lines()
+        pending_lines = pending.aiter_lines()
+        await next_frame(inbox_lines)
+        await next_frame(pending_lines)
+        assert live.app is not None
+        live.app.state.drain()
+        async with asyncio.timeout(5):
+            assert [line async for line in inbox_lines if line.startswith("data:")] == []
+            assert [line async for line in pending_lines if line.startswith("data:")] == []

@@ -64,7 +64,17 @@ async def test_inbox_form_answers_a_paused_run_and_it_completes(
     await expect(card.locator("h3")).to_have_text("Approve 120.50 for 'taxi to the airport'?")
     await expect(page.locator("#live")).to_have_text("live")
 
+    # Nothing is decided for the reviewer: the required yes/no starts unpicked and says so.
+    approved = card.locator("input[name=approved]")
+    await expect(approved).to_have_count(2)
+    for box in await approved.all():
+        await expect(box).not_to_be_checked()
+    await expect(card.locator(".field", has_text="Approved")).to_contain_text("required")
+    await card.locator("button[type=submit]").click()
+    await expect(card.locator(".error")).to_contain_text("fill in Approved (required)")
+
     # A schema failure is shown on the card, and the question stays open.
+    await card.locator("input[name=approved][value=yes]").check()
     await card.locator("input[name=adjusted_amount]").fill("-5")
     await card.locator("button[type=submit]").click()
     await expect(card.locator(".error")).to_contain_text("adjusted_amount")
@@ -73,7 +83,6 @@ async def test_inbox_form_answers_a_paused_run_and_it_completes(
     other = await start_paused_run(live, "9 pens")
     await expect(page.locator(f"form.card[data-session='{other}']")).to_have_count(1)
 
-    await card.locator("input[name=approved]").check()
     await card.locator("input[name=comment]").fill("ok, capped")
     await card.locator("select[name=category]").select_option(label="travel")
     await card.locator("input[name=adjusted_amount]").fill("100")
@@ -128,7 +137,7 @@ async def test_inbox_with_api_keys_asks_for_one_and_then_goes_live(
     page = await browser.new_page()
     await page.goto(live.url)
     await expect(page.locator("#activity")).to_contain_text("missing or unknown API key")
-    await expect(page.locator("#live")).to_have_text("offline")
+    await expect(page.locator("#live")).to_have_attribute("data-state", "offline")
     await page.locator("#api-key").fill("k1")
     await page.locator("#api-key").press("Enter")
     await expect(page.locator("#live")).to_have_text("live")
@@ -311,3 +320,106 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     assert answers == [
         {"id": "c1", "name": "issue_refund", "response": {"result": {"approved": True}}}
     ]
+
+
+class Pick(BaseModel):
+    size: Literal["S", "M", "L"]
+    gift: bool
+    note: str = ""
+
+
+def ask_pick(node_input: Any) -> RequestInput:
+    return RequestInput(interrupt_id="pick", message="Which size?", response_schema=Pick)
+
+
+def picked(node_input: Any) -> str:
+    return f"size {node_input['size']}, gift {node_input['gift']}"
+
+
+def pick_app(name: str) -> App:
+    return App(
+        name=name,
+        root_agent=Workflow(name=f"{name}_wf", edges=[("START", ask_pick, picked)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+async def test_six_apps_in_two_tabs_stay_live_and_usable(
+    start_live: StartLive, browser: Browser
+) -> None:
+    """Twelve per-app streams would exhaust the browser's six connections per host; one
+    stream per page leaves room for Start, Submit and the session list."""
+    names = [f"shop{i}" for i in range(1, 7)]
+    live: Live = await start_live(apps=[pick_app(n) for n in names], web=True)
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    first, second = await context.new_page(), await context.new_page()
+    for page in (first, second):
+        await page.goto(live.url)
+        await expect(page.locator("#live")).to_have_text("live")
+        await expect(page.locator("#start-app option")).to_have_count(6)
+
+    await second.locator("#start-app").select_option("shop6")
+    await second.locator("#start-message").fill("a shirt")
+    await second.locator("#start-form button").click()
+    await expect(second.locator("#activity li[data-status=paused]")).to_contain_text("started")
+
+    card = first.locator("form.card[data-interrupt='pick']")
+    await expect(card).to_have_count(1)
+    # A required choice without a default is not preselected; the form says what is missing.
+    await expect(card.locator("select[name=size]")).to_have_value("")
+    await card.locator("button[type=submit]").click()
+    await expect(card.locator(".error")).to_contain_text("fill in Size, Gift (required)")
+    await card.locator("select[name=size]").select_option(label="M")
+    await card.locator("input[name=gift][value=no]").check()
+    await card.locator("button[type=submit]").click()
+    done = first.locator("#activity li[data-status=completed]")
+    await expect(done).to_contain_text("picked: size M, gift False")
+    for page in (first, second):
+        await expect(page.locator("#count")).to_have_text("0")
+        await expect(page.locator("#sessions li")).to_have_count(1)
+        await expect(page.locator("#live")).to_have_text("live")
+    await context.close()
+
+
+async def test_the_badge_tells_the_truth_and_the_page_reconnects(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[example_app()], web=True)
+    page = await browser.new_page()
+    await page.route("**/inbox/stream", lambda route: route.abort())  # the network is down
+    await page.goto(live.url)
+    badge = page.locator("#live")
+    await expect(badge).to_have_attribute("data-state", "offline")
+    await expect(badge).to_contain_text("retry in")
+    await page.unroute("**/inbox/stream")  # back: the next retry (backoff) goes live
+    await expect(badge).to_have_text("live", timeout=10_000)
+    sid = await start_paused_run(live, "3 stamps")
+    await expect(page.locator(f"form.card[data-session='{sid}']")).to_have_count(1)
+    assert live.app is not None
+    live.app.state.drain()  # the server shuts down: its streams end, the badge says so
+    await expect(badge).to_have_attribute("data-state", "offline")
+
+
+async def test_phone_width_has_no_horizontal_overflow(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[example_app()], web=True)
+    sid = await start_paused_run(live, "120.5 taxi to the airport with a very long description")
+    page = await browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
+    await page.goto(live.url)
+    card = page.locator(f"form.card[data-session='{sid}']")
+    await expect(card.locator("h3")).to_contain_text("Approve 120.50")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = await card.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0
+    assert box["x"] + box["width"] <= 390
+    await screenshot(page, "phone-inbox")
+    await card.locator("input[name=approved][value=yes]").check()
+    await card.locator("button[type=submit]").click()
+    done = page.locator("#activity li[data-status=completed]")
+    await done.locator("a").click()
+    await expect(page.locator("#session-view")).to_be_visible()
+    await expect(page.locator("#session-view tr", has_text="pay@1")).to_contain_text("completed")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await screenshot(page, "phone-session")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import platform
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Final, TypeVar, final
+from typing import Annotated, Final, TypeVar, final
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Response, params
+from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response, params
 from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -36,6 +36,7 @@ from baton.server.bodies import (
     VersionInfo,
 )
 from baton.server.catalog import AppCatalog
+from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.origins import allow_origins
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
@@ -62,6 +63,28 @@ class _Server:
     changes: ChangeSignal = field(default_factory=ChangeSignal)
     group: asyncio.TaskGroup | None = None
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def drain(self) -> None:
+        """End every live stream (pending and inbox) now: the server is shutting down."""
+        self.stopping.set()
+        self.changes.notify()
+
+    async def read(self, work: Coroutine[object, object, _T]) -> _T:
+        """Await `work` run in the server's task group, so a stream cancelled by its client
+        never tears a database connection down in the middle of a query."""
+        return await asyncio.shield(self.spawn(work))
+
+    def watch(
+        self, read: Callable[[], Coroutine[object, object, JsonValue]]
+    ) -> AsyncIterator[bytes]:
+        """The SSE frames of a stream showing `read()` as it changes, until the server drains."""
+        return watch(
+            lambda: self.read(read()),
+            changes=self.changes,
+            interval=min(self.poll_interval, self.keepalive),
+            stopping=self.stopping,
+        )
 
     def spawn(self, work: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
         """Run `work` in the server's task group."""
@@ -110,6 +133,7 @@ def create_app(
             try:
                 yield
             finally:
+                server.drain()
                 server.group = None
                 # Runs still going are cut off; each can be resumed by its invocation id.
                 for task in list(server.runs):
@@ -121,6 +145,8 @@ def create_app(
         description="Durable, resumable agent workflows with human-in-the-loop.",
         lifespan=lifespan,
     )
+    # The hook a graceful shutdown calls first: live streams end, so connections can close.
+    app.state.drain = server.drain
     app.add_middleware(LenientJsonMiddleware)
     install_refusals(app)
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
@@ -128,11 +154,16 @@ def create_app(
     app.include_router(_session_routes(server))
     app.include_router(_run_routes(server))
     app.include_router(_inbox_routes(server))
+    app.include_router(_user_inbox_routes(server))
     if web:
         app.include_router(_page_routes())
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
 
+
+AppFilter = Annotated[
+    list[str], Query(default_factory=list[str], description="Only these apps (default: all).")
+]
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
@@ -399,19 +430,12 @@ async def _pending(
 
 
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
-    sent: Sequence[JsonValue] | None = None
-    while True:
-        # The stream is cancelled when its client leaves. The read runs in the server's task
-        # group, so a cancel never tears a database connection down in the middle of a query.
-        read = server.spawn(_pending(server, app_name, user_id, None))
-        rows = await asyncio.shield(read)
-        current: list[JsonValue] = [row.to_wire() for row in rows]
-        if current != sent:
-            sent = current
-            yield frame({"pending": current})
-        else:
-            yield keepalive_frame()
-        await server.changes.wait(min(server.poll_interval, server.keepalive))
+    async def read() -> JsonValue:
+        rows = await _pending(server, app_name, user_id, None)
+        return {"pending": [row.to_wire() for row in rows]}
+
+    async for chunk in server.watch(read):
+        yield chunk
 
 
 async def _answer(
@@ -431,6 +455,35 @@ async def _answer(
         state_delta=body.state_delta,
         new_message=Content(role="user", parts=[Part(function_response=response)]),
     )
+
+
+def _user_inbox_routes(server: _Server) -> APIRouter:
+    """One user's inbox across apps: a snapshot, and the one stream a page needs."""
+    router = APIRouter(
+        prefix="/users/{user_id}/inbox",
+        dependencies=[*_SECURITY, _user_guard(server)],
+        responses=ERROR_RESPONSES,
+    )
+
+    @router.get("", response_model=InboxSnapshot, response_model_exclude_none=True)
+    async def inbox(user_id: str, app: AppFilter) -> InboxSnapshot:  # pyright: ignore[reportUnusedFunction] -- a route
+        return await read_inbox(server.catalog, user_id, chosen_apps(server.catalog, app))
+
+    @router.get(
+        "/stream",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}}},
+    )
+    async def inbox_stream(user_id: str, app: AppFilter) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
+        names = chosen_apps(server.catalog, app)
+
+        async def read() -> JsonValue:
+            snapshot = await read_inbox(server.catalog, user_id, names)
+            return snapshot.to_wire()
+
+        return StreamingResponse(server.watch(read), media_type="text/event-stream")
+
+    return router
 
 
 def _page_routes() -> APIRouter:

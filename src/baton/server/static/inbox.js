@@ -3,7 +3,7 @@
 "use strict";
 
 const { el } = SchemaForm;
-const state = { user: "user", key: "", apps: [], pending: {}, cards: new Map(), streams: null, liveCount: 0 };
+const state = { user: "user", key: "", apps: [], pending: [], sessions: [], cards: new Map() };
 const $ = (id) => document.getElementById(id);
 const enc = encodeURIComponent;
 
@@ -43,66 +43,108 @@ function short(value, limit = 140) {
   return text && text.length > limit ? `${text.slice(0, limit - 1)}…` : text ?? "";
 }
 
-// -- live pending streams ---------------------------------------------------------------
+// -- the one live stream ---------------------------------------------------------------
+// A browser allows six connections per host, so the page opens ONE stream for everything
+// it shows (every app's questions, the recent sessions). It reconnects with backoff, and
+// the badge says what is true: live only while frames or keep-alives keep arriving.
 
-function setLive() {
-  const live = $("live");
-  const on = state.liveCount > 0;
-  live.textContent = on ? "live" : "offline";
-  live.className = `live ${on ? "on" : "off"}`;
+const STALL_MS = 20000;   // no byte for this long: the stream is dead, reconnect
+const MAX_BACKOFF_MS = 30000;
+const live = { controller: null, attempt: 0, lastError: "" };
+
+function setLive(status, text) {
+  const badge = $("live");
+  badge.textContent = text || status;
+  badge.className = `live ${status === "live" ? "on" : status === "offline" ? "off" : "wait"}`;
+  badge.dataset.state = status;
 }
 
 function connect() {
-  if (state.streams) state.streams.abort();
-  state.streams = new AbortController();
-  state.pending = {};
+  if (live.controller) live.controller.abort();
+  live.controller = new AbortController();
+  live.attempt = 0;
+  live.lastError = "";
+  state.pending = [];
+  state.sessions = [];
   for (const card of state.cards.values()) card.remove();
   state.cards.clear();
   render();
-  for (const app of state.apps) follow(app, state.streams.signal);
+  follow(live.controller.signal);
 }
 
-async function follow(app, signal) {
+async function follow(signal) {
   while (!signal.aborted) {
-    let connected = false;
+    setLive("connecting", "connecting…");
     try {
-      const response = await fetch(`${userBase(app)}/pending/stream`, { headers: headers(false), signal });
-      if (!response.ok) throw new Error((await response.json()).detail || response.statusText);
-      connected = true;
-      state.liveCount += 1;
-      setLive();
-      await readFrames(response.body, (data) => {
-        state.pending[app] = data.pending;
-        render();
-        refreshSession(app);
-        scheduleSessions();
-      });
+      await streamOnce(signal);
+      throw new Error("the server ended the stream (restarting?)");
     } catch (error) {
       if (signal.aborted) return;
-      if (!connected) log(`${app}: ${error.message}`, "failed");
-    } finally {
-      if (connected) { state.liveCount -= 1; setLive(); }
+      if (error.message !== live.lastError) log(`live updates: ${error.message}`, "failed");
+      live.lastError = error.message;
     }
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    if (signal.aborted) return;
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** live.attempt) * (0.75 + Math.random() / 2);
+    live.attempt += 1;
+    setLive("offline", `offline · retry in ${Math.round(delay / 1000)} s`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
   }
 }
 
-async function readFrames(body, onData) {
+async function streamOnce(outer) {
+  const own = new AbortController();
+  const stop = () => own.abort();
+  outer.addEventListener("abort", stop);
+  try {
+    const response = await fetch(`/users/${enc(state.user)}/inbox/stream`, { headers: headers(false), signal: own.signal });
+    if (!response.ok) {
+      const data = await response.json().catch(() => null);
+      throw new Error((data && data.detail) || response.statusText);
+    }
+    await readFrames(response.body, own, (data) => {
+      live.attempt = 0;
+      setLive("live");
+      onSnapshot(data);
+    }, () => setLive("live"));
+  } finally {
+    outer.removeEventListener("abort", stop);
+  }
+}
+
+// Calls onData for each data frame and onBeat for every chunk (keep-alives included);
+// aborts the request when nothing arrives for STALL_MS.
+async function readFrames(body, controller, onData, onBeat) {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-      if (data) onData(JSON.parse(data));
+  let timer = setTimeout(() => controller.abort(), STALL_MS);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(), STALL_MS);
+      onBeat();
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        if (data) onData(JSON.parse(data));
+      }
     }
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+function onSnapshot(data) {
+  state.pending = data.pending;
+  state.sessions = data.sessions;
+  render();
+  renderSessions();
+  refreshSession();
 }
 
 // -- inbox ------------------------------------------------------------------------------
@@ -112,7 +154,7 @@ function keyOf(item) {
 }
 
 function render() {
-  const items = Object.values(state.pending).flat().sort((a, b) => a.createdAt - b.createdAt);
+  const items = state.pending;
   const wanted = new Set(items.map(keyOf));
   for (const [key, card] of state.cards) {
     if (!wanted.has(key)) { card.remove(); state.cards.delete(key); }
@@ -211,17 +253,8 @@ async function startRun(event) {
 
 // -- recent sessions ----------------------------------------------------------------------
 
-let sessionsTimer = null;
-
-function scheduleSessions() {
-  if (sessionsTimer === null) sessionsTimer = setTimeout(loadSessions, 300);
-}
-
-async function loadSessions() {
-  sessionsTimer = null;
-  const lists = await Promise.all(state.apps.map((app) => api(`${userBase(app)}/sessions`).catch(() => [])));
-  const recent = lists.flat().sort((a, b) => b.lastUpdateTime - a.lastUpdateTime).slice(0, 10);
-  $("sessions").replaceChildren(...recent.map((s) => el("li", {}, [
+function renderSessions() {
+  $("sessions").replaceChildren(...state.sessions.slice(0, 10).map((s) => el("li", {}, [
     el("a", { href: `#/session/${enc(s.appName)}/${enc(s.id)}`, text: `${s.appName} · ${s.id.slice(0, 8)}` }),
     el("span", { class: "when", text: ` ${when(s.lastUpdateTime)}` }),
   ])));
@@ -233,8 +266,8 @@ let viewing = null;
 
 function table(columns, rows) {
   const head = el("tr", {}, columns.map((c) => el("th", { text: c })));
-  const body = rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, [c]))));
-  return el("table", {}, [el("thead", {}, [head]), el("tbody", {}, body)]);
+  const body = rows.map((cells) => el("tr", {}, cells.map((c, i) => el("td", { "data-label": columns[i] }, [c]))));
+  return el("div", { class: "scroll" }, [el("table", {}, [el("thead", {}, [head]), el("tbody", {}, body)])]);
 }
 
 function badge(status) {
@@ -246,7 +279,8 @@ function code(value) {
 }
 
 async function showSession(app, sessionId) {
-  viewing = { app, sessionId };
+  const summary = state.sessions.find((s) => s.appName === app && s.id === sessionId);
+  viewing = { app, sessionId, stamp: summary ? summary.lastUpdateTime : null };
   $("inbox-view").hidden = true;
   $("session-view").hidden = false;
   $("session-title").textContent = `${app} · session ${sessionId}`;
@@ -290,8 +324,13 @@ function continueAction(app, sessionId, run) {
   return el("div", { class: "run-action" }, [button, error]);
 }
 
-function refreshSession(app) {
-  if (viewing && viewing.app === app && !$("session-view").hidden) showSession(viewing.app, viewing.sessionId);
+// The stream sends a frame only when something changed; the session shown is reloaded
+// when its own update time moved.
+function refreshSession() {
+  if (!viewing || $("session-view").hidden) return;
+  const summary = state.sessions.find((s) => s.appName === viewing.app && s.id === viewing.sessionId);
+  const stamp = summary ? summary.lastUpdateTime : null;
+  if (stamp !== viewing.stamp) showSession(viewing.app, viewing.sessionId);
 }
 
 function route() {
@@ -334,7 +373,6 @@ async function loadApps() {
   }
   $("start-app").replaceChildren(...state.apps.map((a) => el("option", { value: a, text: a })));
   connect();
-  scheduleSessions();
 }
 
 init();

@@ -39,14 +39,22 @@ const SchemaForm = (() => {
     return schema.title || name || "answer";
   }
 
+  // Each field is {element, read}: read() returns the value, or undefined when left empty.
+  // Nothing is preselected unless the schema has a default: a person decides every
+  // required value, and the form says which are required.
   function build(schema, root, name, required) {
     schema = resolve(schema, root);
     const optional = unwrapOptional(schema, root);
     schema = resolve(optional.schema, root);
     const nullable = optional.nullable || !required;
+    const field = pick(schema, root, name, nullable);
+    return { ...field, required: !nullable, name: label(name, schema) };
+  }
+
+  function pick(schema, root, name, nullable) {
     if (Array.isArray(schema.enum)) return enumField(schema, name, nullable);
     switch (schema.type) {
-      case "boolean": return booleanField(schema, name);
+      case "boolean": return booleanField(schema, name, nullable);
       case "integer": case "number": return numberField(schema, name, nullable);
       case "string": return stringField(schema, name, nullable);
       case "object":
@@ -56,26 +64,47 @@ const SchemaForm = (() => {
     }
   }
 
-  function row(name, schema, control, extra = "") {
+  function row(name, schema, control, { extra = "", required = false } = {}) {
     const hint = schema.description ? el("small", { class: "hint", text: schema.description }) : null;
-    return el("label", { class: `field ${extra}` }, [el("span", { text: label(name, schema) }), control, hint]);
+    const title = el("span", { text: label(name, schema) }, [required ? el("em", { class: "req", text: " required" }) : null]);
+    return el(extra === "choice" ? "div" : "label", { class: `field ${extra}` }, [title, control, hint]);
+  }
+
+  function hasDefault(schema) {
+    return schema.default !== undefined && schema.default !== null;
   }
 
   function enumField(schema, name, nullable) {
-    const select = el("select", { name });
-    if (nullable) select.append(el("option", { value: "", text: "—" }));
+    const select = el("select", { name, required: !nullable });
+    if (nullable || !hasDefault(schema)) {
+      select.append(el("option", { value: "", text: nullable ? "—" : "— choose —", selected: !hasDefault(schema) }));
+    }
     schema.enum.forEach((value, i) => {
       select.append(el("option", { value: String(i), text: String(value), selected: value === schema.default }));
     });
     return {
-      element: row(name, schema, select),
+      element: row(name, schema, select, { required: !nullable }),
       read: () => (select.value === "" ? undefined : schema.enum[Number(select.value)]),
     };
   }
 
-  function booleanField(schema, name) {
-    const box = el("input", { type: "checkbox", name, checked: schema.default === true });
-    return { element: row(name, schema, box, "toggle"), read: () => box.checked };
+  // With a default: a checkbox showing it. Without one: yes / no, neither picked.
+  function booleanField(schema, name, nullable) {
+    if (typeof schema.default === "boolean") {
+      const box = el("input", { type: "checkbox", name, checked: schema.default === true });
+      return { element: row(name, schema, box, { extra: "toggle" }), read: () => box.checked };
+    }
+    const group = `${name || "answer"}-${Math.random().toString(36).slice(2, 8)}`;
+    const yes = el("input", { type: "radio", name, value: "yes", "data-group": group });
+    const no = el("input", { type: "radio", name, value: "no", "data-group": group });
+    for (const box of [yes, no]) box.addEventListener("change", () => { (box === yes ? no : yes).checked = false; });
+    const choice = el("span", { class: "yes-no", role: "radiogroup" }, [
+      el("label", {}, [yes, " yes"]), el("label", {}, [no, " no"]),
+    ]);
+    return {
+      element: row(name, schema, choice, { extra: "choice", required: !nullable }),
+      read: () => (yes.checked ? true : no.checked ? false : undefined),
+    };
   }
 
   function numberField(schema, name, nullable) {
@@ -85,8 +114,8 @@ const SchemaForm = (() => {
       value: typeof schema.default === "number" ? schema.default : undefined,
     });
     return {
-      element: row(name, schema, input),
-      read: () => (input.value === "" ? (nullable ? undefined : NaN) : Number(input.value)),
+      element: row(name, schema, input, { required: !nullable }),
+      read: () => (input.value === "" ? undefined : Number(input.value)),
     };
   }
 
@@ -95,9 +124,9 @@ const SchemaForm = (() => {
       type: "text", name, required: !nullable, value: typeof schema.default === "string" ? schema.default : undefined,
     });
     return {
-      element: row(name, schema, input),
-      // Left empty, an optional string without a text default is omitted (not sent as "").
-      read: () => (input.value === "" && nullable && typeof schema.default !== "string" ? undefined : input.value),
+      element: row(name, schema, input, { required: !nullable }),
+      // Left empty, a string without a text default is omitted (not sent as "").
+      read: () => (input.value === "" && typeof schema.default !== "string" ? undefined : input.value),
     };
   }
 
@@ -112,10 +141,13 @@ const SchemaForm = (() => {
       element,
       read: () => {
         const value = {};
+        const missing = [];
         for (const [key, field] of fields) {
           const v = field.read();
           if (v !== undefined) value[key] = v;
+          else if (field.required) missing.push(field.name);
         }
+        if (missing.length) throw new Error(`fill in ${missing.join(", ")} (required)`);
         return value;
       },
     };
@@ -125,10 +157,10 @@ const SchemaForm = (() => {
     const area = el("textarea", { name, placeholder: "JSON (or plain text)" });
     if (schema.default !== undefined) area.value = JSON.stringify(schema.default, null, 2);
     return {
-      element: row(name, schema, area),
+      element: row(name, schema, area, { required: !nullable }),
       read: () => {
         const text = area.value.trim();
-        if (text === "") return nullable ? undefined : "";
+        if (text === "") return undefined;
         try { return JSON.parse(text); } catch { return area.value; }
       },
     };
@@ -137,7 +169,7 @@ const SchemaForm = (() => {
   // A form for `schema` (null: any answer). Returns {element, read}; read() throws on bad input.
   function create(schema) {
     const root = schema || {};
-    const main = schema ? build(schema, root, "", true) : rawField({}, "answer", false);
+    const main = schema ? build(schema, root, "", true) : { ...rawField({}, "answer", true), required: false };
     const raw = el("textarea", { class: "raw-json", name: "raw-json" });
     const details = el("details", { class: "raw" }, [el("summary", { text: "Answer as raw JSON" }), raw]);
     details.addEventListener("toggle", () => {
@@ -151,7 +183,7 @@ const SchemaForm = (() => {
       read: () => {
         if (details.open) return JSON.parse(raw.value);
         const value = main.read();
-        if (typeof value === "number" && Number.isNaN(value)) throw new Error("fill in every required number");
+        if (value === undefined && main.required) throw new Error("fill in the answer (required)");
         return value === undefined ? null : value;
       },
     };
