@@ -27,7 +27,10 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     """The answer checked against the interrupt's response_schema.
 
     A text answer to a non-text schema is read as JSON first (so a typed "42" in a
-    terminal or a form reaches an integer schema as 42).
+    terminal or a form reaches an integer schema as 42). An optional property (not
+    in its object's `required`) that arrives as null, where its schema does not
+    accept null, is treated as absent: forms send null for every field left empty.
+    The answer without those keys is what is validated and returned.
 
     Raises:
         InvalidResponseError: the answer does not match; names the interrupt and the problem.
@@ -38,8 +41,10 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     if isinstance(value, str) and schema.get("type") not in (None, "string"):
         with contextlib.suppress(ValueError):
             value = json.loads(value)
+    validator = Draft202012Validator(schema)
+    value = _without_null_optionals(validator, schema, schema, value)
     errors: list[ValidationError] = list(
-        Draft202012Validator(schema).iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
+        validator.iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
     )
     if not errors:
         return value
@@ -49,6 +54,70 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
         f"answer to interrupt '{row.interrupt_id}' does not match its response_schema: "
         f"{where}: {error.message}. Nothing was stored; correct the answer and send it again."
     )
+
+
+def _without_null_optionals(
+    validator: Draft202012Validator,
+    root: dict[str, JsonValue],
+    schema: JsonValue,
+    value: JsonValue,
+) -> JsonValue:
+    """`value` without the optional properties that are null where null is not allowed.
+
+    Follows the object schemas `value` meets (through local `$ref`s and one-item
+    `allOf`s, as pydantic writes nested models); anything else is left as it is.
+    """
+    schema = _resolved(root, schema)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(value, dict) or not isinstance(properties, dict):
+        return value
+    assert isinstance(schema, dict)
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set[JsonValue]()
+    kept: dict[str, JsonValue] = {}
+    for key, item in value.items():
+        sub = properties.get(key)
+        if sub is None:
+            kept[key] = item
+        elif item is None and key not in needed and not _accepts_null(validator, root, sub):
+            continue
+        else:
+            kept[key] = _without_null_optionals(validator, root, sub, item)
+    return kept
+
+
+def _resolved(root: dict[str, JsonValue], schema: JsonValue) -> JsonValue:
+    """`schema` with a local `$ref` (`#/...`) or a one-item `allOf` followed."""
+    for _ in range(32):  # a bound, in case of a reference cycle
+        if not isinstance(schema, dict):
+            return schema
+        ref = schema.get("$ref")
+        all_of = schema.get("allOf")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            schema = _pointer(root, ref[2:])
+        elif isinstance(all_of, list) and len(all_of) == 1:
+            schema = all_of[0]
+        else:
+            return schema
+    return schema
+
+
+def _pointer(root: dict[str, JsonValue], path: str) -> JsonValue:
+    """The part of `root` at a JSON pointer (without its `#/`); None when absent."""
+    node: JsonValue = root
+    for step in path.split("/"):
+        step = step.replace("~1", "/").replace("~0", "~")
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
+
+
+def _accepts_null(
+    validator: Draft202012Validator, root: dict[str, JsonValue], schema: JsonValue
+) -> bool:
+    """Whether null is a valid value of `schema` (a part of `root`)."""
+    if not isinstance(schema, dict | bool):
+        return True
+    return validator.evolve(schema=schema).is_valid(None)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
 
 
 def _most_relevant(errors: list[ValidationError]) -> ValidationError:

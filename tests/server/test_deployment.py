@@ -73,8 +73,16 @@ async def test_a_failing_node_ends_the_stream_with_an_error_frame(start_live: St
     assert frames[0]["errorCode"] == "RuntimeError"
     assert frames[-1]["error"] == "RuntimeError: cannot handle 'boom'"
     assert frames[-1]["error_details"]["error_type"] == "RuntimeError"
-    events = await live.run("failing", "u", sid, newMessage=message)
-    assert [e["errorMessage"] for e in events] == ["cannot handle 'boom'"]
+    # /run answers with an error status too, the events committed before the failure kept.
+    r = await live.client.post(
+        "/run", json={**body, "sessionId": await live.create("failing", "u")}
+    )
+    assert (r.status_code, r.json()["error"], r.json()["detail"]) == (
+        500,
+        "RuntimeError",
+        "cannot handle 'boom'",
+    )
+    assert [e["errorMessage"] for e in r.json()["events"]] == ["cannot handle 'boom'"]
 
 
 def write_app(folder: Path, source: str) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Final, TypeVar, final
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response, params
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
@@ -40,8 +40,10 @@ from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.origins import allow_origins
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
+from baton.server.run_replies import invocation_of_call, run_reply, shown
 from baton.server.security import ApiKeys
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
+from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
@@ -149,6 +151,7 @@ def create_app(
     app.state.drain = server.drain
     app.add_middleware(LenientJsonMiddleware)
     install_refusals(app)
+    app.add_middleware(StreamRefusalsMiddleware)
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
     app.include_router(_public_routes(server))
     app.include_router(_session_routes(server))
@@ -324,10 +327,9 @@ def _run_routes(server: _Server) -> APIRouter:
     router = APIRouter(dependencies=_SECURITY, responses=ERROR_RESPONSES)
 
     @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
-    async def run(request: Request, body: RunAgentRequest) -> list[Event]:  # pyright: ignore[reportUnusedFunction] -- a route
+    async def run(request: Request, body: RunAgentRequest) -> list[Event] | JSONResponse:  # pyright: ignore[reportUnusedFunction] -- a route
         server.keys.authorize(request, body.user_id)
-        feed = await _start(server, body)
-        return [item async for item in feed.items() if isinstance(item, Event) and _shown(item)]
+        return await run_reply(await _start(server, body))
 
     @router.post(
         "/run_sse",
@@ -350,7 +352,7 @@ async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
         runner.run_async(
             user_id=body.user_id,
             session_id=body.session_id,
-            invocation_id=body.invocation_id,
+            invocation_id=await _invocation_meant(server, body),
             new_message=message,
             state_delta=body.state_delta,
             answered_by=body.user_id if answers else None,
@@ -363,14 +365,31 @@ async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
     return feed
 
 
-def _shown(item: Event | Exception | None) -> bool:
-    """Whether a feed item goes to the client (not the echo of its own message)."""
-    return not (isinstance(item, Event) and item.author == "user")
+async def _invocation_meant(server: _Server, body: RunAgentRequest) -> str | None:
+    """The request's invocation id, or that of the call event it answers.
+
+    `functionCallEventId` (sent by the reference's web UI with an answer) picks the
+    invocation when the same interrupt id is open in more than one.
+    """
+    event_id = body.function_call_event_id
+    if event_id is None:
+        return body.invocation_id
+    key = SessionKey(body.app_name, body.user_id, SessionId(body.session_id))
+    server.catalog.runner(body.app_name)
+    found = await invocation_of_call(server.catalog.session_service.store, key, event_id)
+    if found is None:
+        return body.invocation_id
+    if body.invocation_id not in (None, found):
+        raise InvalidMessageError(
+            f"functionCallEventId '{event_id}' belongs to invocation '{found}', but "
+            f"invocationId is '{body.invocation_id}'; send one of them, or both matching."
+        )
+    return found
 
 
 async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
     async for item in feed.items(idle_after=keepalive):
-        if not _shown(item):
+        if not shown(item):
             continue
         if item is None:
             yield keepalive_frame()
@@ -410,12 +429,11 @@ def _inbox_routes(server: _Server) -> APIRouter:
     )
     async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, session_id: str, interrupt_id: str, body: RespondRequest
-    ) -> list[Event]:
+    ) -> list[Event] | JSONResponse:
         run = await _answer(
             server, SessionKey(app_name, user_id, SessionId(session_id)), interrupt_id, body
         )
-        feed = await _start(server, run)
-        return [item async for item in feed.items() if isinstance(item, Event) and _shown(item)]
+        return await run_reply(await _start(server, run))
 
     return router
 

@@ -20,6 +20,9 @@ async function api(path, { method = "GET", body } = {}) {
   });
   const data = await response.json().catch(() => null);
   if (!response.ok) {
+    // A run that failed after it started answers with the error's status and the events it
+    // committed; callers report its outcome from the session's timeline.
+    if (data && Array.isArray(data.events)) return data.events;
     // Refusals carry `detail` (text), or FastAPI's list of problems plus a `message`.
     const detail = data && (data.message || data.detail);
     throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail || response.statusText));
