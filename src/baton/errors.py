@@ -13,6 +13,7 @@ __all__ = [
     "BatonError",
     "ExtraNotInstalledError",
     "GraphValidationError",
+    "InvalidIdError",
     "InvalidMessageError",
     "InvalidResponseError",
     "InvocationBusyError",
@@ -79,6 +80,10 @@ class StaleVersionError(BatonError, RuntimeError):
 
 class InvalidResponseError(BatonError, ValueError):
     """A response does not match its interrupt's response_schema."""
+
+
+class InvalidIdError(BatonError, ValueError):
+    """An id (user, session, invocation, interrupt) is too long or holds control characters."""
 
 
 class InvalidMessageError(BatonError, ValueError):

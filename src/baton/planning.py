@@ -27,6 +27,7 @@ from baton.errors import (
     UnknownInterruptError,
 )
 from baton.invocation import PlanKind, RunPlan
+from baton.sessions.ids import check_id, check_key, check_text
 from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
@@ -75,6 +76,7 @@ class CallPlanner:
 
         Raises:
             InvalidMessageError: neither given, or the two disagree.
+            InvalidIdError: an id is too long or holds control characters.
         """
         if session is not None:
             if session.app_name != self.app_name:
@@ -89,13 +91,16 @@ class CallPlanner:
                         f"{name} '{value}' contradicts session= (whose {name} is '{own}'); "
                         "pass one or the other."
                     )
+            check_key(session.key)
             return session.key
         if user_id is None or session_id is None:
             raise InvalidMessageError(
                 "run_async needs user_id= and session_id= (or session=) to know which "
                 "session to run in."
             )
-        return SessionKey(self.app_name, user_id, SessionId(session_id))
+        key = SessionKey(self.app_name, user_id, SessionId(session_id))
+        check_key(key)
+        return key
 
     async def plan(
         self,
@@ -111,6 +116,7 @@ class CallPlanner:
             checkpoint (InvocationBusyError only for an answer whose run is executing
             right now; the lease claim and the fingerprint check come after).
         """
+        _check_call(message, invocation_id)
         session = await self._session(key)
         responses = message.function_responses if message else []
         if responses:
@@ -257,3 +263,19 @@ class CallPlanner:
         probe = f"{self.owner}/probe-{uuid.uuid4().hex[:8]}"
         lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
         await self.store.release(lease)
+
+
+def _check_call(message: Content | None, invocation_id: str | None) -> None:
+    """Refuse ids and text no backend can store, before anything is read or written.
+
+    Raises:
+        InvalidIdError: the invocation id or an answered interrupt's id breaks a rule.
+        InvalidMessageError: a text part holds NUL.
+    """
+    if invocation_id:
+        check_id("invocation_id", invocation_id)
+    for index, part in enumerate(message.parts or [] if message else []):
+        if part.text is not None:
+            check_text(f"new_message.parts[{index}].text", part.text)
+        if part.function_response is not None and part.function_response.id is not None:
+            check_id(f"new_message.parts[{index}].function_response.id", part.function_response.id)

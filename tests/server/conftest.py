@@ -18,7 +18,9 @@ from pydantic import BaseModel, JsonValue
 from baton import App, Context, Event, RequestInput, ResumabilityConfig, Workflow
 from baton.server.app import create_app
 from baton.server.catalog import AppCatalog, load_app
+from baton.server.connections import server_config
 from baton.server.security import ApiKeys
+from baton.server.settings import Limits
 from baton.sessions.services import (
     BaseSessionService,
     DatabaseSessionService,
@@ -118,15 +120,14 @@ class Serving:
         await self.task
 
 
-async def serve(app: FastAPI) -> Serving:
-    config = uvicorn.Config(
+async def serve(app: FastAPI, limits: Limits | None = None) -> Serving:
+    """Serve `app` on a free loopback port as `baton api_server` would (same limits)."""
+    config = server_config(
         app,
         host="127.0.0.1",
         port=0,
+        limits=limits or Limits(),
         log_level="warning",
-        ws="none",
-        http="h11",
-        lifespan="on",
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
@@ -157,6 +158,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         db_url: str | None = None,
         keepalive: float = 15.0,
         origins: list[str] | None = None,
+        limits: Limits | None = None,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -172,8 +174,9 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             allowed_origins=origins or [],
             poll_interval=0.2,
             keepalive=keepalive,
+            limits=limits,
         )
-        serving = await serve(app)
+        serving = await serve(app, limits)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
         live = Live(serving.url, client, service, app)
         stack.append((serving, live))

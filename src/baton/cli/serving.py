@@ -21,7 +21,13 @@ from baton.cli.base import (
     open_catalog,
 )
 from baton.errors import ExtraNotInstalledError
-from baton.server.settings import keys_from_env, origins_from_env, parse_origins
+from baton.server.settings import (
+    Limits,
+    keys_from_env,
+    origins_from_env,
+    parse_origins,
+    parse_size,
+)
 
 __all__ = ["api_server", "web"]
 
@@ -37,6 +43,36 @@ OriginOption = Annotated[
     ),
 ]
 
+MaxBodyOption = Annotated[
+    str,
+    typer.Option(
+        "--max-body",
+        envvar="BATON_MAX_BODY",
+        metavar="SIZE",
+        help="Largest request body (bytes, or e.g. 512KB, 8MB); larger is refused with 413 "
+        "unread.",
+    ),
+]
+ReadTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--read-timeout",
+        envvar="BATON_READ_TIMEOUT",
+        metavar="SECONDS",
+        help="Time a client has to send a request's headers, and again its body (else 408).",
+    ),
+]
+MaxConnectionsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-connections",
+        envvar="BATON_MAX_CONNECTIONS",
+        metavar="N",
+        help="Connections served at once; more are answered 503 until some finish.",
+    ),
+]
+_DEFAULTS = Limits()
+
 
 @cli.command("api_server")
 def api_server(
@@ -48,6 +84,9 @@ def api_server(
     port: PortOption = 8000,
     api_key: KeyOption = None,
     allow_origin: OriginOption = None,
+    max_body: MaxBodyOption = "8MB",
+    read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
+    max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -61,7 +100,8 @@ def api_server(
       baton api_server examples/ --db postgresql+asyncpg://localhost/baton --port 9000
       BATON_API_KEY=alice:s3cret baton api_server examples/
     """
-    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, web=False)
+    limits = _limits(max_body, read_timeout, max_connections)
+    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=False)
     execute(_serve(settings))
 
 
@@ -75,6 +115,9 @@ def web(
     port: PortOption = 8000,
     api_key: KeyOption = None,
     allow_origin: OriginOption = None,
+    max_body: MaxBodyOption = "8MB",
+    read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
+    max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -86,7 +129,8 @@ def web(
     \b
       baton web examples/        then open the URL it prints
     """
-    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, web=True)
+    limits = _limits(max_body, read_timeout, max_connections)
+    settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=True)
     execute(_serve(settings))
 
 
@@ -99,6 +143,7 @@ class _Settings:
     port: int
     keys: list[str]
     origins: list[str]
+    limits: Limits
     web: bool
 
 
@@ -109,6 +154,7 @@ def _settings(
     port: int,
     keys: list[str] | None,
     origins: list[str] | None,
+    limits: Limits,
     *,
     web: bool,
 ) -> _Settings:
@@ -119,7 +165,21 @@ def _settings(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--allow-origin") from None
     every_key = [*(keys or []), *keys_from_env(os.environ.get("BATON_API_KEY"))]
-    return _Settings(agents_dir, db, host, port, every_key, checked, web)
+    return _Settings(agents_dir, db, host, port, every_key, checked, limits, web)
+
+
+def _limits(max_body: str, read_timeout: float, max_connections: int) -> Limits:
+    """The request limits the options give; a bad value is refused naming its option."""
+    try:
+        size = parse_size(max_body)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--max-body") from None
+    try:
+        return Limits(max_body=size, read_timeout=read_timeout, max_connections=max_connections)
+    except ValueError as error:
+        raise typer.BadParameter(
+            str(error), param_hint="--read-timeout / --max-connections"
+        ) from None
 
 
 async def _serve(settings: _Settings) -> None:
@@ -128,6 +188,7 @@ async def _serve(settings: _Settings) -> None:
         import uvicorn
 
         from baton.server.app import create_app
+        from baton.server.connections import server_config
         from baton.server.security import ApiKeys
     except ImportError as error:
         command = "baton web" if settings.web else "baton api_server"
@@ -139,8 +200,9 @@ async def _serve(settings: _Settings) -> None:
             api_keys=ApiKeys.parse(settings.keys),
             web=settings.web,
             allowed_origins=settings.origins,
+            limits=settings.limits,
         )
-        config = uvicorn.Config(app, host=settings.host, port=settings.port, ws="none")
+        config = server_config(app, host=settings.host, port=settings.port, limits=settings.limits)
         server = uvicorn.Server(config)
         async with asyncio.TaskGroup() as group:
             serving = group.create_task(server.serve())

@@ -36,15 +36,19 @@ from baton.server.bodies import (
     VersionInfo,
 )
 from baton.server.catalog import AppCatalog
+from baton.server.guard import RequestGuard
+from baton.server.headers import SecurityHeaders
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.origins import allow_origins
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.run_replies import invocation_of_call, run_reply, shown
 from baton.server.security import ApiKeys
+from baton.server.settings import Limits
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
+from baton.sessions.ids import check_id
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
 
@@ -113,6 +117,7 @@ def create_app(
     allowed_origins: Sequence[str] = (),
     poll_interval: float = 1.0,
     keepalive: float = 15.0,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -125,6 +130,7 @@ def create_app(
         poll_interval: how often live streams look for changes made by other processes.
         keepalive: seconds of silence after which a stream sends an SSE comment, so
             proxies keep it open while a slow node works.
+        limits: request body size and read time (the defaults of `Limits` when None).
     """
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
@@ -150,6 +156,9 @@ def create_app(
     # The hook a graceful shutdown calls first: live streams end, so connections can close.
     app.state.drain = server.drain
     app.add_middleware(LenientJsonMiddleware)
+    # Before anything reads a body: the key, the size, the pace and the JSON depth.
+    app.add_middleware(RequestGuard, keys=server.keys, limits=limits or Limits())
+    app.add_middleware(SecurityHeaders)
     install_refusals(app)
     app.add_middleware(StreamRefusalsMiddleware)
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
@@ -171,6 +180,22 @@ AppFilter = Annotated[
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
 _SECURITY: Final = [Depends(_bearer), Depends(_api_key)]
+
+
+def _check_ids(request: Request) -> None:
+    """Ids in the path or query obey the id rules before a route reads the store with them.
+
+    Raises:
+        InvalidIdError: 422, naming the id and the rule.
+    """
+    for name in ("user_id", "session_id", "interrupt_id"):
+        value = request.path_params.get(name) or request.query_params.get(name)
+        if value is not None:
+            check_id(name, value)
+
+
+# After the key check, so a caller without a key learns nothing about ids.
+_IDS: Final = Depends(_check_ids)
 
 
 def _user_guard(server: _Server) -> params.Depends:
@@ -212,7 +237,9 @@ def _public_routes(server: _Server) -> APIRouter:
 def _session_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}/sessions"
     router = APIRouter(
-        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=ERROR_RESPONSES
+        prefix=prefix,
+        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        responses=ERROR_RESPONSES,
     )
     service = server.catalog.session_service
 
@@ -400,7 +427,9 @@ async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
 def _inbox_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}"
     router = APIRouter(
-        prefix=prefix, dependencies=[*_SECURITY, _user_guard(server)], responses=ERROR_RESPONSES
+        prefix=prefix,
+        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        responses=ERROR_RESPONSES,
     )
 
     @router.get("/pending", response_model=list[Interrupt], response_model_exclude_none=True)
@@ -479,7 +508,7 @@ def _user_inbox_routes(server: _Server) -> APIRouter:
     """One user's inbox across apps: a snapshot, and the one stream a page needs."""
     router = APIRouter(
         prefix="/users/{user_id}/inbox",
-        dependencies=[*_SECURITY, _user_guard(server)],
+        dependencies=[*_SECURITY, _user_guard(server), _IDS],
         responses=ERROR_RESPONSES,
     )
 

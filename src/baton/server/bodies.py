@@ -36,7 +36,7 @@ class RunAgentRequest(WireModel):
 class CreateSessionRequest(WireModel):
     """`POST .../sessions`: an optional id, initial state and initial events."""
 
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1)
     state: dict[str, JsonValue] | None = None
     events: list[Event] | None = None
 

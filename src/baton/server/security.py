@@ -9,15 +9,19 @@ is open, as the reference server is; user scoping by path still applies.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import final
 
 from fastapi import HTTPException, Request
 
-__all__ = ["ANY_USER", "ApiKeys"]
+__all__ = ["ANY_USER", "MISSING_KEY", "ApiKeys"]
 
 ANY_USER = "*"
+
+MISSING_KEY = (
+    "missing or unknown API key; send it as `Authorization: Bearer <key>` or `X-API-Key: <key>`."
+)
 
 
 @final
@@ -48,19 +52,23 @@ class ApiKeys:
         """
         if not self.enabled:
             return
-        allowed = self._user_for(_presented(request))
+        allowed = self._user_for(_presented(request.headers))
         if allowed is None:
-            raise HTTPException(
-                401,
-                "missing or unknown API key; send it as `Authorization: Bearer <key>` or "
-                "`X-API-Key: <key>`.",
-            )
+            raise HTTPException(401, MISSING_KEY)
         if allowed != ANY_USER and user_id is not None and user_id != allowed:
             raise HTTPException(
                 403,
                 f"this API key acts for user '{allowed}' only, not '{user_id}'; use "
                 f"/apps/{{app}}/users/{allowed}/... or a key of that user.",
             )
+
+    def admits(self, headers: Mapping[str, str]) -> bool:
+        """Whether requests with these headers may be read: keys are off, or one is known.
+
+        Checked before a body is read, so a caller without a key cannot make the server
+        read (or parse) a large body; which user the key acts for is checked by the route.
+        """
+        return not self.enabled or self._user_for(_presented(headers)) is not None
 
     def _user_for(self, secret: str | None) -> str | None:
         if secret is None:
@@ -72,11 +80,11 @@ class ApiKeys:
         return None
 
 
-def _presented(request: Request) -> str | None:
-    header = request.headers.get("x-api-key")
+def _presented(headers: Mapping[str, str]) -> str | None:
+    header = headers.get("x-api-key")
     if header:
         return header
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    scheme, _, token = headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token:
         return token.strip()
     return None

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from baton.errors import SessionNotFoundError
 from baton.events import Event
+from baton.sessions.ids import check_id, check_key
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import (
@@ -67,7 +68,11 @@ class BaseSessionService:
 
         Raises:
             SessionExistsError: the id is taken.
+            InvalidIdError: an id is too long or holds control characters.
         """
+        _check_owner(app_name, user_id)
+        if session_id:
+            check_id("session_id", session_id)
         return await self.store.create_session(
             app_name, user_id, session_id=SessionId(session_id) if session_id else None, state=state
         )
@@ -80,21 +85,36 @@ class BaseSessionService:
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        """The session with its events (the newest N with `config`), or None."""
+        """The session with its events (the newest N with `config`), or None.
+
+        Raises:
+            InvalidIdError: an id is too long or holds control characters.
+        """
         limit = config.num_recent_events if config else None
-        return await self.store.get_session(
-            SessionKey(app_name, user_id, SessionId(session_id)), event_limit=limit
-        )
+        key = SessionKey(app_name, user_id, SessionId(session_id))
+        check_key(key)
+        return await self.store.get_session(key, event_limit=limit)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """Sessions of an app (of one user when given), without events."""
+        """Sessions of an app (of one user when given), without events.
+
+        Raises:
+            InvalidIdError: an id is too long or holds control characters.
+        """
+        _check_owner(app_name, user_id)
         return ListSessionsResponse(sessions=await self.store.list_sessions(app_name, user_id))
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        """Delete a session with its events, invocations and interrupts."""
-        await self.store.delete_session(SessionKey(app_name, user_id, SessionId(session_id)))
+        """Delete a session with its events, invocations and interrupts.
+
+        Raises:
+            InvalidIdError: an id is too long or holds control characters.
+        """
+        key = SessionKey(app_name, user_id, SessionId(session_id))
+        check_key(key)
+        await self.store.delete_session(key)
 
     async def prune_sessions(
         self,
@@ -123,7 +143,9 @@ class BaseSessionService:
 
         Raises:
             ValueError: `older_than` is not positive.
+            InvalidIdError: an id is too long or holds control characters.
         """
+        _check_owner(app_name, user_id)
         if older_than <= timedelta(0):
             raise ValueError(
                 f"older_than must be positive, got {older_than}; pass how long a session "
@@ -150,9 +172,14 @@ class BaseSessionService:
 
         Raises:
             SessionNotFoundError: the session does not exist.
+            InvalidIdError: the session's ids, the event's invocation id or author are too
+                long or hold control characters.
         """
         if event.partial:
             return event
+        check_key(session.key)
+        check_id("invocation_id", event.invocation_id)
+        check_id("author", event.author)
         if await self.store.get_session(session.key, with_events=False) is None:
             raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
         await self.store.commit_step(
@@ -171,6 +198,12 @@ class BaseSessionService:
     async def close(self) -> None:
         """Release the store's connections."""
         await self.store.close()
+
+
+def _check_owner(app_name: str, user_id: str | None) -> None:
+    check_id("app_name", app_name)
+    if user_id is not None:
+        check_id("user_id", user_id)
 
 
 class InMemorySessionService(BaseSessionService):

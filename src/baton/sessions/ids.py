@@ -1,0 +1,73 @@
+"""What an id or a text may hold, checked before any store sees it.
+
+Every backend stores ids in columns of at most `MAX_ID_LENGTH` characters, and
+PostgreSQL cannot store a NUL character in text at all. Checking here, the same
+way for every backend, turns what would be a database error (or, on SQLite, an id
+PostgreSQL would later refuse) into a refusal that names the field and the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from baton.errors import InvalidIdError, InvalidMessageError
+from baton.sessions.store import SessionKey
+
+__all__ = ["MAX_ID_LENGTH", "check_id", "check_key", "check_text"]
+
+MAX_ID_LENGTH: Final = 255
+"""The longest app name, user id, session id, invocation id or interrupt id, in characters."""
+
+# C0 controls (NUL, tab, newline, ...), DEL and C1 controls.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_id(field: str, value: str) -> None:
+    """Refuse an id that is too long or holds a control character.
+
+    Raises:
+        InvalidIdError: naming `field`, the rule broken and where.
+    """
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidIdError(
+            f"{field} {_shown(value)} is {len(value)} characters long; ids are at most "
+            f"{MAX_ID_LENGTH} characters. Use a shorter {field}."
+        )
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise InvalidIdError(
+            f"{field} {_shown(value)} holds the control character U+{ord(found.group()):04X} "
+            f"at position {found.start()}; ids may not hold control characters (NUL, tab, "
+            f"newline, ...). Use printable characters only in {field}."
+        )
+
+
+def check_key(key: SessionKey) -> None:
+    """`check_id` on the three names of a session.
+
+    Raises:
+        InvalidIdError: one of them breaks a rule.
+    """
+    check_id("app_name", key.app_name)
+    check_id("user_id", key.user_id)
+    check_id("session_id", key.session_id)
+
+
+def check_text(field: str, text: str) -> None:
+    """Refuse text holding NUL, which PostgreSQL cannot store (other characters are fine).
+
+    Raises:
+        InvalidMessageError: naming `field` and the NUL's position.
+    """
+    position = text.find("\x00")
+    if position >= 0:
+        raise InvalidMessageError(
+            f"{field} holds a NUL character (U+0000) at position {position}; text may not "
+            "hold NUL, since not every database can store it. Remove it and send again."
+        )
+
+
+def _shown(value: str) -> str:
+    """The value for a message: quoted, escaped, and cut short when long."""
+    return repr(value) if len(value) <= 40 else f"{value[:40]!r}..."
