@@ -22,6 +22,8 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from baton.types import Content, FunctionCall, Part, WireModel
 
 __all__ = [
+    "CONFIRMATION_SCHEMA",
+    "REQUEST_CONFIRMATION_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
     "Event",
     "EventActions",
@@ -34,6 +36,32 @@ __all__ = [
 
 REQUEST_INPUT_FUNCTION: Final = "adk_request_input"
 """The function name under which a RequestInput reaches clients."""
+
+REQUEST_CONFIRMATION_FUNCTION: Final = "adk_request_confirmation"
+"""The function name under which a tool's confirmation request reaches clients."""
+
+CONFIRMATION_SCHEMA: Final[dict[str, JsonValue]] = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                "confirmed": {"type": "boolean"},
+                "hint": {"type": "string"},
+                "payload": {},
+            },
+            "required": ["confirmed"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"response": {"type": "string"}},
+            "required": ["response"],
+            "additionalProperties": False,
+        },
+    ]
+}
+"""What an answer to a confirmation request must look like: a ToolConfirmation, or the
+reference web client's `{"response": "<json>"}` wrapper (checked before it is stored)."""
 
 RouteValue: TypeAlias = str | int | bool
 

@@ -9,10 +9,12 @@ from typing import Any, Literal
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from baton import App, LlmAgent, LongRunningFunctionTool, RequestInput, ResumabilityConfig, Workflow
 from baton.models import ScriptedModel
+from baton.tools import FunctionTool
+from baton.tools.confirmation import REJECTED
 from baton.types import FunctionCall
 from tests.server.conftest import Live, StartLive, example_app
 
@@ -423,3 +425,52 @@ async def test_phone_width_has_no_horizontal_overflow(
     await expect(page.locator("#session-view tr", has_text="pay@1")).to_contain_text("completed")
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
     await screenshot(page, "phone-session")
+
+
+def transfer(amount: int, to: str) -> dict[str, JsonValue]:
+    """Transfer money; a person confirms each call first."""
+    return {"sent": amount, "to": to}
+
+
+def confirmation_app() -> App:
+    """An LLM agent (scripted) whose transfer tool requires confirmation."""
+    model = ScriptedModel(
+        responses=[
+            FunctionCall(id="t1", name="transfer", args={"amount": 500, "to": "bob"}),
+            "Transfer handled.",
+        ]
+    )
+    agent = LlmAgent(
+        name="bank", model=model, tools=[FunctionTool(transfer, require_confirmation=True)]
+    )
+    return App(name="bank", root_agent=agent)
+
+
+@pytest.mark.parametrize("decision", ["Approve", "Reject"])
+async def test_a_tool_confirmation_is_approved_or_rejected_from_the_inbox(
+    start_live: StartLive, browser: Browser, decision: str
+) -> None:
+    live: Live = await start_live(apps=[confirmation_app()], web=True)
+    sid = await live.create("bank", "user")
+    await live.start("bank", "user", sid, "pay bob 500")
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+
+    card = page.locator(f"form.card[data-session='{sid}'][data-interrupt='adk-confirm-t1']")
+    await expect(card.locator("h3")).to_have_text("transfer needs your approval")
+    await expect(card.locator("pre.payload")).to_contain_text('"amount": 500')
+    await screenshot(page, "tool-confirmation-card")
+    await card.locator("button", has_text=decision).click()
+
+    done = page.locator("#activity li[data-status=completed]")
+    await expect(done).to_contain_text("bank: Transfer handled.")
+    session = await live.client.get(f"/apps/bank/users/user/sessions/{sid}")
+    results = [
+        p["functionResponse"]["response"]
+        for e in session.json()["events"]
+        if e["author"] == "bank"
+        for p in e.get("content", {}).get("parts", [])
+        if "functionResponse" in p
+    ]
+    expected = {"sent": 500, "to": "bob"} if decision == "Approve" else REJECTED
+    assert results == [expected]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
-from baton.events import Event
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.types import Content, Part
 
 __all__ = ["conversation", "input_text", "is_visible"]
@@ -56,7 +56,11 @@ def conversation(
     visible = [e for e in events if is_visible(e, branch) and not e.partial]
     shown = {e.id for e in visible}
     own_calls = {
-        c.id: c.name for e in visible if e.author == agent for c in e.function_calls if c.id
+        c.id: c.name
+        for e in visible
+        if e.author == agent
+        for c in e.function_calls
+        if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
     }
     last_response = _last_responses(visible, set(own_calls))
     contents: list[Content] = []
@@ -116,7 +120,8 @@ def _shows(part: Part, event: Event, *, agent: str, last_response: dict[str, str
     if part.thought:
         return False
     if part.function_call is not None:
-        return event.author == agent
+        # A confirmation request is between the agent and a person, not the model.
+        return event.author == agent and part.function_call.name != REQUEST_CONFIRMATION_FUNCTION
     if part.function_response is not None:
         return last_response.get(part.function_response.id or "") == event.id
     return bool(part.text)

@@ -30,6 +30,14 @@ from baton.errors import BatonError
 from baton.events import Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
+from baton.tools.confirmation import (
+    ToolConfirmation,
+    asked_confirmation,
+    confirmation_id,
+    is_confirmation_call,
+    request_event,
+    requested_calls,
+)
 from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, Part
 
@@ -149,7 +157,14 @@ class LlmAgent(BaseAgent):
                 return
             lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
             answered = progress.answered(lro_ids)
-            pending = [c for c in turn.function_calls if c.id not in answered] if turn else []
+            confirming = self._confirming(agent_ctx, progress)
+            pending = [
+                c
+                for c in (turn.function_calls if turn else [])
+                if c.id not in answered | confirming
+            ]
+            if confirming and not pending:
+                return  # waits for a person to confirm (or reject) a tool call
             if pending:
                 assert turn is not None
                 async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
@@ -185,6 +200,11 @@ class LlmAgent(BaseAgent):
         return _Progress(
             before=events[: start + 1], current=current, turn=turns[-1] if turns else None
         )
+
+    def _confirming(self, ctx: AgentContext, progress: _Progress) -> set[str]:
+        """Calls whose confirmation was asked and is not answered yet."""
+        asked = requested_calls(progress.current, self.name)
+        return {c for c in asked if confirmation_id(c) not in ctx.resume_inputs}
 
     # --- the model ---------------------------------------------------------------------
 
@@ -307,12 +327,14 @@ class LlmAgent(BaseAgent):
         self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
     ) -> Event:
         """Run one call; its result (a long-running tool's status: when not None) as an event."""
+        answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
         tool_context = ToolContext(
             state=ctx.state,
             function_call_id=call.id,
             invocation_id=ctx.invocation_id,
             agent_name=self.name,
             idempotency_key=f"{ctx.idempotency_key}/{call.id}",
+            tool_confirmation=None if answer is None else ToolConfirmation.from_answer(answer),
         )
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:
@@ -326,6 +348,9 @@ class LlmAgent(BaseAgent):
             branch=ctx.branch,
             actions=tool_context.actions,
         )
+        asked = asked_confirmation(call.id or "", tool_context.actions.requested_tool_confirmations)
+        if asked is not None and tool_context.tool_confirmation is None:
+            return request_event(call, asked, event)  # the result waits for a person
         if not (interim and result is None):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
@@ -353,4 +378,7 @@ def _index_tools(
 
 
 def _is_model_turn(event: Event) -> bool:
-    return event.content is not None and event.content.role == "model"
+    if event.content is None or event.content.role != "model":
+        return False
+    # A confirmation request is the agent's own call to the client, not the model's turn.
+    return not any(is_confirmation_call(c) for c in event.function_calls)

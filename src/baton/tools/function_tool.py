@@ -5,17 +5,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import final
+from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
 from baton.events import to_json_value
 from baton.models.llm import FunctionDeclaration
 from baton.tools.base import BaseTool
+from baton.tools.confirmation import REJECTED, REQUIRED
 from baton.tools.signature import TOOL_CONTEXT_PARAMETER, FunctionSignature, InvalidArgumentsError
 from baton.tools.tool_context import ToolContext
 
-__all__ = ["LONG_RUNNING_NOTE", "FunctionTool", "LongRunningFunctionTool"]
+__all__ = ["LONG_RUNNING_NOTE", "ConfirmationRule", "FunctionTool", "LongRunningFunctionTool"]
+
+ConfirmationRule: TypeAlias = bool | Callable[..., Any]
+"""Whether a call needs confirmation: always, or a (sync or async) function of its arguments."""
 
 LONG_RUNNING_NOTE = (
     "NOTE: This is a long-running operation. Do not call this tool again if it has "
@@ -39,6 +43,9 @@ class FunctionTool(BaseTool):
         name: overrides the tool's name.
         description: overrides the description taken from the docstring.
         is_long_running: see `BaseTool`; `LongRunningFunctionTool` sets it.
+        require_confirmation: a person must approve each call before it runs (True), or
+            the calls a function of the arguments picks (it gets the arguments it names,
+            and `tool_context`; sync or async). See `baton.tools.confirmation`.
 
     Raises:
         TypeError: the function's type hints cannot be resolved or described as JSON schema.
@@ -51,8 +58,15 @@ class FunctionTool(BaseTool):
         name: str | None = None,
         description: str | None = None,
         is_long_running: bool = False,
+        require_confirmation: ConfirmationRule = False,
     ) -> None:
+        if not isinstance(require_confirmation, bool) and not callable(require_confirmation):
+            raise TypeError(
+                f"require_confirmation of tool {name or getattr(func, '__name__', func)!r} must "
+                f"be a bool or a function of the call's arguments, got {require_confirmation!r}."
+            )
         self.func = func
+        self.require_confirmation = require_confirmation
         self.signature = FunctionSignature.of(func, name=name)
         text = self.signature.description if description is None else description
         super().__init__(
@@ -85,10 +99,31 @@ class FunctionTool(BaseTool):
         except InvalidArgumentsError as exc:
             return {"error": str(exc)}
         kwargs = dict(bound.kwargs)
+        if await self._needs_confirmation(kwargs, tool_context):
+            confirmation = tool_context.tool_confirmation
+            if confirmation is None:
+                tool_context.request_confirmation(
+                    hint=f"Please approve or reject the tool call {self.name}() by responding "
+                    "with a FunctionResponse with an expected ToolConfirmation payload."
+                )
+                return dict(REQUIRED)
+            if not confirmation.confirmed:
+                return dict(REJECTED)
         if self.signature.takes_tool_context:
             kwargs[TOOL_CONTEXT_PARAMETER] = tool_context
         result = await self._call(*bound.args, **kwargs)
         return to_json_value(result, what=f"the result of tool '{self.name}'")
+
+    async def _needs_confirmation(self, kwargs: dict[str, Any], tool_context: ToolContext) -> bool:
+        rule = self.require_confirmation
+        if isinstance(rule, bool):
+            return rule
+        wanted = inspect.signature(rule).parameters
+        given = {**kwargs, TOOL_CONTEXT_PARAMETER: tool_context}
+        takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in wanted.values())
+        chosen = given if takes_all else {k: v for k, v in given.items() if k in wanted}
+        decided = rule(**chosen)
+        return bool(await decided if inspect.isawaitable(decided) else decided)
 
     async def _call(self, *args: object, **kwargs: object) -> object:
         if inspect.iscoroutinefunction(self.func):

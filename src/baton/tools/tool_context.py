@@ -13,6 +13,7 @@ from typing import final
 from pydantic import JsonValue
 
 from baton.events import EventActions, to_json_value
+from baton.tools.confirmation import ToolConfirmation
 
 __all__ = ["ToolContext", "ToolState"]
 
@@ -68,6 +69,7 @@ class ToolContext:
             crash (default: "<invocation_id>:<function_call_id>"); use it to
             deduplicate side effects such as payments.
         actions: the actions the tool's response event will carry (a fresh one by default).
+        tool_confirmation: the person's answer, when this call waited for confirmation.
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class ToolContext:
         agent_name: str = "",
         idempotency_key: str | None = None,
         actions: EventActions | None = None,
+        tool_confirmation: ToolConfirmation | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
@@ -86,6 +89,31 @@ class ToolContext:
         self.idempotency_key = idempotency_key or f"{invocation_id}:{function_call_id or ''}"
         self.actions = actions if actions is not None else EventActions()
         self._state = ToolState(state if state is not None else {}, self.actions.state_delta)
+        self.tool_confirmation = tool_confirmation
+
+    def request_confirmation(self, *, hint: str | None = None, payload: JsonValue = None) -> None:
+        """Ask a person to confirm this call before its result counts.
+
+        The call's result is not sent to the model; the run pauses with an
+        `adk_request_confirmation` call, and once answered the tool runs again with
+        `tool_context.tool_confirmation` set (`confirmed`, and the answer's `payload`).
+
+        Args:
+            hint: what the person is asked, shown with the call's arguments.
+            payload: data the person may fill in or check (returned in the answer).
+
+        Raises:
+            ValueError: this context belongs to no function call.
+        """
+        if not self.function_call_id:
+            raise ValueError(
+                "request_confirmation needs the function call it belongs to; call it from a "
+                "tool the model called (its tool_context has a function_call_id)."
+            )
+        asked = ToolConfirmation(hint=hint or "", payload=to_json_value(payload, what="payload"))
+        requested = dict(self.actions.requested_tool_confirmations or {})
+        requested[self.function_call_id] = asked.to_json()
+        self.actions.requested_tool_confirmations = requested
 
     @property
     def state(self) -> ToolState:

@@ -19,7 +19,15 @@ from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext, StepParts
 from baton.errors import NodeTimeoutError, OutputAlreadySetError
-from baton.events import REQUEST_INPUT_FUNCTION, Event, NodeInfo, RequestInput, to_json_value
+from baton.events import (
+    CONFIRMATION_SCHEMA,
+    REQUEST_CONFIRMATION_FUNCTION,
+    REQUEST_INPUT_FUNCTION,
+    Event,
+    NodeInfo,
+    RequestInput,
+    to_json_value,
+)
 from baton.sessions.store import Interrupt
 from baton.tracing import node_span
 from baton.workflow.checkpoint import RunRecord, RunStatus
@@ -205,6 +213,12 @@ class _Collector:
                     args.get("payload"),
                     schema if isinstance(schema, dict) else None,
                 )
+            elif name == REQUEST_CONFIRMATION_FUNCTION:
+                # A tool waits for approval: the answer must be a ToolConfirmation.
+                asked = args.get("toolConfirmation")
+                hint = asked.get("hint") if isinstance(asked, dict) else None
+                message = hint if isinstance(hint, str) and hint else None
+                self._open(iid, name, message, args, CONFIRMATION_SCHEMA)
             else:
                 self._open(iid, name, None, args or None, None)
 

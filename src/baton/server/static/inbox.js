@@ -180,19 +180,57 @@ function title(item) {
   return "Input requested";
 }
 
-function card(item) {
-  const form = SchemaForm.create(item.responseSchema || null);
+// A tool call waiting for confirmation: the tool's name and arguments, approve or reject.
+function confirmationCard(item) {
+  const call = (item.payload && item.payload.originalFunctionCall) || {};
   const error = el("div", { class: "error", role: "alert" });
-  const submit = el("button", { type: "submit", text: "Submit answer" });
+  const approve = el("button", { type: "button", class: "approve", text: "Approve" });
+  const reject = el("button", { type: "button", class: "reject", text: "Reject" });
+  const args = el("pre", { class: "payload", text: JSON.stringify(call.args || {}, null, 2) });
+  const node = el("form", { class: "card confirmation", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
+    meta(item), el("h3", { text: `${call.name || "a tool"} needs your approval` }),
+    item.message ? el("p", { class: "hint", text: item.message }) : null, args,
+    el("div", { class: "actions" }, [approve, reject, error]),
+  ]);
+  const decide = async (confirmed) => {
+    error.textContent = "";
+    approve.disabled = reject.disabled = true;
+    try {
+      await respond(item, { confirmed });
+      (confirmed ? approve : reject).textContent = confirmed ? "Approved" : "Rejected";
+    } catch (e) {
+      error.textContent = e.message;
+      approve.disabled = reject.disabled = false;
+    }
+  };
+  approve.addEventListener("click", () => decide(true));
+  reject.addEventListener("click", () => decide(false));
+  return node;
+}
+
+function meta(item) {
   const sessionLink = el("a", { href: `#/session/${enc(item.appName)}/${enc(item.sessionId)}`, text: `session ${item.sessionId.slice(0, 8)}` });
-  const meta = el("div", { class: "meta" }, [
+  return el("div", { class: "meta" }, [
     el("span", { text: item.appName }), sessionLink,
     el("span", { text: `asks ${item.interruptId}` }), el("span", { text: when(item.createdAt) }),
   ]);
+}
+
+async function respond(item, value) {
+  const path = `${userBase(item.appName)}/sessions/${enc(item.sessionId)}/interrupts/${enc(item.interruptId)}/respond`;
+  const events = await api(path, { method: "POST", body: { response: value, invocationId: item.invocationId } });
+  await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
+}
+
+function card(item) {
+  if (item.functionName === "adk_request_confirmation") return confirmationCard(item);
+  const form = SchemaForm.create(item.responseSchema || null);
+  const error = el("div", { class: "error", role: "alert" });
+  const submit = el("button", { type: "submit", text: "Submit answer" });
   const payload = item.payload === undefined || item.payload === null
     ? null : el("pre", { class: "payload", text: JSON.stringify(item.payload, null, 2) });
   const node = el("form", { class: "card", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
-    meta, el("h3", { text: title(item) }), payload, form.element,
+    meta(item), el("h3", { text: title(item) }), payload, form.element,
     el("div", { class: "actions" }, [submit, error]),
   ]);
   node.addEventListener("submit", async (event) => {
@@ -202,10 +240,8 @@ function card(item) {
     try { value = form.read(); } catch (e) { error.textContent = `Not valid: ${e.message}`; return; }
     submit.disabled = true;
     try {
-      const path = `${userBase(item.appName)}/sessions/${enc(item.sessionId)}/interrupts/${enc(item.interruptId)}/respond`;
-      const events = await api(path, { method: "POST", body: { response: value, invocationId: item.invocationId } });
+      await respond(item, value);
       submit.textContent = "Answered";
-      await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
     } catch (e) {
       error.textContent = e.message;
       submit.disabled = false;

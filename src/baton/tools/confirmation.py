@@ -1,0 +1,136 @@
+"""Tool confirmation: a tool call that waits for a person's approval before it runs.
+
+A tool asks for confirmation statically (`FunctionTool(require_confirmation=True)`,
+or a function of the call's arguments) or from inside its body
+(`tool_context.request_confirmation(...)`). The agent then does not answer the
+model's call; it emits the reference's `adk_request_confirmation` function call
+(args `originalFunctionCall` and `toolConfirmation`) as a long-running call, and
+the run pauses. The answer is a FunctionResponse to that call with a
+`ToolConfirmation` (`{"confirmed": true, "payload": ...}`; the reference's web
+client wraps it as `{"response": "<json>"}`). The tool then runs again with
+`tool_context.tool_confirmation` set: a confirmed call runs (once: its result is
+committed), a rejected one answers the model with the rejection.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, final
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic.alias_generators import to_camel
+
+from baton.errors import InvalidResponseError
+from baton.events import CONFIRMATION_SCHEMA, REQUEST_CONFIRMATION_FUNCTION, Event
+from baton.types import Content, FunctionCall, Part
+
+__all__ = [
+    "CONFIRMATION_SCHEMA",
+    "REJECTED",
+    "REQUIRED",
+    "ToolConfirmation",
+    "asked_confirmation",
+    "confirmation_id",
+    "is_confirmation_call",
+    "request_event",
+    "requested_calls",
+]
+
+REQUIRED: Final[dict[str, JsonValue]] = {
+    "error": "This tool call requires confirmation, please approve or reject."
+}
+REJECTED: Final[dict[str, JsonValue]] = {"error": "This tool call is rejected."}
+"""What the model gets for a rejected call (the reference's words)."""
+
+
+@final
+class ToolConfirmation(BaseModel):
+    """A confirmation asked for, or given: whether the call may run, and optional data.
+
+    Args:
+        hint: why the confirmation is needed, for the person.
+        confirmed: whether the call is approved.
+        payload: any JSON the person sends along (or the tool asked to be filled in).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+    hint: str = ""
+    confirmed: bool = False
+    # Any, not JsonValue: the answer is JSON, but tools should read it without casts.
+    payload: Any = None
+
+    @classmethod
+    def from_answer(cls, answer: JsonValue) -> ToolConfirmation:
+        """Read an answer: the object itself, or the `{"response": "<json>"}` wrapper.
+
+        Raises:
+            InvalidResponseError: the answer is not a confirmation.
+        """
+        value: Any = answer
+        try:
+            if isinstance(answer, dict) and answer.keys() == {"response"}:
+                wrapped = answer["response"]
+                value = json.loads(wrapped) if isinstance(wrapped, str) else wrapped
+            return cls.model_validate(value)
+        except (ValueError, ValidationError) as error:
+            raise InvalidResponseError(
+                f"a tool confirmation answer must be an object like "
+                f'{{"confirmed": true, "payload": ...}}, got {answer!r}: {error}'
+            ) from error
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def confirmation_id(call_id: str) -> str:
+    """The id of the confirmation request for the model's call `call_id` (stable on reruns)."""
+    return f"adk-confirm-{call_id}"
+
+
+def is_confirmation_call(call: FunctionCall) -> bool:
+    return call.name == REQUEST_CONFIRMATION_FUNCTION
+
+
+def request_event(call: FunctionCall, asked: ToolConfirmation, template: Event) -> Event:
+    """The confirmation request for `call`: the tool's event, its response replaced by the
+    reference's long-running `adk_request_confirmation` call."""
+    request = FunctionCall(
+        id=confirmation_id(call.id or ""),
+        name=REQUEST_CONFIRMATION_FUNCTION,
+        args={
+            "originalFunctionCall": call.model_dump(by_alias=True, exclude_none=True, mode="json"),
+            "toolConfirmation": asked.to_json(),
+        },
+    )
+    return template.model_copy(
+        update={
+            "content": Content(role="model", parts=[Part(function_call=request)]),
+            "long_running_tool_ids": {request.id or ""},
+        }
+    )
+
+
+def requested_calls(events: list[Event], agent: str) -> set[str]:
+    """Ids of the model's calls that `agent` asked to be confirmed, in these events."""
+    asked: set[str] = set()
+    for event in events:
+        if event.author != agent:
+            continue
+        for call in event.function_calls:
+            original = (call.args or {}).get("originalFunctionCall")
+            if is_confirmation_call(call) and isinstance(original, dict):
+                call_id = original.get("id")
+                if isinstance(call_id, str):
+                    asked.add(call_id)
+    return asked
+
+
+def asked_confirmation(
+    call_id: str, actions_requested: dict[str, JsonValue] | None
+) -> ToolConfirmation | None:
+    """The confirmation a tool asked for its call in this execution, if it did."""
+    asked = (actions_requested or {}).get(call_id)
+    return ToolConfirmation.model_validate(asked) if isinstance(asked, dict) else None
