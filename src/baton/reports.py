@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime
 
 from rich.table import Table
+from rich.text import Text
 
 from baton.server.timeline import Timeline
 
@@ -23,9 +24,10 @@ def timeline_tables(timeline: Timeline) -> list[Table]:
     nodes = folding_table("node", "status", "output", title="Nodes")
     for node in timeline.nodes:
         nodes.add_row(node.path, node.status, short(node.output))
-    steps = folding_table("time", "node", "what", "detail", "by", title="Timeline")
+    steps = folding_table("time", "node", "what", "by", title="Timeline")
     for entry in timeline.entries:
-        steps.add_row(when(entry.time), entry.node, entry.kind, short(entry.detail), entry.by or "")
+        # Text, not str: a summary such as "asks [c2]: ..." is not Rich markup.
+        steps.add_row(when(entry.time), entry.node, Text(entry.summary), entry.by or "")
     return [runs, nodes, steps]
 
 

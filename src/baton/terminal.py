@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import final
+from typing import Final, final
 
 from pydantic import JsonValue
 from rich.console import Console, Group
@@ -32,6 +32,7 @@ from baton.errors import (
     InvocationNotFoundError,
 )
 from baton.events import Event
+from baton.history import EntryKind, TimelineEntry, describe_event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
 from baton.types import Content, FunctionResponse, InvocationId, Part, SessionId
@@ -43,6 +44,7 @@ __all__ = [
     "ask_answers",
     "describe_schema",
     "drive",
+    "format_entry",
     "format_event",
     "parse_answer",
     "unfinished_invocation",
@@ -95,35 +97,31 @@ def _prompt_reader(console: Console) -> ReadLine:
     return read
 
 
+_STYLES: Final = {
+    EntryKind.ERROR: ("✗ ", "red"),
+    EntryKind.ASKED: ("? ", "yellow"),
+    EntryKind.CALLED: ("→ ", ""),
+    EntryKind.RESULT: ("← ", ""),
+    EntryKind.ANSWERED: ("← ", "cyan"),
+    EntryKind.OUTPUT: ("✓ ", "green"),
+    EntryKind.STATE: ("· ", "dim"),
+    EntryKind.MESSAGE: ("", ""),
+}
+
+
+def format_entry(entry: TimelineEntry) -> Text:
+    """One line for a history entry: its mark, who, and the summary `baton.history` wrote."""
+    mark, style = _STYLES[entry.kind]
+    who = Text(entry.node or "?", style="bold")
+    by = f" (by {entry.by})" if entry.by else ""
+    joiner = ": " if entry.kind is EntryKind.MESSAGE else " "
+    return Text.assemble(mark, who, joiner, entry.summary, by, style=style)
+
+
 def format_event(event: Event) -> Text | None:
-    """One readable line for an event (None for events that carry nothing to show)."""
-    who = Text(event.author or "?", style="bold")
-    if event.error_code:
-        return Text.assemble(
-            "✗ ", who, f" failed: {event.error_code}: {event.error_message}", style="red"
-        )
-    for call in event.function_calls:
-        if call.id in (event.long_running_tool_ids or ()):
-            message = (call.args or {}).get("message") or call.name
-            return Text.assemble("? ", who, f" asks [{call.id}]: {message}", style="yellow")
-        return Text.assemble("→ ", who, f" calls {call.name}({_compact(call.args)})")
-    if event.content and event.content.function_responses:
-        response = event.content.function_responses[0]
-        return Text.assemble("← ", who, f" {response.name}: {_compact(response.response)}")
-    if event.output is not None:
-        return Text.assemble("✓ ", who, f" → {_compact(event.output)}", style="green")
-    if event.content and event.content.text:
-        return Text.assemble(who, ": ", event.content.text)
-    if event.actions.state_delta:
-        return Text.assemble(
-            "· ", who, f" state {_compact(event.actions.state_delta)}", style="dim"
-        )
-    return None
-
-
-def _compact(value: object, limit: int = 160) -> str:
-    text = json.dumps(value, separators=(",", ":"), default=str)
-    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+    """The lines of an event's history entries (None for events that carry nothing to show)."""
+    lines = [format_entry(entry) for entry in describe_event(event)]
+    return Text("\n").join(lines) if lines else None
 
 
 def describe_schema(schema: dict[str, JsonValue] | None) -> Table | Text:

@@ -284,7 +284,8 @@ def refund_app() -> App:
     model = ScriptedModel(
         responses=[
             FunctionCall(id="c1", name="issue_refund", args={"order_id": "7", "amount": 20.0}),
-            "The refund is done.",
+            "The refund is **done**: see [the order](https://shop.example/7)"
+            " <img src=x onerror=alert(1)> [bad](javascript:alert(1))",
         ]
     )
     agent = LlmAgent(
@@ -310,7 +311,7 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     await card.locator("button[type=submit]").click()
 
     done = page.locator("#activity li[data-status=completed]")
-    await expect(done).to_contain_text("refunds: The refund is done.")
+    await expect(done).to_contain_text("refunds: The refund is **done**")
     session = await live.client.get(f"/apps/refunds/users/user/sessions/{sid}")
     answers = [
         p["functionResponse"]
@@ -322,6 +323,27 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     assert answers == [
         {"id": "c1", "name": "issue_refund", "response": {"result": {"approved": True}}}
     ]
+
+    # The session's history names the question, the tool's result and the answer, as the
+    # terminal does; the agent's message is Markdown, rendered without running any markup.
+    await done.locator("a").click()
+    view = page.locator("#session-view")
+    await expect(view.locator("tr", has_text="asks [c1]")).to_contain_text(
+        'may issue_refund(order_id="7", amount=20.0) go ahead?'
+    )
+    await expect(view.locator("tr", has_text="issue_refund returned")).to_contain_text(
+        '{"status":"waiting for approval","order_id":"7"}'
+    )
+    await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text('{"approved":true}')
+    await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text("user")
+    message = view.locator(".md", has_text="The refund is")
+    await expect(message.locator("strong")).to_have_text("done")
+    await expect(message.locator("a")).to_have_attribute("href", "https://shop.example/7")
+    await expect(message).to_contain_text("<img src=x onerror=alert(1)>")
+    await expect(message).to_contain_text("[bad](javascript:alert(1))")
+    assert await view.locator("img").count() == 0
+    await expect(view.locator("tr", has_text="null")).to_have_count(0)
+    await screenshot(page, "llm-session")
 
 
 class Pick(BaseModel):

@@ -1,7 +1,8 @@
 """A session's story for people: what each node did, asked, was told and produced.
 
-Built from the session's events and the interrupt index (who answered what); the
-web page's session view and `baton inspect` both show it.
+Built from the session's events, each described by `baton.history` (the one shape
+the page and the terminal both render), and the interrupt index (who answered what);
+the web page's session view and `baton inspect` both show it.
 """
 
 from __future__ import annotations
@@ -9,22 +10,11 @@ from __future__ import annotations
 from pydantic import Field, JsonValue
 
 from baton.events import Event
+from baton.history import TimelineEntry, describe_event
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session
 from baton.types import WireModel
 
 __all__ = ["InvocationSummary", "NodeSummary", "Timeline", "TimelineEntry", "build_timeline"]
-
-
-class TimelineEntry(WireModel):
-    """One thing that happened: a message, an output, a question, an answer, an error."""
-
-    time: float
-    invocation_id: str
-    node: str
-    path: str = ""
-    kind: str
-    detail: JsonValue = None
-    by: str | None = None
 
 
 class NodeSummary(WireModel):
@@ -63,7 +53,7 @@ def build_timeline(
 ) -> Timeline:
     """The timeline of `session` (loaded with its events)."""
     by_id = {(i.invocation_id, i.interrupt_id): i for i in interrupts}
-    entries = [entry for event in session.events if (entry := _entry(event, by_id))]
+    entries = [entry for event in session.events for entry in describe_event(event, by_id)]
     return Timeline(
         session_id=session.id,
         app_name=session.app_name,
@@ -85,43 +75,6 @@ def build_timeline(
 
 
 _Index = dict[tuple[str, str], Interrupt]
-
-
-def _entry(event: Event, index: _Index) -> TimelineEntry | None:
-    kind, detail, by = _describe(event, index)
-    if kind is None:
-        return None
-    return TimelineEntry(
-        time=event.timestamp,
-        invocation_id=event.invocation_id,
-        node=event.author,
-        path=event.node_info.path if event.node_info else "",
-        kind=kind,
-        detail=detail,
-        by=by,
-    )
-
-
-def _describe(event: Event, index: _Index) -> tuple[str | None, JsonValue, str | None]:
-    if event.error_code:
-        return "error", event.error_message, None
-    asked = [c for c in event.function_calls if c.id in (event.long_running_tool_ids or ())]
-    if asked:
-        args = asked[0].args or {}
-        question = {"interruptId": asked[0].id, "message": args.get("message")}
-        return "asked", {**question, "payload": args.get("payload")}, None
-    responses = event.content.function_responses if event.content else []
-    if responses:
-        row = index.get((event.invocation_id, responses[0].id or ""))
-        answer = {"interruptId": responses[0].id, "answer": row.answer if row else None}
-        return "answered", answer, row.answered_by if row else None
-    if event.output is not None:
-        return "output", event.output, None
-    if event.content and event.content.text:
-        return "message", event.content.text, None
-    if event.actions.state_delta:
-        return "state", event.actions.state_delta, None
-    return None, None, None
 
 
 def _nodes(events: list[Event], index: _Index) -> list[NodeSummary]:

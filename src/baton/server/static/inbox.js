@@ -313,8 +313,21 @@ function badge(status) {
   return el("span", { class: `badge ${status}`, text: status });
 }
 
-function code(value) {
-  return value === undefined || value === null ? "" : el("code", { text: short(value, 400) });
+// A value in a cell: a short line, unfolding into the whole value as a JSON tree.
+function value(v) {
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "object") return el("code", { text: short(v, 400) });
+  return el("details", { class: "value" }, [el("summary", {}, [el("code", { text: short(v, 80) })]), Render.json(v, 1)]);
+}
+
+// One history entry, as the server described it (the terminal prints the same summary):
+// messages as Markdown, everything else as its summary line with its data unfolding below.
+function entry(e) {
+  const kind = el("span", { class: `kind ${e.kind}`, text: e.kind });
+  if (e.kind === "message") return el("div", { class: "entry" }, [kind, Render.markdown(e.detail)]);
+  const data = e.detail !== null && typeof e.detail === "object"
+    ? el("details", { class: "value" }, [el("summary", { text: "data" }), Render.json(e.detail, 2)]) : null;
+  return el("div", { class: "entry" }, [kind, el("span", { class: "summary", text: e.summary }), data]);
 }
 
 async function showSession(app, sessionId) {
@@ -330,11 +343,11 @@ async function showSession(app, sessionId) {
       el("h3", { text: "Runs" }),
       table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", continueAction(app, sessionId, i)])),
       el("h3", { text: "Nodes" }),
-      table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), code(n.output)])),
+      table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), value(n.output)])),
       el("h3", { text: "Timeline" }),
-      table(["when", "node", "what", "detail", "by"], t.entries.map((e) => [when(e.time), e.node, e.kind, code(e.detail), e.by || ""])),
+      table(["when", "node", "what", "by"], t.entries.map((e) => [when(e.time), e.node, entry(e), e.by || ""])),
       el("h3", { text: "State" }),
-      el("pre", { text: JSON.stringify(t.state, null, 2) }),
+      el("div", { class: "state" }, [Render.json(t.state, 2)]),
     );
   } catch (e) {
     bodyNode.replaceChildren(el("p", { class: "error", text: e.message }));

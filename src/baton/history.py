@@ -1,0 +1,145 @@
+"""What an event means to a person, as data: one shape for the web page and the terminal.
+
+`describe_event` turns a stored event into entries (a message, a tool call, a tool's
+result, a question, an answer, an output, a state change, an error), each with a
+one-line `summary` written here, in Python. The web inbox, `baton inspect`, `baton
+sessions show` and the live lines of `baton run` all render these entries, so a run's
+history reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+
+from pydantic import JsonValue
+
+from baton.answers import unwrap_response
+from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.sessions.store import Interrupt, InterruptStatus
+from baton.types import FunctionCall, FunctionResponse, WireModel
+
+__all__ = ["AnswerIndex", "EntryKind", "TimelineEntry", "compact", "describe_event"]
+
+AnswerIndex = Mapping[tuple[str, str], Interrupt]
+"""Interrupt rows by (invocation id, interrupt id): who answered what, and when."""
+
+
+class EntryKind(enum.StrEnum):
+    MESSAGE = "message"
+    CALLED = "called"
+    RESULT = "result"
+    ASKED = "asked"
+    ANSWERED = "answered"
+    OUTPUT = "output"
+    STATE = "state"
+    ERROR = "error"
+
+
+class TimelineEntry(WireModel):
+    """One thing that happened, with a line for people and the data behind it."""
+
+    time: float
+    invocation_id: str
+    node: str
+    path: str = ""
+    kind: EntryKind
+    summary: str = ""
+    detail: JsonValue = None
+    by: str | None = None
+
+
+def describe_event(event: Event, index: AnswerIndex | None = None) -> list[TimelineEntry]:
+    """The entries of `event`, in the order a person reads them (none for bookkeeping)."""
+    found = _describe(event, index or {})
+    return [
+        TimelineEntry(
+            time=event.timestamp,
+            invocation_id=event.invocation_id,
+            node=event.author,
+            path=event.node_info.path if event.node_info else "",
+            kind=kind,
+            summary=summary,
+            detail=detail,
+            by=by,
+        )
+        for kind, summary, detail, by in found
+    ]
+
+
+_Found = tuple[EntryKind, str, JsonValue, str | None]
+
+
+def _describe(event: Event, index: AnswerIndex) -> list[_Found]:
+    if event.error_code:
+        text = f"failed: {event.error_code}: {event.error_message}"
+        return [(EntryKind.ERROR, text, event.error_message, None)]
+    found: list[_Found] = []
+    if event.content and event.content.text:
+        text = event.content.text
+        found.append((EntryKind.MESSAGE, _cut(text, 300), text, None))
+    asking = set(event.long_running_tool_ids or ())
+    for call in event.function_calls:
+        found.append(_asked(call) if call.id in asking else _called(call))
+    responses = event.content.function_responses if event.content else []
+    for response in responses:
+        if event.author == "user":
+            found.append(_answered(event, response, index))
+        else:
+            found.append(_result(response))
+    if event.output is not None:
+        found.append((EntryKind.OUTPUT, f"→ {compact(event.output)}", event.output, None))
+    if not found and event.actions.state_delta:
+        delta: JsonValue = dict(event.actions.state_delta)
+        found.append((EntryKind.STATE, f"state {compact(delta)}", delta, None))
+    return found
+
+
+def _asked(call: FunctionCall) -> _Found:
+    args = call.args or {}
+    if call.name == REQUEST_INPUT_FUNCTION:
+        message = args.get("message")
+        detail: JsonValue = {
+            "interruptId": call.id,
+            "message": message,
+            "payload": args.get("payload"),
+        }
+        return EntryKind.ASKED, f"asks [{call.id}]: {message or '(no message)'}", detail, None
+    detail = {"interruptId": call.id, "tool": call.name, "args": args}
+    summary = f"asks [{call.id}]: may {call.name}({_arguments(args)}) go ahead?"
+    return EntryKind.ASKED, summary, detail, None
+
+
+def _called(call: FunctionCall) -> _Found:
+    args = call.args or {}
+    detail: JsonValue = {"id": call.id, "tool": call.name, "args": args}
+    return EntryKind.CALLED, f"calls {call.name}({_arguments(args)})", detail, None
+
+
+def _result(response: FunctionResponse) -> _Found:
+    value = unwrap_response(response.response)
+    detail: JsonValue = {"id": response.id, "tool": response.name, "response": value}
+    return EntryKind.RESULT, f"{response.name} returned {compact(value)}", detail, None
+
+
+def _answered(event: Event, response: FunctionResponse, index: AnswerIndex) -> _Found:
+    row = index.get((event.invocation_id, response.id or ""))
+    answered = row is not None and row.status is InterruptStatus.ANSWERED
+    value = row.answer if row is not None and answered else unwrap_response(response.response)
+    detail: JsonValue = {"interruptId": response.id, "answer": value}
+    by = row.answered_by if row is not None else None
+    return EntryKind.ANSWERED, f"answered [{response.id}]: {compact(value)}", detail, by
+
+
+def _arguments(args: Mapping[str, JsonValue]) -> str:
+    return ", ".join(f"{name}={compact(value, 60)}" for name, value in args.items())
+
+
+def compact(value: object, limit: int = 160) -> str:
+    """`value` as one line of compact JSON, cut to `limit` characters with an ellipsis."""
+    return _cut(json.dumps(value, separators=(",", ":"), default=str), limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
