@@ -54,8 +54,8 @@ class InvocationNotFoundError(BatonError, LookupError):
     """The invocation id names no invocation of this session."""
 
 
-class UnknownInterruptError(BatonError, LookupError):
-    """A response answers no open interrupt."""
+class UnknownInterruptError(BatonError, LookupError, ValueError):
+    """A response answers no open interrupt (a ValueError too, as the reference raises)."""
 
 
 class AlreadyAnsweredError(BatonError, ValueError):

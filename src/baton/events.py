@@ -6,7 +6,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -113,6 +113,20 @@ class NodeInfo(WireModel):
     run_id: str | None = None
     output_for: list[str] | None = None
 
+    @property
+    def name(self) -> str:
+        """The node's name: the last path segment without its `@run_id`."""
+        return self.path.rsplit("/", 1)[-1].split("@", 1)[0]
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The run id of the node this one runs inside, or None at the top."""
+        segments = self.path.split("/")
+        if len(segments) < 2:
+            return None
+        _, _, run_id = segments[-2].partition("@")
+        return run_id or None
+
 
 class Event(WireModel):
     """One thing that happened in a session: a message, an output, an interrupt, an error.
@@ -137,53 +151,34 @@ class Event(WireModel):
     error_message: str | None = None
     custom_metadata: dict[str, JsonValue] | None = None
 
-    def __init__(
-        self,
-        *,
-        message: Content | str | None = None,
-        state: Mapping[str, object] | None = None,
-        route: RouteValue | list[RouteValue] | None = None,
-        output: object = None,
-        id: str | None = None,
-        invocation_id: str = "",
-        author: str = "",
-        timestamp: float | None = None,
-        content: Content | None = None,
-        actions: EventActions | None = None,
-        node_info: NodeInfo | None = None,
-        long_running_tool_ids: set[str] | None = None,
-        branch: str | None = None,
-        partial: bool | None = None,
-        turn_complete: bool | None = None,
-        error_code: str | None = None,
-        error_message: str | None = None,
-        custom_metadata: dict[str, JsonValue] | None = None,
-        **extra: Any,
-    ) -> None:
-        fields: dict[str, Any] = {
-            "invocation_id": invocation_id,
-            "author": author,
-            "content": content,
-            "output": output,
-            "node_info": node_info,
-            "long_running_tool_ids": long_running_tool_ids,
-            "branch": branch,
-            "partial": partial,
-            "turn_complete": turn_complete,
-            "error_code": error_code,
-            "error_message": error_message,
-            "custom_metadata": custom_metadata,
-            "message": message,
-            **extra,
-        }
-        for name, value in (("id", id), ("timestamp", timestamp), ("actions", actions)):
-            if value is not None:
-                fields[name] = value
-        if state is not None:
-            fields["state"] = dict(state)
-        if route is not None:
-            fields["route"] = route
-        super().__init__(**fields)
+    if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see
+
+        def __init__(
+            self,
+            *,
+            message: Content | str | None = None,
+            state: Mapping[str, object] | None = None,
+            route: RouteValue | list[RouteValue] | None = None,
+            output: object = None,
+            id: str = ...,
+            invocation_id: str = "",
+            author: str = "",
+            timestamp: float = ...,
+            content: Content | None = None,
+            actions: EventActions = ...,
+            node_info: NodeInfo | None = None,
+            long_running_tool_ids: set[str] | None = None,
+            branch: str | None = None,
+            partial: bool | None = None,
+            turn_complete: bool | None = None,
+            error_code: str | None = None,
+            error_message: str | None = None,
+            custom_metadata: dict[str, JsonValue] | None = None,
+            **extra: Any,
+        ) -> None: ...
+
+    # At run time pydantic's own __init__: `model_fields_set` holds exactly the fields
+    # the caller gave (the shortcuts count as the fields they stand for).
 
     @model_validator(mode="before")
     @classmethod

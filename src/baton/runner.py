@@ -19,6 +19,7 @@ from typing import Any, Final, cast, final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.agents import BaseAgent, LlmAgent
+from baton.blocking import LoopThread
 from baton.errors import WorkflowChangedError
 from baton.events import Event
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
@@ -140,6 +141,7 @@ class Runner:
             auto_create_session=auto_create_session,
         )
         self._models_ready = False
+        self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")
 
     @property
     def root(self) -> Node:
@@ -160,8 +162,9 @@ class Runner:
         return bool(config and config.is_resumable)
 
     async def close(self) -> None:
-        """Close the session service."""
+        """Close the session service (and the loop thread of sync `run` calls)."""
         await self.session_service.close()
+        self._loop_thread.stop()
 
     async def run_async(
         self,
@@ -213,6 +216,34 @@ class Runner:
                 yield event
         finally:
             await self.store.release(lease)
+
+    def run(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        new_message: Content | None = None,
+        invocation_id: str | None = None,
+        state_delta: dict[str, JsonValue] | None = None,
+        run_config: object | None = None,
+    ) -> Iterator[Event]:
+        """`run_async` for code without an event loop: yields the same events, in order.
+
+        The run happens on a loop thread of this Runner's own, one step per event the
+        caller takes; leaving the loop early stops the run there, resumable by its id.
+
+        Raises:
+            Whatever `run_async` raises, on the calling thread.
+        """
+        events = self.run_async(
+            user_id=user_id,
+            session_id=session_id,
+            new_message=new_message,
+            invocation_id=invocation_id,
+            state_delta=state_delta,
+            run_config=run_config,
+        )
+        return self._loop_thread.iterate(events)
 
     def _check_models(self) -> None:
         """Resolve every LlmAgent's model before the first call changes anything.
@@ -287,12 +318,24 @@ class InMemoryRunner(Runner):
         self,
         agent: Node | None = None,
         *,
+        node: Node | None = None,
         app_name: str | None = None,
         app: App | None = None,
     ) -> None:
         super().__init__(
             app=app,
-            agent=agent if app is None else None,
+            agent=agent,
+            node=node,
             app_name=app_name or (None if app else "InMemoryRunner"),
             session_service=InMemorySessionService(),
         )
+
+    @property
+    def session_service(self) -> InMemorySessionService:  # pyright: ignore[reportIncompatibleVariableOverride] -- narrower: the sync methods are there
+        """The runner's own in-memory sessions (with the `*_sync` methods)."""
+        return self._sessions
+
+    @session_service.setter
+    def session_service(self, service: BaseSessionService) -> None:
+        assert isinstance(service, InMemorySessionService)
+        self._sessions = service

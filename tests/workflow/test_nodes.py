@@ -83,8 +83,10 @@ def test_bad_node_arguments_are_rejected() -> None:
         FunctionNode(lambda: None, name="has space")
     with pytest.raises(ValueError, match="timeout must be positive"):
         FunctionNode(print, name="p", timeout=0)
-    with pytest.raises(ValueError, match="max_attempts must be at least 1"):
-        RetryConfig(max_attempts=0)
+    with pytest.raises(ValueError, match="max_attempts"):
+        RetryConfig(max_attempts=-1)
+    with pytest.raises(ValueError, match="exception classes or class names, got 42"):
+        RetryConfig(exceptions=[42])  # pyright: ignore[reportArgumentType] -- the point of the test
 
 
 class TimeOffRequest(BaseModel):

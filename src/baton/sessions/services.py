@@ -8,7 +8,9 @@ reads `.store` and talks to it directly.
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine
 from datetime import timedelta
+from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue
 
@@ -207,10 +209,68 @@ def _check_owner(app_name: str, user_id: str | None) -> None:
 
 
 class InMemorySessionService(BaseSessionService):
-    """Sessions kept in this process's memory."""
+    """Sessions kept in this process's memory.
+
+    The `*_sync` methods do what their async namesakes do, from code without an event
+    loop (or inside one): the memory store never waits, so they finish at once.
+    """
 
     def __init__(self) -> None:
         super().__init__(MemoryStore())
+
+    def create_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, JsonValue] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """`create_session`, synchronously."""
+        return _at_once(
+            self.create_session(
+                app_name=app_name, user_id=user_id, state=state, session_id=session_id
+            )
+        )
+
+    def get_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """`get_session`, synchronously."""
+        return _at_once(
+            self.get_session(
+                app_name=app_name, user_id=user_id, session_id=session_id, config=config
+            )
+        )
+
+    def list_sessions_sync(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """`list_sessions`, synchronously."""
+        return _at_once(self.list_sessions(app_name=app_name, user_id=user_id))
+
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """`delete_session`, synchronously."""
+        _at_once(self.delete_session(app_name=app_name, user_id=user_id, session_id=session_id))
+
+
+_T = TypeVar("_T")
+
+
+def _at_once(call: Coroutine[object, object, _T]) -> _T:
+    """The result of a coroutine that never suspends (the memory store's), run right here."""
+    try:
+        call.send(None)
+    except StopIteration as done:
+        result: _T = done.value
+        return result
+    call.close()
+    raise RuntimeError("the in-memory session store suspended; this is a bug in baton.")
 
 
 class SqliteSessionService(BaseSessionService):

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, final, overload, runtime_checkable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Protocol,
+    cast,
+    final,
+    overload,
+    runtime_checkable,
+)
 
-from pydantic import JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.context import Context
 from baton.workflow.binding import Binder
@@ -30,33 +39,85 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RetryConfig:
+_RETRY_DEFAULTS: Final = {
+    "max_attempts": 5,
+    "initial_delay": 1.0,
+    "max_delay": 60.0,
+    "backoff_factor": 2.0,
+    "jitter": 0.0,
+}
+
+
+class RetryConfig(BaseModel):
     """How often and how patiently a failing node run is retried in-process.
 
+    Every field may be None (or left out) for its default, as in the reference.
+
     Args:
-        max_attempts: attempts in all, the first included.
-        initial_delay: seconds before the second attempt.
-        max_delay: the longest wait between attempts.
-        backoff_factor: each wait is this many times the previous one.
-        jitter: up to this fraction of the wait is added at random.
-        exceptions: exception classes (or class names) worth retrying; all when None.
+        max_attempts: attempts in all, the first included (0 or 1: no retries; 5).
+        initial_delay: seconds before the second attempt (1.0).
+        max_delay: the longest wait between attempts (60.0).
+        backoff_factor: each wait is this many times the previous one (2.0).
+        jitter: up to this fraction of the wait is added at random (0.0).
+        exceptions: exception classes or class names worth retrying, a subclass
+            matching its base; all when None.
+
+    Raises:
+        pydantic.ValidationError: a negative number, or an `exceptions` item that is
+            neither an exception class nor a class name.
     """
 
-    max_attempts: int = 5
-    initial_delay: float = 1.0
-    max_delay: float = 60.0
-    backoff_factor: float = 2.0
-    jitter: float = 0.0
-    exceptions: tuple[type[BaseException] | str, ...] | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(
-                f"RetryConfig.max_attempts must be at least 1, got {self.max_attempts}."
-            )
-        if min(self.initial_delay, self.max_delay, self.backoff_factor, self.jitter) < 0:
-            raise ValueError("RetryConfig delays, backoff_factor and jitter must not be negative.")
+    max_attempts: int = Field(default=5, ge=0)
+    initial_delay: float = Field(default=1.0, ge=0)
+    max_delay: float = Field(default=60.0, ge=0)
+    backoff_factor: float = Field(default=2.0, ge=0)
+    jitter: float = Field(default=0.0, ge=0)
+    # Stored as class names (a tuple of str); classes are accepted and named.
+    exceptions: Sequence[str | type[BaseException]] | None = None
+
+    if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see: None for a default
+
+        def __init__(
+            self,
+            *,
+            max_attempts: int | None = None,
+            initial_delay: float | None = None,
+            max_delay: float | None = None,
+            backoff_factor: float | None = None,
+            jitter: float | None = None,
+            exceptions: Sequence[str | type[BaseException]] | None = None,
+        ) -> None: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_for_none(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        given = cast(dict[str, Any], data)
+        return {
+            key: _RETRY_DEFAULTS[key] if value is None and key in _RETRY_DEFAULTS else value
+            for key, value in given.items()
+        }
+
+    @field_validator("exceptions", mode="before")
+    @classmethod
+    def _exception_names(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value if value is None else (value,)
+        names: list[str] = []
+        for item in cast(Iterable[object], value):
+            if isinstance(item, str):
+                names.append(item)
+            elif isinstance(item, type) and issubclass(item, BaseException):
+                names.append(item.__name__)
+            else:
+                raise ValueError(
+                    f"RetryConfig.exceptions holds exception classes or class names, got "
+                    f"{item!r}; write e.g. exceptions=[ConnectionError, 'TimeoutError']."
+                )
+        return tuple(names)
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
         """True when `error` on attempt number `attempt` (1-based) deserves another try."""
@@ -64,10 +125,8 @@ class RetryConfig:
             return False
         if self.exceptions is None:
             return True
-        names = {c.__name__ for c in type(error).__mro__}
-        return any(
-            (e in names) if isinstance(e, str) else isinstance(error, e) for e in self.exceptions
-        )
+        names = {c.__name__ for c in type(error).__mro__ if c is not object}
+        return any(e in names for e in self.exceptions if isinstance(e, str))
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt`."""
@@ -100,6 +159,7 @@ class BaseNode:
         name: str,
         description: str = "",
         rerun_on_resume: bool = False,
+        wait_for_output: bool = False,
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
     ) -> None:
@@ -112,6 +172,7 @@ class BaseNode:
         self.name = name
         self.description = description
         self.rerun_on_resume = rerun_on_resume
+        self.wait_for_output = wait_for_output
         self.retry_config = retry_config
         self.timeout = timeout
 

@@ -49,6 +49,8 @@ class Workflow(BaseNode):
         edges: edge items: chain tuples `("START", a, b)` with fan-out tuples and
             routing maps, or `Edge(...)`.
         max_concurrency: at most this many child runs at once (unbounded when None).
+        wait_for_output: as a node of another workflow, a run that ends without output
+            or route triggers nothing; the next arrival runs it again.
         retry_config, timeout, description: as for any node.
 
     Raises:
@@ -64,6 +66,7 @@ class Workflow(BaseNode):
         edges: Sequence[object] = (),
         max_concurrency: int | None = None,
         rerun_on_resume: bool = True,
+        wait_for_output: bool = False,
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
         description: str = "",
@@ -72,6 +75,7 @@ class Workflow(BaseNode):
             name=name,
             description=description,
             rerun_on_resume=rerun_on_resume,
+            wait_for_output=wait_for_output,
             retry_config=retry_config,
             timeout=timeout,
         )
@@ -287,6 +291,8 @@ class _Scheduler:
             self.state.recorded.setdefault(replay_key(run.node, run.input), []).append(
                 Outcome(run_id=run.run_id, output=run.output, routes=list(run.routes))
             )
+        if run.output is None and not run.routes and self._waits_for_output(run.node):
+            return  # nothing to pass on: its successors wait for a run that produces output
         successors = self.graph.successors(run.node, run.routes)
         for name in successors:
             if name in self.graph.joins:
@@ -295,6 +301,9 @@ class _Scheduler:
                 self.state.queue.append(Trigger(node=name, input=run.output))
         if run.node in self.graph.terminals and run.output is not None:
             self.state.terminal_outputs[run.node] = run.output
+
+    def _waits_for_output(self, name: str) -> bool:
+        return getattr(self.graph.nodes[name], "wait_for_output", False)
 
     def _arrive(self, join: str, run: RunRecord) -> None:
         arrivals = self.state.joins.setdefault(join, {})

@@ -1,0 +1,153 @@
+"""The everyday surface the reference's users write, as they write it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pydantic import JsonValue
+
+from baton import (
+    App,
+    Context,
+    Event,
+    InMemoryRunner,
+    RequestInput,
+    RetryConfig,
+    Runner,
+    Workflow,
+    node,
+    types,
+)
+from baton.errors import UnknownInterruptError
+from baton.events import NodeInfo
+from baton.sessions.services import InMemorySessionService, SqliteSessionService
+
+
+def ask(ctx: Context) -> RequestInput:
+    return RequestInput(interrupt_id="q", message="ok?")
+
+
+def done(node_input: str) -> str:
+    return f"done {node_input}"
+
+
+def _text(text: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=text)])
+
+
+def _answer(iid: str, value: JsonValue) -> types.Content:
+    response = types.FunctionResponse(id=iid, name="adk_request_input", response={"result": value})
+    return types.Content(role="user", parts=[types.Part(function_response=response)])
+
+
+def test_sync_run_and_sync_session_methods_drive_a_pause_and_an_answer() -> None:
+    runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", ask, done)]))
+    assert runner.app_name == "InMemoryRunner"
+    sessions = runner.session_service
+    session = sessions.create_session_sync(app_name=runner.app_name, user_id="u", state={"k": 1})
+    first = list(runner.run(user_id="u", session_id=session.id, new_message=_text("hi")))
+    assert [e.long_running_tool_ids for e in first] == [{"q"}]
+    second = list(runner.run(user_id="u", session_id=session.id, new_message=_answer("q", "yes")))
+    assert [(e.author, e.output) for e in second] == [("ask", "yes"), ("done", "done yes")]
+
+    stored = sessions.get_session_sync(app_name=runner.app_name, user_id="u", session_id=session.id)
+    assert stored is not None
+    assert stored.state == {"k": 1}
+    assert len(sessions.list_sessions_sync(app_name=runner.app_name).sessions) == 1
+    sessions.delete_session_sync(app_name=runner.app_name, user_id="u", session_id=session.id)
+    assert (
+        sessions.get_session_sync(app_name="InMemoryRunner", user_id="u", session_id=session.id)
+        is None
+    )
+
+
+def test_sync_run_on_sqlite_keeps_its_loop_across_calls_and_raises_refusals(tmp_path: Path) -> None:
+    service = SqliteSessionService(str(tmp_path / "s.db"))
+    app = App(name="app", root_agent=Workflow(name="wf", edges=[("START", ask, done)]))
+    runner = Runner(app=app, session_service=service)
+    created = asyncio.run(service.create_session(app_name="app", user_id="u"))
+    list(runner.run(user_id="u", session_id=created.id, new_message=_text("hi")))
+    with pytest.raises(ValueError, match="not open"):  # an unknown id is a ValueError too
+        list(runner.run(user_id="u", session_id=created.id, new_message=_answer("nope", 1)))
+    events = list(runner.run(user_id="u", session_id=created.id, new_message=_answer("q", "ok")))
+    assert events[-1].output == "done ok"
+
+
+async def test_an_unknown_function_response_id_is_a_value_error() -> None:
+    runner = InMemoryRunner(agent=Workflow(name="wf", edges=[("START", ask, done)]), app_name="a")
+    session = await runner.session_service.create_session(app_name="a", user_id="u")
+    _ = [
+        e
+        async for e in runner.run_async(user_id="u", session_id=session.id, new_message=_text("x"))
+    ]
+    answering = runner.run_async(user_id="u", session_id=session.id, new_message=_answer("z", 1))
+    with pytest.raises(ValueError, match="'z'") as raised:
+        await anext(answering)
+    assert isinstance(raised.value, UnknownInterruptError)
+
+
+async def test_a_workflow_waiting_for_output_triggers_its_successor_only_once_it_has_one() -> None:
+    def a() -> str:
+        return "a"
+
+    def b() -> str:
+        return "b"
+
+    def keep_b(node_input: str) -> str | None:
+        return f"kept {node_input}" if node_input == "b" else None
+
+    after_inputs: list[object] = []
+
+    def after(node_input: object) -> None:
+        after_inputs.append(node_input)
+
+    gather = Workflow(name="gather", edges=[("START", keep_b)], wait_for_output=True)
+    runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", (a, b), gather, after)]))
+    session = runner.session_service.create_session_sync(app_name=runner.app_name, user_id="u")
+    list(runner.run(user_id="u", session_id=session.id, new_message=_text("go")))
+    assert after_inputs == ["kept b"]
+
+
+async def test_retry_config_takes_exception_classes_in_a_list_and_none_for_defaults() -> None:
+    calls: list[int] = []
+
+    @node(retry_config=RetryConfig(exceptions=[ConnectionError], initial_delay=0, jitter=None))
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionRefusedError("down")  # a subclass of the listed class
+        return "up"
+
+    config = RetryConfig(max_attempts=None, exceptions=[ConnectionError, "TimeoutError"])
+    assert config.max_attempts == 5
+    assert config.exceptions == ("ConnectionError", "TimeoutError")
+    assert not RetryConfig(max_attempts=1).should_retry(ValueError(), 1)
+    runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", flaky)]))
+    session = runner.session_service.create_session_sync(app_name=runner.app_name, user_id="u")
+    events = list(runner.run(user_id="u", session_id=session.id, new_message=_text("go")))
+    assert [e.error_code for e in events] == [
+        "ConnectionRefusedError",
+        "ConnectionRefusedError",
+        None,
+    ]
+    assert events[-1].output == "up"
+    assert events[-1].node_info is not None
+    assert events[-1].node_info.name == "flaky"
+
+
+def test_node_info_names_and_event_fields_set() -> None:
+    info = NodeInfo(path="outer@1/inner@2/ask@3")
+    assert (info.name, info.parent_run_id) == ("ask", "2")
+    assert NodeInfo(path="wf@1").parent_run_id is None
+    assert Event(author="x", output=1).model_fields_set == {"author", "output"}
+    assert Event(message="hi", state={"k": 1}).model_fields_set == {"content", "actions"}
+    assert Event().model_fields_set == set()
+
+
+def test_in_memory_runner_takes_an_app_or_an_agent() -> None:
+    wf = Workflow(name="wf", edges=[("START", done)])
+    assert InMemoryRunner(app=App(name="mine", root_agent=wf)).app_name == "mine"
+    assert InMemoryRunner(wf).app_name == "InMemoryRunner"
+    assert isinstance(InMemoryRunner(wf).session_service, InMemorySessionService)
