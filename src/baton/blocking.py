@@ -23,6 +23,7 @@ class LoopThread:
     def __init__(self, name: str) -> None:
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
@@ -31,7 +32,7 @@ class LoopThread:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
                 thread.start()
-                self._loop = loop
+                self._loop, self._thread = loop, thread
             return self._loop
 
     def call(self, coroutine: Coroutine[object, object, _T]) -> _T:
@@ -62,8 +63,13 @@ class LoopThread:
         """Stop the loop (a later call starts a new one)."""
         with self._lock:
             loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
+            thread, self._thread = self._thread, None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not threading.current_thread():
+            thread.join()
+            loop.close()
 
 
 async def _next(events: AsyncGenerator[_T, None]) -> _T:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -63,16 +62,19 @@ def test_sync_run_and_sync_session_methods_drive_a_pause_and_an_answer() -> None
     )
 
 
-def test_sync_run_on_sqlite_keeps_its_loop_across_calls_and_raises_refusals(tmp_path: Path) -> None:
+async def test_sync_run_on_sqlite_keeps_its_loop_across_calls_and_raises_refusals(
+    tmp_path: Path,
+) -> None:
     service = SqliteSessionService(str(tmp_path / "s.db"))
     app = App(name="app", root_agent=Workflow(name="wf", edges=[("START", ask, done)]))
     runner = Runner(app=app, session_service=service)
-    created = asyncio.run(service.create_session(app_name="app", user_id="u"))
+    created = await service.create_session(app_name="app", user_id="u")
     list(runner.run(user_id="u", session_id=created.id, new_message=_text("hi")))
     with pytest.raises(ValueError, match="not open"):  # an unknown id is a ValueError too
         list(runner.run(user_id="u", session_id=created.id, new_message=_answer("nope", 1)))
     events = list(runner.run(user_id="u", session_id=created.id, new_message=_answer("q", "ok")))
     assert events[-1].output == "done ok"
+    await runner.close()
 
 
 async def test_an_unknown_function_response_id_is_a_value_error() -> None:
