@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, final
 
 from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
@@ -29,6 +30,7 @@ from baton.context import InvocationContext
 from baton.errors import BatonError
 from baton.events import Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
+from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
 from baton.tools.confirmation import (
     ToolConfirmation,
@@ -266,7 +268,10 @@ class LlmAgent(BaseAgent):
 
     async def _instruction(self, ctx: AgentContext) -> str:
         if callable(self.instruction):
-            made = self.instruction(ctx)
+            provide = self.instruction
+            if inspect.iscoroutinefunction(provide):
+                return await provide(ctx)
+            made = await run_sync(partial(provide, ctx))  # a plain provider never holds the loop
             return await made if inspect.isawaitable(made) else made
         return fill_instruction(self.instruction, ctx.state, agent=self.name)
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
 from baton.events import to_json_value
 from baton.models.llm import FunctionDeclaration
+from baton.threads import run_sync
 from baton.tools.base import BaseTool
 from baton.tools.confirmation import REJECTED, REQUIRED
 from baton.tools.signature import TOOL_CONTEXT_PARAMETER, FunctionSignature, InvalidArgumentsError
@@ -122,13 +123,15 @@ class FunctionTool(BaseTool):
         given = {**kwargs, TOOL_CONTEXT_PARAMETER: tool_context}
         takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in wanted.values())
         chosen = given if takes_all else {k: v for k, v in given.items() if k in wanted}
-        decided = rule(**chosen)
+        if inspect.iscoroutinefunction(rule):
+            return bool(await rule(**chosen))
+        decided = await run_sync(partial(rule, **chosen))  # a plain rule never holds the loop
         return bool(await decided if inspect.isawaitable(decided) else decided)
 
     async def _call(self, *args: object, **kwargs: object) -> object:
         if inspect.iscoroutinefunction(self.func):
             return await self.func(*args, **kwargs)
-        result = await asyncio.to_thread(self.func, *args, **kwargs)
+        result = await run_sync(partial(self.func, *args, **kwargs))  # never on the event loop
         # A callable object with an async __call__, or a sync function returning a coroutine.
         return await result if inspect.isawaitable(result) else result
 

@@ -32,6 +32,7 @@ from baton.sessions.store import Interrupt
 from baton.tracing import node_span
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
+from baton.workflow.loopwatch import enter_node, leave_node
 from baton.workflow.nodes import FunctionNode, Node
 
 __all__ = [
@@ -319,6 +320,7 @@ async def _execute(
     node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
 ) -> None:
     token = current_record.set(record)
+    mark = enter_node(record.path)
     record.attempt = 0
     try:
         while True:
@@ -347,13 +349,14 @@ async def _execute(
             await _commit_end(node, ctx, record, collector, finish)
             return
     finally:
+        leave_node(mark)
         current_record.reset(token)
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
         # Most nodes: one call, one result, no generator to drive or close.
-        collector.add(node.call(ctx, record.input))  # FunctionNodes commit at the end
+        collector.add(await node.call(ctx, record.input))  # commits at the end
     else:
         await _drive(node, ctx, record, collector)
 

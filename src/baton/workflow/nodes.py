@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from functools import partial
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -25,6 +26,7 @@ from typing import (
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.context import Context
+from baton.threads import SyncSteps, run_sync
 from baton.workflow.binding import Binder
 
 __all__ = [
@@ -257,12 +259,15 @@ class FunctionNode(BaseNode):
 
     @property
     def is_plain(self) -> bool:
-        """The function is a plain one (not async, not a generator): `call` runs it."""
+        """The function is a plain one (not async, not a generator): `call` runs it.
+
+        Plain functions and sync generators run in worker threads (`baton.threads`),
+        so one that blocks never holds the event loop."""
         return self._kind == "plain"
 
-    def call(self, ctx: Context, node_input: JsonValue) -> object:
-        """Run a plain function directly: what `run` would yield, without a generator."""
-        return self.func(**self._binder.bind(ctx, node_input))
+    async def call(self, ctx: Context, node_input: JsonValue) -> object:
+        """Run a plain function in a worker thread: what `run` would yield, without a generator."""
+        return await run_sync(partial(self.func, **self._binder.bind(ctx, node_input)))
 
     async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         kwargs = self._binder.bind(ctx, node_input)
@@ -273,10 +278,17 @@ class FunctionNode(BaseNode):
         elif kind == "coroutine":
             yield await func(**kwargs)
         elif kind == "generator":
-            for item in func(**kwargs):
-                yield item
+            steps = SyncSteps(func(**kwargs))
+            try:
+                while True:
+                    more, item = await steps.next()
+                    if not more:
+                        break
+                    yield item
+            finally:
+                await steps.close()
         else:
-            yield func(**kwargs)
+            yield await run_sync(partial(func, **kwargs))
 
 
 @final

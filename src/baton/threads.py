@@ -1,0 +1,266 @@
+"""Plain (sync) user code runs in worker threads, never on the event loop.
+
+A plain node function, each step of a sync generator node, a sync tool and a sync
+instruction provider run in a worker thread, in a copy of the caller's context
+variables, so one that blocks (`time.sleep`, a blocking HTTP client, a slow
+library) never stops the event loop: lease renewal, other runs and the HTTP
+server carry on. Context variables the code sets are copied back into the
+caller's context afterwards, as if it had run inline.
+
+The cost is kept low for the common trivial function: threads are kept and
+reused (a thread per concurrently running call, idle ones retire after
+`IDLE_SECONDS`), and the caller first waits `HANDOFF_WAIT` seconds for the
+result with the GIL released, so a quick call costs two thread switches and no
+event-loop wake-up. A call still running after that becomes an ordinary await:
+the loop is never held longer than `HANDOFF_WAIT` by it.
+
+A call abandoned by a timeout or a cancellation keeps running in its thread to
+its end (Python cannot stop a thread); its result is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Generator
+from contextlib import suppress
+from contextvars import Context, copy_context
+from typing import Final, TypeVar, cast
+
+__all__ = ["HANDOFF_WAIT", "IDLE_SECONDS", "SyncSteps", "run_sync"]
+
+T = TypeVar("T")
+
+logger = logging.getLogger("baton")
+
+HANDOFF_WAIT: Final = 0.0005
+"""Seconds the caller waits for a quick call's result before yielding to the event loop."""
+
+IDLE_SECONDS: Final = 30.0
+"""An idle worker thread ends after this many seconds without work."""
+
+
+class _Job:
+    """One call handed to a worker thread, and its outcome."""
+
+    __slots__ = ("after", "call", "context", "done", "error", "finished", "lock", "result", "wake")
+
+    def __init__(self, call: Callable[[], object], context: Context) -> None:
+        self.call = call
+        self.context = context
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.done = threading.Lock()  # released when finished: the caller's quick wait
+        self.done.acquire()
+        self.lock = threading.Lock()  # guards `finished`, `wake` and `after`
+        self.finished = False
+        self.wake: Callable[[], None] | None = None
+        self.after: Callable[[], object] | None = None
+
+    def execute(self) -> None:
+        try:
+            self.result = self.context.run(self.call)
+        except BaseException as error:  # handed to the caller, who raises it
+            self.error = error
+
+    def seal(self) -> tuple[Callable[[], None] | None, Callable[[], object] | None]:
+        """Mark the job finished; who to wake and what to run after it, if anyone asked."""
+        with self.lock:
+            self.finished = True
+            return self.wake, self.after
+
+    def signal(self, wake: Callable[[], None] | None) -> None:
+        self.done.release()
+        if wake is not None:
+            wake()
+
+    def run_after(self, after: Callable[[], object]) -> None:
+        try:
+            self.context.run(after)
+        except Exception:  # nobody awaits it any more: say so rather than lose it
+            logger.exception("baton: cleaning up an abandoned sync call failed")
+
+    def notify(self, wake: Callable[[], None]) -> bool:
+        """Have `wake` called when the job finishes; False if it already has."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.wake = wake
+            return True
+
+    def then(self, after: Callable[[], object]) -> bool:
+        """Run `after` in the job's thread once it finishes; False if it already has."""
+        with self.lock:
+            if self.finished:
+                return False
+            self.after = after
+            return True
+
+    def outcome(self) -> object:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class _Worker(threading.Thread):
+    """A reusable daemon thread: runs the jobs it is given, one at a time."""
+
+    def __init__(self, pool: _Pool, number: int) -> None:
+        super().__init__(name=f"baton-sync-{number}", daemon=True)
+        self._pool = pool
+        self._ready = threading.Lock()
+        self._ready.acquire()
+        self._job: _Job | None = None
+
+    def give(self, job: _Job) -> None:
+        self._job = job
+        self._ready.release()
+
+    def run(self) -> None:
+        while True:
+            if not self._ready.acquire(timeout=IDLE_SECONDS):
+                if self._pool.retire(self):
+                    return
+                self._ready.acquire()  # handed a job while retiring
+            job, self._job = self._job, None
+            assert job is not None  # give() sets it before releasing
+            job.execute()
+            wake, after = job.seal()
+            if after is None:
+                self._pool.rest(self)  # idle before the caller wakes: its next call reuses us
+                job.signal(wake)
+            else:
+                job.signal(wake)
+                job.run_after(after)
+                self._pool.rest(self)
+
+
+class _Pool:
+    """Idle workers; a new one starts when every worker is busy."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._started = 0
+
+    def submit(self, job: _Job) -> None:
+        with self._lock:
+            fresh = not self._idle
+            if fresh:
+                self._started += 1
+                worker = _Worker(self, self._started)
+            else:
+                worker = self._idle.pop()  # the one that rested last: likely still on a core
+        worker.give(job)
+        if fresh:
+            worker.start()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's threads do not exist here."""
+        self._idle = []
+        self._lock = threading.Lock()
+
+    def rest(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def retire(self, worker: _Worker) -> bool:
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+_POOL: Final = _Pool()
+os.register_at_fork(after_in_child=_POOL.forget)
+
+
+def _carry_back(ran: Context) -> None:
+    """Set in the current context what the call set in its copy (cheap when nothing was)."""
+    here = copy_context()
+    if ran == here:
+        return
+    missing = object()
+    for var, value in ran.items():
+        if here.get(var, missing) is not value:
+            var.set(value)
+
+
+async def _outcome(job: _Job) -> object:
+    if not job.done.acquire(timeout=HANDOFF_WAIT):
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        def wake() -> None:
+            with suppress(RuntimeError):  # the loop closed while the call ran: nobody waits
+                loop.call_soon_threadsafe(settle)
+
+        if job.notify(wake):
+            await future
+    return job.outcome()
+
+
+async def _hand_off(job: _Job) -> object:
+    _POOL.submit(job)
+    result = await _outcome(job)
+    _carry_back(job.context)
+    return result
+
+
+async def run_sync(call: Callable[[], T]) -> T:
+    """Run `call()` in a worker thread with the caller's context variables; its result.
+
+    Raises:
+        Exception: whatever `call` raises.
+    """
+    return cast(T, await _hand_off(_Job(call, copy_context())))
+
+
+_END: Final = object()
+
+
+class SyncSteps:
+    """A sync generator driven from async code, each step in a worker thread."""
+
+    def __init__(self, generator: Generator[object, None, object]) -> None:
+        self._generator = generator
+        self._last: _Job | None = None
+        self._open = True  # False once exhausted or raised: nothing left to close
+
+    async def next(self) -> tuple[bool, object]:
+        """(True, the next item), or (False, None) when the generator is done."""
+        job = _Job(self._step, copy_context())
+        self._last = job
+        try:
+            item = await _hand_off(job)
+        except Exception:
+            self._open = False
+            raise
+        if item is _END:
+            self._open = False
+            return False, None
+        return True, item
+
+    def _step(self) -> object:
+        return next(self._generator, _END)
+
+    async def close(self) -> None:
+        """Close the generator (its `finally` blocks run in a thread too).
+
+        A step abandoned by a timeout or cancellation may still be running: the
+        generator is then closed by that step's thread as soon as the step ends.
+        """
+        if not self._open:
+            return
+        self._open = False
+        last = self._last
+        if last is not None and last.then(self._generator.close):
+            return
+        await run_sync(self._generator.close)

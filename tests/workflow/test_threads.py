@@ -1,0 +1,265 @@
+"""Plain nodes and tools run in worker threads; an async node that blocks the loop is named."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Generator, Iterator
+from contextvars import ContextVar
+
+import pytest
+
+from baton import Context, Event, FunctionNode, RetryConfig, Workflow
+from baton.errors import NodeTimeoutError
+from baton.threads import SyncSteps, run_sync
+from baton.tools import FunctionTool, ToolContext
+from baton.workflow.loopwatch import THRESHOLD_ENV, enter_node, leave_node
+from tests.harness import MakeHarness, outputs
+
+request_id: ContextVar[str] = ContextVar("request_id")
+
+
+async def test_a_blocking_sync_node_leaves_the_event_loop_free(make_harness: MakeHarness) -> None:
+    loop_thread = threading.get_ident()
+    released = threading.Event()  # only a coroutine on the loop sets it
+    seen: list[int] = []
+
+    def blocks() -> str:
+        seen.append(threading.get_ident())
+        assert released.wait(timeout=10), "the event loop was held while the node blocked"
+        return "done"
+
+    async def release_soon() -> None:
+        await asyncio.sleep(0.05)
+        released.set()
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", blocks)]))
+    events, _ = await asyncio.gather(h.start(), release_soon())
+    assert outputs(events) == [("blocks", "done")]
+    assert seen
+    assert seen[0] != loop_thread
+
+
+async def test_the_loop_keeps_ticking_while_a_sync_node_sleeps(make_harness: MakeHarness) -> None:
+    ticks = 0
+    finished = asyncio.Event()
+
+    def sleeps() -> str:
+        time.sleep(1)
+        return "rested"
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not finished.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def run() -> list[object]:
+        try:
+            return list(await h.start())
+        finally:
+            finished.set()
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", sleeps)]))
+    _, run_events = await asyncio.gather(tick(), run())
+    assert len(run_events) == 1
+    assert ticks > 10  # a held loop would have ticked once or twice
+
+
+async def test_each_step_of_a_sync_generator_runs_off_the_loop(make_harness: MakeHarness) -> None:
+    steps = [threading.Event(), threading.Event()]
+    threads: set[int] = set()
+
+    def stepwise() -> Iterator[Event | str]:
+        for number, step in enumerate(steps):
+            threads.add(threading.get_ident())
+            assert step.wait(timeout=10), f"step {number}: the event loop was held"
+            yield Event(message="thinking") if number == 0 else "output"
+
+    async def release() -> None:
+        for step in steps:
+            await asyncio.sleep(0.02)
+            step.set()
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", FunctionNode(stepwise))]))
+    events, _ = await asyncio.gather(h.start(), release())
+    assert outputs(events) == [("stepwise", "output")]
+    assert events[0].content is not None
+    assert events[0].content.text == "thinking"
+    assert threading.get_ident() not in threads
+
+
+async def test_context_variables_reach_sync_nodes_and_tools(make_harness: MakeHarness) -> None:
+    def reads() -> str:
+        return request_id.get("unset")
+
+    def tool_reads() -> str:
+        return request_id.get("unset")
+
+    request_id.set("req-7")
+    h = await make_harness(Workflow(name="wf", edges=[("START", reads)]))
+    assert outputs(await h.start()) == [("reads", "req-7")]
+    assert await FunctionTool(tool_reads).run({}, ToolContext()) == "req-7"
+
+
+async def test_context_variables_set_in_the_thread_are_seen_afterwards() -> None:
+    def sets() -> int:
+        request_id.set("from-thread")
+        return threading.get_ident()
+
+    ident = await run_sync(sets)
+    assert ident != threading.get_ident()
+    assert request_id.get() == "from-thread"
+
+
+async def test_state_writes_retries_and_errors_of_sync_nodes(make_harness: MakeHarness) -> None:
+    attempts: list[int] = []
+
+    def flaky(ctx: Context) -> str:
+        attempts.append(ctx.attempt_count)
+        ctx.state["tries"] = len(attempts)
+        if len(attempts) < 3:
+            raise ConnectionError("not yet")
+        return "ok"
+
+    node = FunctionNode(flaky, retry_config=RetryConfig(max_attempts=3, initial_delay=0))
+    h = await make_harness(Workflow(name="wf", edges=[("START", node)]))
+    assert outputs(await h.start()) == [("flaky", "ok")]
+    assert attempts == [1, 2, 3]
+    session = await h.service.get_session(
+        app_name=h.runner.app_name, user_id="u", session_id=h.session_id
+    )
+    assert session is not None
+    assert session.state["tries"] == 3
+
+
+async def test_a_timeout_stops_a_blocked_sync_node(make_harness: MakeHarness) -> None:
+    released = threading.Event()
+
+    def stuck() -> str:
+        released.wait(timeout=10)
+        return "too late"
+
+    h = await make_harness(
+        Workflow(name="wf", edges=[("START", FunctionNode(stuck, timeout=0.05))])
+    )
+    try:
+        with pytest.raises(NodeTimeoutError, match="node 'stuck' timed out after 0.05 seconds"):
+            await h.start()
+        assert not released.is_set()  # stopped while the function was still blocked
+    finally:
+        released.set()  # the abandoned thread ends; its result is dropped
+
+
+async def test_a_sync_generator_stopped_early_is_closed_in_a_thread() -> None:
+    closed: list[int] = []
+
+    def counts() -> Generator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.append(threading.get_ident())
+
+    steps = SyncSteps(counts())
+    assert await steps.next() == (True, 1)
+    await steps.close()
+    assert closed
+    assert closed[0] != threading.get_ident()
+
+
+@pytest.fixture
+def warned(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[threading.Event]:
+    """A small threshold, baton's warnings captured; the event is set at the first one."""
+    monkeypatch.setenv(THRESHOLD_ENV, "0.1")
+    caplog.set_level(logging.WARNING, logger="baton")
+    first = threading.Event()
+
+    class Signal(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            first.set()
+
+    handler = Signal(logging.WARNING)
+    logging.getLogger("baton").addHandler(handler)
+    yield first
+    logging.getLogger("baton").removeHandler(handler)
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "baton"]
+
+
+async def test_an_async_node_blocking_the_loop_is_named_once_while_it_blocks(
+    make_harness: MakeHarness, caplog: pytest.LogCaptureFixture, warned: threading.Event
+) -> None:
+    async def hogs() -> str:
+        noticed = warned.wait(timeout=10)  # blocks the loop until the watch speaks up
+        time.sleep(0.3)  # noqa: ASYNC251 -- the same stall goes on: no second warning
+        return "noticed" if noticed else "unnoticed"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", hogs)]))
+    assert outputs(await h.start()) == [("hogs", "noticed")]
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1
+    message = warnings[0]
+    assert message.startswith("node 'wf@1/hogs@1' has held the event loop for")
+    assert "asyncio.to_thread" in message
+    assert THRESHOLD_ENV in message
+
+
+async def test_runs_that_do_not_block_produce_no_warning(
+    make_harness: MakeHarness, caplog: pytest.LogCaptureFixture, warned: threading.Event
+) -> None:
+    async def polite() -> str:
+        await asyncio.sleep(0.4)
+        return "ok"
+
+    def sleepy() -> str:
+        time.sleep(0.4)  # a plain node: in a thread, the loop is free
+        return "ok"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", polite, sleepy)]))
+    assert outputs(await h.start()) == [("polite", "ok"), ("sleepy", "ok")]
+    assert _warnings(caplog) == []
+    assert not warned.is_set()
+
+
+def test_the_watch_thread_ends_with_its_loop() -> None:
+    async def main() -> None:
+        leave_node(enter_node("wf/quick@1"))
+
+    before = set(threading.enumerate())
+    loop = asyncio.new_event_loop()  # not asyncio.run: it would reset the test's loop policy
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    started = [t for t in threading.enumerate() if t not in before and t.name == "baton-loopwatch"]
+    for thread in started:
+        thread.join(timeout=5)
+    assert started
+    assert not any(t.is_alive() for t in started)
+
+
+def _run_sync_in_new_loop(value: int) -> int:
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(run_sync(lambda: value))
+    finally:
+        loop.close()
+
+
+def test_a_forked_child_starts_its_own_worker_threads() -> None:
+    assert _run_sync_in_new_loop(1) == 1  # the parent has an idle worker now
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's idle worker does not exist here
+        signal.alarm(5)  # a hang would end the child with SIGALRM
+        os._exit(0 if _run_sync_in_new_loop(7) == 7 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
