@@ -269,7 +269,9 @@ async def test_a_node_reached_by_two_edges_runs_once_per_trigger_with_its_own_ru
     merged = sorted(
         (e.node_info.path, e.output) for e in events if e.author == "merge" and e.node_info
     )
-    assert merged == [("wf@1/merge@1", "merged L"), ("wf@1/merge@2", "merged R")]
+    # left and right run in parallel worker threads: which one arrives first is not fixed.
+    assert [path for path, _ in merged] == ["wf@1/merge@1", "wf@1/merge@2"]
+    assert sorted(str(output) for _, output in merged) == ["merged L", "merged R"]
 
 
 async def test_join_waits_for_every_predecessor(make_harness: MakeHarness) -> None:
