@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format typecheck unit bench services clean
+.PHONY: install run test lint format typecheck unit bench services clean adk-ui adk-ui-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,15 @@ typecheck: install
 services:
 	@bash scripts/services.sh
 
-unit: install services
+# google-adk (the reference) in its own venv, for its web UI's files; baton never imports it.
+adk-ui-venv:
+	@bash scripts/adk_venv.sh
+
+# The reference's web UI at http://127.0.0.1:8001/, calling baton at 127.0.0.1:8000.
+adk-ui: install adk-ui-venv
+	$(PY) scripts/adk_ui.py --backend http://127.0.0.1:8000 --port 8001
+
+unit: install services adk-ui-venv
 	$(PY) -m pytest
 
 test: lint typecheck unit
@@ -40,4 +48,4 @@ bench: install services
 	bash bench/run.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-adk .pytest_cache .ruff_cache

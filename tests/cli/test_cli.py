@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +18,7 @@ from baton.cli import cli
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey, StepCommit
 from baton.types import InvocationId, SessionId
+from tests.server.processes import BATON, serving
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 APP = str(EXAMPLES / "expense_approval")
@@ -123,23 +122,10 @@ def test_a_broken_app_folder_is_named(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_web_prints_its_url_and_serves_the_inbox(tmp_path: Path) -> None:
-    exe = Path(sys.executable).parent / "baton"
-    args = [str(exe), "web", str(EXAMPLES), "--port", "0", "--db", str(tmp_path / "w.db")]
-    env = {**os.environ, "COLUMNS": "200"}
-    with subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-            assert found, line
-            url = found.group(0)
-            assert "expense_approval" in httpx.get(f"{url}list-apps").json()
-            assert "<title>baton" in httpx.get(url).text
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=10)
+    args = [str(BATON), "web", str(EXAMPLES), "--port", "0", "--db", str(tmp_path / "w.db")]
+    with serving(args) as url:
+        assert "expense_approval" in httpx.get(f"{url}/list-apps").json()
+        assert "<title>baton" in httpx.get(url).text
 
 
 def test_run_and_list_on_a_database_url(store_url: str) -> None:
@@ -355,3 +341,29 @@ def test_sessions_prune_refuses_an_age_it_cannot_read(tmp_path: Path, age: str) 
     assert code == 2
     assert f"'{age}' is not an age; give a positive number with a unit: 30d" in out
     assert not (tmp_path / "s.db").exists()
+
+
+# Stands in for an install without the OpenTelemetry SDK (`baton[otel]`).
+_WITHOUT_OTEL_SDK = """
+import sys
+for name in ("opentelemetry.sdk", "opentelemetry.sdk.trace"):
+    sys.modules[name] = None
+from baton.cli import main
+sys.argv = ["baton", *sys.argv[1:]]
+main()
+"""
+
+
+def test_trace_to_ui_without_the_otel_sdk_names_the_extra_to_install(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", _WITHOUT_OTEL_SDK, "api_server", str(EXAMPLES)]
+    done = subprocess.run(
+        [*command, "--trace-to-ui", "--db", str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    said = " ".join(done.stdout.split())
+    assert "ExtraNotInstalledError: --trace-to-ui needs the 'opentelemetry.sdk" in said
+    assert "pip install 'baton[otel]'" in said

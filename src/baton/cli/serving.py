@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, final
+from typing import TYPE_CHECKING, Annotated, final
 
 import typer
 
@@ -28,6 +28,9 @@ from baton.server.settings import (
     parse_origins,
     parse_size,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - the OpenTelemetry SDK is needed only with traces on
+    from baton.server.ui_traces import SessionTraces
 
 __all__ = ["api_server", "web"]
 
@@ -72,6 +75,14 @@ MaxConnectionsOption = Annotated[
     ),
 ]
 _DEFAULTS = Limits()
+TraceOption = Annotated[
+    bool,
+    typer.Option(
+        "--trace-to-ui",
+        help="Keep each session's OpenTelemetry spans in memory and serve them to the "
+        "reference web UI's Traces tab (needs `pip install 'baton[otel]'`).",
+    ),
+]
 
 
 @cli.command("api_server")
@@ -87,6 +98,7 @@ def api_server(
     max_body: MaxBodyOption = "8MB",
     read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
     max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
+    trace_to_ui: TraceOption = False,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -99,9 +111,11 @@ def api_server(
       baton api_server examples/
       baton api_server examples/ --db postgresql+asyncpg://localhost/baton --port 9000
       BATON_API_KEY=alice:s3cret baton api_server examples/
+      baton api_server examples/ --allow-origin http://127.0.0.1:8001 --trace-to-ui
     """
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=False)
+    settings = replace(settings, trace_to_ui=trace_to_ui)
     execute(_serve(settings))
 
 
@@ -118,6 +132,7 @@ def web(
     max_body: MaxBodyOption = "8MB",
     read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
     max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
+    trace_to_ui: TraceOption = False,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -131,6 +146,7 @@ def web(
     """
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=True)
+    settings = replace(settings, trace_to_ui=trace_to_ui)
     execute(_serve(settings))
 
 
@@ -145,6 +161,7 @@ class _Settings:
     origins: list[str]
     limits: Limits
     web: bool
+    trace_to_ui: bool = False
 
 
 def _settings(
@@ -194,6 +211,7 @@ async def _serve(settings: _Settings) -> None:
         command = "baton web" if settings.web else "baton api_server"
         raise ExtraNotInstalledError("server", error.name or "fastapi", command) from error
 
+    traces = _session_traces() if settings.trace_to_ui else None
     async with open_catalog(settings.agents_dir, settings.db) as catalog:
         app = create_app(
             catalog,
@@ -201,6 +219,7 @@ async def _serve(settings: _Settings) -> None:
             web=settings.web,
             allowed_origins=settings.origins,
             limits=settings.limits,
+            traces=traces,
         )
         config = server_config(app, host=settings.host, port=settings.port, limits=settings.limits)
         server = uvicorn.Server(config)
@@ -218,3 +237,14 @@ async def _serve(settings: _Settings) -> None:
                     highlight=False,
                     soft_wrap=True,  # one line, so the URL is never broken
                 )
+
+
+def _session_traces() -> SessionTraces:
+    """Spans kept per session for the web UI (`--trace-to-ui`); needs the OpenTelemetry SDK."""
+    try:
+        from baton.server.ui_traces import install_session_traces
+    except ImportError as error:
+        raise ExtraNotInstalledError(
+            "otel", error.name or "opentelemetry", "--trace-to-ui"
+        ) from error
+    return install_session_traces()

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Final, TypeVar, final
+from typing import TYPE_CHECKING, Annotated, Final, TypeVar, final
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response, params
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
@@ -36,6 +36,7 @@ from baton.server.bodies import (
     VersionInfo,
 )
 from baton.server.catalog import AppCatalog
+from baton.server.dev_routes import dev_routes
 from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
@@ -44,6 +45,7 @@ from baton.server.origins import allow_origins
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.run_replies import invocation_of_call, run_reply, shown
 from baton.server.security import ApiKeys
+from baton.server.session_import import carries_run_data, import_session
 from baton.server.settings import Limits
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
 from baton.server.stream_refusals import StreamRefusalsMiddleware
@@ -51,6 +53,9 @@ from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_id
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
+
+if TYPE_CHECKING:  # pragma: no cover - the OpenTelemetry SDK is needed only with traces on
+    from baton.server.ui_traces import SessionTraces
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -118,6 +123,7 @@ def create_app(
     poll_interval: float = 1.0,
     keepalive: float = 15.0,
     limits: Limits | None = None,
+    traces: SessionTraces | None = None,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -131,6 +137,8 @@ def create_app(
         keepalive: seconds of silence after which a stream sends an SSE comment, so
             proxies keep it open while a slow node works.
         limits: request body size and read time (the defaults of `Limits` when None).
+        traces: where spans are kept per session for the reference web UI's Traces
+            tab (`--trace-to-ui`); None: its trace route says how to turn it on.
     """
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
@@ -166,6 +174,7 @@ def create_app(
     app.include_router(_session_routes(server))
     app.include_router(_run_routes(server))
     app.include_router(_inbox_routes(server))
+    app.include_router(dev_routes(catalog, server.keys, traces))
     app.include_router(_user_inbox_routes(server))
     if web:
         app.include_router(_page_routes())
@@ -249,12 +258,14 @@ def _session_routes(server: _Server) -> APIRouter:
     ) -> Session:
         server.catalog.runner(app_name)
         body = body or CreateSessionRequest()
-        for event in body.events or []:
-            _check_initial_event(event)
+        events = body.events or []
         session = await service.create_session(
             app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
         )
-        for event in body.events or []:
+        if any(carries_run_data(event) for event in events):
+            # An exported session (the reference's web UI imports one this way).
+            return await import_session(service, session, events)
+        for event in events:
             await service.append_event(session, event)
         return session
 
@@ -312,30 +323,6 @@ def _session_routes(server: _Server) -> APIRouter:
         return build_timeline(session, await store.list_invocations(key), interrupts)
 
     return router
-
-
-def _check_initial_event(event: Event) -> None:
-    """Refuse initial events that would pose as a run's work (outputs, questions, answers).
-
-    They could otherwise stand in for a node's recorded output when a run replays, or
-    look like an open question to a client.
-    """
-    content = event.content
-    forged = (
-        event.node_info is not None
-        or event.output is not None
-        or bool(event.long_running_tool_ids)
-        or event.actions.route is not None
-        or event.actions.agent_state is not None
-        or any((c.name or "").startswith("adk_") for c in event.function_calls)
-        or bool(content and content.function_responses)
-    )
-    if forged:
-        raise InvalidMessageError(
-            f"initial event '{event.id}' carries run data (node info, output, route, agent "
-            "state, a long-running call, an adk_* call or a function response); a new "
-            "session may only be seeded with messages and state deltas."
-        )
 
 
 async def _session(server: _Server, key: SessionKey) -> Session:

@@ -1,0 +1,49 @@
+"""Servers run as their own processes, as a person starts them, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+BATON = Path(sys.executable).parent / "baton"
+_URL = re.compile(r"http://127\.0\.0\.1:\d+/")
+
+
+@contextmanager
+def serving(args: list[str], *, timeout: float = 30) -> Iterator[str]:
+    """Start `args`, wait for the URL it prints first, yield it; stop it with SIGINT."""
+    env = {**os.environ, "COLUMNS": "200"}
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # the server prints its URL once it listens
+            found = _URL.search(line)
+            if found is None:
+                proc.kill()
+                _, err = proc.communicate(timeout=timeout)
+                raise AssertionError(f"{args[0]} did not start: {line}{err}")
+            yield found.group(0).rstrip("/")
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def free_port() -> int:
+    """A port nothing listens on now (for a server whose URL must be known in advance)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
