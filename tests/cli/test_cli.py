@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -367,3 +370,38 @@ def test_trace_to_ui_without_the_otel_sdk_names_the_extra_to_install(tmp_path: P
     said = " ".join(done.stdout.split())
     assert "ExtraNotInstalledError: --trace-to-ui needs the 'opentelemetry.sdk" in said
     assert "pip install 'baton[otel]'" in said
+
+
+def test_server_limits_are_checked_and_named() -> None:
+    code, out = baton("api_server", str(EXAMPLES), "--max-body", "lots")
+    assert code == 2
+    assert "'lots' is not a size; give bytes or a number with KB, MB or GB" in out
+    code, out = baton("web", str(EXAMPLES), "--read-timeout", "0")
+    assert code == 2
+    assert "read_timeout (0.0) and keep_alive (5.0) must be positive seconds" in out
+
+
+@pytest.mark.slow
+def test_api_server_enforces_its_limits(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "baton"
+    args = [str(exe), "api_server", str(EXAMPLES), "--port", "0", "--read-timeout", "0.5"]
+    args += ["--db", str(tmp_path / "w.db")]
+    env = {**os.environ, "COLUMNS": "200", "BATON_MAX_BODY": "1KB"}
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+            assert found
+            url = found.group(0)
+            big = httpx.post(f"{url}run", content=b" " * 2048, headers={"content-type": "a/json"})
+            assert (big.status_code, big.json()["error"]) == (413, "ContentTooLarge")
+            assert "at most 1024 bytes" in big.json()["detail"]
+            with socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=5) as sock:
+                sock.sendall(b"GET /health HTTP/1.1\r\n")  # and never the rest
+                reply = sock.recv(4096)  # the server's bound is 0.5 s; the socket's 5 s
+                assert reply.startswith(b"HTTP/1.1 408"), reply
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import hypothesis
 import pytest
 import schemathesis
+from pydantic import JsonValue
 from schemathesis.checks import not_a_server_error
 from schemathesis.runner import events
 
-from tests.server.conftest import Live
+from baton.server.settings import Limits
+from tests.server.conftest import Live, StartLive
 
 
 def fuzz(url: str) -> tuple[list[str], set[str]]:
@@ -82,3 +85,64 @@ async def test_schemathesis_finds_no_server_errors(live: Live) -> None:
         if not path.endswith("/stream")
     }
     assert called == documented
+
+
+def nested_list(depth: int) -> JsonValue:
+    value: JsonValue = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def send_hostile_bodies(url: str, sid: str) -> dict[str, tuple[int, int]]:
+    """Every documented operation with a body, sent an oversized and a too-deep body.
+
+    Returns each operation's two statuses; raises if a response is a server error or
+    not a JSON refusal.
+    """
+    schemathesis.experimental.OPEN_API_3_1.enable()
+    # schemathesis leaves much of its API untyped: Any keeps pyright strict elsewhere.
+    schema: Any = schemathesis.from_uri(f"{url}/openapi.json", base_url=url)
+    path = {"app_name": "approval", "user_id": "u", "session_id": sid, "interrupt_id": "approve"}
+    bodies: list[JsonValue] = [{"x": " " * (SMALL.max_body + 1)}, {"x": nested_list(150)}]
+    statuses: dict[str, tuple[int, int]] = {}
+    for result in schema.get_all_operations():
+        operation: Any = result.ok()
+        if "requestBody" not in operation.definition.raw:
+            continue
+        seen: list[int] = []
+        for body in bodies:
+            params = {k: v for k, v in path.items() if "{" + k + "}" in str(operation.path)}
+            case: Any = operation.make_case(
+                path_parameters=params, body=body, media_type="application/json"
+            )
+            response: Any = case.call()
+            case.validate_response(response, checks=(not_a_server_error,))
+            refusal: JsonValue = response.json()
+            assert isinstance(refusal, dict), response.text
+            assert set(refusal) == {"detail", "error"}, response.text
+            seen.append(int(response.status_code))
+        statuses[str(operation.verbose_name)] = (seen[0], seen[1])
+    return statuses
+
+
+SMALL = Limits(max_body=64 * 1024)
+
+
+@pytest.mark.filterwarnings("ignore:jsonschema.RefResolver is deprecated:DeprecationWarning")
+async def test_schemathesis_oversized_and_deep_bodies_are_json_refusals(
+    start_live: StartLive,
+) -> None:
+    live: Live = await start_live(limits=SMALL)
+    sid = await live.create("approval", "u")
+    await live.start("approval", "u", sid)
+    statuses = await asyncio.to_thread(send_hostile_bodies, live.url, sid)
+    assert statuses == {
+        "POST /run": (413, 400),
+        "POST /run_sse": (413, 400),
+        "POST /apps/{app_name}/users/{user_id}/sessions": (413, 400),
+        "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}": (413, 400),
+        "PATCH /apps/{app_name}/users/{user_id}/sessions/{session_id}": (413, 400),
+        "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/interrupts/"
+        "{interrupt_id}/respond": (413, 400),
+    }

@@ -124,7 +124,8 @@ class BoundedH11Protocol(H11Protocol):
         self._deadline = None
         if self.transport.is_closing():
             return
-        if self.conn.their_state is h11.IDLE:
+        # Part of a request came: say why it is cut off. Nothing came: just close.
+        if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
             detail = (
                 f"the request headers did not arrive within {self.header_timeout:g} s; "
                 "send the whole request promptly."

@@ -1,0 +1,113 @@
+"""Ids and text are checked the same way on memory, SQLite and PostgreSQL, before any write.
+
+PostgreSQL refuses NUL in text and ids over its column width; SQLite stores both.
+The library refuses them up front on every backend, with the field and the rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton.errors import BatonError, InvalidIdError, InvalidMessageError
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import SessionKey
+from baton.types import SessionId
+from tests.conftest import StoreFactory
+from tests.runner.test_guarantees import snapshot
+
+LONG = "x" * 256
+AT_LIMIT = "y" * 255
+
+
+def ask(node_input: JsonValue) -> RequestInput:
+    # The question quotes the user's text: it lands in the interrupt index's text column.
+    return RequestInput(interrupt_id="q", message=f"about {node_input}?")
+
+
+def asking_app() -> App:
+    return App(
+        name="ids",
+        root_agent=Workflow(name="ids_wf", edges=[("START", ask)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+def text(value: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=value)])
+
+
+async def everything(service: BaseSessionService) -> list[dict[str, JsonValue]]:
+    listed = (await service.list_sessions(app_name="ids")).sessions
+    return [await snapshot(service, s.key) for s in listed]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "named"),
+    [
+        ({"session_id": "a\x00b"}, InvalidIdError, "session_id 'a\\x00b' holds the control"),
+        ({"user_id": LONG}, InvalidIdError, "user_id 'xxx"),
+        ({"session_id": "tab\there"}, InvalidIdError, "U+0009 at position 3"),
+        ({"new_message": text("a\x00b")}, InvalidMessageError, "parts[0].text holds a NUL"),
+        ({"invocation_id": LONG}, InvalidIdError, "invocation_id"),
+        (
+            {
+                "new_message": types.Content(
+                    role="user",
+                    parts=[
+                        types.Part(
+                            function_response=types.FunctionResponse(
+                                id="q\x00", name="adk_request_input", response={"result": 1}
+                            )
+                        )
+                    ],
+                )
+            },
+            InvalidIdError,
+            "function_response.id",
+        ),
+    ],
+)
+async def test_run_async_refuses_bad_ids_and_text_on_every_backend(
+    stores: StoreFactory, call: dict[str, Any], error: type[BatonError], named: str
+) -> None:
+    service = BaseSessionService(stores.open())
+    runner = Runner(app=asking_app(), session_service=service)
+    await service.create_session(app_name="ids", user_id="u", session_id="s")
+    before = await everything(service)
+    arguments: dict[str, Any] = {"user_id": "u", "session_id": "s", "new_message": text("hi")}
+    arguments.update(call)
+    with pytest.raises(error) as caught:
+        _ = [event async for event in runner.run_async(**arguments)]
+    assert named in str(caught.value)
+    assert await everything(service) == before
+    # Not vacuous: the same call with good values runs and asks its question.
+    events = [
+        e async for e in runner.run_async(user_id="u", session_id="s", new_message=text("hi"))
+    ]
+    assert events[-1].long_running_tool_ids == {"q"}
+
+
+async def test_the_session_service_refuses_bad_ids_on_every_backend(
+    stores: StoreFactory,
+) -> None:
+    service = BaseSessionService(stores.open())
+    refused = [
+        service.create_session(app_name="ids", user_id="u", session_id="a\x00b"),
+        service.create_session(app_name="ids", user_id=LONG),
+        service.get_session(app_name="ids", user_id="u", session_id="a\nb"),
+        service.list_sessions(app_name="ids", user_id="u\x7f"),
+        service.delete_session(app_name="ids", user_id="u", session_id=LONG),
+    ]
+    for attempt in refused:
+        with pytest.raises(InvalidIdError):
+            await attempt
+    assert await everything(service) == []
+    made = await service.create_session(app_name="ids", user_id=AT_LIMIT, session_id=AT_LIMIT)
+    assert made.key == SessionKey("ids", AT_LIMIT, SessionId(AT_LIMIT))
+    found = await service.get_session(app_name="ids", user_id=AT_LIMIT, session_id=AT_LIMIT)
+    assert found is not None
+    assert found.id == AT_LIMIT
