@@ -211,10 +211,15 @@ class InvocationRun:
             if parts.state_delta:
                 self.invocation.session.state.update(parts.state_delta)
             self.outbox.put_all(parts.events)
+        if parts.events:
+            # The caller gets the step's events before the next step starts; one that
+            # stops reading holds the run here, one that closes the stream cancels it here.
+            await self.outbox.handed_over()
 
     async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
         # generator would throw into the group. The two tasks are owned and awaited here.
+        self.outbox.attach()
         driver = asyncio.create_task(self._drive())
         renewal = _Renewal(self, driver)
         try:
@@ -340,26 +345,48 @@ class _Renewal:
 class _Outbox:
     """Events on their way from the driver task to the caller, in commit order.
 
-    An asyncio.Queue would do, at several times the cost per event: a step puts its
-    events in one call, and the reader waits only when nothing is buffered.
+    Once the caller's stream is attached, a step that put events waits in
+    `handed_over` until the caller has taken them all and asked for the next one:
+    the run never runs ahead of its caller (back-pressure), and a caller that closes
+    the stream finds the run at a step boundary. An asyncio.Queue would do, at
+    several times the cost per event: a step puts its events in one call.
     """
 
     def __init__(self) -> None:
         self._items: deque[Event] = deque()
         self._closed = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._attached = False
+        self._waiter: asyncio.Future[None] | None = None  # the caller, waiting for events
+        self._taken: list[asyncio.Future[None]] = []  # steps, waiting for the caller
+
+    def attach(self) -> None:
+        """A caller reads from now on: steps wait for it to take their events."""
+        self._attached = True
 
     def put_all(self, events: Iterable[Event]) -> None:
         self._items.extend(events)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def close(self) -> None:
         """No more events: `get` returns None once the buffer is drained."""
         self._closed = True
-        self._wake()
+        self.put_all(())
+        self._release()
+
+    async def handed_over(self) -> None:
+        """Wait until the caller has taken every buffered event and asked for more."""
+        if not self._attached or self._closed or not self._items:
+            return
+        # A future per waiting step: cancelling one step (a failed sibling) leaves the others.
+        taken = asyncio.get_running_loop().create_future()
+        self._taken.append(taken)
+        await taken
 
     async def get(self) -> Event | None:
         while not self._items:
+            self._release()  # the caller asks for more: whatever it was given is taken
             if self._closed:
                 return None
             self._waiter = asyncio.get_running_loop().create_future()
@@ -369,6 +396,10 @@ class _Outbox:
                 self._waiter = None
         return self._items.popleft()
 
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+    def _release(self) -> None:
+        if not self._taken:
+            return
+        waiting, self._taken = self._taken, []
+        for taken in waiting:
+            if not taken.done():
+                taken.set_result(None)
