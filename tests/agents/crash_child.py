@@ -1,7 +1,7 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
     run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
-         "--kill-at", K, "--root", "tree"|"story"], log)
+         "--kill-at", K, "--root", "tree"|"story"|"callbacks"], log)
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
@@ -134,7 +134,47 @@ def build_story(recorder: Recorder) -> BaseAgent:
     return build_story_agent(make)
 
 
-ROOTS = {"tree": build_root, "story": build_story}
+def build_with_callbacks(recorder: Recorder) -> BaseAgent:
+    """An LlmAgent calling one tool, every callback recorded (see test_callbacks_crash)."""
+
+    def t1(x: int) -> str:
+        """A tool.
+
+        Args:
+            x: a number.
+        """
+        recorder.record("t1")
+        return f"t1({x})"
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        answered = [r for c in request.contents for r in c.function_responses]
+        recorder.record("model" if not answered else "model-final")
+        return "written" if answered else [FunctionCall(name="t1", args={"x": 1})]
+
+    def recorded(name: str, result: object = None) -> Callable[..., object]:
+        def callback(**kwargs: object) -> object:
+            del kwargs
+            recorder.record(name)
+            return result
+
+        return callback
+
+    return LlmAgent(
+        name="writer",
+        model=ScriptedModel(responder=respond),
+        tools=[t1],
+        before_agent_callback=recorded("before_agent"),
+        after_agent_callback=recorded(
+            "after_agent", types.Content(role="model", parts=[types.Part(text="signed")])
+        ),
+        before_model_callback=recorded("before_model"),
+        after_model_callback=recorded("after_model"),
+        before_tool_callback=recorded("before_tool"),
+        after_tool_callback=recorded("after_tool"),
+    )
+
+
+ROOTS = {"tree": build_root, "story": build_story, "callbacks": build_with_callbacks}
 
 
 def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:

@@ -1,6 +1,7 @@
 """Agents: custom, sequential, loop, parallel and LLM agents that checkpoint and resume."""
 
 from baton.agents.base_agent import BaseAgent
+from baton.agents.callbacks import CallbackContext
 from baton.agents.context import AgentContext
 from baton.agents.instructions import MissingStateKeyError
 from baton.agents.llm_agent import LlmAgent, LlmAgentState, ModelCallError
@@ -18,6 +19,7 @@ __all__ = [
     "AgentContext",
     "BaseAgent",
     "BaseAgentState",
+    "CallbackContext",
     "LlmAgent",
     "LlmAgentState",
     "LoopAgent",

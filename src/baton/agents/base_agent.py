@@ -24,12 +24,14 @@ from pydantic import (
     field_validator,
 )
 
+from baton.agents.callbacks import CallbackContext, Callbacks, run_callbacks
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
 from baton.events import Event, EventActions, RequestInput
+from baton.types import Content
 from baton.workflow.nodes import RetryConfig
 
 __all__ = ["BaseAgent"]
@@ -50,6 +52,11 @@ class BaseAgent(BaseModel):
         rerun_on_resume: as a node, re-execute with the answers when resumed (default).
         retry_config: as a node, in-process retries of the whole agent run.
         timeout: as a node, seconds one run may take.
+        before_agent_callback: called when the agent starts (not when it resumes); a
+            returned Content is its reply and the agent does not run. See
+            `baton.agents.callbacks`.
+        after_agent_callback: called when the agent finishes; a returned Content is
+            added as a reply, in the event that ends the agent.
 
     Raises:
         ValueError: a bad name, a name used twice in the tree, a sub-agent that
@@ -67,6 +74,8 @@ class BaseAgent(BaseModel):
     rerun_on_resume: bool = True
     retry_config: InstanceOf[RetryConfig] | None = None
     timeout: float | None = Field(default=None, gt=0)
+    before_agent_callback: Callbacks = None
+    after_agent_callback: Callbacks = None
 
     _parent: BaseAgent | None = PrivateAttr(default=None)
 
@@ -180,6 +189,11 @@ class BaseAgent(BaseModel):
                 ctx.replays[self.name] -= 1
                 return
             ctx.reset_agent_states(a.name for a in self.walk())
+        before = await self._before_event(ctx)
+        if before is not None:
+            yield before
+            if before.actions.end_of_agent:
+                return  # the callback answered for the agent
         async with aclosing(self._run_async_impl(ctx)) as events:
             async for item in events:
                 # A custom agent may ask a person directly, as a function node does.
@@ -187,8 +201,64 @@ class BaseAgent(BaseModel):
                 if ctx.branch is not None and event.branch is None:
                     event.branch = ctx.branch
                 yield event
-        if self.name not in ctx.ended_agents and not await self.is_waiting(ctx):
-            yield self._create_agent_state_event(ctx, end_of_agent=True)
+        closing = await self._closing_event(ctx)
+        if closing is not None:
+            yield closing
+
+    async def _before_event(self, ctx: AgentContext) -> Event | None:
+        """The before-agent callbacks' event, on a start (not a resume) of the agent."""
+        if self.before_agent_callback is None or await self._has_started(ctx):
+            return None
+        return await self._callback_event(ctx, self.before_agent_callback)
+
+    async def _closing_event(self, ctx: AgentContext) -> Event | None:
+        """After `_run_async_impl` returned: the end of the agent (unless it waits), with
+        its after-callback's reply."""
+        if self.name not in ctx.ended_agents:
+            return None if await self.is_waiting(ctx) else await self._end_event(ctx)
+        if self.after_agent_callback is None:
+            return None
+        # The agent ended itself: the callback's reply follows in an event of its own.
+        return await self._callback_event(ctx, self.after_agent_callback, ends=False)
+
+    async def _has_started(self, ctx: AgentContext) -> bool:
+        """Whether this call of the agent already began (a resume, not a start)."""
+        if self.name in ctx.agent_states:
+            return True
+        mine = [e for e in await _run_events(ctx) if e.author == self.name]
+        return bool(mine) and not mine[-1].actions.end_of_agent
+
+    async def _callback_event(
+        self, ctx: AgentContext, callbacks: Callbacks, *, ends: bool = True
+    ) -> Event | None:
+        """Run agent callbacks; the event carrying their reply or state writes, if any.
+
+        A reply from a before-callback ends the agent in the same event (`ends`).
+        """
+        callback_context = CallbackContext(
+            state=ctx.state,
+            agent_name=self.name,
+            invocation_id=ctx.invocation_id,
+            user_content=ctx.user_content,
+        )
+        reply = await run_callbacks(callbacks, callback_context=callback_context)
+        if reply is None and not callback_context.actions.state_delta:
+            return None
+        event = self._create_agent_state_event(ctx, end_of_agent=ends and reply is not None)
+        event.actions.state_delta = dict(callback_context.actions.state_delta)
+        if reply is not None:
+            event.content = _reply_content(self.name, reply)
+        return event
+
+    async def _end_event(self, ctx: AgentContext) -> Event:
+        """The event ending the agent, with its after-callback's reply and writes."""
+        end = self._create_agent_state_event(ctx, end_of_agent=True)
+        if self.after_agent_callback is not None:
+            after = await self._callback_event(ctx, self.after_agent_callback, ends=False)
+            if after is not None:
+                end.content = after.content
+                end.actions.state_delta = after.actions.state_delta
+        return end
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         """The agent's logic: yield events (sub-agents' included). Override it."""
@@ -283,6 +353,20 @@ async def _last_text(ctx: AgentContext) -> str | None:
     """The last reply recorded by this node run, or None."""
     mine = await _run_events(ctx)
     return next((_text_of(e) for e in reversed(mine) if _is_final_text(e)), None)
+
+
+def _reply_content(agent: str, reply: object) -> Content:
+    """A callback's reply as the agent's content.
+
+    Raises:
+        TypeError: the callback returned something other than a Content (or None).
+    """
+    if not isinstance(reply, Content):
+        raise TypeError(
+            f"an agent callback of '{agent}' returned {type(reply).__name__}; return a "
+            "types.Content to answer for the agent, or None to let it run."
+        )
+    return reply if reply.role else reply.model_copy(update={"role": "model"})
 
 
 def _is_final_text(event: Event) -> bool:

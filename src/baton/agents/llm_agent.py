@@ -22,6 +22,13 @@ from typing import Any, Literal, final
 from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
 
 from baton.agents.base_agent import BaseAgent
+from baton.agents.callbacks import (
+    CallbackContext,
+    Callbacks,
+    llm_response,
+    run_callbacks,
+    tool_result,
+)
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.conversation import conversation, input_text, is_visible
 from baton.agents.instructions import fill_instruction
@@ -97,6 +104,11 @@ class LlmAgent(BaseAgent):
         include_contents: "default" shows the session's history; "none" only this run.
         generate_content_config: sampling options passed to the model.
         max_llm_calls: the most model calls in one run of the agent.
+        before_model_callback, after_model_callback: called around each model call; a
+            returned LlmResponse is used instead of the model's (see
+            `baton.agents.callbacks`).
+        before_tool_callback, after_tool_callback: called around each tool call; a
+            returned dict is used as the tool's result.
 
     Raises:
         ValueError: two tools have the same name.
@@ -110,6 +122,10 @@ class LlmAgent(BaseAgent):
     include_contents: Literal["default", "none"] = "default"
     generate_content_config: GenerateContentConfig | None = None
     max_llm_calls: int = Field(default=100, ge=1)
+    before_model_callback: Callbacks = None
+    after_model_callback: Callbacks = None
+    before_tool_callback: Callbacks = None
+    after_tool_callback: Callbacks = None
 
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
@@ -203,6 +219,19 @@ class LlmAgent(BaseAgent):
             before=events[: start + 1], current=current, turn=turns[-1] if turns else None
         )
 
+    async def _run_tool(
+        self, tool: BaseTool, args: dict[str, JsonValue], tool_context: ToolContext
+    ) -> JsonValue:
+        if self.before_tool_callback is None and self.after_tool_callback is None:
+            return await tool.run(args, tool_context)
+        return await tool_result(
+            tool,
+            args,
+            tool_context,
+            before=self.before_tool_callback,
+            after=self.after_tool_callback,
+        )
+
     def _confirming(self, ctx: AgentContext, progress: _Progress) -> set[str]:
         """Calls whose confirmation was asked and is not answered yet."""
         asked = requested_calls(progress.current, self.name)
@@ -212,6 +241,35 @@ class LlmAgent(BaseAgent):
 
     async def _ask_model(self, ctx: AgentContext, progress: _Progress) -> Event:
         request = await self._request(ctx, progress)
+        callback_context = CallbackContext(
+            state=ctx.state,
+            agent_name=self.name,
+            invocation_id=ctx.invocation_id,
+            user_content=ctx.user_content,
+        )
+        response = llm_response(
+            self.name,
+            await run_callbacks(
+                self.before_model_callback, callback_context=callback_context, llm_request=request
+            ),
+        )
+        if response is None:
+            response = await self._generate(request)
+        replaced = llm_response(
+            self.name,
+            await run_callbacks(
+                self.after_model_callback, callback_context=callback_context, llm_response=response
+            ),
+        )
+        event = self._turn_event(ctx, replaced or response)
+        # The callbacks' writes land with the turn, so a committed turn never calls them again.
+        event.actions.state_delta = {
+            **callback_context.actions.state_delta,
+            **event.actions.state_delta,
+        }
+        return event
+
+    async def _generate(self, request: LlmRequest) -> LlmResponse:
         llm = self.canonical_model
         response: LlmResponse | None = None
         async with aclosing(llm.generate_content_async(request)) as responses:
@@ -224,7 +282,7 @@ class LlmAgent(BaseAgent):
                 f"model '{llm.model}' of agent '{self.name}' answered with {detail}; resume the "
                 "invocation (by its invocation_id) to ask again."
             )
-        return self._turn_event(ctx, response)
+        return response
 
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
         before = progress.before if self.include_contents == "default" else progress.before[-1:]
@@ -346,7 +404,7 @@ class LlmAgent(BaseAgent):
             known = ", ".join(self.canonical_tools) or "none"
             result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
         else:
-            result = await tool.run(call.args or {}, tool_context)
+            result = await self._run_tool(tool, call.args or {}, tool_context)
         event = Event(
             invocation_id=ctx.invocation_id,
             author=self.name,

@@ -15,7 +15,7 @@ from pydantic import JsonValue
 from baton.events import EventActions, to_json_value
 from baton.tools.confirmation import ToolConfirmation
 
-__all__ = ["ToolContext", "ToolState"]
+__all__ = ["StateWriter", "ToolContext", "ToolState"]
 
 
 @final
@@ -55,8 +55,25 @@ class ToolState(MutableMapping[str, JsonValue]):
         return key in self._delta or key in self._base
 
 
+class StateWriter:
+    """State as a callback or tool sees it: reads of the state, writes into `actions`."""
+
+    actions: EventActions
+    _state: ToolState
+
+    @property
+    def state(self) -> ToolState:
+        """The session state: read it, write it (writes become `state_delta`)."""
+        return self._state
+
+    @property
+    def state_delta(self) -> dict[str, JsonValue]:
+        """A copy of the state written so far."""
+        return dict(self.actions.state_delta)
+
+
 @final
-class ToolContext:
+class ToolContext(StateWriter):
     """The context of one tool call.
 
     Args:
@@ -114,16 +131,6 @@ class ToolContext:
         requested = dict(self.actions.requested_tool_confirmations or {})
         requested[self.function_call_id] = asked.to_json()
         self.actions.requested_tool_confirmations = requested
-
-    @property
-    def state(self) -> ToolState:
-        """The session state: read it, write it (writes become `state_delta`)."""
-        return self._state
-
-    @property
-    def state_delta(self) -> dict[str, JsonValue]:
-        """A copy of the state written by the tool so far."""
-        return dict(self.actions.state_delta)
 
     def __repr__(self) -> str:
         return (

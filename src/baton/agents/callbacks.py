@@ -1,0 +1,135 @@
+"""The reference's agent, model and tool callbacks, and the context they receive.
+
+A callback is a function (sync or async) or a list of them; in a list the first one
+that returns something other than None decides, and the rest are not called. What
+a callback returns short-circuits as in the reference:
+
+- `before_agent_callback(callback_context)` -> Content: the agent does not run;
+  the content is its reply. `after_agent_callback(callback_context)` -> Content:
+  a reply added after the agent's own.
+- `before_model_callback(callback_context, llm_request)` -> LlmResponse: used
+  instead of calling the model. `after_model_callback(callback_context,
+  llm_response)` -> LlmResponse: replaces the model's response.
+- `before_tool_callback(tool, args, tool_context)` -> dict: used as the tool's
+  result without running it. `after_tool_callback(tool, args, tool_context,
+  tool_response)` -> dict: replaces the result.
+
+Durability: each callback's outcome lands in the event it shapes (the model turn,
+the tool result, the agent's reply or end), so a callback whose call was committed
+is not called again on resume: a committed model turn or tool result is reused
+as it is, and an agent that started (or ended) is not started again.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, final
+
+from pydantic import JsonValue
+
+from baton.events import EventActions, to_json_value
+from baton.models import LlmResponse
+from baton.tools import BaseTool, ToolContext, to_response_dict
+from baton.tools.confirmation import asked_confirmation
+from baton.tools.tool_context import StateWriter, ToolState
+from baton.types import Content
+
+__all__ = ["CallbackContext", "Callbacks", "llm_response", "run_callbacks", "tool_result"]
+
+Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
+"""One callback, a list of them (the first non-None result wins), or none."""
+
+
+@final
+class CallbackContext(StateWriter):
+    """What an agent or model callback sees: the state (writes are recorded), ids, input.
+
+    Args:
+        state: the session state before the callback (read, never written).
+        agent_name: the agent the callback belongs to.
+        invocation_id: the invocation.
+        user_content: the message that started the invocation, if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        state: Mapping[str, JsonValue],
+        agent_name: str,
+        invocation_id: str,
+        user_content: Content | None,
+    ) -> None:
+        self.agent_name = agent_name
+        self.invocation_id = invocation_id
+        self.user_content = user_content
+        self.actions = EventActions()
+        self._state = ToolState(state, self.actions.state_delta)
+
+    def __repr__(self) -> str:
+        return f"CallbackContext(agent_name={self.agent_name!r})"
+
+
+async def run_callbacks(callbacks: Callbacks, **kwargs: Any) -> Any:
+    """Call the callbacks in order with `kwargs`; the first result that is not None.
+
+    Returns:
+        That result, or None when every callback returned None (or there are none).
+    """
+    if callbacks is None:
+        return None
+    for callback in callbacks if isinstance(callbacks, list) else [callbacks]:
+        result = callback(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            return result
+    return None
+
+
+async def tool_result(
+    tool: BaseTool,
+    args: dict[str, JsonValue],
+    tool_context: ToolContext,
+    *,
+    before: Callbacks,
+    after: Callbacks,
+) -> JsonValue:
+    """A tool call's result: a before-callback's, or the tool's, then an after-callback's.
+
+    A call that now waits for confirmation returns the tool's result untouched (it is
+    not sent to the model).
+    """
+    early = await run_callbacks(before, tool=tool, args=args, tool_context=tool_context)
+    if early is not None:
+        result = to_json_value(early, what=f"the before_tool_callback result of '{tool.name}'")
+    else:
+        result = await tool.run(args, tool_context)
+        call_id = tool_context.function_call_id or ""
+        asked = asked_confirmation(call_id, tool_context.actions.requested_tool_confirmations)
+        if asked is not None and tool_context.tool_confirmation is None:
+            return result  # not a result yet: the call waits for confirmation
+    late = await run_callbacks(
+        after,
+        tool=tool,
+        args=args,
+        tool_context=tool_context,
+        tool_response=to_response_dict(result),
+    )
+    if late is None:
+        return result
+    return to_json_value(late, what=f"the after_tool_callback result of '{tool.name}'")
+
+
+def llm_response(agent: str, value: object) -> LlmResponse | None:
+    """A model callback's result: an LlmResponse, or None to carry on.
+
+    Raises:
+        TypeError: the callback returned something else.
+    """
+    if value is None or isinstance(value, LlmResponse):
+        return value
+    raise TypeError(
+        f"a model callback of agent '{agent}' returned {type(value).__name__}; return an "
+        "LlmResponse to use instead of the model's, or None."
+    )

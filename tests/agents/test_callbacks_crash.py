@@ -1,0 +1,84 @@
+"""Callbacks after a real crash: an agent with every callback runs in a child process on
+a SQLite file, SIGKILLed right after its k-th step commit, for every k; a new process
+resumes it. Every callback, model and tool call ran exactly once: what committed is
+not called again, and nothing was in flight at a kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from baton.sessions.store import InvocationStatus
+from tests.agents.test_crash import executions, outcome, prepare, run_child
+
+pytestmark = pytest.mark.slow
+
+EXPECTED = Counter(
+    {
+        "before_agent": 1,
+        "before_model": 2,
+        "model": 1,
+        "after_model": 2,
+        "before_tool": 1,
+        "t1": 1,
+        "after_tool": 1,
+        "model-final": 1,
+        "after_agent": 1,
+    }
+)
+COMMITS = 7  # the start, the marker, two turns, the tool result, the end, the node run
+
+
+async def test_an_uninterrupted_run_calls_each_callback_once(tmp_path: Path) -> None:
+    url, key = await prepare(tmp_path)
+
+    code = await asyncio.to_thread(
+        run_child, url, key.session_id, tmp_path, "start", None, "callbacks"
+    )
+
+    assert code == 0
+    assert executions(tmp_path) == EXPECTED
+    assert int((tmp_path / "commits").read_text()) == COMMITS
+    assert (await outcome(url, key))[0] == InvocationStatus.COMPLETED
+
+
+async def test_a_run_killed_after_any_commit_calls_no_callback_twice(tmp_path: Path) -> None:
+    async def case(kill_at: int) -> str:
+        work = tmp_path / f"kill{kill_at}"
+        work.mkdir()
+        url, key = await prepare(work)
+        killed = await asyncio.to_thread(
+            run_child, url, key.session_id, work, "start", kill_at, "callbacks"
+        )
+        if killed == 255 and int((work / "commits").read_text()) == kill_at:
+            killed = -signal.SIGKILL  # the forkserver lost the status; the counter shows it
+        resumed = await asyncio.to_thread(
+            run_child, url, key.session_id, work, "resume", None, "callbacks"
+        )
+        if resumed == 255 and (work / "resume-returned").exists():
+            resumed = 0
+        status, _ = await outcome(url, key)
+        ran = executions(work)
+        problems = [
+            f"start exited {killed}" if killed != -signal.SIGKILL else "",
+            f"resume exited {resumed}" if resumed != 0 else "",
+            f"status {status}" if status != InvocationStatus.COMPLETED else "",
+            f"ran {dict(ran)}" if ran != EXPECTED else "",
+        ]
+        found = "; ".join(p for p in problems if p)
+        return f"killed after commit {kill_at}: {found}" if found else ""
+
+    slots = asyncio.Semaphore(4)
+
+    async def limited(kill_at: int) -> str:
+        async with slots:
+            return await case(kill_at)
+
+    problems = await asyncio.gather(*(limited(k) for k in range(1, COMMITS)))
+
+    assert [p for p in problems if p] == []
