@@ -5,7 +5,8 @@ scripts/adk_venv.sh); baton never imports it. Its UI is served as the README say
 (scripts/adk_ui.py, pointed at a `baton api_server --trace-to-ui` process) and driven in
 Debian's Chromium as a person would: a run of the expense example is answered from the
 Form tab with only the required field set, a refused answer is shown, the graph is
-drawn and the Traces tab lists baton's spans.
+drawn, the Traces tab lists baton's spans, and an exported session imported from the
+UI shows its history and says why its open question cannot be answered there.
 """
 
 from __future__ import annotations
@@ -100,8 +101,43 @@ async def test_the_reference_ui_answers_shows_refusals_graph_and_traces(
             await expect(page.get_by_text("baton.node").first).to_be_visible()
             await screenshot(page, "adk-ui-traces")
             sid = page.url.split("session=")[1].split("&")[0]
+            async with httpx.AsyncClient(base_url=backend) as client:
+                session = (await client.get(f"{SESSIONS}/{sid}")).json()
+                outputs = [e.get("output") for e in session["events"] if "output" in e]
+                assert outputs[-1] == paid
+                exported = await paused_export(client, tmp_path)
+            await import_and_see_what_cannot_go_on(page, exported)
             await page.close()
-        async with httpx.AsyncClient(base_url=backend) as client:
-            session = (await client.get(f"/apps/expense_approval/users/user/sessions/{sid}")).json()
-    outputs = [e.get("output") for e in session["events"] if "output" in e]
-    assert outputs[-1] == paid
+
+
+SESSIONS = "/apps/expense_approval/users/user/sessions"
+
+
+async def paused_export(client: httpx.AsyncClient, folder: Path) -> Path:
+    """A session waiting for its review, written as an export file."""
+    sid = (await client.post(SESSIONS, json={})).json()["id"]
+    body = {"appName": "expense_approval", "userId": "user", "sessionId": sid}
+    message = {"role": "user", "parts": [{"text": "9 pens"}]}
+    await client.post("/run", json={**body, "newMessage": message})
+    exported = folder / "exported.json"
+    exported.write_text((await client.get(f"{SESSIONS}/{sid}")).text)
+    return exported
+
+
+async def import_and_see_what_cannot_go_on(page: Page, exported: Path) -> None:
+    """The UI's Import: history shown, the note says the question cannot be answered here."""
+    await page.get_by_text("Events", exact=True).click()
+    # The session picker (its icon's ligature is `chat`) opens the drawer with Import.
+    picker = page.get_by_role("button").filter(has_text="chat").filter(has_text="arrow_drop_down")
+    await picker.click()
+    async with page.expect_file_chooser() as chosen:
+        await page.get_by_role("button", name="Import").click()
+    await (await chosen.value).set_files(str(exported))
+    await expect(page.get_by_text("Session imported successfully").first).to_be_visible()
+    await expect(page.get_by_text("Approve 9.00 for 'pens'?").first).to_be_visible()
+    note = page.get_by_text("were not imported, so those questions cannot be answered here")
+    await expect(note).to_be_visible()
+    await answer_form(page, adjusted_amount=None)
+    refused = page.locator("mat-snack-bar-container").filter(has_text="UnknownInterruptError")
+    await expect(refused).to_contain_text("the run that asked it was not imported")
+    await screenshot(page, "adk-ui-imported")

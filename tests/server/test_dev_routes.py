@@ -142,4 +142,9 @@ async def test_an_exported_session_imports_as_history_that_says_what_cannot_go_o
     }
     refused = await live.client.post("/run", json=body)
     assert (refused.status_code, refused.json()["error"]) == (404, "UnknownInterruptError")
+    # As the web UI answers it: naming the call event, which is imported history.
+    call = next(e for e in events if e.get("longRunningToolIds"))
+    named = await live.client.post("/run", json={**body, "functionCallEventId": call["id"]})
+    assert (named.status_code, named.json()["error"]) == (404, "UnknownInterruptError")
+    assert "the run that asked it was not imported" in named.json()["detail"]
     assert await snapshot(live.service.store, "expense_approval", "ann", new_sid) == before

@@ -13,10 +13,11 @@ from __future__ import annotations
 from fastapi.responses import JSONResponse
 from pydantic import JsonValue
 
-from baton.errors import InvalidMessageError
+from baton.errors import InvalidMessageError, UnknownInterruptError
 from baton.events import Event
 from baton.server.bodies import ErrorBody
 from baton.server.refusals import status_of
+from baton.server.session_import import IMPORTED_PREFIX
 from baton.server.sse import RunFeed
 from baton.sessions.store import SessionKey, Store
 
@@ -52,11 +53,18 @@ async def invocation_of_call(store: Store, key: SessionKey, event_id: str) -> st
 
     Raises:
         InvalidMessageError: the session has no event with that id.
+        UnknownInterruptError: the event is imported history, whose run is not here.
     """
     session = await store.get_session(key)
     if session is None:
         return None
     for event in session.events:
+        if event.id == event_id and event.invocation_id.startswith(IMPORTED_PREFIX):
+            raise UnknownInterruptError(
+                f"event '{event_id}' is imported history: the run that asked it was not "
+                "imported, so its questions cannot be answered here; send a new message to "
+                "start a new run."
+            )
         if event.id == event_id:
             return event.invocation_id
     raise InvalidMessageError(
