@@ -13,6 +13,8 @@ __all__ = [
     "BatonError",
     "ExtraNotInstalledError",
     "GraphValidationError",
+    "InputExpiredError",
+    "InputTimeoutError",
     "InvalidIdError",
     "InvalidMessageError",
     "InvalidResponseError",
@@ -20,6 +22,7 @@ __all__ = [
     "InvocationFinishedError",
     "InvocationNotFoundError",
     "InvocationWaitingError",
+    "LeaseLostError",
     "MissingParameterError",
     "NodeFailedError",
     "NodeTimeoutError",
@@ -27,6 +30,7 @@ __all__ = [
     "SessionExistsError",
     "SessionNotFoundError",
     "StaleVersionError",
+    "StoreUnavailableError",
     "UnknownInterruptError",
     "UnknownModelError",
     "WorkflowChangedError",
@@ -74,8 +78,32 @@ class InvocationBusyError(BatonError, RuntimeError):
     """Another resumer holds the invocation's lease right now."""
 
 
+class LeaseLostError(InvocationBusyError):
+    """This runner's lease on the invocation was taken over (it stalled or lost the
+    database past its time to live): it commits nothing more; the new holder goes on."""
+
+
 class StaleVersionError(BatonError, RuntimeError):
-    """A step was committed against a checkpoint version that is no longer current."""
+    """A step was committed against a checkpoint version that is no longer current.
+
+    `actual` is the invocation's version at the time (0 when it does not exist).
+    """
+
+    def __init__(self, message: str, *, actual: int = 0) -> None:
+        super().__init__(message)
+        self.actual = actual
+
+
+class StoreUnavailableError(BatonError, ConnectionError):
+    """The database cannot be reached right now; nothing was changed. Retry later."""
+
+
+class InputExpiredError(BatonError, ValueError):
+    """The question's deadline passed: it was answered by its timeout, or the run failed."""
+
+
+class InputTimeoutError(BatonError, TimeoutError):
+    """Nobody answered a RequestInput before its deadline and it had no `on_timeout`."""
 
 
 class InvalidResponseError(BatonError, ValueError):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaMismatch
 from pydantic import (
     BaseModel,
     Field,
@@ -284,12 +288,57 @@ class RequestInput(WireModel):
         payload: any data to show with it (JSON-serializable).
         response_schema: the expected answer: a pydantic class, a Python type, or a
             JSON-schema dict. Answers are validated against it before anything is stored.
+        timeout: how long a person has to answer (seconds, or a timedelta), counted from
+            when the question opens. When it passes unanswered, a worker answers with
+            `on_timeout` (recorded as answered by `system:timeout`), or, without one, the
+            asking node fails with InputTimeoutError. baton's own addition.
+        on_timeout: the answer given when the deadline passes; validated against
+            `response_schema` here, when the request is made.
     """
 
     interrupt_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     message: str | None = None
     payload: Any = None
     response_schema: Any = None
+    timeout: float | None = None
+    on_timeout: Any = None
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        if isinstance(value, timedelta):
+            value = value.total_seconds()
+        if value is not None and not (
+            isinstance(value, int | float) and math.isfinite(value) and value > 0
+        ):
+            raise ValueError(
+                f"timeout must be a positive number of seconds or a timedelta, got {value!r}."
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_on_timeout(self) -> RequestInput:
+        if not self.answers_on_timeout:
+            return self
+        if self.timeout is None:
+            raise ValueError("on_timeout= needs timeout= (when should it be given?).")
+        self.on_timeout = to_json_value(self.on_timeout, what="on_timeout")
+        schema = self.json_schema()
+        if schema is not None:
+            problems: list[SchemaMismatch] = list(
+                Draft202012Validator(schema).iter_errors(self.on_timeout)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
+            )
+            if problems:
+                raise ValueError(
+                    f"on_timeout {self.on_timeout!r} does not match the response_schema of "
+                    f"interrupt '{self.interrupt_id}': {problems[0].message}."
+                )
+        return self
+
+    @property
+    def answers_on_timeout(self) -> bool:
+        """True when `on_timeout` was given (even as None): the deadline answers, not fails."""
+        return "on_timeout" in self.model_fields_set
 
     def json_schema(self) -> dict[str, JsonValue] | None:
         """The response schema as a JSON-schema dict (None when any answer is accepted)."""
@@ -304,17 +353,19 @@ class RequestInput(WireModel):
         )
 
     def to_function_call(self) -> FunctionCall:
-        """The function call that carries this request to clients."""
-        return FunctionCall(
-            id=self.interrupt_id,
-            name=REQUEST_INPUT_FUNCTION,
-            args={
-                "interruptId": self.interrupt_id,
-                "payload": to_json_value(self.payload, what="a RequestInput payload"),
-                "message": self.message,
-                "response_schema": self.json_schema(),
-            },
-        )
+        """The function call that carries this request to clients (with the deadline's
+        `timeout` and `on_timeout` when set)."""
+        args: dict[str, Any] = {
+            "interruptId": self.interrupt_id,
+            "payload": to_json_value(self.payload, what="a RequestInput payload"),
+            "message": self.message,
+            "response_schema": self.json_schema(),
+        }
+        if self.timeout is not None:
+            args["timeout"] = self.timeout
+        if self.answers_on_timeout:
+            args["on_timeout"] = self.on_timeout
+        return FunctionCall(id=self.interrupt_id, name=REQUEST_INPUT_FUNCTION, args=args)
 
 
 def json_schema_of(schema: object) -> dict[str, JsonValue] | None:

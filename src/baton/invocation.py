@@ -13,12 +13,18 @@ from collections import deque
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from pydantic import JsonValue
 
 from baton.context import InvocationContext, StepParts
-from baton.errors import AlreadyAnsweredError, InvocationBusyError
+from baton.errors import (
+    AlreadyAnsweredError,
+    InvocationBusyError,
+    LeaseLostError,
+    StaleVersionError,
+    StoreUnavailableError,
+)
 from baton.events import Event, EventActions
 from baton.sessions.store import (
     Interrupt,
@@ -47,11 +53,13 @@ __all__ = ["InvocationRun", "PlanKind", "RunPlan", "RunSettings"]
 
 
 class PlanKind(enum.Enum):
-    """What a call does: start a run, answer its interrupts, or continue it."""
+    """What a call does: start a run, answer its interrupts, continue it, or expire a
+    question whose deadline passed with no `on_timeout` answer (its node fails)."""
 
     START = "start"
     ANSWER = "answer"
     CONTINUE = "continue"
+    EXPIRE = "expire"
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,8 @@ class InvocationRun:
             )
         elif plan.kind is PlanKind.ANSWER:
             await self._record_answers(answered_by)
+        elif plan.kind is PlanKind.EXPIRE:
+            await self._record_expiry(answered_by)
         elif plan.state_delta or plan.message is not None:
             await self._land(self._user_parts(), lambda: None)
 
@@ -147,7 +157,8 @@ class InvocationRun:
         )
         return StepParts(events=(self.user_event,), state_delta=dict(plan.state_delta))
 
-    async def _record_answers(self, answered_by: str | None) -> None:
+    def _open_chains(self) -> list[tuple[list[RunRecord], str, JsonValue]]:
+        """Each answered interrupt's records from the root down to the run that asked."""
         chains: list[tuple[list[RunRecord], str, JsonValue]] = []
         for row, value in self.plan.answers:
             chain = find_chain(self.root, row.node_path)
@@ -157,6 +168,31 @@ class InvocationRun:
                     f"'{row.invocation_id}' (answered meanwhile); nothing was changed."
                 )
             chains.append((chain, row.interrupt_id, value))
+        return chains
+
+    async def _record_expiry(self, answered_by: str | None) -> None:
+        """Close the expired questions (answered by nobody) and mark their runs to fail."""
+        chains = self._open_chains()
+
+        def mutate() -> None:
+            for chain, iid, _ in chains:
+                chain[-1].expired.append(iid)
+                for record in chain:
+                    if iid in record.interrupts:
+                        record.interrupts.remove(iid)
+                for record in chain[:-1]:
+                    record.fresh.append(iid)
+
+        expired = tuple((row.interrupt_id, None) for row, _ in self.plan.answers)
+        await self._land(
+            StepParts(answered=expired),
+            mutate,
+            status=InvocationStatus.RUNNING,
+            answered_by=answered_by,
+        )
+
+    async def _record_answers(self, answered_by: str | None) -> None:
+        chains = self._open_chains()
 
         def mutate() -> None:
             for chain, iid, value in chains:
@@ -204,8 +240,9 @@ class InvocationRun:
                 if parts.answered
                 else (),
                 answered_by=answered_by,
+                lease=self.lease,
             )
-            self.version = await self.store.commit_step(step)
+            self.version = await self._commit(step)
             if status is not None:
                 self.status_landed = status is not InvocationStatus.RUNNING
             if parts.state_delta:
@@ -215,6 +252,31 @@ class InvocationRun:
             # The caller gets the step's events before the next step starts; one that
             # stops reading holds the run here, one that closes the stream cancels it here.
             await self.outbox.handed_over()
+
+    async def _commit(self, step: StepCommit) -> int:
+        """Commit `step`; while the database is unreachable, retry with backoff for up to
+        the lease's time to live (after that another runner may own the run anyway).
+
+        A retry may find that the lost attempt did land (the connection broke after the
+        commit): the invocation is then one version ahead and the fence still passed,
+        so nobody else claimed it in between: only this run could have written it.
+        """
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.settings.lease_ttl.total_seconds()
+        delay = _RETRY_FIRST
+        retried = False
+        while True:
+            try:
+                return await self.store.commit_step(step)
+            except StoreUnavailableError:
+                if loop.time() + delay > give_up:
+                    raise
+                await asyncio.sleep(delay)
+                delay, retried = min(delay * 2, _RETRY_MOST), True
+            except StaleVersionError as stale:
+                if retried and stale.actual == step.expected_version + 1:
+                    return stale.actual
+                raise
 
     async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
@@ -255,7 +317,7 @@ class InvocationRun:
         except Exception as broken:
             # The store failed (or the lease was lost): nothing more can be recorded, so
             # the invocation stays as its last commit left it, resumable by its id.
-            self.error = broken
+            self.error = _cause(broken)
         finally:
             self.outbox.close()
 
@@ -295,6 +357,24 @@ class InvocationRun:
     def lost_lease(self, error: InvocationBusyError) -> None:
         self.error = error
         self.outbox.close()
+
+
+_RETRY_FIRST: Final = 0.1
+_RETRY_MOST: Final = 2.0
+
+
+def _cause(error: Exception) -> Exception:
+    """The error to report for a run that could not go on: a lost lease or an unreachable
+    database wrapped in task groups' exception groups comes out as itself."""
+    reported: Exception = error
+    inner: tuple[Exception, ...] = ()
+    if isinstance(error, ExceptionGroup):
+        inner = cast(ExceptionGroup[Exception], error).exceptions
+    for each in inner:
+        found = _cause(each)
+        if isinstance(found, LeaseLostError | StoreUnavailableError):
+            return found
+    return reported
 
 
 class _Renewal:

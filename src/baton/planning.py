@@ -10,15 +10,17 @@ store exactly as it was.
 
 from __future__ import annotations
 
+import time
 import uuid
-from datetime import timedelta
-from typing import final
+from datetime import UTC, datetime
+from typing import cast, final
 
 from pydantic import JsonValue
 
 from baton.answers import unwrap_response, validate_answer
 from baton.errors import (
     AlreadyAnsweredError,
+    InputExpiredError,
     InvalidMessageError,
     InvocationFinishedError,
     InvocationNotFoundError,
@@ -29,6 +31,8 @@ from baton.errors import (
 from baton.invocation import PlanKind, RunPlan
 from baton.sessions.ids import check_id, check_key, check_text
 from baton.sessions.store import (
+    TIMEOUT_ANSWERER,
+    Clock,
     Interrupt,
     InterruptStatus,
     Invocation,
@@ -36,8 +40,9 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     Store,
+    busy_error,
 )
-from baton.types import Content, InterruptId, InvocationId, SessionId
+from baton.types import Content, FunctionResponse, InterruptId, InvocationId, Part, SessionId
 
 __all__ = ["CallPlanner"]
 
@@ -49,9 +54,8 @@ class CallPlanner:
     Args:
         store: the runner's store.
         app_name: the app whose sessions the calls name.
-        owner: the runner's lease owner prefix (for the busy probe).
-        lease_ttl: how long a probe lease lasts.
         auto_create_session: create a missing session instead of refusing the call.
+        clock: seconds since the epoch, to tell whether a question's deadline passed.
     """
 
     def __init__(
@@ -59,15 +63,13 @@ class CallPlanner:
         store: Store,
         *,
         app_name: str,
-        owner: str,
-        lease_ttl: timedelta,
         auto_create_session: bool,
+        clock: Clock = time.time,
     ) -> None:
         self.store = store
         self.app_name = app_name
-        self.owner = owner
-        self.lease_ttl = lease_ttl
         self.auto_create_session = auto_create_session
+        self.clock = clock
 
     def session_key(
         self, user_id: str | None, session_id: str | None, session: Session | None
@@ -232,6 +234,7 @@ class CallPlanner:
                 await self.existing(key, InvocationId(invocation_id))
         open_rows = [r for r in rows if r.status == InterruptStatus.OPEN]
         if len(open_rows) == 1:
+            self._fail_if_expired(open_rows[0])
             return open_rows[0]
         if len(open_rows) > 1:
             raise InvalidMessageError(
@@ -243,6 +246,7 @@ class CallPlanner:
         )
         listed = ", ".join(f"'{r.interrupt_id}'" for r in still_open) or "none"
         if rows:
+            self._fail_if_expired(rows[0])
             await self._fail_if_busy(InvocationId(rows[0].invocation_id))
             raise AlreadyAnsweredError(
                 f"interrupt '{interrupt_id}' of invocation '{rows[0].invocation_id}' was already "
@@ -260,9 +264,68 @@ class CallPlanner:
         An answered interrupt whose invocation is still executing means a concurrent
         resumer got there first: "busy" tells the caller more than "answered".
         """
-        probe = f"{self.owner}/probe-{uuid.uuid4().hex[:8]}"
-        lease = await self.store.claim(invocation_id, probe, self.lease_ttl)
-        await self.store.release(lease)
+        held = await self.store.holder(invocation_id)
+        if held is not None:
+            raise busy_error(invocation_id, held.owner, held.expires_at, self.clock())
+
+    def _fail_if_expired(self, row: Interrupt) -> None:
+        """Refuse a person's answer to a question whose deadline passed."""
+        expired = row.expires_at is not None and (
+            row.answered_by == TIMEOUT_ANSWERER
+            or (row.status is InterruptStatus.OPEN and row.expires_at <= self.clock())
+        )
+        if not expired:
+            return
+        assert row.expires_at is not None  # checked above
+        when = datetime.fromtimestamp(row.expires_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        outcome = (
+            "it was answered with its on_timeout answer"
+            if row.answers_on_timeout
+            else "its run fails with InputTimeoutError (continue the invocation to ask again)"
+        )
+        raise InputExpiredError(
+            f"interrupt '{row.interrupt_id}' of invocation '{row.invocation_id}' expired at "
+            f"{when}: {outcome}. Your answer was not recorded; nothing was changed."
+        )
+
+    async def continuing(self, key: SessionKey, invocation_id: InvocationId) -> RunPlan | None:
+        """The plan of a recovery: continue the invocation (None when it no longer runs)."""
+        invocation = await self.store.load_invocation(key, invocation_id)
+        if invocation is None or invocation.status is not InvocationStatus.RUNNING:
+            return None
+        session = await self._session(key)
+        return RunPlan(PlanKind.CONTINUE, key, session, invocation_id)
+
+    async def expiring(self, row: Interrupt) -> RunPlan | None:
+        """The plan that ends a question whose deadline passed: its `on_timeout` answer, or
+        the failure of the node that asked (None when it was answered meanwhile)."""
+        key = SessionKey(row.app_name, row.user_id, SessionId(row.session_id))
+        rows = await self.store.find_interrupts(key, InterruptId(row.interrupt_id))
+        current = next(
+            (
+                r
+                for r in rows
+                if r.invocation_id == row.invocation_id and r.status is InterruptStatus.OPEN
+            ),
+            None,
+        )
+        if current is None or current.expires_at is None or current.expires_at > self.clock():
+            return None
+        session = await self._session(key)
+        invocation_id = InvocationId(current.invocation_id)
+        if not current.answers_on_timeout:
+            answers = ((current, cast(JsonValue, None)),)
+            return RunPlan(PlanKind.EXPIRE, key, session, invocation_id, answers=answers)
+        response = FunctionResponse(
+            id=current.interrupt_id,
+            name=current.function_name,
+            response={"result": current.on_timeout},
+        )
+        message = Content(role="user", parts=[Part(function_response=response)])
+        answers = ((current, current.on_timeout),)
+        return RunPlan(
+            PlanKind.ANSWER, key, session, invocation_id, message=message, answers=answers
+        )
 
 
 def _check_call(message: Content | None, invocation_id: str | None) -> None:

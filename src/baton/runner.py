@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing, suppress
 from datetime import timedelta
 from typing import Any, Final, cast, final
 
@@ -20,20 +22,29 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from baton.agents import BaseAgent, LlmAgent
 from baton.blocking import LoopThread
-from baton.errors import WorkflowChangedError
+from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.planning import CallPlanner
 from baton.sessions.services import BaseSessionService, InMemorySessionService
-from baton.sessions.store import Invocation, Lease, Session, Store
-from baton.types import Content
+from baton.sessions.store import (
+    TIMEOUT_ANSWERER,
+    Claimed,
+    Clock,
+    Interrupt,
+    Invocation,
+    Lease,
+    Session,
+    Store,
+)
+from baton.types import Content, InvocationId
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference
 from baton.workflow.graph import fingerprint_of
 from baton.workflow.nodes import Node
 from baton.workflow.scheduler import Workflow
 
-__all__ = ["App", "InMemoryRunner", "ResumabilityConfig", "Runner"]
+__all__ = ["App", "InMemoryRunner", "ResumabilityConfig", "Runner", "default_worker_id"]
 
 
 class ResumabilityConfig(BaseModel):
@@ -106,6 +117,10 @@ class Runner:
         session_service: where sessions, checkpoints and interrupts are kept.
         auto_create_session: create a missing session instead of raising.
         lease_ttl: how long a crashed runner's lease blocks others before it expires.
+        worker_id: this process's identity in lease owners (`worker_id/call`). A process
+            restarted with the same id recovers its runs at once (see `Worker`); two
+            live processes must not share one. Unique per Runner by default.
+        clock: seconds since the epoch (deadlines are judged by it).
     """
 
     def __init__(
@@ -118,6 +133,8 @@ class Runner:
         session_service: BaseSessionService,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
+        worker_id: str | None = None,
+        clock: Clock = time.time,
     ) -> None:
         given = [x for x in (app, agent, node) if x is not None]
         if len(given) != 1:
@@ -131,14 +148,13 @@ class Runner:
         self.session_service = session_service
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.worker_id = worker_id or default_worker_id()
         self.fingerprint = fingerprint_of(self.root)
         self.planner = CallPlanner(
             session_service.store,
             app_name=self.app_name,
-            owner=self.owner,
-            lease_ttl=lease_ttl,
             auto_create_session=auto_create_session,
+            clock=clock,
         )
         self._models_ready = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")
@@ -207,14 +223,72 @@ class Runner:
         self._check_models()
         plan = await self.planner.plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
-        # Each call is its own resumer, even when two share this Runner.
-        owner = f"{self.owner}/{uuid.uuid4().hex[:8]}"
-        lease = await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
+        lease = await self._lease(plan)
         try:
             run = await self._open_run(plan, lease, answered_by)
-            async for event in run.stream(yield_user_message):
-                yield event
+            async with aclosing(run.stream(yield_user_message)) as events:
+                async for event in events:
+                    yield event
         finally:
+            await self._release(lease)
+
+    async def recover(self, claimed: Claimed) -> None:
+        """Continue an invocation whose lease a recovery claim took (see `Worker`): from
+        its last commit, to its next pause or its end. Releases the lease after.
+
+        Raises:
+            WorkflowChangedError: the invocation started with other code.
+            a node's own exception, after its error event was stored.
+        """
+        release = True
+        try:
+            plan = await self.planner.continuing(claimed.key, claimed.lease.invocation_id)
+            if plan is not None:
+                await self._drain(plan, claimed.lease, None)
+        except WorkflowChangedError:
+            # Keep the claim until it lapses: a process running the code the invocation
+            # started with may take it then, and this one does not retry it at once.
+            release = False
+            raise
+        finally:
+            if release:
+                await self._release(claimed.lease)
+
+    async def expire(self, row: Interrupt) -> None:
+        """End a question whose deadline passed: answer it with its `on_timeout` (recorded
+        as answered by `system:timeout`) and continue the run, or fail the node that asked
+        with InputTimeoutError. Does nothing when it was answered meanwhile.
+
+        Raises:
+            InvocationBusyError: the invocation is executing elsewhere right now (retry).
+            InputTimeoutError: the node failed for want of an answer (recorded).
+        """
+        owner = f"{self.worker_id}/expire-{uuid.uuid4().hex[:8]}"
+        lease = await self.store.claim(InvocationId(row.invocation_id), owner, self.lease_ttl)
+        try:
+            plan = await self.planner.expiring(row)
+            if plan is not None:
+                await self._drain(plan, lease, TIMEOUT_ANSWERER)
+        finally:
+            await self._release(lease)
+
+    async def _lease(self, plan: RunPlan) -> Lease:
+        # Each call is its own resumer, even when two share this Runner.
+        owner = f"{self.worker_id}/{uuid.uuid4().hex[:8]}"
+        if plan.kind is PlanKind.START:
+            return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl)
+        return await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
+
+    async def _drain(self, plan: RunPlan, lease: Lease, answered_by: str | None) -> None:
+        run = await self._open_run(plan, lease, answered_by)
+        async with aclosing(run.stream(False)) as events:
+            async for _ in events:
+                pass
+
+    async def _release(self, lease: Lease) -> None:
+        # When the database is away the lease lapses by itself, and recovery continues a
+        # run left running.
+        with suppress(StoreUnavailableError):
             await self.store.release(lease)
 
     def run(
@@ -296,6 +370,11 @@ class Runner:
             f"workflow '{self.root.name}' changed since invocation '{invocation.id}' started: "
             f"{difference}. Resume with the code it started with, or start a new run."
         )
+
+
+def default_worker_id() -> str:
+    """A worker identity unique to this process (host, pid and a random part)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def _tree(root: object) -> Iterator[object]:

@@ -287,7 +287,7 @@ async def test_lease_of_a_dead_holder_expires_and_the_run_recovers(
     ]
     clock.advance(31)
     assert outputs(await h.collect(new_message=fr("approve", GOOD)))[-1] == ("book", "booked 12")
-    with pytest.raises(InvocationBusyError, match="was lost"):
+    with pytest.raises(InvocationBusyError, match="was taken over by another runner"):
         await service.store.renew(dead, timedelta(seconds=30))
 
 
@@ -463,7 +463,7 @@ async def test_a_run_whose_lease_was_taken_over_stops_with_busy(clock: FakeClock
     (invocation,) = await store.list_invocations(SessionKey("app", "u", SessionId("s")))
     clock.advance(5)  # the holder looks dead (it was stuck), so another host takes over
     await store.claim(InvocationId(invocation.id), "other-host:1", timedelta(seconds=30))
-    with pytest.raises(InvocationBusyError, match="was lost"):
+    with pytest.raises(InvocationBusyError, match="was taken over by another runner"):
         await asyncio.wait_for(run, timeout=5)
     assert not release.is_set()  # stopped by the lost lease, not by finishing
     reloaded = await store.load_invocation(

@@ -159,6 +159,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         keepalive: float = 15.0,
         origins: list[str] | None = None,
         limits: Limits | None = None,
+        recover: bool = True,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -175,6 +176,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             poll_interval=0.2,
             keepalive=keepalive,
             limits=limits,
+            recover=recover,
         )
         serving = await serve(app, limits)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)

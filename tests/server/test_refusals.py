@@ -185,7 +185,9 @@ SEED_002_BODY = """{
 async def test_seed_002_curl_resume_works_as_written(start_live: StartLive) -> None:
     app = approval_app().model_copy(update={"name": "my_resumable_agent"})
     app.resumability_config = ResumabilityConfig(is_resumable=True)
-    live: Live = await start_live(apps=[app])
+    # --no-recover: here the client continues the crashed run itself, as the seed's curl
+    # does (a recovering server would have continued it already).
+    live: Live = await start_live(apps=[app], recover=False)
     await live.create("my_resumable_agent", "u_123", sessionId="s_abc")
     await crashed_right_after_start(live.service.store, app, "s_abc")
     curl = shutil.which("curl")

@@ -1,4 +1,5 @@
-"""Invocation leases on every backend: one holder at a time, expiry, renew, release."""
+"""Invocation leases on every backend: one holder at a time, fencing tokens, expiry,
+renew, release, and the recovery claims that take over what a dead holder left."""
 
 from __future__ import annotations
 
@@ -7,108 +8,147 @@ from datetime import timedelta
 
 import pytest
 
-from baton.errors import InvocationBusyError
-from baton.sessions.store import Lease, Store
-from baton.types import InvocationId
+from baton.errors import InvocationBusyError, InvocationNotFoundError, LeaseLostError
+from baton.sessions.store import InvocationStatus, Lease, SessionKey, Store
+from baton.types import InterruptId, InvocationId
 from tests.conftest import FakeClock, StoreFactory
+from tests.store.builders import event, question, snapshot, step
 
 INV = InvocationId("inv-1")
 TTL = timedelta(seconds=30)
 CLAIMERS = 8
 
 
-async def test_claim_returns_a_lease_until_now_plus_ttl(store: Store, clock: FakeClock) -> None:
-    lease = await store.claim(INV, "worker-1", TTL)
+async def _start(
+    store: Store, session: SessionKey, invocation: str = INV, *, owner: str = "worker-1"
+) -> Lease:
+    """Create a running invocation the way a run starts one: its first step writes the lease."""
+    lease = store.lease_new(InvocationId(invocation), owner, TTL)
+    first = step(session, invocation, 0, status=InvocationStatus.RUNNING)
+    first.lease = lease
+    await store.commit_step(first)
+    return lease
 
-    assert lease == Lease(INV, "worker-1", clock.now + 30)
+
+async def _session(store: Store, name: str = "s1", *, app: str = "app") -> SessionKey:
+    created = await store.create_session(app, "u", session_id=name)  # pyright: ignore[reportArgumentType]
+    return created.key
+
+
+async def test_a_new_invocation_starts_under_its_first_lease(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+
+    lease = await _start(store, session)
+
+    assert lease.token == 1
+    assert await store.holder(INV) == lease
 
 
 async def test_second_owner_is_refused_with_the_holder_and_time_left_named(
     store: Store, clock: FakeClock
 ) -> None:
-    await store.claim(INV, "worker-1", TTL)
+    await _start(store, await _session(store))
     clock.advance(10)
 
     with pytest.raises(InvocationBusyError) as caught:
         await store.claim(INV, "worker-2", TTL)
 
-    # FakeClock starts at 2023-11-14 22:13:20 UTC; the lease was taken a tick after.
-    assert str(caught.value) == (
-        "invocation 'inv-1' is being run by 'worker-1' (its lease runs 20 s more, until "
-        "2023-11-14 22:13:50 UTC, unless renewed); wait for that run to pause or finish, "
-        "then retry."
+    assert "invocation 'inv-1' is being run by 'worker-1' (its lease runs 20 s more" in str(
+        caught.value
     )
 
 
-async def test_same_owner_may_claim_again(store: Store, clock: FakeClock) -> None:
-    await store.claim(INV, "worker-1", TTL)
+async def test_every_claim_takes_a_larger_token(store: Store, clock: FakeClock) -> None:
+    first = await _start(store, await _session(store))
     clock.advance(10)
 
-    again = await store.claim(INV, "worker-1", TTL)
+    again = await store.claim(INV, "worker-1", TTL)  # the same owner may claim again
+    renewed_until = clock.now + 30
+    clock.advance(31)
+    taken = await store.claim(INV, "worker-2", TTL)  # expired: anyone may
 
-    assert again.expires_at == clock.now + 30
+    assert [first.token, again.token, taken.token] == [1, 2, 3]
+    assert again.expires_at <= renewed_until
+    assert taken.owner == "worker-2"
 
 
-async def test_expired_lease_can_be_taken_over(store: Store, clock: FakeClock) -> None:
-    await store.claim(INV, "worker-1", TTL)
+async def test_expired_lease_can_be_taken_over_only_after_expiry(
+    store: Store, clock: FakeClock
+) -> None:
+    await _start(store, await _session(store))
     clock.advance(29)
     with pytest.raises(InvocationBusyError):
         await store.claim(INV, "worker-2", TTL)
     clock.advance(2)
 
-    taken = await store.claim(INV, "worker-2", TTL)
-
-    assert taken.owner == "worker-2"
+    assert (await store.claim(INV, "worker-2", TTL)).owner == "worker-2"
 
 
-async def test_renew_extends_a_held_lease(store: Store, clock: FakeClock) -> None:
-    lease = await store.claim(INV, "worker-1", TTL)
+async def test_claiming_an_unknown_invocation_is_refused(store: Store) -> None:
+    await _session(store)
+
+    with pytest.raises(InvocationNotFoundError, match="'inv-9' does not exist"):
+        await store.claim(InvocationId("inv-9"), "worker-1", TTL)
+
+
+async def test_renew_extends_a_held_lease_and_fails_once_lost(
+    store: Store, clock: FakeClock
+) -> None:
+    lease = await _start(store, await _session(store))
     clock.advance(25)
-
     renewed = await store.renew(lease, TTL)
     clock.advance(25)
-
-    assert renewed.expires_at > lease.expires_at
     with pytest.raises(InvocationBusyError):
         await store.claim(INV, "worker-2", TTL)
-
-
-async def test_renew_after_losing_the_lease_raises(store: Store, clock: FakeClock) -> None:
-    lost = await store.claim(INV, "worker-1", TTL)
     clock.advance(31)
     await store.claim(INV, "worker-2", TTL)
 
-    with pytest.raises(InvocationBusyError, match=r"'inv-1' was lost by 'worker-1'"):
-        await store.renew(lost, TTL)
-    with pytest.raises(InvocationBusyError, match="'worker-2'"):
-        await store.claim(INV, "worker-3", TTL)
+    assert renewed.expires_at > lease.expires_at
+    assert renewed.token == lease.token
+    with pytest.raises(LeaseLostError, match=r"lease of 'worker-1' \(token 1\) no longer holds"):
+        await store.renew(renewed, TTL)
+
+
+async def test_a_commit_under_a_lost_lease_lands_nothing(store: Store, clock: FakeClock) -> None:
+    session = await _session(store)
+    stale = await _start(store, session)
+    clock.advance(31)
+    current = await store.claim(INV, "worker-2", TTL)
+    before = await snapshot(store, session)
+
+    late = step(session, INV, 1, events=(event("late", invocation_id=INV),), state={"k": 1})
+    late.lease = stale
+    with pytest.raises(LeaseLostError, match="taken over by another runner"):
+        await store.commit_step(late)
+
+    assert await snapshot(store, session) == before
+    fresh = step(session, INV, 1, events=(event("new holder", invocation_id=INV),))
+    fresh.lease = current
+    assert await store.commit_step(fresh) == 2
 
 
 async def test_release_frees_the_lease_and_ignores_a_lost_one(
     store: Store, clock: FakeClock
 ) -> None:
-    first = await store.claim(INV, "worker-1", TTL)
+    first = await _start(store, await _session(store))
     await store.release(first)
+    assert await store.holder(INV) is None
     second = await store.claim(INV, "worker-2", TTL)
 
-    await store.release(first)  # already gone: no error, and worker-2 keeps its lease
+    await store.release(first)  # already taken over: no error, worker-2 keeps its lease
 
-    with pytest.raises(InvocationBusyError, match="'worker-2'"):
-        await store.claim(INV, "worker-3", TTL)
+    assert await store.holder(INV) == second
     await store.release(second)
-    with pytest.raises(InvocationBusyError):
+    with pytest.raises(LeaseLostError):
         await store.renew(second, TTL)
 
 
-async def test_leases_of_different_invocations_are_independent(store: Store) -> None:
-    await store.claim(INV, "worker-1", TTL)
-
-    other = await store.claim(InvocationId("inv-2"), "worker-2", TTL)
-
-    assert other.owner == "worker-2"
-
-
-async def test_concurrent_claims_exactly_one_wins(stores: StoreFactory) -> None:
+async def test_concurrent_claims_exactly_one_wins(stores: StoreFactory, clock: FakeClock) -> None:
+    first = stores.open()
+    await _start(first, await _session(first))
+    clock.advance(31)
     claimers = [stores.open() for _ in range(CLAIMERS)]
 
     results = await asyncio.gather(
@@ -120,4 +160,120 @@ async def test_concurrent_claims_exactly_one_wins(stores: StoreFactory) -> None:
     assert len(leases) == 1, results
     refused = [r for r in results if not isinstance(r, Lease)]
     assert all(isinstance(r, InvocationBusyError) for r in refused), results
-    assert all(f"'{leases[0].owner}'" in str(r) for r in refused), results
+
+
+async def test_orphans_are_running_invocations_without_a_live_lease(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    await _start(store, session, "dead")  # its holder dies: the lease will lapse
+    live = await _start(store, session, "live")
+    paused = await _start(store, session, "paused")
+    done = step(session, "paused", 1, status=InvocationStatus.PAUSED)
+    done.lease = paused
+    await store.commit_step(done)
+    await store.release(paused)
+    other_app = await _session(store, "s2", app="other")
+    await _start(store, other_app, "elsewhere")
+    clock.advance(20)
+    await store.renew(live, TTL)
+    assert await store.claim_orphans(["app"], "rescuer/1", TTL, limit=10) == []
+    clock.advance(11)
+
+    claimed = await store.claim_orphans(["app"], "rescuer/1", TTL, limit=10)
+
+    assert [(c.key, c.lease.invocation_id, c.lease.owner) for c in claimed] == [
+        (session, "dead", "rescuer/1")
+    ]
+    assert claimed[0].lease.token == 2
+    assert await store.holder(InvocationId("dead")) == claimed[0].lease
+    assert await store.claim_orphans(["app"], "rescuer/2", TTL, limit=10) == []
+
+
+async def test_a_released_running_invocation_is_an_orphan_at_once(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    lease = await _start(store, session)
+    assert await store.next_due(["app"]) == lease.expires_at
+
+    await store.release(lease)  # e.g. a server shutting down hands the run over
+
+    assert await store.next_due(["app"]) == 0.0
+    claimed = await store.claim_orphans(["app"], "rescuer/1", TTL, limit=10)
+    assert [c.lease.invocation_id for c in claimed] == [INV]
+
+
+async def test_a_restarted_worker_reclaims_its_own_runs_before_they_expire(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    await _start(store, session, "mine", owner="host:8000/abc")
+    await _start(store, session, "theirs", owner="host:8001/def")
+    await _start(store, session, "prefix", owner="host:80000/ghi")
+
+    claimed = await store.claim_orphans(["app"], "host:8000/r", TTL, limit=10, worker="host:8000")
+
+    assert [c.lease.invocation_id for c in claimed] == ["mine"]
+
+
+async def test_concurrent_orphan_claims_take_each_run_once(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    first = stores.open()
+    session = await _session(first)
+    for i in range(12):
+        await _start(first, session, f"run-{i}")
+    clock.advance(31)
+    claimers = [stores.open() for _ in range(4)]
+
+    results = await asyncio.gather(
+        *(c.claim_orphans(["app"], f"rescuer-{i}/x", TTL, limit=5) for i, c in enumerate(claimers))
+    )
+
+    ids = [c.lease.invocation_id for batch in results for c in batch]
+    assert sorted(ids) == sorted(f"run-{i}" for i in range(12))
+
+
+async def test_deadlines_fall_due_by_the_store_clock(store: Store, clock: FakeClock) -> None:
+    session = await _session(store)
+    lease = await _start(store, session)
+    asked = question(session, INV, "q1").model_copy(update={"timeout": 60.0})
+    untimed = question(session, INV, "q2")
+    opening = step(session, INV, 1, opened=(asked, untimed), status=InvocationStatus.PAUSED)
+    opening.lease = lease
+    await store.commit_step(opening)
+    await store.release(lease)
+    rows = await store.find_interrupts(session, InterruptId("q1"))
+    expires_at = rows[0].expires_at
+    assert expires_at == rows[0].created_at + 60
+
+    assert await store.next_due(["app"]) == expires_at
+    assert await store.due_interrupts(["app"], limit=10) == []
+    clock.advance(61)
+    due = await store.due_interrupts(["app"], limit=10)
+    assert [r.interrupt_id for r in due] == ["q1"]
+    assert await store.due_interrupts(["other"], limit=10) == []
+
+
+async def test_subscribers_wake_when_a_question_opens_or_a_run_is_released(
+    stores: StoreFactory,
+) -> None:
+    # PostgreSQL wakes other processes (LISTEN/NOTIFY): the writer is another store there.
+    # SQLite wakes only its own process; other processes poll.
+    watcher = stores.open()
+    writer = watcher if stores.backend == "sqlite" else stores.open()
+    subscription = watcher.subscribe()
+    try:
+        session = await _session(writer)
+        lease = await _start(writer, session)
+        await subscription.wait(0.01)  # the listener's own first look, where there is one
+        opening = step(session, INV, 1, opened=(question(session, INV, "q1"),))
+        opening.lease = lease
+        await writer.commit_step(opening)
+
+        assert await subscription.wait(5.0)
+        await writer.release(lease)
+        assert await subscription.wait(5.0)
+    finally:
+        subscription.close()

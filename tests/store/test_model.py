@@ -26,6 +26,8 @@ from pydantic import JsonValue
 
 from baton.errors import (
     InvocationBusyError,
+    InvocationNotFoundError,
+    LeaseLostError,
     SessionExistsError,
     SessionNotFoundError,
     StaleVersionError,
@@ -86,7 +88,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.store: Store = MemoryStore(clock=clock) if url is None else SqlStore(url, clock=clock)
         self.app = f"app-{uuid.uuid4().hex[:8]}"
         self.model: dict[str, _SessionModel] = {}
-        self.leases: dict[str, tuple[str, float]] = {}  # invocation -> (owner, expires at)
+        # invocation -> (owner, expires at, token) of its lease, and its last token
+        self.leases: dict[str, tuple[str, float, int]] = {}
+        self.tokens: dict[str, int] = {}
 
     def run(self, call: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(call)
@@ -114,6 +118,7 @@ class StoreMachine(RuleBasedStateMachine):
         deleted = self.model.pop(sid, None)
         for inv in deleted.versions if deleted else ():
             self.leases.pop(inv, None)
+            self.tokens.pop(inv, None)
 
     @rule(sid=st.sampled_from(SESSIONS), n_events=st.integers(0, 2), delta=_deltas)
     def append_outside_a_run(self, sid: str, n_events: int, delta: dict[str, JsonValue]) -> None:
@@ -183,16 +188,29 @@ class StoreMachine(RuleBasedStateMachine):
     )
     def claim(self, sid: str, name: str, owner: str, ttl: float) -> None:
         inv = self.invocation(sid, name)
+        exists = sid in self.model and inv in self.model[sid].versions
         try:
             lease = self.run(self.store.claim(InvocationId(inv), owner, timedelta(seconds=ttl)))
+        except InvocationNotFoundError:
+            assert not exists
+            return
         except InvocationBusyError:
             lease = None
+        assert exists
         now = self.clock.now  # the one reading the claim made
         held = self.leases.get(inv)
         assert (lease is not None) is (held is None or held[0] == owner or held[1] <= now)
         if lease is not None:
             assert lease.expires_at == now + ttl
-            self.leases[inv] = (owner, lease.expires_at)
+            assert lease.token == self.tokens.get(inv, 0) + 1
+            self.tokens[inv] = lease.token
+            self.leases[inv] = (owner, lease.expires_at, lease.token)
+
+    def _lease_of(self, inv: str, owner: str) -> Lease:
+        """The lease `owner` would present: the held one if it is theirs, else a stale one."""
+        held = self.leases.get(inv)
+        token = held[2] if held and held[0] == owner else self.tokens.get(inv, 0) - 1
+        return Lease(InvocationId(inv), owner, 0.0, token)
 
     @rule(
         sid=st.sampled_from(SESSIONS),
@@ -201,13 +219,13 @@ class StoreMachine(RuleBasedStateMachine):
     )
     def renew(self, sid: str, name: str, owner: str) -> None:
         inv = self.invocation(sid, name)
-        call = self.store.renew(Lease(InvocationId(inv), owner, 0.0), timedelta(seconds=5))
+        call = self.store.renew(self._lease_of(inv, owner), timedelta(seconds=5))
         held = self.leases.get(inv)
         if held is None or held[0] != owner:
-            with pytest.raises(InvocationBusyError):
+            with pytest.raises(LeaseLostError):
                 self.run(call)
             return
-        self.leases[inv] = (owner, self.run(call).expires_at)
+        self.leases[inv] = (owner, self.run(call).expires_at, held[2])
 
     @rule(
         sid=st.sampled_from(SESSIONS),
@@ -216,7 +234,7 @@ class StoreMachine(RuleBasedStateMachine):
     )
     def release(self, sid: str, name: str, owner: str) -> None:
         inv = self.invocation(sid, name)
-        self.run(self.store.release(Lease(InvocationId(inv), owner, 0.0)))
+        self.run(self.store.release(self._lease_of(inv, owner)))
         if inv in self.leases and self.leases[inv][0] == owner:
             del self.leases[inv]
 

@@ -222,10 +222,11 @@ async def test_delete_session_removes_everything_in_it(store: Store) -> None:
     assert await store.load_invocation(key("gone"), InvocationId("inv-gone")) is None
     assert await store.find_interrupts(key("gone"), InterruptId("q")) == []
     assert [r.session_id for r in await store.list_interrupts(APP, status=None)] == ["kept"]
-    # Its lease went too: another owner can claim at once; the kept one's lease holds.
-    assert (await store.claim(InvocationId("inv-gone"), "worker-2", timedelta(1))).owner == (
-        "worker-2"
-    )
+    # Its lease went with its invocation; the kept one's lease holds.
+    assert await store.holder(InvocationId("inv-gone")) is None
+    held = await store.holder(InvocationId("inv-kept"))
+    assert held is not None
+    assert held.owner == "worker-1"
     assert await snapshot(store, key("kept")) == kept_before
     assert await store.delete_session(key("gone")) is False
 

@@ -9,11 +9,12 @@ from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy import event as sql_events
 from sqlalchemy.engine import Connection
 
@@ -22,11 +23,12 @@ from baton.sessions.services import DatabaseSessionService, SqliteSessionService
 from baton.sessions.sql import SqlStore, schema
 from baton.sessions.sql.dialect import normalize_url
 from baton.sessions.sql.executors import Executor, open_executor
-from baton.sessions.sql.migrations import LATEST_VERSION, migrate, read_version
+from baton.sessions.sql.migrations import LATEST_VERSION, MIGRATIONS, migrate, read_version
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, sqlite_url
 from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
 
+ALL_STEPS = [m.number for m in MIGRATIONS]
 MIGRATORS = 4
 PROCESSES = 2  # each child imports baton (about a second), so few
 
@@ -81,9 +83,81 @@ async def test_second_store_on_the_same_database_sees_everything(
 
 async def test_migrations_run_once_and_are_idempotent(store_url: str) -> None:
     async with _database(store_url) as database:
-        assert await _migrate(database) == [1]
+        assert await _migrate(database) == ALL_STEPS
         assert await _migrate(database) == []
         assert await database.transact(read_version, write=False) == LATEST_VERSION
+
+
+async def test_a_database_of_step_1_migrates_to_exactly_todays_schema(store_url: str) -> None:
+    """Frozen steps: a database made by the first release, with data in it, ends up with
+    the tables, columns and indexes that `schema` declares, and its rows survive."""
+    async with _database(store_url) as database:
+        assert await database.transact(partial(migrate, up_to=1), write=True) == [1]
+        await database.transact(_seed_version_1, write=True)
+        assert await _migrate(database) == ALL_STEPS[1:]
+        shape = await database.transact(_schema_shape, write=False)
+        kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
+
+    assert shape == _declared_shape()
+    assert kept == 1
+    store = SqlStore(store_url)
+    try:  # the running invocation of the old database lapsed: recovery may claim it
+        claimed = await store.claim_orphans([APP], "w/1", timedelta(seconds=5), limit=5)
+    finally:
+        await store.close()
+    assert [c.lease.invocation_id for c in claimed] == ["inv-old"]
+
+
+def _seed_version_1(connection: Connection) -> None:
+    connection.execute(
+        text(
+            "INSERT INTO baton_sessions (app_name, user_id, session_id, state, updated_at) "
+            f"VALUES ('{APP}', '{USER}', 's1', '{{}}', 1.0)"
+        )
+    )
+    connection.execute(
+        text(
+            "INSERT INTO baton_invocations (id, session_pk, status, fingerprint, version, "
+            "created_at, updated_at) SELECT 'inv-old', pk, 'running', 'fp', 3, 1.0, 1.0 "
+            "FROM baton_sessions"
+        )
+    )
+    connection.execute(
+        text(
+            "INSERT INTO baton_leases (invocation_id, owner, expires_at) "
+            "VALUES ('inv-old', 'w', 9e9)"
+        )
+    )
+
+
+Shape = dict[str, tuple[list[tuple[str, bool]], list[tuple[str, tuple[str, ...]]]]]
+
+
+def _schema_shape(connection: Connection) -> Shape:
+    """Each baton table's columns (name, nullable) and indexes (name, columns), sorted."""
+    found = inspect(connection)
+    names = [n for n in found.get_table_names() if n.startswith("baton_")]
+    return {
+        name: (
+            sorted((c["name"], bool(c["nullable"])) for c in found.get_columns(name)),
+            sorted(
+                (str(i["name"]), tuple(str(c) for c in i["column_names"]))
+                for i in found.get_indexes(name)
+                if not i.get("duplicates_constraint")  # PostgreSQL lists UNIQUE as an index too
+            ),
+        )
+        for name in names
+    }
+
+
+def _declared_shape() -> Shape:
+    return {
+        table.name: (
+            sorted((c.name, bool(c.nullable)) for c in table.columns),
+            sorted((str(i.name), tuple(c.name for c in i.columns)) for i in table.indexes),
+        )
+        for table in schema.metadata.sorted_tables
+    }
 
 
 async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> None:
@@ -95,7 +169,7 @@ async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> Non
     ):
         applied = await asyncio.gather(*(_migrate(e) for e in (a, b, c, d)))
 
-    assert sorted(applied) == [[]] * (MIGRATORS - 1) + [[1]]
+    assert sorted(applied) == [[]] * (MIGRATORS - 1) + [ALL_STEPS]
 
 
 _MIGRATE_AND_PRINT = """
@@ -126,7 +200,9 @@ async def test_processes_starting_at_once_apply_each_step_once(store_url: str) -
     outputs = await asyncio.gather(*(child.communicate() for child in children))
 
     assert [child.returncode for child in children] == [0] * PROCESSES, outputs
-    assert sorted(out.decode().strip() for out, _ in outputs) == ["[1]"] + ["[]"] * (PROCESSES - 1)
+    assert sorted(out.decode().strip() for out, _ in outputs) == [str(ALL_STEPS)] + ["[]"] * (
+        PROCESSES - 1
+    )
 
 
 async def test_a_newer_schema_is_refused(store_url: str) -> None:
@@ -157,14 +233,14 @@ async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
     await store.delete_session(key())
     await store.close()
 
-    tables = [schema.sessions, schema.events, schema.invocations, schema.interrupts, schema.leases]
+    tables = [schema.sessions, schema.events, schema.invocations, schema.interrupts]
 
     def count_rows(connection: Connection) -> list[Any]:
         return [connection.scalar(select(func.count()).select_from(t)) for t in tables]
 
     async with _database(store_url) as database:
         counts = await database.transact(count_rows, write=False)
-    assert counts == [0, 0, 0, 0, 0]
+    assert counts == [0, 0, 0, 0]
 
 
 async def test_lookups_use_indexes_and_event_limit_uses_sql_limit(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, TypeVar, final
 
@@ -136,7 +137,13 @@ class _Target:
 
 
 @asynccontextmanager
-async def open_catalog(path: Path, db: str | None) -> AsyncIterator[AppCatalog]:
+async def open_catalog(
+    path: Path,
+    db: str | None,
+    *,
+    lease_ttl: timedelta = timedelta(seconds=30),
+    worker_id: str | None = None,
+) -> AsyncIterator[AppCatalog]:
     """The apps at `path` (an app folder or an agents folder) over the `--db` database."""
     target = _Target.of(path)
     if not target.folders:
@@ -146,7 +153,12 @@ async def open_catalog(path: Path, db: str | None) -> AsyncIterator[AppCatalog]:
         )
     service = open_session_service(db, default=default_db_path(target.agents_dir))
     try:
-        catalog = AppCatalog.of([load_app(f) for f in target.folders], service)
+        catalog = AppCatalog.of(
+            [load_app(f) for f in target.folders],
+            service,
+            lease_ttl=lease_ttl,
+            worker_id=worker_id,
+        )
         await check_database(service, catalog.names[0])
         yield catalog
     finally:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import socket
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, final
 
@@ -28,11 +31,12 @@ from baton.server.settings import (
     parse_origins,
     parse_size,
 )
+from baton.worker import Worker
 
 if TYPE_CHECKING:  # pragma: no cover - the OpenTelemetry SDK is needed only with traces on
     from baton.server.ui_traces import SessionTraces
 
-__all__ = ["api_server", "web"]
+__all__ = ["Operation", "api_server", "web", "worker"]
 
 OriginOption = Annotated[
     list[str] | None,
@@ -85,6 +89,47 @@ TraceOption = Annotated[
 ]
 
 
+LeaseTtlOption = Annotated[
+    float,
+    typer.Option(
+        "--lease-ttl",
+        metavar="SECONDS",
+        min=1.0,
+        help="How long a run's lease lasts without renewal: after a process dies, its "
+        "runs are continued by another process this long after its last renewal.",
+    ),
+]
+NoRecoverOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-recover",
+        help="Do not continue runs whose process died, nor enforce question deadlines, "
+        "in this process (leave it to others, e.g. `baton worker`).",
+    ),
+]
+GraceOption = Annotated[
+    float,
+    typer.Option(
+        "--grace",
+        metavar="SECONDS",
+        min=0.0,
+        help="On SIGTERM/SIGINT: how long runs in flight may go on before they are handed "
+        "over to other processes.",
+    ),
+]
+WorkerIdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--worker-id",
+        metavar="ID",
+        help="This process's identity in run leases. A process restarted with the same "
+        "id takes its runs back at once; two live processes must not share one "
+        "(default: HOST:PORT for servers, HOST:pid for workers).",
+        show_default=False,
+    ),
+]
+
+
 @cli.command("api_server")
 def api_server(
     agents_dir: Annotated[
@@ -99,6 +144,10 @@ def api_server(
     read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
     max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
     trace_to_ui: TraceOption = False,
+    lease_ttl: LeaseTtlOption = 30.0,
+    no_recover: NoRecoverOption = False,
+    grace: GraceOption = 30.0,
+    worker_id: WorkerIdOption = None,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -116,7 +165,8 @@ def api_server(
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=False)
     settings = replace(settings, trace_to_ui=trace_to_ui)
-    execute(_serve(settings))
+    operation = Operation(lease_ttl, not no_recover, grace, worker_id or f"{_host()}:{port}")
+    execute(_serve(settings, operation))
 
 
 @cli.command()
@@ -133,6 +183,10 @@ def web(
     read_timeout: ReadTimeoutOption = _DEFAULTS.read_timeout,
     max_connections: MaxConnectionsOption = _DEFAULTS.max_connections,
     trace_to_ui: TraceOption = False,
+    lease_ttl: LeaseTtlOption = 30.0,
+    no_recover: NoRecoverOption = False,
+    grace: GraceOption = 30.0,
+    worker_id: WorkerIdOption = None,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -147,7 +201,33 @@ def web(
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=True)
     settings = replace(settings, trace_to_ui=trace_to_ui)
-    execute(_serve(settings))
+    operation = Operation(lease_ttl, not no_recover, grace, worker_id or f"{_host()}:{port}")
+    execute(_serve(settings, operation))
+
+
+@cli.command()
+def worker(
+    agents_dir: Annotated[
+        Path, typer.Argument(help="The folder of app folders to serve.", metavar="AGENTS_DIR")
+    ],
+    db: DbOption = None,
+    lease_ttl: LeaseTtlOption = 30.0,
+    grace: GraceOption = 30.0,
+    worker_id: WorkerIdOption = None,
+) -> None:
+    """Continue runs of AGENTS_DIR's apps whose process died, and enforce question
+    deadlines, without serving HTTP. Run as many as you like against one database.
+
+    Stops on SIGTERM or SIGINT: runs in hand get --grace seconds to pause, then are
+    handed over to other processes.
+
+    Example:
+
+    \b
+      baton worker examples/ --db postgresql+asyncpg://localhost/baton
+    """
+    operation = Operation(lease_ttl, True, grace, worker_id or f"{_host()}:{os.getpid()}")
+    execute(_work(agents_dir, db, operation))
 
 
 @final
@@ -199,20 +279,58 @@ def _limits(max_body: str, read_timeout: float, max_connections: int) -> Limits:
         ) from None
 
 
-async def _serve(settings: _Settings) -> None:
+@final
+@dataclass(frozen=True)
+class Operation:
+    """How a process operates runs: lease time to live, recovery, shutdown grace, identity."""
+
+    lease_ttl: float
+    recover: bool
+    grace: float
+    worker_id: str
+
+    @property
+    def ttl(self) -> timedelta:
+        return timedelta(seconds=self.lease_ttl)
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
+    async with open_catalog(
+        agents_dir, db, lease_ttl=operation.ttl, worker_id=operation.worker_id
+    ) as catalog:
+        worker = Worker(catalog.runners.values(), worker_id=operation.worker_id)
+        task = asyncio.create_task(worker.run())
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, worker.drain, operation.grace)
+        console.print(
+            f"baton worker {operation.worker_id} continuing runs of "
+            f"{', '.join(catalog.names)} (lease {operation.lease_ttl:g} s)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        await task
+
+
+async def _serve(settings: _Settings, operation: Operation) -> None:
     # FastAPI and uvicorn are the `server` extra; `baton run` must work without them.
     try:
-        import uvicorn
-
-        from baton.server.app import create_app
+        from baton.server.app import create_app, drain_server
         from baton.server.connections import server_config
         from baton.server.security import ApiKeys
+        from baton.server.shutdown import draining_server
     except ImportError as error:
         command = "baton web" if settings.web else "baton api_server"
         raise ExtraNotInstalledError("server", error.name or "fastapi", command) from error
 
     traces = _session_traces() if settings.trace_to_ui else None
-    async with open_catalog(settings.agents_dir, settings.db) as catalog:
+    async with open_catalog(
+        settings.agents_dir, settings.db, lease_ttl=operation.ttl, worker_id=operation.worker_id
+    ) as catalog:
         app = create_app(
             catalog,
             api_keys=ApiKeys.parse(settings.keys),
@@ -220,9 +338,17 @@ async def _serve(settings: _Settings) -> None:
             allowed_origins=settings.origins,
             limits=settings.limits,
             traces=traces,
+            recover=operation.recover,
+            grace=operation.grace,
         )
-        config = server_config(app, host=settings.host, port=settings.port, limits=settings.limits)
-        server = uvicorn.Server(config)
+        config = server_config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            limits=settings.limits,
+            timeout_graceful_shutdown=max(1, round(operation.grace)),
+        )
+        server = draining_server(config, lambda: drain_server(app, operation.grace))
         async with asyncio.TaskGroup() as group:
             serving = group.create_task(server.serve())
             while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn offers a flag, not an event

@@ -35,7 +35,7 @@ from baton.server.bodies import (
     StateUpdate,
     VersionInfo,
 )
-from baton.server.catalog import AppCatalog
+from baton.server.catalog import AppCatalog, ShuttingDownError
 from baton.server.dev_routes import dev_routes
 from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
@@ -53,11 +53,12 @@ from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_id
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
+from baton.worker import Worker
 
 if TYPE_CHECKING:  # pragma: no cover - the OpenTelemetry SDK is needed only with traces on
     from baton.server.ui_traces import SessionTraces
 
-__all__ = ["STATIC_DIR", "create_app"]
+__all__ = ["STATIC_DIR", "create_app", "drain_server"]
 
 _T = TypeVar("_T")
 
@@ -75,11 +76,33 @@ class _Server:
     group: asyncio.TaskGroup | None = None
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    drain_ends: float = 0.0  # loop time when runs still going are cut off
+    worker: Worker | None = None
 
-    def drain(self) -> None:
-        """End every live stream (pending and inbox) now: the server is shutting down."""
+    @property
+    def draining(self) -> bool:
+        return self.stopping.is_set()
+
+    def drain(self, grace: float = 0.0) -> None:
+        """Start shutting down: refuse new runs (503), end every live stream (pending and
+        inbox) now, and let runs reach a pause within `grace` seconds."""
+        if self.stopping.is_set():
+            return
         self.stopping.set()
+        self.drain_ends = asyncio.get_running_loop().time() + grace
+        if self.worker is not None:
+            self.worker.drain(grace)
         self.changes.notify()
+
+    async def finish_runs(self) -> None:
+        """Give runs still going the rest of the grace period, then cut them off: each
+        releases its lease, so another process continues it at once."""
+        pending = set(self.runs)
+        left = self.drain_ends - asyncio.get_running_loop().time()
+        if pending and left > 0:
+            await asyncio.wait(pending, timeout=left)
+        for task in list(self.runs):
+            task.cancel()
 
     async def read(self, work: Coroutine[object, object, _T]) -> _T:
         """Await `work` run in the server's task group, so a stream cancelled by its client
@@ -89,11 +112,16 @@ class _Server:
     def watch(
         self, read: Callable[[], Coroutine[object, object, JsonValue]]
     ) -> AsyncIterator[bytes]:
-        """The SSE frames of a stream showing `read()` as it changes, until the server drains."""
+        """The SSE frames of a stream showing `read()` as it changes, until the server drains.
+
+        Where the store tells of other processes' changes (PostgreSQL), the stream waits
+        for that instead of polling.
+        """
+        pushes = self.catalog.session_service.store.wakes_other_processes
         return watch(
             lambda: self.read(read()),
             changes=self.changes,
-            interval=min(self.poll_interval, self.keepalive),
+            interval=self.keepalive if pushes else min(self.poll_interval, self.keepalive),
             stopping=self.stopping,
         )
 
@@ -124,6 +152,8 @@ def create_app(
     keepalive: float = 15.0,
     limits: Limits | None = None,
     traces: SessionTraces | None = None,
+    recover: bool = True,
+    grace: float = 30.0,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -139,6 +169,10 @@ def create_app(
         limits: request body size and read time (the defaults of `Limits` when None).
         traces: where spans are kept per session for the reference web UI's Traces
             tab (`--trace-to-ui`); None: its trace route says how to turn it on.
+        recover: run a `Worker` for the served apps: continue runs whose process died
+            and enforce question deadlines.
+        grace: at shutdown (`drain_server`), how long runs may go on before they are cut
+            off and handed over.
     """
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
@@ -146,14 +180,17 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with asyncio.TaskGroup() as group:
             server.group = group
+            if recover and catalog.runners:
+                server.worker = Worker(catalog.runners.values(), poll=poll_interval)
+                group.create_task(server.worker.run())
+            forwarding = group.create_task(_forward_wakeups(server))
             try:
                 yield
             finally:
-                server.drain()
+                server.drain(grace)
+                forwarding.cancel()
+                await server.finish_runs()
                 server.group = None
-                # Runs still going are cut off; each can be resumed by its invocation id.
-                for task in list(server.runs):
-                    task.cancel()
 
     app = FastAPI(
         title="baton",
@@ -180,6 +217,41 @@ def create_app(
         app.include_router(_page_routes())
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+def drain_server(app: FastAPI, grace: float) -> None:
+    """Begin a graceful shutdown of an app made by `create_app`: new runs are refused with
+    503 and `Retry-After`, pending streams end, and the worker's runs get `grace` seconds
+    to pause (runs still going when the server stops release their leases)."""
+    server: _Server = app.state.baton_server
+    server.drain(grace)
+
+
+async def _forward_wakeups(server: _Server) -> None:
+    """Wake the live streams when the store says something changed (in any process,
+    where the store can tell)."""
+    subscription = server.catalog.session_service.store.subscribe()
+    try:
+        while True:
+            if await subscription.wait(_IDLE):
+                server.changes.notify()
+    finally:
+        subscription.close()
+
+
+_IDLE: Final = 3600.0
+
+
+def _accepting(server: _Server) -> params.Depends:
+    def guard() -> None:
+        if server.draining:
+            raise ShuttingDownError(
+                "this server is shutting down and starts no new runs; send the request "
+                "again in a moment (another baton process, or this one after its restart, "
+                "takes it)."
+            )
+
+    return Depends(guard)
 
 
 AppFilter = Annotated[
@@ -338,7 +410,7 @@ async def _session(server: _Server, key: SessionKey) -> Session:
 
 
 def _run_routes(server: _Server) -> APIRouter:
-    router = APIRouter(dependencies=_SECURITY, responses=ERROR_RESPONSES)
+    router = APIRouter(dependencies=[*_SECURITY, _accepting(server)], responses=ERROR_RESPONSES)
 
     @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
     async def run(request: Request, body: RunAgentRequest) -> list[Event] | JSONResponse:  # pyright: ignore[reportUnusedFunction] -- a route
@@ -442,6 +514,7 @@ def _inbox_routes(server: _Server) -> APIRouter:
         "/sessions/{session_id}/interrupts/{interrupt_id}/respond",
         response_model=list[Event],
         response_model_exclude_none=True,
+        dependencies=[_accepting(server)],
     )
     async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, session_id: str, interrupt_id: str, body: RespondRequest

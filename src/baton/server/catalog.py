@@ -6,11 +6,12 @@ import importlib.util
 import sys
 import traceback
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import final
 
-from baton.errors import AppNotFoundError, BatonError
-from baton.runner import App, Runner
+from baton.errors import AppNotFoundError, BatonError, StoreUnavailableError
+from baton.runner import App, Runner, default_worker_id
 from baton.sessions.services import (
     BaseSessionService,
     DatabaseSessionService,
@@ -25,6 +26,7 @@ __all__ = [
     "AppCatalog",
     "AppLoadError",
     "DatabaseUnavailableError",
+    "ShuttingDownError",
     "check_database",
     "default_db_path",
     "find_app_folders",
@@ -39,6 +41,11 @@ class AppLoadError(BatonError, ImportError):
 
 class DatabaseUnavailableError(BatonError, ConnectionError):
     """The `--db` database is of a kind baton does not support, or cannot be opened."""
+
+
+class ShuttingDownError(BatonError, RuntimeError):
+    """This server is shutting down and starts no new runs; send the request to another
+    process (or again once this one is back)."""
 
 
 def default_db_path(agents_dir: Path) -> Path:
@@ -76,7 +83,10 @@ async def check_database(service: BaseSessionService, app_name: str) -> None:
     probe = SessionKey(app_name, "-", SessionId("-"))
     try:
         await service.store.get_session(probe, with_events=False)
-    except Exception as exc:  # any driver's failure (refused, auth, bad path) means the same
+    except Exception as caught:  # any driver's failure (refused, auth, bad path) means the same
+        # An unreachable database is named by what the driver said.
+        exc = caught.__cause__ if isinstance(caught, StoreUnavailableError) else caught
+        exc = exc if isinstance(exc, BaseException) else caught
         cause = " ".join(str(exc).split()) or type(exc).__name__
         raise DatabaseUnavailableError(
             f"cannot open the database: {type(exc).__name__}: {cause}. Check --db (is the "
@@ -165,13 +175,23 @@ class AppCatalog:
         return cls.of(apps, session_service)
 
     @classmethod
-    def of(cls, apps: list[App], session_service: BaseSessionService) -> AppCatalog:
-        """A catalog of the given apps."""
+    def of(
+        cls,
+        apps: list[App],
+        session_service: BaseSessionService,
+        *,
+        lease_ttl: timedelta = timedelta(seconds=30),
+        worker_id: str | None = None,
+    ) -> AppCatalog:
+        """A catalog of the given apps, their Runners sharing one worker identity."""
         catalog = cls(session_service)
+        worker_id = worker_id or default_worker_id()
         for app in apps:
             if app.name in catalog.runners:
                 raise AppLoadError(f"two app folders define an app named '{app.name}'.")
-            catalog.runners[app.name] = Runner(app=app, session_service=session_service)
+            catalog.runners[app.name] = Runner(
+                app=app, session_service=session_service, lease_ttl=lease_ttl, worker_id=worker_id
+            )
         return catalog
 
     @property

@@ -26,6 +26,7 @@ from baton.errors import (
     AppNotFoundError,
     BatonError,
     GraphValidationError,
+    InputExpiredError,
     InvalidIdError,
     InvalidMessageError,
     InvalidResponseError,
@@ -38,14 +39,15 @@ from baton.errors import (
     SessionExistsError,
     SessionNotFoundError,
     StaleVersionError,
+    StoreUnavailableError,
     UnknownInterruptError,
     UnknownModelError,
     WorkflowChangedError,
 )
 from baton.server.bodies import ErrorBody
-from baton.server.catalog import DatabaseUnavailableError
+from baton.server.catalog import DatabaseUnavailableError, ShuttingDownError
 
-__all__ = ["ERROR_RESPONSES", "STATUS", "install_refusals", "status_of"]
+__all__ = ["ERROR_RESPONSES", "RETRY_AFTER_SECONDS", "STATUS", "install_refusals", "status_of"]
 
 # The one place HTTP statuses of baton errors are decided; any other is a 500.
 STATUS: Final[dict[type[BatonError], int]] = {
@@ -68,6 +70,9 @@ STATUS: Final[dict[type[BatonError], int]] = {
     MissingStateKeyError: 422,
     UnknownModelError: 422,
     DatabaseUnavailableError: 503,
+    StoreUnavailableError: 503,
+    ShuttingDownError: 503,
+    InputExpiredError: 409,
     NodeTimeoutError: 504,
 }
 
@@ -94,9 +99,16 @@ def install_refusals(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _invalid_request)  # pyright: ignore[reportArgumentType] -- see above
 
 
+RETRY_AFTER_SECONDS: Final = 2
+"""What a 503 asks the client to wait (`Retry-After`) before trying again."""
+
+
 async def _baton_refusal(_: Request, error: BatonError) -> JSONResponse:
     body = ErrorBody(detail=str(error), error=type(error).__name__)
-    return JSONResponse(body.to_wire(), status_code=status_of(error))
+    status = status_of(error)
+    # A 503 is temporary (the database is away, or this process is shutting down).
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    return JSONResponse(body.to_wire(), status_code=status, headers=headers)
 
 
 async def _http_refusal(request: Request, error: HTTPException) -> JSONResponse:

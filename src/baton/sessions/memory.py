@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import final
@@ -18,13 +19,14 @@ from pydantic import JsonValue
 from pydantic_core import from_json, to_json
 
 from baton.errors import (
-    InvocationBusyError,
+    InvocationNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
     StaleVersionError,
 )
 from baton.events import Event
 from baton.sessions.store import (
+    Claimed,
     Clock,
     Interrupt,
     InterruptStatus,
@@ -34,9 +36,12 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     StepCommit,
+    Subscription,
     busy_error,
+    lost_error,
     strip_temp_state,
 )
+from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
 
 __all__ = ["MemoryStore"]
@@ -50,6 +55,8 @@ class _InvocationRow:
     version: int
     updated_at: float
     checkpoint: bytes | None = None  # JSON
+    lease: Lease | None = None  # the live or lapsed lease; None once released
+    token: int = 0  # grows with every claim (fencing)
 
 
 @dataclass
@@ -71,7 +78,9 @@ class MemoryStore:
     def __init__(self, *, clock: Clock = time.time) -> None:
         self._clock = clock
         self._sessions: dict[SessionKey, _SessionData] = {}
-        self._leases: dict[str, Lease] = {}
+        self._wakeups = Wakeups()
+        # Every session's invocation rows by id, for lease calls that name only the id.
+        self._rows: dict[str, _InvocationRow] = {}
 
     async def create_session(
         self,
@@ -123,7 +132,7 @@ class MemoryStore:
         if data is None:
             return False
         for invocation_id in data.invocations:
-            self._leases.pop(invocation_id, None)
+            self._rows.pop(invocation_id, None)
         return True
 
     async def commit_step(self, commit: StepCommit) -> int:
@@ -140,6 +149,8 @@ class MemoryStore:
         if commit.invocation_id is not None:
             self._write_invocation(data, commit, version, now)
             self._write_interrupts(data, commit, now)
+            if commit.opened or commit.answered:
+                self._wakeups.notify()
         return version
 
     def _require(self, key: SessionKey) -> _SessionData:
@@ -153,10 +164,14 @@ class MemoryStore:
             return 0
         current = data.invocations.get(commit.invocation_id)
         actual = current.version if current else 0
+        lease = commit.lease
+        if lease is not None and current is not None and current.token != lease.token:
+            raise lost_error(lease)
         if actual != commit.expected_version:
             raise StaleVersionError(
                 f"invocation '{commit.invocation_id}' is at version {actual}, not "
-                f"{commit.expected_version}: another process advanced it; reload and retry."
+                f"{commit.expected_version}: another process advanced it; reload and retry.",
+                actual=actual,
             )
         return actual + 1
 
@@ -176,6 +191,9 @@ class MemoryStore:
                 created_at=now,
             )
             row = data.invocations[commit.invocation_id] = _InvocationRow(invocation, version, now)
+            self._rows[commit.invocation_id] = row
+            if commit.lease is not None:
+                row.lease, row.token = commit.lease, commit.lease.token
         # The row is the store's own (only copies leave it), so it is updated in place.
         row.version = version
         row.updated_at = now
@@ -195,13 +213,18 @@ class MemoryStore:
     def _invocation_out(row: _InvocationRow) -> Invocation:
         checkpoint = None if row.checkpoint is None else from_json(row.checkpoint)
         return row.invocation.model_copy(
-            update={"version": row.version, "updated_at": row.updated_at, "checkpoint": checkpoint}
+            update={
+                "version": row.version,
+                "updated_at": row.updated_at,
+                "checkpoint": checkpoint,
+            }
         )
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
         assert commit.invocation_id is not None  # checked by the caller
         for row in commit.opened:
-            stored = row.model_copy(update={"created_at": now}, deep=True)
+            expires_at = None if row.timeout is None else now + row.timeout
+            stored = row.model_copy(update={"created_at": now, "expires_at": expires_at}, deep=True)
             data.interrupts[(row.invocation_id, row.interrupt_id)] = stored
         for interrupt_id, answer in commit.answered:
             row = data.interrupts.get((commit.invocation_id, interrupt_id))
@@ -263,30 +286,120 @@ class MemoryStore:
         ]
         return [r.model_copy(deep=True) for r in sorted(rows, key=lambda r: r.created_at)]
 
+    def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
+        return Lease(invocation_id, owner, self._clock() + ttl.total_seconds(), 1)
+
     async def claim(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
         now = self._clock()
-        held = self._leases.get(invocation_id)
+        row = self._invocation_row(invocation_id)
+        if row is None:
+            raise InvocationNotFoundError(
+                f"invocation '{invocation_id}' does not exist, so it cannot be claimed."
+            )
+        held = row.lease
         if held is not None and held.owner != owner and held.expires_at > now:
             raise busy_error(invocation_id, held.owner, held.expires_at, now)
-        lease = Lease(invocation_id, owner, now + ttl.total_seconds())
-        self._leases[invocation_id] = lease
-        return lease
+        row.token += 1
+        row.lease = Lease(invocation_id, owner, now + ttl.total_seconds(), row.token)
+        return row.lease
 
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
-        held = self._leases.get(lease.invocation_id)
-        if held is None or held.owner != lease.owner:
-            raise InvocationBusyError(
-                f"lease on invocation '{lease.invocation_id}' was lost by '{lease.owner}'; "
-                "another process took the run over."
-            )
-        renewed = Lease(lease.invocation_id, lease.owner, self._clock() + ttl.total_seconds())
-        self._leases[lease.invocation_id] = renewed
-        return renewed
+        row = self._invocation_row(lease.invocation_id)
+        if row is None or row.lease is None or row.token != lease.token:
+            raise lost_error(lease)
+        row.lease = Lease(
+            lease.invocation_id, lease.owner, self._clock() + ttl.total_seconds(), lease.token
+        )
+        return row.lease
 
     async def release(self, lease: Lease) -> None:
-        held = self._leases.get(lease.invocation_id)
-        if held is not None and held.owner == lease.owner:
-            del self._leases[lease.invocation_id]
+        row = self._invocation_row(lease.invocation_id)
+        if row is None or row.lease is None or row.token != lease.token:
+            return
+        row.lease = None
+        if row.invocation.status is InvocationStatus.RUNNING:
+            self._wakeups.notify()
+
+    async def holder(self, invocation_id: InvocationId) -> Lease | None:
+        row = self._invocation_row(invocation_id)
+        if row is None or row.lease is None or row.lease.expires_at <= self._clock():
+            return None
+        return row.lease
+
+    async def claim_orphans(
+        self,
+        app_names: Sequence[str],
+        owner: str,
+        ttl: timedelta,
+        *,
+        limit: int,
+        worker: str | None = None,
+    ) -> list[Claimed]:
+        now = self._clock()
+        mine = None if worker is None else f"{worker}/"
+        found = [
+            (key, row)
+            for key, data in self._sessions.items()
+            if key.app_name in app_names
+            for row in data.invocations.values()
+            if row.invocation.status is InvocationStatus.RUNNING
+            and (
+                row.lease is None
+                or row.lease.expires_at <= now
+                or (mine is not None and row.lease.owner.startswith(mine))
+            )
+        ]
+        found.sort(key=lambda pair: (pair[1].lease.expires_at if pair[1].lease else 0.0))
+        claimed: list[Claimed] = []
+        for key, row in found[: max(0, limit)]:
+            row.token += 1
+            row.lease = Lease(
+                InvocationId(row.invocation.id), owner, now + ttl.total_seconds(), row.token
+            )
+            claimed.append(Claimed(key, row.lease))
+        return claimed
+
+    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
+        now = self._clock()
+        due = [
+            row
+            for row in self._open_interrupts(app_names)
+            if row.expires_at is not None and row.expires_at <= now
+        ]
+        due.sort(key=lambda row: row.expires_at or 0.0)
+        return [row.model_copy(deep=True) for row in due[: max(0, limit)]]
+
+    async def next_due(self, app_names: Sequence[str]) -> float | None:
+        deadlines = [
+            row.expires_at for row in self._open_interrupts(app_names) if row.expires_at is not None
+        ]
+        lapses = [
+            row.lease.expires_at if row.lease else 0.0
+            for key, data in self._sessions.items()
+            if key.app_name in app_names
+            for row in data.invocations.values()
+            if row.invocation.status is InvocationStatus.RUNNING
+        ]
+        return min([*deadlines, *lapses], default=None)
+
+    def subscribe(self) -> Subscription:
+        return self._wakeups.subscribe()
+
+    @property
+    def wakes_other_processes(self) -> bool:
+        return True  # no other process can share a memory store
+
+    def _open_interrupts(self, app_names: Sequence[str]) -> list[Interrupt]:
+        return [
+            row
+            for key, data in self._sessions.items()
+            if key.app_name in app_names
+            for row in data.interrupts.values()
+            if row.status is InterruptStatus.OPEN
+        ]
+
+    def _invocation_row(self, invocation_id: str) -> _InvocationRow | None:
+        return self._rows.get(invocation_id)
 
     async def close(self) -> None:
         return None

@@ -7,18 +7,20 @@ them to `commit_step`, which lands each one atomically or not at all.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeAlias
 
 from pydantic import Field, JsonValue
 
-from baton.errors import InvocationBusyError
+from baton.errors import InvocationBusyError, LeaseLostError
 from baton.events import Event
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
+    "TIMEOUT_ANSWERER",
+    "Claimed",
     "Clock",
     "Interrupt",
     "InterruptStatus",
@@ -29,9 +31,14 @@ __all__ = [
     "SessionKey",
     "StepCommit",
     "Store",
+    "Subscription",
     "busy_error",
+    "lost_error",
     "strip_temp_state",
 ]
+
+TIMEOUT_ANSWERER = "system:timeout"
+"""Who answered a question whose deadline passed: `Interrupt.answered_by` of such rows."""
 
 Clock: TypeAlias = Callable[[], float]
 """Seconds since the epoch; injected so lease expiry can be tested without sleeping."""
@@ -114,6 +121,13 @@ class Interrupt(WireModel):
     answered_at: float | None = None
     answer: JsonValue = None
     answered_by: str | None = None
+    # A deadline: `timeout` seconds after the question opens (`expires_at`, set by the
+    # store), a worker answers it with `on_timeout` when `answers_on_timeout`, or fails
+    # the asking node with InputTimeoutError.
+    timeout: float | None = None
+    expires_at: float | None = None
+    on_timeout: JsonValue = None
+    answers_on_timeout: bool = False
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
@@ -137,15 +151,47 @@ class StepCommit:
     opened: tuple[Interrupt, ...] = ()
     answered: tuple[tuple[InterruptId, JsonValue], ...] = ()
     answered_by: str | None = None
+    # The lease the step is computed under. Creating an invocation writes it as its
+    # lease; advancing one lands only while its token still holds the lease (fencing),
+    # else LeaseLostError and nothing lands. None: an unfenced administrative write.
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True)
 class Lease:
-    """The right to execute an invocation until `expires_at` (seconds since the epoch)."""
+    """The right to execute an invocation until `expires_at` (seconds since the epoch).
+
+    `token` grows with every claim of the invocation: a step commit lands only while
+    its lease's token is the invocation's current one, so a holder that stalled past
+    its expiry and was replaced can write nothing more.
+    """
 
     invocation_id: InvocationId
     owner: str
     expires_at: float
+    token: int = 1
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """An orphaned invocation a recovery claim took over: where it is, and its new lease."""
+
+    key: SessionKey
+    lease: Lease
+
+
+class Subscription(Protocol):
+    """Wake-ups from the store: something a worker or a pending stream may act on happened
+    (an interrupt opened or was answered, a deadline moved, a running invocation's lease
+    was released), in this process or, where the database can say so, in another one."""
+
+    async def wait(self, within: float) -> bool:
+        """Wait for the next wake-up, at most `within` seconds; False when none came."""
+        ...
+
+    def close(self) -> None:
+        """Stop receiving wake-ups."""
+        ...
 
 
 class Store(Protocol):
@@ -211,16 +257,68 @@ class Store(Protocol):
         """Interrupts matching the filters, oldest first."""
         ...
 
+    def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
+        """The lease a new invocation starts with (token 1), written by its first step
+        (`StepCommit.lease` with `expected_version=0`); nothing is written now."""
+        ...
+
     async def claim(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
-        """Take the invocation's lease; InvocationBusyError if another live owner has it."""
+        """Take an existing invocation's lease with a new, larger token.
+
+        Raises:
+            InvocationBusyError: another owner holds an unexpired lease on it.
+            InvocationNotFoundError: there is no such invocation.
+        """
         ...
 
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
-        """Extend a held lease; InvocationBusyError when it was lost."""
+        """Extend a held lease; LeaseLostError when its token no longer holds it."""
         ...
 
     async def release(self, lease: Lease) -> None:
-        """Give the lease up (no error when it already expired or moved on)."""
+        """Give the lease up (nothing happens when it was already taken over). A running
+        invocation released this way is at once claimable by `claim_orphans`."""
+        ...
+
+    async def holder(self, invocation_id: InvocationId) -> Lease | None:
+        """The unexpired lease on the invocation, or None when nobody runs it."""
+        ...
+
+    async def claim_orphans(
+        self,
+        app_names: Sequence[str],
+        owner: str,
+        ttl: timedelta,
+        *,
+        limit: int,
+        worker: str | None = None,
+    ) -> list[Claimed]:
+        """Claim up to `limit` invocations of these apps that are `running` with no live
+        lease (their holder died, stalled, lost the database or handed them over) — and,
+        when `worker` is given, also those whose lease is held by an owner named
+        `worker/...` (that worker restarted). Each is claimed by exactly one caller, even
+        when several processes ask at once. Oldest leases first."""
+        ...
+
+    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
+        """Open interrupts of these apps whose deadline has passed, earliest first."""
+        ...
+
+    async def next_due(self, app_names: Sequence[str]) -> float | None:
+        """When something of these apps next falls due, or None: the earliest deadline of
+        an open interrupt or lease expiry of a running invocation (a released one is due
+        now). A worker sleeps until then unless woken."""
+        ...
+
+    def subscribe(self) -> Subscription:
+        """Wake-ups about interrupts, deadlines and released leases (see `Subscription`)."""
+        ...
+
+    @property
+    def wakes_other_processes(self) -> bool:
+        """True when every process that can share this store is heard by `subscribe`
+        (PostgreSQL's NOTIFY; the memory store has no other process); False when other
+        processes' changes must be polled for (SQLite)."""
         ...
 
     async def close(self) -> None:
@@ -237,6 +335,15 @@ def busy_error(
     return InvocationBusyError(
         f"invocation '{invocation_id}' is being run by '{owner}' (its lease runs {left:.0f} s "
         f"more, until {until}, unless renewed); wait for that run to pause or finish, then retry."
+    )
+
+
+def lost_error(lease: Lease) -> LeaseLostError:
+    """The refusal of a renewal or step whose lease was taken over."""
+    return LeaseLostError(
+        f"invocation '{lease.invocation_id}' was taken over by another runner: the lease "
+        f"of '{lease.owner}' (token {lease.token}) no longer holds, so nothing more of this "
+        "run is recorded; the new holder continues it from the last commit."
     )
 
 

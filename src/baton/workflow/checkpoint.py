@@ -66,6 +66,8 @@ class RunRecord:
     interrupts: list[str] = field(default_factory=list)
     answers: dict[str, JsonValue] = field(default_factory=dict)
     fresh: list[str] = field(default_factory=list)
+    # Interrupts whose deadline passed with no on_timeout answer: the run fails.
+    expired: list[str] = field(default_factory=list)
     attempt: int = 0
     agent_states: dict[str, JsonValue] = field(default_factory=dict)
     ended_agents: list[str] = field(default_factory=list)
@@ -108,6 +110,8 @@ class RunRecord:
             data["interrupts"] = list(self.interrupts)
         if self.fresh:
             data["fresh"] = list(self.fresh)
+        if self.expired:
+            data["expired"] = list(self.expired)
         if self.ended_agents:
             data["ended_agents"] = list(self.ended_agents)
         if self.answers:

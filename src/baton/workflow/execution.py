@@ -18,7 +18,7 @@ from typing import Final
 from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext, StepParts
-from baton.errors import NodeTimeoutError, OutputAlreadySetError
+from baton.errors import InputTimeoutError, NodeTimeoutError, OutputAlreadySetError
 from baton.events import (
     CONFIRMATION_SCHEMA,
     REQUEST_CONFIRMATION_FUNCTION,
@@ -61,7 +61,7 @@ class NodeRunFailedError(Exception):
 
 def wants_execution(node: Node, record: RunRecord) -> bool | None:
     """Whether a loaded run must execute (True), complete from its answers (None) or wait."""
-    if record.status in (RunStatus.RUNNING, RunStatus.FAILED):
+    if record.status in (RunStatus.RUNNING, RunStatus.FAILED) or record.expired:
         return True
     if record.status != RunStatus.WAITING or not record.fresh:
         return False
@@ -149,7 +149,7 @@ class _Collector:
         message: str | None,
         payload: JsonValue,
         schema: dict[str, JsonValue] | None,
-    ) -> None:
+    ) -> Interrupt:
         ic = self.ctx.invocation_context
         row = Interrupt(
             app_name=ic.app_name,
@@ -165,6 +165,7 @@ class _Collector:
         )
         self.ctx.open_interrupts[iid] = row
         self.opened.append(row)
+        return row
 
     def _absorb(self, event: Event) -> None:
         ctx = self.ctx
@@ -207,13 +208,14 @@ class _Collector:
                 # A RequestInput, yielded by a node or converted by an agent: index what it asks.
                 schema = args.get("response_schema")
                 message = args.get("message")
-                self._open(
+                row = self._open(
                     iid,
                     name,
                     message if isinstance(message, str) else None,
                     args.get("payload"),
                     schema if isinstance(schema, dict) else None,
                 )
+                _set_deadline(row, args)
             elif name == REQUEST_CONFIRMATION_FUNCTION:
                 # A tool waits for approval: the answer must be a ToolConfirmation.
                 asked = args.get("toolConfirmation")
@@ -258,6 +260,15 @@ class _Collector:
             record.output = ctx.output
 
         await ctx.invocation_context.commit(parts, mutate)
+
+
+def _set_deadline(row: Interrupt, args: dict[str, JsonValue]) -> None:
+    """Copy a RequestInput's deadline (see `RequestInput.to_function_call`) onto its row."""
+    timeout = args.get("timeout")
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        row.timeout = float(timeout)
+        row.answers_on_timeout = "on_timeout" in args
+        row.on_timeout = args.get("on_timeout")
 
 
 def _context_for(
@@ -323,6 +334,8 @@ async def _execute(
     mark = enter_node(record.path)
     record.attempt = 0
     try:
+        if record.expired:
+            await _fail_unanswered(node, record, invocation, finish)
         while True:
             record.attempt += 1
             children = DynamicRuns(record, invocation, run_child)
@@ -445,6 +458,25 @@ async def _commit_failure(
         finish(record)
 
     await invocation.commit(StepParts(events=events), mutate)
+
+
+async def _fail_unanswered(
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
+) -> None:
+    """Fail a run whose question's deadline passed with no `on_timeout` answer.
+
+    Raises:
+        NodeRunFailedError: always, after the failure and its error event committed.
+    """
+    asked = ", ".join(f"'{iid}'" for iid in record.expired)
+    error = InputTimeoutError(
+        f"node '{node.name}' asked {asked} and nobody answered before the deadline, which "
+        "had no on_timeout answer. Continue the invocation to ask again, or give the "
+        "RequestInput an on_timeout= answer."
+    )
+    record.expired = []
+    await _commit_failure(node, record, invocation, error, finish)
+    raise NodeRunFailedError(record.path, error)
 
 
 async def _commit_end(

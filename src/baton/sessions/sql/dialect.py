@@ -17,7 +17,13 @@ from sqlalchemy import Engine, Table, event, text
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import DisconnectionError, IntegrityError
+from sqlalchemy.exc import (
+    DBAPIError,
+    DisconnectionError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+)
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from baton.errors import ExtraNotInstalledError
@@ -30,6 +36,7 @@ __all__ = [
     "create_sqlite_engine",
     "insert",
     "is_sqlite",
+    "is_unavailable",
     "is_unique_violation",
     "lock_for_migration",
     "normalize_url",
@@ -233,6 +240,33 @@ def is_unique_violation(error: IntegrityError) -> bool:
         return sqlstate == _PG_UNIQUE_VIOLATION
     errorname = getattr(error.orig, "sqlite_errorname", None)  # sqlite3, Python 3.11+
     return errorname in _SQLITE_UNIQUE_VIOLATIONS
+
+
+# SQLSTATE classes of a lost or refused connection: 08 (connection exception) and 57
+# (operator intervention: admin shutdown, crash shutdown, cannot connect now).
+_UNAVAILABLE_CLASSES = ("08", "57")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """True when `error` means the database cannot be reached right now (a restart, a
+    dropped connection, a refused one, or SQLite's write lock held past busy_timeout),
+    so the same call may succeed later; False for errors of the call itself."""
+    if isinstance(error, DBAPIError):
+        if error.connection_invalidated:
+            return True
+        sqlstate = getattr(error.orig, "sqlstate", None)
+        if isinstance(sqlstate, str):
+            return sqlstate[:2] in _UNAVAILABLE_CLASSES
+        if isinstance(error.orig, sqlite3.OperationalError):
+            return "locked" in str(error.orig) or "busy" in str(error.orig)
+        return isinstance(error, InterfaceError | OperationalError) or _is_socket_error(error.orig)
+    return isinstance(error, DisconnectionError) or _is_socket_error(error)
+
+
+def _is_socket_error(error: BaseException | None) -> bool:
+    return isinstance(error, ConnectionError | TimeoutError) or (
+        isinstance(error, OSError) and error.errno is not None
+    )
 
 
 def lock_for_migration(connection: Connection) -> None:

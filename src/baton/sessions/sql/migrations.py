@@ -6,8 +6,10 @@ lock on PostgreSQL), reads the version row, applies the missing steps and writes
 new version, so two processes starting at once apply each step exactly once, and a
 finished database is left alone.
 
-A new step is appended with the next number and never edits an earlier one: step 1
-is the schema as first released, later steps say what changed.
+Every step is frozen: it holds its DDL as it was written, never derived from today's
+tables in `schema`, so a database created by any release reaches the same schema as
+a fresh one (a test migrates from step 1 and compares). A new step is appended with
+the next number and never edits an earlier one.
 """
 
 from __future__ import annotations
@@ -15,9 +17,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Table, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    select,
+)
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateIndex, CreateTable, ExecutableDDLElement
+from sqlalchemy.schema import DDL, CreateIndex, CreateTable, ExecutableDDLElement
 
 from baton.sessions.sql import schema
 from baton.sessions.sql.dialect import insert, lock_for_migration
@@ -26,48 +42,167 @@ __all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "read_version
 
 _VERSION_ROW_ID = 1
 
+Statements = Callable[[str], Sequence[ExecutableDDLElement]]
+"""A step's DDL for the dialect of that name ("sqlite", "postgresql")."""
+
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema step: its number, what it does, and its DDL statements."""
+    """One schema step: its number, what it does, and its DDL statements per dialect."""
 
     number: int
     summary: str
-    statements: Callable[[], Sequence[ExecutableDDLElement]]
+    statements: Statements
 
 
-def _create(*tables: Table) -> Callable[[], Sequence[ExecutableDDLElement]]:
-    def statements() -> Sequence[ExecutableDDLElement]:
-        created: list[ExecutableDDLElement] = [CreateTable(t) for t in tables]
-        created += [CreateIndex(i) for t in tables for i in sorted(t.indexes, key=_name)]
-        return created
+# Step 1: the schema as first released, written out as it was.
+_v1 = MetaData()
+_V1_SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+_V1_TABLES = (
+    Table(
+        "baton_sessions",
+        _v1,
+        Column("pk", _V1_SERIAL, primary_key=True, autoincrement=True),
+        Column("app_name", String(255), nullable=False),
+        Column("user_id", String(255), nullable=False),
+        Column("session_id", String(255), nullable=False),
+        Column("state", JSON, nullable=False),
+        Column("updated_at", Double, nullable=False),
+        UniqueConstraint("app_name", "user_id", "session_id", name="uq_baton_sessions_key"),
+    ),
+    Table(
+        "baton_events",
+        _v1,
+        Column("seq", _V1_SERIAL, primary_key=True, autoincrement=True),
+        Column(
+            "session_pk",
+            _V1_SERIAL,
+            ForeignKey("baton_sessions.pk", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        Column("invocation_id", String(255), nullable=False),
+        Column("author", String(255), nullable=False),
+        Column("timestamp", Double, nullable=False),
+        Column("event", JSON, nullable=False),
+        Index("ix_baton_events_session_seq", "session_pk", "seq"),
+    ),
+    Table(
+        "baton_invocations",
+        _v1,
+        Column("id", String(255), primary_key=True),
+        Column(
+            "session_pk",
+            _V1_SERIAL,
+            ForeignKey("baton_sessions.pk", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
+        ),
+        Column("status", String(32), nullable=False),
+        Column("fingerprint", Text, nullable=False),
+        Column("checkpoint", JSON(none_as_null=True), nullable=True),
+        Column("version", Integer, nullable=False),
+        Column("created_at", Double, nullable=False),
+        Column("updated_at", Double, nullable=False),
+        Column("error", Text, nullable=True),
+    ),
+    Table(
+        "baton_interrupts",
+        _v1,
+        Column("invocation_id", String(255), primary_key=True),
+        Column("interrupt_id", String(255), primary_key=True),
+        Column(
+            "session_pk",
+            _V1_SERIAL,
+            ForeignKey("baton_sessions.pk", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        Column("app_name", String(255), nullable=False),
+        Column("user_id", String(255), nullable=False),
+        Column("session_id", String(255), nullable=False),
+        Column("node_path", Text, nullable=False),
+        Column("function_name", String(255), nullable=False),
+        Column("message", Text, nullable=True),
+        Column("payload", JSON(none_as_null=True), nullable=True),
+        Column("response_schema", JSON(none_as_null=True), nullable=True),
+        Column("status", String(32), nullable=False),
+        Column("created_at", Double, nullable=False),
+        Column("answered_at", Double, nullable=True),
+        Column("answer", JSON(none_as_null=True), nullable=True),
+        Column("answered_by", String(255), nullable=True),
+        Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
+        Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),
+    ),
+    Table(
+        "baton_leases",
+        _v1,
+        Column("invocation_id", String(255), primary_key=True),
+        Column("owner", String(255), nullable=False),
+        Column("expires_at", Double, nullable=False),
+    ),
+)
 
-    return statements
+
+def _v1_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    created: list[ExecutableDDLElement] = [CreateTable(t) for t in _V1_TABLES]
+    created += [
+        CreateIndex(i) for t in _V1_TABLES for i in sorted(t.indexes, key=lambda i: str(i.name))
+    ]
+    return created
 
 
-def _name(index: object) -> str:
-    return str(getattr(index, "name", ""))
+def _v2_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    double = "DOUBLE PRECISION" if dialect == "postgresql" else "FLOAT"
+    big = "BIGINT" if dialect == "postgresql" else "INTEGER"
+    boolean_false = "BOOLEAN DEFAULT false" if dialect == "postgresql" else "BOOLEAN DEFAULT 0"
+    ddl = [
+        "ALTER TABLE baton_invocations ADD COLUMN lease_owner VARCHAR(255)",
+        f"ALTER TABLE baton_invocations ADD COLUMN lease_expires_at {double} DEFAULT 0 NOT NULL",
+        f"ALTER TABLE baton_invocations ADD COLUMN lease_token {big} DEFAULT 0 NOT NULL",
+        "CREATE INDEX ix_baton_invocations_status_lease "
+        "ON baton_invocations (status, lease_expires_at)",
+        f"ALTER TABLE baton_interrupts ADD COLUMN timeout {double}",
+        f"ALTER TABLE baton_interrupts ADD COLUMN expires_at {double}",
+        "ALTER TABLE baton_interrupts ADD COLUMN on_timeout JSON",
+        f"ALTER TABLE baton_interrupts ADD COLUMN answers_on_timeout {boolean_false} NOT NULL",
+        "CREATE INDEX ix_baton_interrupts_status_expires ON baton_interrupts (status, expires_at)",
+        # Leases moved onto their invocations; a lease held at the upgrade lapses, so
+        # recovery continues that run.
+        "DROP TABLE baton_leases",
+    ]
+    if dialect == "postgresql":
+        ddl += _V2_POSTGRES_NOTIFY
+    return [_ddl(statement) for statement in ddl]
+
+
+# Every change to an interrupt row (opened, answered, deadline set) tells listening
+# baton processes, on commit, which app it concerns (see `notify`).
+_V2_POSTGRES_NOTIFY = [
+    "CREATE FUNCTION baton_notify_interrupt() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN PERFORM pg_notify('baton', NEW.app_name); RETURN NULL; END $$",
+    "CREATE TRIGGER baton_interrupts_notify AFTER INSERT OR UPDATE ON baton_interrupts "
+    "FOR EACH ROW EXECUTE FUNCTION baton_notify_interrupt()",
+]
+
+
+def _ddl(statement: str) -> ExecutableDDLElement:
+    return DDL(statement)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        1,
-        "sessions, events, invocations, interrupts and leases",
-        _create(
-            schema.sessions, schema.events, schema.invocations, schema.interrupts, schema.leases
-        ),
-    ),
+    Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
+    Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
 """The schema version this code writes and expects."""
 
 
-def migrate(connection: Connection) -> list[int]:
-    """Bring the database up to `LATEST_VERSION`; return the step numbers applied now.
+def migrate(connection: Connection, *, up_to: int = LATEST_VERSION) -> list[int]:
+    """Bring the database up to `up_to` (the latest by default); return the steps applied now.
 
     Runs in the caller's transaction, which must be a writing one (see `executors`):
-    on SQLite its BEGIN IMMEDIATE is the cross-process lock.
+    on SQLite its BEGIN IMMEDIATE is the cross-process lock. `up_to` exists for tests
+    that build an old database.
 
     Raises:
         RuntimeError: the database was written by a newer baton (its version is ahead).
@@ -76,9 +211,9 @@ def migrate(connection: Connection) -> list[int]:
     schema.schema_version.create(connection, checkfirst=True)
     current = read_version(connection)
     _refuse_newer(connection, current)
-    pending = [m for m in MIGRATIONS if m.number > current]
+    pending = [m for m in MIGRATIONS if current < m.number <= up_to]
     for migration in pending:
-        for statement in migration.statements():
+        for statement in migration.statements(connection.dialect.name):
             connection.execute(statement)
     if pending:
         _write_version(connection, pending[-1].number)

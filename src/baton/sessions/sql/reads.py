@@ -35,12 +35,14 @@ from baton.sessions.store import (
 from baton.types import InterruptId, InvocationId, SessionId
 
 __all__ = [
+    "due_interrupts",
     "find_interrupts",
     "get_session",
     "list_interrupts",
     "list_invocations",
     "list_sessions",
     "load_invocation",
+    "next_due",
 ]
 
 # A step inside an invocation may leave the session row alone (SQLite; see `step`):
@@ -182,3 +184,40 @@ def _to_invocation(key: SessionKey, row: Row[Any]) -> Invocation:
 
 def _to_interrupt(row: RowMapping) -> Interrupt:
     return Interrupt.model_validate({k: v for k, v in row.items() if k != "session_pk"})
+
+
+def due_interrupts(
+    connection: Connection, app_names: tuple[str, ...], now: float, limit: int
+) -> list[Interrupt]:
+    """Open interrupts of the apps whose deadline has passed, earliest first."""
+    query = (
+        select(interrupts)
+        .where(
+            interrupts.c.status == InterruptStatus.OPEN.value,
+            interrupts.c.expires_at <= now,
+            interrupts.c.app_name.in_(app_names),
+        )
+        .order_by(interrupts.c.expires_at)
+        .limit(limit)
+    )
+    return [_to_interrupt(row) for row in connection.execute(query).mappings()]
+
+
+def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None:
+    """When something of the apps next falls due (see `Store.next_due`), or None."""
+    deadline = select(func.min(interrupts.c.expires_at)).where(
+        interrupts.c.status == InterruptStatus.OPEN.value,
+        interrupts.c.expires_at.is_not(None),
+        interrupts.c.app_name.in_(app_names),
+    )
+    lapse = (
+        select(func.min(invocations.c.lease_expires_at))
+        .join(sessions, sessions.c.pk == invocations.c.session_pk)
+        .where(
+            invocations.c.status == InvocationStatus.RUNNING.value,
+            sessions.c.app_name.in_(app_names),
+        )
+    )
+    row = connection.execute(select(deadline.scalar_subquery(), lapse.scalar_subquery())).one()
+    found = [float(value) for value in row if value is not None]
+    return min(found, default=None)

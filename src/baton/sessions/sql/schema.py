@@ -1,5 +1,8 @@
 """baton's tables, as SQLAlchemy Core objects shared by SQLite and PostgreSQL.
 
+This is today's schema, the one every query is written against; `migrations` holds
+the frozen steps that build it, and a test checks that they build exactly this.
+
 Sessions get an integer surrogate key (`pk`) that every child row references with
 ON DELETE CASCADE, so deleting a session removes its events, invocations and
 interrupts in one statement. Timestamps are seconds since the epoch (float).
@@ -10,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ColumnElement,
     Double,
@@ -23,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
+    false,
 )
 
 from baton.sessions.store import SessionKey
@@ -32,7 +37,6 @@ __all__ = [
     "events",
     "interrupts",
     "invocations",
-    "leases",
     "metadata",
     "schema_version",
     "session_params",
@@ -92,6 +96,13 @@ invocations = Table(
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
     Column("error", Text, nullable=True),
+    # The lease lives on its invocation's row: one statement claims it, and every step's
+    # UPDATE checks its token (fencing) with no second table to consult.
+    Column("lease_owner", String(255), nullable=True),
+    Column("lease_expires_at", Double, nullable=False, server_default="0"),
+    Column("lease_token", BigInteger, nullable=False, server_default="0"),
+    # Recovery looks for running invocations whose lease expired.
+    Index("ix_baton_invocations_status_lease", "status", "lease_expires_at"),
 )
 
 interrupts = Table(
@@ -119,17 +130,14 @@ interrupts = Table(
     Column("answered_at", Double, nullable=True),
     Column("answer", JSON(none_as_null=True), nullable=True),
     Column("answered_by", String(255), nullable=True),
+    Column("timeout", Double, nullable=True),
+    Column("expires_at", Double, nullable=True),
+    Column("on_timeout", JSON(none_as_null=True), nullable=True),
+    Column("answers_on_timeout", Boolean, nullable=False, server_default=false()),
     Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
+    # Workers look for open interrupts whose deadline passed.
+    Index("ix_baton_interrupts_status_expires", "status", "expires_at"),
     Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),
-)
-
-leases = Table(
-    "baton_leases",
-    metadata,
-    # No foreign key: a run is claimed before its first step creates the invocation.
-    Column("invocation_id", String(255), primary_key=True),
-    Column("owner", String(255), nullable=False),
-    Column("expires_at", Double, nullable=False),
 )
 
 schema_version = Table(

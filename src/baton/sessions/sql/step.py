@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
-from baton.errors import SessionNotFoundError, StaleVersionError
+from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
 from baton.sessions.sql.dialect import EncodedJson, insert
 from baton.sessions.sql.direct import run
@@ -39,10 +39,11 @@ from baton.sessions.store import (
     InvocationStatus,
     SessionKey,
     StepCommit,
+    lost_error,
     strip_temp_state,
 )
 
-__all__ = ["fits_one_statement", "write_step", "write_step_at_once"]
+__all__ = ["fits_one_statement", "stale_error", "write_step", "write_step_at_once"]
 
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
@@ -67,7 +68,11 @@ _ADVANCE_INVOCATION = (
     )
     .returning(invocations.c.version)
 )
-_INVOCATION_VERSION = select(invocations.c.version).where(invocations.c.id == bindparam("key_id"))
+# Fencing: the step lands only while its lease's token is the invocation's current one.
+_ADVANCE_FENCED = _ADVANCE_INVOCATION.where(invocations.c.lease_token == bindparam("key_token"))
+_INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(
+    invocations.c.id == bindparam("key_id")
+)
 _ANSWER_INTERRUPT = update(interrupts).where(
     interrupts.c.invocation_id == bindparam("key_invocation_id"),
     interrupts.c.interrupt_id == bindparam("key_interrupt_id"),
@@ -130,13 +135,15 @@ def _advance_invocation(
         statement = _create_invocation(connection.dialect.name)
         parameters = _new_invocation(session_pk, commit, now)
     else:
-        statement = _ADVANCE_INVOCATION
+        statement = _ADVANCE_INVOCATION if commit.lease is None else _ADVANCE_FENCED
         parameters = {
             "key_id": commit.invocation_id,
             "key_session_pk": session_pk,
             "key_version": commit.expected_version,
             **_invocation_changes(commit, now),
         }
+        if commit.lease is not None:
+            parameters["key_token"] = commit.lease.token
     if not run(connection, statement, parameters):
         _raise_stale(connection, commit)
     return commit.expected_version + 1
@@ -152,7 +159,11 @@ def _create_invocation(dialect: str) -> UpdateBase:
 
 
 def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str, Any]:
+    lease = commit.lease
     return {
+        "lease_owner": lease.owner if lease else None,
+        "lease_expires_at": lease.expires_at if lease else 0.0,
+        "lease_token": lease.token if lease else 0,
         "id": commit.invocation_id,
         "session_pk": session_pk,
         "status": (commit.status or InvocationStatus.RUNNING).value,
@@ -176,10 +187,19 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
 
 
 def _raise_stale(connection: Connection, commit: StepCommit) -> None:
-    actual = connection.scalar(_INVOCATION_VERSION, {"key_id": commit.invocation_id})
-    raise StaleVersionError(
-        f"invocation '{commit.invocation_id}' is at version {actual or 0}, not "
-        f"{commit.expected_version}: another process advanced it; reload and retry."
+    row = connection.execute(_INVOCATION_VERSION, {"key_id": commit.invocation_id}).first()
+    raise stale_error(commit, row[0] if row else 0, row[1] if row else None)
+
+
+def stale_error(commit: StepCommit, version: int, token: int | None) -> BatonError:
+    """Why `commit` did not land: its lease was taken over, or its version is stale."""
+    lease = commit.lease
+    if lease is not None and token is not None and token != lease.token:
+        return lost_error(lease)
+    return StaleVersionError(
+        f"invocation '{commit.invocation_id}' is at version {version}, not "
+        f"{commit.expected_version}: another process advanced it; reload and retry.",
+        actual=version,
     )
 
 
@@ -222,6 +242,10 @@ def _interrupt_row(session_pk: int, key: SessionKey, row: Interrupt, now: float)
         "answered_at": row.answered_at,
         "answer": row.answer,
         "answered_by": row.answered_by,
+        "timeout": row.timeout,
+        "expires_at": None if row.timeout is None else now + row.timeout,
+        "on_timeout": row.on_timeout,
+        "answers_on_timeout": row.answers_on_timeout,
     }
 
 
@@ -314,7 +338,11 @@ def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -
         parameters["answer_status"] = InterruptStatus.ANSWERED.value
         parameters["answer_at"] = now
         parameters["answer_by"] = commit.answered_by
-    statement = _step_at_once(tuple(changes), answering=bool(commit.answered))
+    if commit.lease is not None:
+        parameters["key_token"] = commit.lease.token
+    statement = _step_at_once(
+        tuple(changes), answering=bool(commit.answered), fenced=commit.lease is not None
+    )
     rows = run(connection, statement, parameters)
     if not rows:
         raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
@@ -324,13 +352,14 @@ def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -
 
 
 @cache
-def _step_at_once(changed: tuple[str, ...], *, answering: bool) -> Select[Any]:
+def _step_at_once(changed: tuple[str, ...], *, answering: bool, fenced: bool) -> Select[Any]:
     advanced = (
         update(invocations)
         .where(
             invocations.c.id == bindparam("key_id"),
             invocations.c.session_pk == _LOCKED.c.pk,
             invocations.c.version == bindparam("key_version"),
+            invocations.c.lease_token == bindparam("key_token") if fenced else true(),
         )
         .values({name: bindparam(f"new_{name}") for name in changed})
         .returning(invocations.c.version, invocations.c.session_pk, invocations.c.id)

@@ -18,19 +18,22 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TypeVar, TypeVarTuple, final
 
 from pydantic import JsonValue
 from sqlalchemy.engine import Connection
 
+from baton.errors import StoreUnavailableError
 from baton.sessions.sql import reads, writes
-from baton.sessions.sql.dialect import is_sqlite, normalize_url
+from baton.sessions.sql.dialect import is_sqlite, is_unavailable, normalize_url
 from baton.sessions.sql.executors import open_executor
+from baton.sessions.sql.listener import PostgresListener
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.step import fits_one_statement, write_step, write_step_at_once
 from baton.sessions.store import (
+    Claimed,
     Clock,
     Interrupt,
     InterruptStatus,
@@ -39,8 +42,10 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     StepCommit,
+    Subscription,
     strip_temp_state,
 )
+from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
 
 __all__ = ["SqlStore"]
@@ -76,6 +81,10 @@ class SqlStore:
         self._clock = clock
         self._migrated = False
         self._migrating = asyncio.Lock()
+        self._wakeups = Wakeups()
+        self._listener = (
+            None if is_sqlite(self._url) else PostgresListener(self._url, self._wakeups)
+        )
 
     @property
     def url(self) -> str:
@@ -83,23 +92,51 @@ class SqlStore:
         return self._url.render_as_string(hide_password=True)
 
     async def _read(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        await self._ready()
-        return await self._executor.transact(fn, *args, write=False)
+        try:
+            await self._ready()
+            return await self._executor.transact(fn, *args, write=False)
+        except Exception as error:
+            if is_unavailable(error):
+                raise self._unavailable(error) from error
+            raise
 
     async def _read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """`_read` for a read of one statement: no BEGIN/COMMIT around it on PostgreSQL."""
-        await self._ready()
-        return await self._executor.read_once(fn, *args)
+        try:
+            await self._ready()
+            return await self._executor.read_once(fn, *args)
+        except Exception as error:
+            if is_unavailable(error):
+                raise self._unavailable(error) from error
+            raise
 
     async def _write_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """`_write` for a write of one statement (whatever `fn` reads after it sees
         later commits too): no BEGIN/COMMIT around it on PostgreSQL."""
-        await self._ready()
-        return await self._executor.at_once(fn, *args)
+        try:
+            await self._ready()
+            return await self._executor.at_once(fn, *args)
+        except Exception as error:
+            if is_unavailable(error):
+                raise self._unavailable(error) from error
+            raise
 
     async def _write(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        await self._ready()
-        return await self._executor.transact(fn, *args, write=True)
+        try:
+            await self._ready()
+            return await self._executor.transact(fn, *args, write=True)
+        except Exception as error:
+            if is_unavailable(error):
+                raise self._unavailable(error) from error
+            raise
+
+    def _unavailable(self, error: Exception) -> StoreUnavailableError:
+        """The refusal of a call that could not reach the database (it may succeed later)."""
+        return StoreUnavailableError(
+            f"the database '{self.url}' cannot be reached right now ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else 'no detail'}); nothing was "
+            "changed. Retry in a few seconds."
+        )
 
     async def _ready(self) -> None:
         if self._migrated:
@@ -153,8 +190,12 @@ class SqlStore:
             StaleVersionError: `expected_version` is not the invocation's version.
         """
         if self._steps_at_once and fits_one_statement(commit):
-            return await self._write_once(write_step_at_once, commit, self._clock())
-        return await self._write(write_step, commit, self._clock())
+            version = await self._write_once(write_step_at_once, commit, self._clock())
+        else:
+            version = await self._write(write_step, commit, self._clock())
+        if commit.opened or commit.answered:
+            self._wakeups.notify()
+        return version
 
     async def load_invocation(
         self, key: SessionKey, invocation_id: InvocationId
@@ -184,23 +225,74 @@ class SqlStore:
             reads.list_interrupts, app_name, user_id, session_id, invocation_id, status
         )
 
+    def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
+        """The lease a new invocation starts with (token 1), written by its first step."""
+        return Lease(invocation_id, owner, self._clock() + ttl.total_seconds(), 1)
+
     async def claim(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
-        """Take the invocation's lease; InvocationBusyError if another live owner has it."""
+        """Take an existing invocation's lease with a new token (see `Store.claim`)."""
         now = self._clock()
-        lease = Lease(invocation_id, owner, now + ttl.total_seconds())
-        await self._write_once(writes.claim_lease, lease, now)
-        return lease
+        wanted = Lease(invocation_id, owner, now + ttl.total_seconds())
+        return await self._write_once(writes.claim_lease, wanted, now)
 
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
-        """Extend a held lease; InvocationBusyError when it was lost."""
-        renewed = Lease(lease.invocation_id, lease.owner, self._clock() + ttl.total_seconds())
-        await self._write_once(writes.renew_lease, lease, renewed.expires_at)
-        return renewed
+        """Extend a held lease; LeaseLostError when its token no longer holds it."""
+        expires_at = self._clock() + ttl.total_seconds()
+        await self._write_once(writes.renew_lease, lease, expires_at)
+        return Lease(lease.invocation_id, lease.owner, expires_at, lease.token)
 
     async def release(self, lease: Lease) -> None:
-        """Give the lease up (no error when it already expired or moved on)."""
-        await self._write_once(writes.release_lease, lease)
+        """Give the lease up; a running invocation released so wakes recovery at once."""
+        if await self._write_once(writes.release_lease, lease):
+            self._wakeups.notify()
+
+    async def holder(self, invocation_id: InvocationId) -> Lease | None:
+        """The unexpired lease on the invocation, or None when nobody runs it."""
+        return await self._read_once(writes.read_holder, invocation_id, self._clock())
+
+    async def claim_orphans(
+        self,
+        app_names: Sequence[str],
+        owner: str,
+        ttl: timedelta,
+        *,
+        limit: int,
+        worker: str | None = None,
+    ) -> list[Claimed]:
+        """Claim running invocations with no live lease (see `Store.claim_orphans`)."""
+        if not app_names or limit < 1:
+            return []
+        now = self._clock()
+        request = writes.OrphanClaim(
+            tuple(app_names), owner, now + ttl.total_seconds(), limit, worker
+        )
+        return await self._write(writes.claim_orphans, request, now)
+
+    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
+        """Open interrupts of these apps whose deadline has passed, earliest first."""
+        if not app_names:
+            return []
+        return await self._read_once(reads.due_interrupts, tuple(app_names), self._clock(), limit)
+
+    async def next_due(self, app_names: Sequence[str]) -> float | None:
+        """When something of these apps next falls due (see `Store.next_due`), or None."""
+        if not app_names:
+            return None
+        return await self._read_once(reads.next_due, tuple(app_names))
+
+    def subscribe(self) -> Subscription:
+        """Wake-ups from this store and, on PostgreSQL, from every process on the database."""
+        if self._listener is not None:
+            self._listener.start()
+        return self._wakeups.subscribe()
+
+    @property
+    def wakes_other_processes(self) -> bool:
+        """True on PostgreSQL (LISTEN/NOTIFY); SQLite's other processes must be polled."""
+        return self._listener is not None
 
     async def close(self) -> None:
         """Close every pooled connection (and, on SQLite, stop the worker thread)."""
+        if self._listener is not None:
+            await self._listener.stop()
         await self._executor.close()

@@ -1,0 +1,238 @@
+"""The Worker: continues runs nobody is waiting on, and ends questions nobody answered.
+
+Every `baton api_server`, `baton web` and `baton worker` process runs one; an
+application that embeds baton runs its own (`async with Worker(runners): ...`). It
+loops over three kinds of work, all found through the store's indexes:
+
+- **orphans**: invocations that are `running` with no live lease: their holder died,
+  stalled past its time to live, lost the database, or handed them over at shutdown.
+  One claim takes each (FOR UPDATE SKIP LOCKED on PostgreSQL, the write lock on
+  SQLite), with a larger fencing token, and the Runner continues it from its last
+  commit. At start the worker also takes back the runs its own identity held before
+  a restart, without waiting for their leases to lapse.
+- **deadlines**: open questions whose `timeout` passed are answered with their
+  `on_timeout` (as `system:timeout`) or fail the node that asked.
+- **waiting**: between rounds it sleeps until the next thing falls due (a deadline,
+  a lease expiry), or until the store wakes it: an interrupt opened or was answered,
+  a running invocation was released. On PostgreSQL those wake-ups come from every
+  process (LISTEN/NOTIFY), so an idle worker does not poll; elsewhere it looks again
+  every `poll` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Coroutine, Iterable
+from typing import Final, final
+
+from baton.errors import InputTimeoutError, InvocationBusyError, WorkflowChangedError
+from baton.runner import Runner
+from baton.sessions.store import Claimed, Interrupt, Store, Subscription
+
+__all__ = ["Worker"]
+
+_log = logging.getLogger("baton.worker")
+
+_SLACK: Final = 0.01  # wake just after a lease lapses, so the claim sees it lapsed
+_SHORTEST_WAIT: Final = 0.05  # between rounds while due work is still being handled
+_BUSY_RETRY: Final = 0.5  # a deadline whose run is executing elsewhere is tried again after
+_DRAIN_CHECK: Final = 0.25  # how often a sleeping worker notices `drain`
+
+
+@final
+class Worker:
+    """Recovers orphaned runs and enforces question deadlines for a set of apps.
+
+    Args:
+        runners: the Runners of the apps this process serves, over one session service.
+            Runs of other apps are left to processes that serve them.
+        worker_id: this process's identity (default: the first runner's). Lease owners
+            are `worker_id/...`; at start, runs held under this identity are taken back
+            at once (a restarted process). Two live processes must not share one.
+        poll: seconds between looks when the store cannot push wake-ups from other
+            processes (SQLite); PostgreSQL pushes them and is looked at every
+            `idle_check` seconds at most, as a safety net.
+        idle_check: the longest sleep when nothing is due and nothing wakes the worker.
+        concurrency: most runs this worker continues at once.
+
+    Use as `async with Worker(runners): ...`, or `await worker.run()` in a task and
+    `worker.drain()` to stop it.
+    """
+
+    def __init__(
+        self,
+        runners: Iterable[Runner],
+        *,
+        worker_id: str | None = None,
+        poll: float = 1.0,
+        idle_check: float = 30.0,
+        concurrency: int = 32,
+    ) -> None:
+        listed = list(runners)
+        if not listed:
+            raise ValueError("a Worker needs at least one Runner.")
+        stores = {id(r.store) for r in listed}
+        if len(stores) > 1:
+            raise ValueError(
+                "a Worker's runners must share one session service; start one Worker per "
+                "database."
+            )
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}.")
+        self._runners = {r.app_name: r for r in listed}
+        self._store: Store = listed[0].store
+        self._clock = listed[0].planner.clock
+        self.worker_id = worker_id or listed[0].worker_id
+        self._lease_ttl = min(r.lease_ttl for r in listed)
+        self._poll = poll
+        self._idle_check = idle_check
+        self._concurrency = concurrency
+        self._active: dict[str, asyncio.Task[None]] = {}  # by invocation id
+        self._retry_after: dict[str, float] = {}  # deadlines of busy runs, by invocation id
+        self._draining = False
+        self._task: asyncio.Task[None] | None = None
+        self._grace = 30.0
+
+    @property
+    def app_names(self) -> list[str]:
+        """The apps whose runs this worker continues."""
+        return sorted(self._runners)
+
+    async def __aenter__(self) -> Worker:
+        self._task = asyncio.get_running_loop().create_task(self.run())
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.stop()
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Stop looking for work; let the runs it continues reach a pause for up to
+        `grace` seconds, then cut them off (their leases are released, so another
+        process continues them at once)."""
+        self.drain(grace)
+        if self._task is not None:
+            await self._task
+
+    def drain(self, grace: float = 30.0) -> None:
+        """Ask `run` to stop looking for work and return within about `grace` seconds."""
+        self._draining = True
+        self._grace = grace
+
+    async def run(self) -> None:
+        """Recover runs and enforce deadlines until `drain` (or cancellation)."""
+        subscription = self._store.subscribe()
+        try:
+            async with asyncio.TaskGroup() as group:
+                await self._rounds(group, subscription)
+                await self._finish_active()
+        finally:
+            subscription.close()
+
+    async def _rounds(self, group: asyncio.TaskGroup, subscription: Subscription) -> None:
+        first = True
+        while not self._draining:
+            try:
+                await self._recover_orphans(group, reclaim_own=first)
+                await self._expire_due(group)
+                first = False
+                wait = await self._time_to_next()
+            except Exception as error:  # the database is away: look again shortly
+                _log.warning("baton worker %s: %s", self.worker_id, error)
+                wait = self._poll
+            await self._sleep(subscription, wait)
+
+    async def _recover_orphans(self, group: asyncio.TaskGroup, *, reclaim_own: bool) -> None:
+        free = self._concurrency - len(self._active)
+        if free < 1:
+            return
+        claimed = await self._store.claim_orphans(
+            self.app_names,
+            f"{self.worker_id}/recover-{uuid.uuid4().hex[:8]}",
+            self._lease_ttl,
+            limit=free,
+            worker=self.worker_id if reclaim_own else None,
+        )
+        for each in claimed:
+            self._spawn(group, each.lease.invocation_id, self._recover(each))
+
+    async def _expire_due(self, group: asyncio.TaskGroup) -> None:
+        now = self._clock()
+        for row in await self._store.due_interrupts(self.app_names, limit=self._concurrency):
+            waiting_until = self._retry_after.get(row.invocation_id, 0.0)
+            if row.invocation_id not in self._active and waiting_until <= now:
+                self._spawn(group, row.invocation_id, self._expire(row))
+
+    def _spawn(
+        self, group: asyncio.TaskGroup, invocation_id: str, work: Coroutine[None, None, None]
+    ) -> None:
+        task = group.create_task(work)
+        self._active[invocation_id] = task
+        task.add_done_callback(lambda _: self._active.pop(invocation_id, None))
+
+    async def _recover(self, claimed: Claimed) -> None:
+        runner = self._runners[claimed.key.app_name]
+        invocation = claimed.lease.invocation_id
+        _log.info("baton worker %s: continuing invocation %s", self.worker_id, invocation)
+        try:
+            await runner.recover(claimed)
+        except WorkflowChangedError as error:
+            _log.warning(
+                "baton worker %s: cannot continue %s: %s", self.worker_id, invocation, error
+            )
+        except InvocationBusyError as error:
+            _log.info("baton worker %s: %s", self.worker_id, error)
+        except Exception as error:  # the run failed; its error is recorded in the store
+            _log.info(
+                "baton worker %s: invocation %s failed: %s", self.worker_id, invocation, error
+            )
+
+    async def _expire(self, row: Interrupt) -> None:
+        runner = self._runners[row.app_name]
+        try:
+            await runner.expire(row)
+            self._retry_after.pop(row.invocation_id, None)
+        except InvocationBusyError:
+            # The run executes elsewhere (another branch of it); its deadline waits a moment.
+            self._retry_after[row.invocation_id] = self._clock() + _BUSY_RETRY
+        except InputTimeoutError as error:
+            _log.info("baton worker %s: %s", self.worker_id, error)
+        except Exception as error:
+            _log.warning(
+                "baton worker %s: deadline of %s in %s: %s",
+                self.worker_id,
+                row.interrupt_id,
+                row.invocation_id,
+                error,
+            )
+
+    async def _time_to_next(self) -> float:
+        """Seconds until something falls due, within this store's longest sleep."""
+        longest = self._idle_check if self._store_pushes else self._poll
+        due = await self._store.next_due(self.app_names)
+        if due is None:
+            return longest
+        return min(longest, max(_SHORTEST_WAIT, due - self._clock() + _SLACK))
+
+    @property
+    def _store_pushes(self) -> bool:
+        return self._store.wakes_other_processes
+
+    async def _sleep(self, subscription: Subscription, seconds: float) -> None:
+        """Sleep up to `seconds`, waking early for the store or for `drain`."""
+        left = seconds
+        while left > 0 and not self._draining:
+            step = min(left, _DRAIN_CHECK)
+            if await subscription.wait(step):
+                return
+            left -= step
+
+    async def _finish_active(self) -> None:
+        """Give the runs in hand `grace` seconds to pause, then cut them off."""
+        pending = set(self._active.values())
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=self._grace)
+        for task in late:
+            task.cancel()
