@@ -9,6 +9,7 @@
   test's subprocess or a server. Pass it on as is: the PostgreSQL URL carries its
   schema as `?search_path=...`, which `SqlStore` understands.
 - `clock`: the `FakeClock` every fixture store reads; `clock.advance(s)` moves time.
+- `live_store`: a store on each backend that reads real time, for workers and deadlines.
 
 PostgreSQL is `postgresql+asyncpg://postgres@127.0.0.1:5432/test` unless
 `BATON_TEST_POSTGRES_URL` says otherwise. When it cannot be reached its tests are
@@ -130,6 +131,22 @@ async def stores(
             yield factory
         finally:
             await factory.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", _POSTGRES])
+async def live_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A store on a fresh database of each backend in turn, on real time: for code that
+    sleeps until something falls due (workers, deadlines)."""
+    backend: Backend = request.param
+    if backend == "memory":
+        yield MemoryStore()
+        return
+    async with _database_url(backend, tmp_path) as url:
+        opened = SqlStore(url)
+        try:
+            yield opened
+        finally:
+            await opened.close()
 
 
 @pytest.fixture

@@ -300,7 +300,7 @@ class RequestInput(WireModel):
     message: str | None = None
     payload: Any = None
     response_schema: Any = None
-    timeout: float | None = None
+    timeout: float | timedelta | None = None  # stored as seconds (see `_seconds`)
     on_timeout: Any = None
 
     @field_validator("timeout", mode="before")
@@ -336,6 +336,12 @@ class RequestInput(WireModel):
         return self
 
     @property
+    def timeout_seconds(self) -> float | None:
+        """The deadline's delay in seconds (None: no deadline)."""
+        timeout = self.timeout
+        return timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+
+    @property
     def answers_on_timeout(self) -> bool:
         """True when `on_timeout` was given (even as None): the deadline answers, not fails."""
         return "on_timeout" in self.model_fields_set
@@ -362,7 +368,7 @@ class RequestInput(WireModel):
             "response_schema": self.json_schema(),
         }
         if self.timeout is not None:
-            args["timeout"] = self.timeout
+            args["timeout"] = self.timeout_seconds
         if self.answers_on_timeout:
             args["on_timeout"] = self.on_timeout
         return FunctionCall(id=self.interrupt_id, name=REQUEST_INPUT_FUNCTION, args=args)

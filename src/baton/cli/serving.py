@@ -319,6 +319,9 @@ async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
 async def _serve(settings: _Settings, operation: Operation) -> None:
     # FastAPI and uvicorn are the `server` extra; `baton run` must work without them.
     try:
+        # Imported first, so a missing server extra is named by uvicorn.
+        import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
         from baton.server.app import create_app, drain_server
         from baton.server.connections import server_config
         from baton.server.security import ApiKeys

@@ -1,0 +1,277 @@
+"""The Worker on every backend: it continues runs nobody holds and ends questions nobody
+answered, without any client call. Real time with short leases; every wait is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton.errors import InputExpiredError, InputTimeoutError
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import (
+    TIMEOUT_ANSWERER,
+    InterruptStatus,
+    InvocationStatus,
+    SessionKey,
+    StepCommit,
+    Store,
+)
+from baton.types import InvocationId
+from baton.worker import Worker
+from baton.workflow.checkpoint import RunRecord
+from baton.workflow.graph import fingerprint_of
+from tests.store.builders import snapshot
+
+TTL = timedelta(seconds=1)
+WITHIN = 10.0  # seconds any awaited outcome may take on a loaded machine
+
+
+class Decision(BaseModel):
+    approved: bool
+
+
+@pytest.fixture
+def store(live_store: Store) -> Store:
+    """A store on real time (the worker sleeps real seconds)."""
+    return live_store
+
+
+def _chain(counts: dict[str, int]) -> Workflow:
+    def first(node_input: str) -> str:
+        counts["first"] = counts.get("first", 0) + 1
+        return f"1:{node_input}"
+
+    def second(node_input: str) -> str:
+        counts["second"] = counts.get("second", 0) + 1
+        return f"2:{node_input}"
+
+    return Workflow(name="chain", edges=[("START", first, second)])
+
+
+def _runner(store: Store, root: Any, *, worker_id: str = "here", name: str = "app") -> Runner:
+    app = App(name=name, root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))
+    return Runner(
+        app=app, session_service=BaseSessionService(store), lease_ttl=TTL, worker_id=worker_id
+    )
+
+
+async def _left_by_a_dead_process(runner: Runner, owner: str, ttl: timedelta = TTL) -> SessionKey:
+    """The store as a process leaves it when it dies right after starting a run: the
+    invocation running, its first commit in, its lease held by the dead owner."""
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+    root = runner.root
+    record = RunRecord(node=root.name, path=f"{root.name}@1", run_id="1", input="go")
+    key = session.key
+    await runner.store.commit_step(
+        StepCommit(
+            session=key,
+            invocation_id=InvocationId("inv-dead"),
+            expected_version=0,
+            checkpoint=record.to_json(),
+            status=InvocationStatus.RUNNING,
+            fingerprint=fingerprint_of(root),
+            lease=runner.store.lease_new(InvocationId("inv-dead"), owner, ttl),
+        )
+    )
+    return key
+
+
+async def _status_becomes(store: Store, key: SessionKey, status: InvocationStatus) -> float:
+    """Wait until the session's invocation has `status`; the seconds it took."""
+    began = time.monotonic()
+    async with asyncio.timeout(WITHIN):
+        while True:
+            (invocation,) = await store.list_invocations(key)
+            if invocation.status is status:
+                return time.monotonic() - began
+            await asyncio.sleep(0.02)
+
+
+@asynccontextmanager
+async def _working(*runners: Runner, worker_id: str = "here") -> AsyncIterator[Worker]:
+    async with Worker(runners, worker_id=worker_id, poll=0.2) as worker:
+        yield worker
+
+
+async def test_a_dead_holders_run_is_continued_after_its_lease_lapses(store: Store) -> None:
+    counts: dict[str, int] = {}
+    runner = _runner(store, _chain(counts))
+    key = await _left_by_a_dead_process(runner, "dead-host:1/abc")
+
+    async with _working(runner):
+        took = await _status_becomes(store, key, InvocationStatus.COMPLETED)
+
+    assert counts == {"first": 1, "second": 1}
+    assert took >= TTL.total_seconds() * 0.5  # it waited for the lease to lapse
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.checkpoint is not None
+
+
+async def test_a_restarted_process_takes_its_own_runs_back_at_once(store: Store) -> None:
+    counts: dict[str, int] = {}
+    runner = _runner(store, _chain(counts), worker_id="host:8000")
+    key = await _left_by_a_dead_process(runner, "host:8000/abc", ttl=timedelta(minutes=5))
+
+    async with _working(runner, worker_id="host:8000"):
+        took = await _status_becomes(store, key, InvocationStatus.COMPLETED)
+
+    assert took < 60  # not the five minutes its lease had left
+    assert counts == {"first": 1, "second": 1}
+
+
+async def test_runs_of_apps_this_process_does_not_serve_are_left_alone(store: Store) -> None:
+    counts: dict[str, int] = {}
+    theirs = _runner(store, _chain(counts), name="theirs")
+    key = await _left_by_a_dead_process(theirs, "dead/1", ttl=timedelta(milliseconds=1))
+    ours = _runner(store, _chain(counts), name="ours")
+
+    async with _working(ours):
+        await asyncio.sleep(0.5)
+
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.status is InvocationStatus.RUNNING
+    assert counts == {}
+
+
+async def test_a_run_handed_over_is_continued_at_once(store: Store) -> None:
+    counts: dict[str, int] = {}
+    gate = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(node_input: str) -> str:
+        counts["slow"] = counts.get("slow", 0) + 1
+        started.set()
+        if counts["slow"] == 1:
+            await gate.wait()  # the first holder never gets past here
+        return "done"
+
+    runner = _runner(store, Workflow(name="w", edges=[("START", slow)]), worker_id="a")
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+
+    async def hold() -> None:
+        async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+            pass
+
+    holder = asyncio.create_task(hold())
+    async with asyncio.timeout(WITHIN):
+        await started.wait()
+    holder.cancel()  # e.g. its server shut down: the run's lease is released, not lost
+    await asyncio.gather(holder, return_exceptions=True)
+
+    async with _working(runner, worker_id="b"):
+        took = await _status_becomes(store, session.key, InvocationStatus.COMPLETED)
+
+    assert took < TTL.total_seconds()  # no lease expiry to wait for
+    assert counts == {"slow": 2}  # in flight at the handover: at least once
+
+
+def _asking(*, on_timeout: bool) -> Workflow:
+    def ask(node_input: str):
+        extra: dict[str, Any] = {"on_timeout": {"approved": False}} if on_timeout else {}
+        return RequestInput(
+            interrupt_id="approve",
+            message="Approve?",
+            response_schema=Decision,
+            timeout=0.3,
+            **extra,
+        )
+
+    def decide(node_input: dict[str, Any]) -> str:
+        return "approved" if node_input["approved"] else "escalated"
+
+    return Workflow(name="w", edges=[("START", ask, decide)])
+
+
+async def _paused(runner: Runner) -> SessionKey:
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+        pass
+    return session.key
+
+
+async def test_a_deadline_answers_with_on_timeout_and_the_run_goes_on(store: Store) -> None:
+    runner = _runner(store, _asking(on_timeout=True))
+    key = await _paused(runner)
+    (pending,) = await store.list_interrupts("app", "u")
+    assert pending.expires_at is not None
+    assert abs(pending.expires_at - (pending.created_at + 0.3)) < 1e-6
+
+    async with _working(runner):
+        await _status_becomes(store, key, InvocationStatus.COMPLETED)
+
+    (row,) = await store.list_interrupts("app", "u", status=None)
+    assert (row.status, row.answer, row.answered_by) == (
+        InterruptStatus.ANSWERED,
+        {"approved": False},
+        TIMEOUT_ANSWERER,
+    )
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.checkpoint is not None
+    session = await store.get_session(key)
+    assert session is not None
+    assert [e.output for e in session.events if e.output is not None][-1] == "escalated"
+    assert row.answered_at is not None
+    assert row.answered_at - pending.expires_at < 1.5  # fired within about a second
+
+
+async def test_a_deadline_without_on_timeout_fails_the_node(store: Store) -> None:
+    runner = _runner(store, _asking(on_timeout=False))
+    key = await _paused(runner)
+
+    async with _working(runner):
+        await _status_becomes(store, key, InvocationStatus.FAILED)
+
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.error is not None
+    assert "InputTimeoutError" in invocation.error
+    session = await store.get_session(key)
+    assert session is not None
+    errors = [e.error_code for e in session.events if e.error_code]
+    assert errors == [InputTimeoutError.__name__]
+
+
+async def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(store: Store) -> None:
+    runner = _runner(store, _asking(on_timeout=True))
+    key = await _paused(runner)
+    await asyncio.sleep(0.4)  # past the deadline; no worker runs, so it is still open
+    before = await snapshot(store, key)
+    late = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id="approve", name="adk_request_input", response={"approved": True}
+                )
+            )
+        ],
+    )
+
+    with pytest.raises(InputExpiredError, match="'approve' of invocation .* expired at"):
+        await _drain(runner.run_async(user_id="u", session_id=key.session_id, new_message=late))
+
+    assert await snapshot(store, key) == before
+
+
+async def test_on_timeout_is_checked_against_the_schema_when_asked() -> None:
+    with pytest.raises(ValueError, match="on_timeout .* does not match the response_schema"):
+        RequestInput(response_schema=Decision, timeout=5, on_timeout={"approved": "maybe"})
+    with pytest.raises(ValueError, match="on_timeout= needs timeout="):
+        RequestInput(response_schema=Decision, on_timeout={"approved": False})
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        RequestInput(timeout=0)
+    assert RequestInput(timeout=timedelta(minutes=2)).timeout_seconds == 120.0
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    async for _ in events:
+        pass
