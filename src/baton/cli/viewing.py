@@ -23,6 +23,7 @@ from baton.cli.base import (
 )
 from baton.reports import folding_table, timeline_tables, when
 from baton.server.timeline import build_timeline
+from baton.sessions.store import Interrupt
 from baton.terminal import (
     format_event,
 )
@@ -132,7 +133,9 @@ def pending(
 
 
 async def _pending(path: Path, app: str | None, user: str | None, db: str | None) -> None:
-    listing = folding_table("app", "user", "session", "interrupt", "message", "waiting since")
+    listing = folding_table(
+        "app", "user", "session", "interrupt", "message", "waiting since", "expires"
+    )
     async with open_catalog(path, db) as catalog:
         for name in app_names(catalog, app):
             for row in await catalog.session_service.store.list_interrupts(name, user):
@@ -143,8 +146,16 @@ async def _pending(path: Path, app: str | None, user: str | None, db: str | None
                     row.interrupt_id,
                     row.message or "",
                     when(row.created_at),
+                    "" if row.expires_at is None else _deadline(row),
                 )
     console.print(listing)
+
+
+def _deadline(row: Interrupt) -> str:
+    """When the question expires, and what happens then."""
+    assert row.expires_at is not None  # the caller checked
+    then = "answered by on_timeout" if row.answers_on_timeout else "the run fails"
+    return f"{when(row.expires_at)} ({then})"
 
 
 @cli.command()

@@ -223,8 +223,8 @@ def drain_server(app: FastAPI, grace: float) -> None:
     """Begin a graceful shutdown of an app made by `create_app`: new runs are refused with
     503 and `Retry-After`, pending streams end, and the worker's runs get `grace` seconds
     to pause (runs still going when the server stops release their leases)."""
-    server: _Server = app.state.baton_server
-    server.drain(grace)
+    drain: Callable[[float], None] = app.state.drain
+    drain(grace)
 
 
 async def _forward_wakeups(server: _Server) -> None:
