@@ -20,6 +20,8 @@ from pydantic import (
     InstanceOf,
     JsonValue,
     PrivateAttr,
+    StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
 )
@@ -32,7 +34,7 @@ from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
 from baton.events import Event, EventActions, RequestInput
 from baton.types import Content
-from baton.workflow.nodes import RetryConfig
+from baton.workflow.nodes import RetryConfig, check_version
 
 __all__ = ["BaseAgent"]
 
@@ -57,6 +59,9 @@ class BaseAgent(BaseModel):
             `baton.agents.callbacks`.
         after_agent_callback: called when the agent finishes; a returned Content is
             added as a reply, in the event that ends the agent.
+        version: the agent's code version (e.g. of its instruction or tools), part of
+            the workflow's fingerprint: change it so that runs started before the
+            change are refused on resume (WorkflowChangedError) instead of continuing.
 
     Raises:
         ValueError: a bad name, a name used twice in the tree, a sub-agent that
@@ -76,6 +81,7 @@ class BaseAgent(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     before_agent_callback: Callbacks = None
     after_agent_callback: Callbacks = None
+    version: StrictStr | StrictInt | None = None  # strict: True is not version 1
 
     _parent: BaseAgent | None = PrivateAttr(default=None)
 
@@ -93,6 +99,7 @@ class BaseAgent(BaseModel):
         return name
 
     def model_post_init(self, context: Any, /) -> None:
+        check_version(self.name, self.version)
         if type(self)._run_async_impl is BaseAgent._run_async_impl:
             raise TypeError(
                 f"{type(self).__name__} '{self.name}' cannot run: it does not implement "

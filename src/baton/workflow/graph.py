@@ -149,7 +149,18 @@ def _kind(node: Node) -> JsonValue:
     if isinstance(nested, Graph):
         return {WORKFLOW_KEY: nested.structure()}
     kind = type(node).__name__
-    return _with_sub_agents(f"{kind}(rerun)" if node.rerun_on_resume else kind, node)
+    kind = _versioned(f"{kind}(rerun)" if node.rerun_on_resume else kind, node)
+    return _with_sub_agents(kind, node)
+
+
+def _versioned(kind: str, node: object) -> str:
+    """`kind` with the node's `version` when its author set one (else as before versions).
+
+    Read by attribute: the version is the author's mark for the fingerprint, not
+    something the engine needs of every node.
+    """
+    version = getattr(node, "version", None)
+    return kind if version is None else f"{kind} version {version}"
 
 
 def _with_sub_agents(kind: str, agent: object) -> JsonValue:
@@ -162,7 +173,8 @@ def _with_sub_agents(kind: str, agent: object) -> JsonValue:
     if not subs:
         return kind
     tree: list[JsonValue] = [
-        {"name": _name_of(sub), "kind": _with_sub_agents(type(sub).__name__, sub)} for sub in subs
+        {"name": _name_of(sub), "kind": _with_sub_agents(_versioned(type(sub).__name__, sub), sub)}
+        for sub in subs
     ]
     return {AGENT_KEY: {"kind": kind, "sub_agents": tree}}
 
@@ -416,7 +428,7 @@ def fingerprint_of(root: object) -> str:
     name = _name_of(root)
     structure: dict[str, JsonValue] = {
         "workflow": name,
-        "nodes": {name: _with_sub_agents(type(root).__name__, root)},
+        "nodes": {name: _with_sub_agents(_versioned(type(root).__name__, root), root)},
         "edges": [],
         # The direct sub-agents' names, as recorded before agent trees were: kept so an
         # unchanged agent without sub-agents still matches runs started back then.

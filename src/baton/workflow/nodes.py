@@ -37,6 +37,7 @@ __all__ = [
     "Node",
     "RetryConfig",
     "StartNode",
+    "check_version",
     "node",
 ]
 
@@ -150,8 +151,28 @@ class Node(Protocol):
         ...
 
 
+def check_version(name: str, version: object) -> None:
+    """Refuse a node `version` that is not a non-empty string or an int.
+
+    Raises:
+        ValueError: naming the node and the value.
+    """
+    if version is None or (isinstance(version, int) and not isinstance(version, bool)):
+        return
+    if not isinstance(version, str) or not version.strip():
+        raise ValueError(
+            f"node '{name}' version must be a non-empty string or an int (e.g. 2 or "
+            f"'2024-06-01'), got {version!r}."
+        )
+
+
 class BaseNode:
-    """Subclass this for a custom node: implement `_run_impl(*, ctx, node_input)`."""
+    """Subclass this for a custom node: implement `_run_impl(*, ctx, node_input)`.
+
+    `version` (optional, any non-empty string or int) goes into the workflow's
+    fingerprint: change it when a node's code changes in a way runs already started
+    must not resume into, and resuming them raises WorkflowChangedError naming the node.
+    """
 
     commits_each_event: ClassVar[bool] = False
 
@@ -164,6 +185,7 @@ class BaseNode:
         wait_for_output: bool = False,
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
+        version: str | int | None = None,
     ) -> None:
         if not name.isidentifier():
             raise ValueError(
@@ -171,6 +193,8 @@ class BaseNode:
             )
         if timeout is not None and timeout <= 0:
             raise ValueError(f"node '{name}' timeout must be positive, got {timeout}.")
+        check_version(name, version)
+        self.version = version
         self.name = name
         self.description = description
         self.rerun_on_resume = rerun_on_resume
@@ -219,6 +243,9 @@ class FunctionNode(BaseNode):
             function written to handle answers gets them.
         retry_config: in-process retries on failure.
         timeout: seconds one run may take.
+        version: the code's version, part of the workflow's fingerprint: change it when
+            the function changes so that runs started with the old code are refused on
+            resume (WorkflowChangedError) instead of continuing with the new one.
     """
 
     def __init__(
@@ -230,6 +257,7 @@ class FunctionNode(BaseNode):
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
         description: str = "",
+        version: str | int | None = None,
     ) -> None:
         if func is None or not callable(func):
             raise TypeError(f"FunctionNode needs a function (positional or func=), got {func!r}.")
@@ -244,6 +272,7 @@ class FunctionNode(BaseNode):
             else rerun_on_resume,
             retry_config=retry_config,
             timeout=timeout,
+            version=version,
         )
         self.func = func
         self._binder = Binder(func, node_name)
@@ -313,6 +342,7 @@ def node(
     rerun_on_resume: bool | None = None,
     retry_config: RetryConfig | None = None,
     timeout: float | None = None,
+    version: str | int | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionNode]: ...
 def node(
     func: Callable[..., Any] | None = None,
@@ -322,8 +352,9 @@ def node(
     rerun_on_resume: bool | None = None,
     retry_config: RetryConfig | None = None,
     timeout: float | None = None,
+    version: str | int | None = None,
 ) -> FunctionNode | Callable[[Callable[..., Any]], FunctionNode]:
-    """Make a function a node: `@node`, `@node(name=..., rerun_on_resume=True)` or `node(fn)`."""
+    """Make a function a node: `@node`, `@node(name=..., version=2)` or `node(fn)`."""
 
     def wrap(f: Callable[..., Any]) -> FunctionNode:
         target: Callable[..., Any] = getattr(f, "func", f)
@@ -333,6 +364,7 @@ def node(
             rerun_on_resume=rerun_on_resume,
             retry_config=retry_config,
             timeout=timeout,
+            version=version,
         )
 
     return wrap(func) if func is not None else wrap
