@@ -496,3 +496,40 @@ async def test_a_tool_confirmation_is_approved_or_rejected_from_the_inbox(
     ]
     expected = {"sent": 500, "to": "bob"} if decision == "Approve" else REJECTED
     assert results == [expected]
+
+
+def ask_with_deadline(node_input: Any) -> RequestInput:
+    return RequestInput(
+        interrupt_id="sign",
+        message="Sign the contract?",
+        response_schema={"type": "boolean"},
+        timeout=45 * 60,
+        on_timeout=False,
+    )
+
+
+def signed(node_input: Any) -> str:
+    return f"signed: {node_input}"
+
+
+async def test_a_question_with_a_deadline_says_when_it_expires(
+    start_live: StartLive, browser: Browser
+) -> None:
+    app = App(
+        name="contracts",
+        root_agent=Workflow(name="contracts", edges=[("START", ask_with_deadline, signed)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    live: Live = await start_live(apps=[app], web=True)
+    sid = await live.create("contracts", "user")
+    await live.start("contracts", "user", sid)
+    (pending,) = (await live.client.get("/apps/contracts/users/user/pending")).json()
+    assert pending["expiresAt"] == pending["createdAt"] + 45 * 60
+    assert (pending["onTimeout"], pending["answersOnTimeout"]) == (False, True)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+
+    card = page.locator(f"form.card[data-session='{sid}'][data-interrupt='sign']")
+    await expect(card.locator(".deadline")).to_have_text(
+        "expires in 45 min (then answered by its default)"
+    )

@@ -213,7 +213,18 @@ function meta(item) {
   return el("div", { class: "meta" }, [
     el("span", { text: item.appName }), sessionLink,
     el("span", { text: `asks ${item.interruptId}` }), el("span", { text: when(item.createdAt) }),
+    deadline(item),
   ]);
+}
+
+// A question with a deadline says when it expires and what happens then.
+function deadline(item) {
+  if (item.expiresAt === undefined || item.expiresAt === null) return null;
+  const left = item.expiresAt - Date.now() / 1000;
+  const at = new Date(item.expiresAt * 1000).toLocaleString();
+  const due = left <= 0 ? "expired" : left < 3600 ? `expires in ${Math.ceil(left / 60)} min` : `expires ${at}`;
+  const then = item.answersOnTimeout ? "then answered by its default" : "then the run fails";
+  return el("span", { class: "deadline", title: at, text: `${due} (${then})` });
 }
 
 async function respond(item, value) {
