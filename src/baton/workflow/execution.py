@@ -30,6 +30,7 @@ from baton.events import (
 )
 from baton.sessions.store import Interrupt
 from baton.tracing import node_span
+from baton.types import Content
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
 from baton.workflow.loopwatch import enter_node, leave_node
@@ -119,6 +120,8 @@ class _Collector:
                 return False
         elif isinstance(item, Event):
             event = item
+        elif isinstance(item, Content):
+            event = Event(content=item)  # a message, not a JSON output
         else:
             event = Event.of_output(
                 to_json_value(item, what=f"the output of node '{self.node.name}'"),
@@ -232,6 +235,16 @@ class _Collector:
         if actions.end_of_agent:
             self.ctx.agent_states.pop(event.author, None)
             self.ctx.ended_agents.add(event.author)
+
+    def state_event(self, delta: dict[str, JsonValue]) -> Event:
+        """An event carrying this run's state writes, for a run that emitted nothing else."""
+        event = Event(
+            invocation_id=self.ctx.invocation_id,
+            author=self.node.name,
+            node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
+        )
+        event.actions.state_delta = dict(delta)
+        return event
 
     def parts(self) -> StepParts:
         return StepParts(
@@ -501,6 +514,9 @@ async def _commit_end(
             )
         )
     parts = collector.parts()
+    if not parts.events and parts.state_delta:
+        # A run that only wrote state still tells the session so, as the reference does.
+        parts.events = (collector.state_event(parts.state_delta),)
     routes = ctx.route if isinstance(ctx.route, list) else [] if ctx.route is None else [ctx.route]
 
     def mutate() -> None:
