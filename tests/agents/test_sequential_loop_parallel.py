@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+from collections.abc import AsyncGenerator
 
-from baton.agents import LoopAgent, ParallelAgent, SequentialAgent
+import pytest
+from pydantic import InstanceOf
+
+from baton import Event, InvocationContext
+from baton.agents import BaseAgent, LoopAgent, ParallelAgent, SequentialAgent
 from baton.sessions.store import InvocationStatus
+from baton.types import Content, Part
 from tests.agents.agents import Boom, Runs, Step, Waiter, texts
 from tests.agents.conftest import MakeRunner
 
@@ -118,3 +124,44 @@ def test_a_loop_of_fewer_than_one_iteration_is_refused(max_iterations: int) -> N
         ValueError, match=f"max_iterations must be at least 1, got {max_iterations}"
     ):
         LoopAgent(name="loop", max_iterations=max_iterations)
+
+
+class Slow(BaseAgent):
+    """Takes a few turns of the loop, says done, and counts its runs."""
+
+    runs: InstanceOf[Runs]
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        self.runs.bump(self.name)
+        yield Event(
+            author=self.name, content=Content(role="model", parts=[Part(text=f"{self.name} done")])
+        )
+
+
+async def test_a_failed_branch_lets_its_siblings_finish_and_a_retry_runs_only_it(
+    make: MakeRunner,
+) -> None:
+    runs = Runs(fail={"q": {1}})
+    par = ParallelAgent(
+        name="par",
+        sub_agents=[
+            Slow(name="p", runs=runs),
+            Step(name="q", runs=runs),
+            Slow(name="r", runs=runs),
+        ],
+    )
+    h = await make(par)
+
+    with pytest.raises(Boom):
+        await h.start()
+    assert runs.count == {"p": 1, "q": 1, "r": 1}  # p and r ran to their end before the failure
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert sorted(text for _, text in texts(session.events)) == ["go", "p done", "r done"]
+
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+    assert runs.count == {"p": 1, "q": 2, "r": 1}  # the retry ran only the failed branch
+    assert texts(events) == [("q", "q done")]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

@@ -51,7 +51,9 @@ async def merge_streams(
 
     The consumer (ultimately the engine) commits an event before asking for the
     next one, so every branch's event is durable before that branch goes on.
-    The first failure cancels the other streams and is raised.
+    A failed branch does not stop its siblings: they run on to their end (or their
+    pause), so their work is kept, and then the first failure is raised. A retry
+    then runs only the branch that failed.
     """
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
@@ -70,6 +72,7 @@ async def merge_streams(
     # Plain tasks, not a TaskGroup: a group spanning this generator's yields would
     # cancel the consumer's task (mid-commit) when a branch fails (PEP 789).
     tasks = [asyncio.create_task(pump(stream)) for stream in streams]
+    failure: BaseException | None = None
     try:
         running = len(tasks)
         while running:
@@ -77,11 +80,14 @@ async def merge_streams(
             if item is None:
                 running -= 1
             elif isinstance(item, BaseException):
-                raise item
+                running -= 1
+                failure = failure or item
             else:
                 event, consumed = item
                 yield event
                 consumed.set()
+        if failure is not None:
+            raise failure
     finally:
         for task in tasks:
             task.cancel()
