@@ -1,7 +1,7 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
     run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
-         "--kill-at", K, "--root", "tree"|"story"|"callbacks"], log)
+         "--kill-at", K, "--root", "tree"|"story"|"callbacks"|"transfer"], log)
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
@@ -134,8 +134,8 @@ def build_story(recorder: Recorder) -> BaseAgent:
     return build_story_agent(make)
 
 
-def build_with_callbacks(recorder: Recorder) -> BaseAgent:
-    """An LlmAgent calling one tool, every callback recorded (see test_callbacks_crash)."""
+def recorded_tool(recorder: Recorder) -> Callable[[int], str]:
+    """A tool `t1(x)` whose calls are recorded."""
 
     def t1(x: int) -> str:
         """A tool.
@@ -145,6 +145,14 @@ def build_with_callbacks(recorder: Recorder) -> BaseAgent:
         """
         recorder.record("t1")
         return f"t1({x})"
+
+    return t1
+
+
+def build_with_callbacks(recorder: Recorder) -> BaseAgent:
+    """An LlmAgent calling one tool, every callback recorded (see test_callbacks_crash)."""
+
+    t1 = recorded_tool(recorder)
 
     def respond(request: LlmRequest) -> ScriptItem:
         answered = [r for c in request.contents for r in c.function_responses]
@@ -174,7 +182,31 @@ def build_with_callbacks(recorder: Recorder) -> BaseAgent:
     )
 
 
-ROOTS = {"tree": build_root, "story": build_story, "callbacks": build_with_callbacks}
+def build_with_transfer(recorder: Recorder) -> BaseAgent:
+    """triage transfers to refunds, which calls a tool and answers (see test_callbacks_crash)."""
+
+    t1 = recorded_tool(recorder)
+
+    def triage(request: LlmRequest) -> ScriptItem:
+        del request
+        recorder.record("triage")
+        return [FunctionCall(name="transfer_to_agent", args={"agent_name": "refunds"})]
+
+    def refunds(request: LlmRequest) -> ScriptItem:
+        answered = [r for c in request.contents for r in c.function_responses if r.name == "t1"]
+        recorder.record("refunds-final" if answered else "refunds")
+        return "refunded" if answered else [FunctionCall(name="t1", args={"x": 1})]
+
+    worker = LlmAgent(name="refunds", model=ScriptedModel(responder=refunds), tools=[t1])
+    return LlmAgent(name="triage", model=ScriptedModel(responder=triage), sub_agents=[worker])
+
+
+ROOTS = {
+    "tree": build_root,
+    "story": build_story,
+    "callbacks": build_with_callbacks,
+    "transfer": build_with_transfer,
+}
 
 
 def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:

@@ -33,6 +33,12 @@ from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.conversation import conversation, input_text, is_visible
 from baton.agents.instructions import fill_instruction
 from baton.agents.state import BaseAgentState
+from baton.agents.transfer import (
+    TRANSFER_FUNCTION,
+    TransferToAgentTool,
+    transfer_instruction,
+    transferred_to,
+)
 from baton.context import InvocationContext
 from baton.errors import BatonError
 from baton.events import Event
@@ -75,12 +81,16 @@ class _Progress:
     current: list[Event]  # the run's events (this agent's, and answers to its calls)
     turn: Event | None  # the last recorded model turn
 
+    def after_turn(self) -> list[Event]:
+        """The run's events after the last model turn (all of them before the first turn)."""
+        if self.turn is None:
+            return []
+        start = next(i for i, e in enumerate(self.current) if e is self.turn)
+        return self.current[start + 1 :]
+
     def answered(self, lro_ids: set[str]) -> set[str]:
         """Ids of the turn's calls that have their result."""
-        if self.turn is None:
-            return set()
-        start = next(i for i, e in enumerate(self.current) if e is self.turn)
-        after = self.current[start + 1 :]
+        after = self.after_turn()
         return {
             r.id
             for e in after
@@ -133,6 +143,9 @@ class LlmAgent(BaseAgent):
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         self._tools = _index_tools(self.tools, agent=self.name)
+        if self.sub_agents and TRANSFER_FUNCTION not in self._tools:
+            names = [agent.name for agent in self.sub_agents]
+            self._tools[TRANSFER_FUNCTION] = TransferToAgentTool(names)
 
     @property
     def canonical_model(self) -> BaseLlm:
@@ -174,30 +187,37 @@ class LlmAgent(BaseAgent):
                 agent_ctx.last_response = turn.content.text if turn.content else ""
                 return
             lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
-            answered = progress.answered(lro_ids)
-            confirming = self._confirming(agent_ctx, progress)
-            pending = [
-                c
-                for c in (turn.function_calls if turn else [])
-                if c.id not in answered | confirming
-            ]
+            pending, confirming = self._pending(agent_ctx, progress, lro_ids)
             if confirming and not pending:
                 return  # waits for a person to confirm (or reject) a tool call
+            target = self._transfer_target(progress) if not pending else None
+            if target is not None:
+                # Handed over (now, or before a pause or crash): the sub-agent answers.
+                async for event in target.run_async(ctx):
+                    yield event
+                return
             if pending:
-                assert turn is not None
                 async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
                     yield event
                 state = self._load_agent_state(ctx, LlmAgentState) or state
                 if any(c.id in lro_ids for c in pending):
                     return  # waits for the long-running calls' results
                 continue
-            calls += 1
-            if calls > self.max_llm_calls:
-                raise ModelCallError(
-                    f"agent '{self.name}' called its model {self.max_llm_calls} times in one run "
-                    "without a final answer; raise max_llm_calls or check the tools' results."
-                )
+            calls = self._count_model_call(calls)
             yield await self._ask_model(agent_ctx, progress)
+
+    def _count_model_call(self, calls: int) -> int:
+        """One more model call in this run.
+
+        Raises:
+            ModelCallError: that would be more than `max_llm_calls`.
+        """
+        if calls + 1 > self.max_llm_calls:
+            raise ModelCallError(
+                f"agent '{self.name}' called its model {self.max_llm_calls} times in one run "
+                "without a final answer; raise max_llm_calls or check the tools' results."
+            )
+        return calls + 1
 
     async def _progress(self, ctx: AgentContext, state: LlmAgentState) -> _Progress:
         events = await ctx.log.events()
@@ -231,6 +251,22 @@ class LlmAgent(BaseAgent):
             before=self.before_tool_callback,
             after=self.after_tool_callback,
         )
+
+    def _pending(
+        self, ctx: AgentContext, progress: _Progress, lro_ids: set[str]
+    ) -> tuple[list[FunctionCall], set[str]]:
+        """The last turn's calls still to run, and those waiting for confirmation."""
+        if progress.turn is None:
+            return [], set()
+        done = progress.answered(lro_ids) | (confirming := self._confirming(ctx, progress))
+        return [c for c in progress.turn.function_calls if c.id not in done], confirming
+
+    def _transfer_target(self, progress: _Progress) -> BaseAgent | None:
+        """The sub-agent the last turn's calls transferred to, if any."""
+        name = transferred_to(progress.after_turn(), self.name)
+        if name is None:
+            return None
+        return next(a for a in self.sub_agents if a.name == name)
 
     def _confirming(self, ctx: AgentContext, progress: _Progress) -> set[str]:
         """Calls whose confirmation was asked and is not answered yet."""
@@ -300,6 +336,10 @@ class LlmAgent(BaseAgent):
             config=config,
         )
         request.append_instructions([await self._instruction(ctx)])
+        if self.sub_agents:
+            request.append_instructions(
+                [transfer_instruction([(a.name, a.description) for a in self.sub_agents])]
+            )
         request.append_tools(self.canonical_tools.values())
         return request
 

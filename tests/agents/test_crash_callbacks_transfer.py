@@ -1,7 +1,8 @@
-"""Callbacks after a real crash: an agent with every callback runs in a child process on
+"""Callbacks and agent transfer after a real crash: the agents run in a child process on
 a SQLite file, SIGKILLed right after its k-th step commit, for every k; a new process
 resumes it. Every callback, model and tool call ran exactly once: what committed is
-not called again, and nothing was in flight at a kill.
+not called again, and nothing was in flight at a kill. A transferred-to agent resumes
+in place: the agent that handed over does not ask its model again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.agents.test_crash import executions, outcome, prepare, run_child
 
 pytestmark = pytest.mark.slow
 
-EXPECTED = Counter(
+CALLBACKS = Counter(
     {
         "before_agent": 1,
         "before_model": 2,
@@ -31,34 +32,46 @@ EXPECTED = Counter(
         "after_agent": 1,
     }
 )
-COMMITS = 7  # the start, the marker, two turns, the tool result, the end, the node run
+TRANSFER = Counter({"triage": 1, "refunds": 1, "t1": 1, "refunds-final": 1})
+# (root, executions, commits of an uninterrupted run)
+ROOTS = [
+    # the start, the marker, two turns, the tool result, the end, the node run
+    pytest.param("callbacks", CALLBACKS, 7, id="callbacks"),
+    # the start, triage's marker, turn and transfer, refunds' marker, two turns, the tool
+    # result, the two ends, the node run
+    pytest.param("transfer", TRANSFER, 11, id="transfer"),
+]
 
 
-async def test_an_uninterrupted_run_calls_each_callback_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
+async def test_an_uninterrupted_run_is_the_baseline(
+    tmp_path: Path, root: str, expected: Counter[str], commits: int
+) -> None:
     url, key = await prepare(tmp_path)
 
-    code = await asyncio.to_thread(
-        run_child, url, key.session_id, tmp_path, "start", None, "callbacks"
-    )
+    code = await asyncio.to_thread(run_child, url, key.session_id, tmp_path, "start", None, root)
 
     assert code == 0
-    assert executions(tmp_path) == EXPECTED
-    assert int((tmp_path / "commits").read_text()) == COMMITS
+    assert executions(tmp_path) == expected
+    assert int((tmp_path / "commits").read_text()) == commits
     assert (await outcome(url, key))[0] == InvocationStatus.COMPLETED
 
 
-async def test_a_run_killed_after_any_commit_calls_no_callback_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
+async def test_a_run_killed_after_any_commit_redoes_nothing(
+    tmp_path: Path, root: str, expected: Counter[str], commits: int
+) -> None:
     async def case(kill_at: int) -> str:
         work = tmp_path / f"kill{kill_at}"
         work.mkdir()
         url, key = await prepare(work)
         killed = await asyncio.to_thread(
-            run_child, url, key.session_id, work, "start", kill_at, "callbacks"
+            run_child, url, key.session_id, work, "start", kill_at, root
         )
         if killed == 255 and int((work / "commits").read_text()) == kill_at:
             killed = -signal.SIGKILL  # the forkserver lost the status; the counter shows it
         resumed = await asyncio.to_thread(
-            run_child, url, key.session_id, work, "resume", None, "callbacks"
+            run_child, url, key.session_id, work, "resume", None, root
         )
         if resumed == 255 and (work / "resume-returned").exists():
             resumed = 0
@@ -68,7 +81,7 @@ async def test_a_run_killed_after_any_commit_calls_no_callback_twice(tmp_path: P
             f"start exited {killed}" if killed != -signal.SIGKILL else "",
             f"resume exited {resumed}" if resumed != 0 else "",
             f"status {status}" if status != InvocationStatus.COMPLETED else "",
-            f"ran {dict(ran)}" if ran != EXPECTED else "",
+            f"ran {dict(ran)}" if ran != expected else "",
         ]
         found = "; ".join(p for p in problems if p)
         return f"killed after commit {kill_at}: {found}" if found else ""
@@ -79,6 +92,6 @@ async def test_a_run_killed_after_any_commit_calls_no_callback_twice(tmp_path: P
         async with slots:
             return await case(kill_at)
 
-    problems = await asyncio.gather(*(limited(k) for k in range(1, COMMITS)))
+    problems = await asyncio.gather(*(limited(k) for k in range(1, commits)))
 
     assert [p for p in problems if p] == []
