@@ -179,3 +179,18 @@ async def test_a_30_mb_upload_is_refused_while_health_stays_answered(
     assert head.startswith(f"HTTP/1.1 {status}".encode())
     error = json.loads(body)["error"]
     assert error == ("Unauthorized" if keys else "ContentTooLarge")
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [b"NOT HTTP AT ALL\r\n\r\n", b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n"],
+)
+async def test_malformed_or_oversized_headers_get_a_400_json(
+    start_live: StartLive, request_head: bytes
+) -> None:
+    live: Live = await start_live(limits=FAST)
+    async with connection(live) as (reader, writer):
+        writer.write(request_head)
+        status, body = await read_until_closed(reader)
+    assert (status, body["error"]) == (400, "BadRequest")
+    assert "malformed or larger than 65536 bytes" in str(body["detail"])
