@@ -1,8 +1,9 @@
 """An LLM agent whose refund tool needs a person's approval.
 
 The model looks the order up (a regular tool), then asks to refund it: the
-refund is a long-running tool, so the run pauses until a person answers the
-call, e.g. `{"approved": true}`. The model is then called once more with the
+refund is a long-running tool that declares the answer it waits for (a
+`RefundDecision`), so the run pauses until a person answers: a form in the inbox,
+`y`/`n` (or JSON) in the terminal. The model is then called once more with the
 answer, and the run ends. The pause survives restarts: answer it later with
 `baton resume` or in `baton web`.
 
@@ -20,7 +21,7 @@ import os
 import re
 import sys
 
-from pydantic import JsonValue
+from pydantic import BaseModel, Field, JsonValue
 
 from baton import App, LlmAgent, LongRunningFunctionTool, ResumabilityConfig
 from baton.models import BaseLlm, LlmRequest, ScriptedModel
@@ -32,6 +33,13 @@ ORDERS: dict[str, dict[str, JsonValue]] = {
     "42": {"item": "teapot", "amount": 35.0, "status": "delivered"},
     "7": {"item": "headphones", "amount": 120.0, "status": "delivered"},
 }
+
+
+class RefundDecision(BaseModel):
+    """A person's answer to a refund request."""
+
+    approved: bool = Field(description="Refund the customer?")
+    note: str = Field("", description="Shown to the customer with the outcome.")
 
 
 def lookup_order(order_id: str) -> dict[str, JsonValue]:
@@ -98,7 +106,7 @@ root_agent = LlmAgent(
         "You handle refund requests. Look the order up with lookup_order, then request the "
         "refund with issue_refund and wait for its answer. Tell the customer the outcome."
     ),
-    tools=[lookup_order, LongRunningFunctionTool(issue_refund)],
+    tools=[lookup_order, LongRunningFunctionTool(issue_refund, response_schema=RefundDecision)],
 )
 
 app = App(

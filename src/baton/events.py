@@ -29,6 +29,7 @@ __all__ = [
     "CONFIRMATION_SCHEMA",
     "REQUEST_CONFIRMATION_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
+    "RESPONSE_SCHEMAS_KEY",
     "Event",
     "EventActions",
     "NodeInfo",
@@ -40,6 +41,10 @@ __all__ = [
 
 REQUEST_INPUT_FUNCTION: Final = "adk_request_input"
 """The function name under which a RequestInput reaches clients."""
+
+RESPONSE_SCHEMAS_KEY: Final = "baton_response_schemas"
+"""The `custom_metadata` key under which an agent's event carries the JSON schema each of
+its long-running calls expects as an answer (call id -> schema), for the interrupt index."""
 
 REQUEST_CONFIRMATION_FUNCTION: Final = "adk_request_confirmation"
 """The function name under which a tool's confirmation request reaches clients."""

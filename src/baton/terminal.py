@@ -160,8 +160,9 @@ def _type_of(spec: dict[str, JsonValue], root: dict[str, JsonValue]) -> str:
 def parse_answer(row: Interrupt, line: str) -> JsonValue:
     """A typed line as the answer to `row`, checked against its schema.
 
-    Text for a string schema; y/yes/n/no for a boolean; JSON (else the text itself)
-    otherwise.
+    Text for a string schema; y/yes/n/no for a boolean, or for an object whose one
+    required field is a boolean (an approval: "y" is `{"approved": true}`); JSON (else
+    the text itself) otherwise.
 
     Raises:
         InvalidResponseError: the answer does not match the schema.
@@ -169,8 +170,12 @@ def parse_answer(row: Interrupt, line: str) -> JsonValue:
     schema = row.response_schema
     kind = schema.get("type") if schema else None
     value: JsonValue = line
-    if kind == "boolean" and line.strip().lower() in _YES_NO:
-        value = _YES_NO[line.strip().lower()]
+    said = line.strip().lower()
+    decision = _yes_no_field(schema)
+    if kind == "boolean" and said in _YES_NO:
+        value = _YES_NO[said]
+    elif decision is not None and said in _YES_NO:
+        value = {decision: _YES_NO[said]}  # y/n decides an approval's one required yes/no
     elif kind != "string":
         with contextlib.suppress(ValueError):
             value = json.loads(line)
@@ -178,6 +183,15 @@ def parse_answer(row: Interrupt, line: str) -> JsonValue:
 
 
 _YES_NO: dict[str, JsonValue] = {"y": True, "yes": True, "n": False, "no": False}
+
+
+def _yes_no_field(schema: dict[str, JsonValue] | None) -> str | None:
+    """The field of an object schema whose only required field is a boolean, else None."""
+    fields = _object_fields(schema)
+    required = [f for f in fields or [] if f.required]
+    if len(required) == 1 and required[0].kind == "boolean":
+        return required[0].name
+    return None
 
 
 async def drive(

@@ -16,7 +16,12 @@ from baton.agents import (
     ParallelAgent,
     SequentialAgent,
 )
-from baton.errors import AlreadyAnsweredError, UnknownInterruptError, UnknownModelError
+from baton.errors import (
+    AlreadyAnsweredError,
+    InvalidResponseError,
+    UnknownInterruptError,
+    UnknownModelError,
+)
 from baton.models import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
@@ -582,3 +587,28 @@ async def test_a_custom_model_written_for_the_reference_drives_an_agent(
 
     assert runs.count == {"a": 1}
     assert events[-1].output == "the tool said a(7) run 1"
+
+
+async def test_a_long_running_tool_declares_the_answer_it_waits_for(
+    make: MakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BATON_MODEL", raising=False)
+    module = load_example("approval_agent")
+    h = await make(cast(LlmAgent, module.root_agent))
+    paused = await h.start("Please refund order 7, it arrived broken.")
+    [call] = [c for e in paused for c in e.function_calls if e.long_running_tool_ids]
+    [row] = await h.runner.store.list_interrupts(h.runner.app_name, h.user_id)
+    schema = row.response_schema
+    assert schema is not None
+    assert schema["required"] == ["approved"]
+    assert schema["properties"]["approved"]["type"] == "boolean"  # type: ignore[index]
+    with pytest.raises(InvalidResponseError, match="'approved' is a required property"):
+        await h.answer((call.id or "", {"note": "fine"}), name="issue_refund", wrap=False)
+    assert len(await h.runner.store.list_interrupts(h.runner.app_name, h.user_id)) == 1
+    done = await h.answer((call.id or "", {"approved": False}), name="issue_refund", wrap=False)
+    assert done[-1].output == "The refund for order 7 was declined."
+
+
+def test_a_response_schema_that_is_no_schema_is_refused() -> None:
+    with pytest.raises(TypeError, match="is not a pydantic model"):
+        LongRunningFunctionTool(lambda: None, name="refund", response_schema=object())

@@ -405,3 +405,18 @@ def test_api_server_enforces_its_limits(tmp_path: Path) -> None:
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=10)
+
+
+def test_an_agents_approval_is_answered_with_y_or_n(tmp_path: Path) -> None:
+    """The refund tool declares its answer (RefundDecision), so y/n decide it."""
+    agent = str(EXAMPLES / "approval_agent")
+    code, out = baton("run", agent, "Please refund order 7", stdin="y\n", db=tmp_path / "s.db")
+    assert code == 0, out
+    assert "The refund for order 7 was approved." in out
+    code, out = baton("run", agent, "Please refund order 42", stdin="n\n", db=tmp_path / "s.db")
+    assert code == 0, out
+    assert "The refund for order 42 was declined." in out
+    # Anything that is neither y/n nor a matching answer is refused, nothing stored.
+    code, out = baton("run", agent, "Please refund order 7", stdin="maybe\n", db=tmp_path / "s.db")
+    assert code == 1
+    assert "does not match its response_schema" in out

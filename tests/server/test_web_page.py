@@ -288,10 +288,14 @@ def refund_app() -> App:
             " <img src=x onerror=alert(1)> [bad](javascript:alert(1))",
         ]
     )
-    agent = LlmAgent(
-        name="refunds", model=model, tools=[LongRunningFunctionTool(func=issue_refund)]
-    )
+    tool = LongRunningFunctionTool(func=issue_refund, response_schema=RefundDecision)
+    agent = LlmAgent(name="refunds", model=model, tools=[tool])
     return App(name="refunds", root_agent=agent)
+
+
+class RefundDecision(BaseModel):
+    approved: bool
+    note: str = ""
 
 
 async def test_an_agents_tool_call_is_answered_from_the_inbox(
@@ -306,7 +310,9 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     card = page.locator(f"form.card[data-session='{sid}'][data-interrupt='c1']")
     await expect(card.locator("h3")).to_have_text("issue_refund is waiting for your answer")
     await expect(card.locator("pre.payload")).to_contain_text('"order_id": "7"')
-    await card.locator("textarea").first.fill('{"approved": true}')
+    # The tool declared its answer: a yes/no form, not a free-text box that "yes" fails.
+    await expect(card.locator(".field", has_text="Approved")).to_contain_text("required")
+    await card.locator("input[name=approved][value=yes]").check()
     await screenshot(page, "tool-call-card")
     await card.locator("button[type=submit]").click()
 
@@ -321,7 +327,7 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
         if "functionResponse" in p
     ]
     assert answers == [
-        {"id": "c1", "name": "issue_refund", "response": {"result": {"approved": True}}}
+        {"id": "c1", "name": "issue_refund", "response": {"result": {"approved": True, "note": ""}}}
     ]
 
     # The session's history names the question, the tool's result and the answer, as the
@@ -334,7 +340,9 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     await expect(view.locator("tr", has_text="issue_refund returned")).to_contain_text(
         '{"status":"waiting for approval","order_id":"7"}'
     )
-    await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text('{"approved":true}')
+    await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text(
+        '{"approved":true,"note":""}'
+    )
     await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text("user")
     message = view.locator(".md", has_text="The refund is")
     await expect(message.locator("strong")).to_have_text("done")

@@ -41,7 +41,7 @@ from baton.agents.transfer import (
 )
 from baton.context import InvocationContext
 from baton.errors import BatonError
-from baton.events import Event
+from baton.events import RESPONSE_SCHEMAS_KEY, Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
@@ -391,9 +391,20 @@ class LlmAgent(BaseAgent):
             error_message=response.error_message,
             custom_metadata=response.custom_metadata,
         )
+        self._declare_answers(event)
         if not calls and self.output_key:
             event.actions.state_delta[self.output_key] = content.text
         return event
+
+    def _declare_answers(self, event: Event) -> None:
+        """Carry the answer schema of each paused call's tool, for the interrupt index."""
+        schemas: dict[str, JsonValue] = {}
+        for call in event.function_calls:
+            tool = self.canonical_tools.get(call.name or "")
+            if call.id in (event.long_running_tool_ids or ()) and tool and tool.response_schema:
+                schemas[call.id or ""] = tool.response_schema
+        if schemas:
+            event.custom_metadata = {**(event.custom_metadata or {}), RESPONSE_SCHEMAS_KEY: schemas}
 
     def _pauses(self, call: FunctionCall) -> bool:
         """A call to a long-running tool with valid arguments (invalid ones get an error)."""

@@ -24,6 +24,10 @@ class BaseTool(ABC):
             id arrives.
     """
 
+    response_schema: dict[str, JsonValue] | None = None
+    """For a long-running tool: the JSON schema of the answer it waits for (None: any).
+    Answers are checked against it before they are stored, and forms are built from it."""
+
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False) -> None:
         self.name = name
         self.description = description

@@ -9,7 +9,7 @@ from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
-from baton.events import to_json_value
+from baton.events import json_schema_of, to_json_value
 from baton.models.llm import FunctionDeclaration
 from baton.threads import run_sync
 from baton.tools.base import BaseTool
@@ -149,6 +149,13 @@ class LongRunningFunctionTool(FunctionTool):
         name: overrides the tool's name.
         description: overrides the description taken from the docstring (the note
             is appended either way).
+        response_schema: the answer the call waits for (a pydantic model, a Python
+            type or a JSON-schema dict), e.g. `class Decision(BaseModel): approved: bool`.
+            The inbox shows it as a form, `baton run` asks for it (y/n for a lone yes/no
+            field), and an answer that does not match is refused before it is stored.
+
+    Raises:
+        TypeError: `response_schema` is not a model, a type or a JSON-schema dict.
     """
 
     def __init__(
@@ -157,6 +164,8 @@ class LongRunningFunctionTool(FunctionTool):
         *,
         name: str | None = None,
         description: str | None = None,
+        response_schema: object = None,
     ) -> None:
         super().__init__(func, name=name, description=description, is_long_running=True)
         self.description = "\n\n".join(p for p in (self.description, LONG_RUNNING_NOTE) if p)
+        self.response_schema = json_schema_of(response_schema)

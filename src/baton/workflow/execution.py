@@ -23,6 +23,7 @@ from baton.events import (
     CONFIRMATION_SCHEMA,
     REQUEST_CONFIRMATION_FUNCTION,
     REQUEST_INPUT_FUNCTION,
+    RESPONSE_SCHEMAS_KEY,
     Event,
     NodeInfo,
     RequestInput,
@@ -226,7 +227,8 @@ class _Collector:
                 message = hint if isinstance(hint, str) and hint else None
                 self._open(iid, name, message, args, CONFIRMATION_SCHEMA)
             else:
-                self._open(iid, name, None, args or None, None)
+                # An agent's long-running tool call: the tool may declare the answer it expects.
+                self._open(iid, name, None, args or None, _declared_schema(event, iid))
 
     def _note_agent_state(self, event: Event) -> None:
         actions = event.actions
@@ -531,3 +533,10 @@ async def _commit_end(
         finish(record)
 
     await ctx.invocation_context.commit(parts, mutate)
+
+
+def _declared_schema(event: Event, call_id: str) -> dict[str, JsonValue] | None:
+    """The answer schema a long-running tool declared for `call_id` (see RESPONSE_SCHEMAS_KEY)."""
+    schemas = (event.custom_metadata or {}).get(RESPONSE_SCHEMAS_KEY)
+    schema = schemas.get(call_id) if isinstance(schemas, dict) else None
+    return schema if isinstance(schema, dict) else None
