@@ -13,7 +13,7 @@ from pydantic import JsonValue
 from baton.errors import InvalidResponseError
 from baton.sessions.store import Interrupt
 
-__all__ = ["unwrap_response", "validate_answer"]
+__all__ = ["schema_problem", "unwrap_response", "validate_answer"]
 
 
 def unwrap_response(response: dict[str, JsonValue] | None) -> JsonValue:
@@ -118,6 +118,14 @@ def _accepts_null(
     if not isinstance(schema, dict | bool):
         return True
     return validator.evolve(schema=schema).is_valid(None)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
+
+
+def schema_problem(schema: dict[str, JsonValue], value: JsonValue) -> str | None:
+    """Why `value` does not match `schema` (the most relevant reason), or None when it does."""
+    errors: list[ValidationError] = list(
+        Draft202012Validator(schema).iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
+    )
+    return _most_relevant(errors).message if errors else None
 
 
 def _most_relevant(errors: list[ValidationError]) -> ValidationError:

@@ -8,7 +8,6 @@ line of stdin when it is not a terminal), check the answer against its schema he
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 import json
@@ -24,7 +23,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from baton.answers import validate_answer
+from baton.answers import schema_problem, validate_answer
 from baton.errors import (
     BatonError,
     InvalidResponseError,
@@ -47,6 +46,7 @@ __all__ = [
     "format_entry",
     "format_event",
     "parse_answer",
+    "prompt_reader",
     "unfinished_invocation",
 ]
 
@@ -71,6 +71,8 @@ class Terminal:
     read_line: ReadLine
     interactive: bool
     as_json: bool = False
+    resume_flags: str = ""
+    """What `baton resume SESSION` needs to find the session again (e.g. `-p examples/`)."""
 
     @classmethod
     def standard(cls, *, as_json: bool = False) -> Terminal:
@@ -78,7 +80,7 @@ class Terminal:
         interactive = sys.stdin.isatty()
         console = Console(stderr=as_json)
         return cls(
-            console, _prompt_reader(console) if interactive else _stdin_reader, interactive, as_json
+            console, prompt_reader(console) if interactive else _stdin_reader, interactive, as_json
         )
 
 
@@ -87,11 +89,14 @@ def _stdin_reader(_: str) -> str | None:
     return line.rstrip("\n") if line else None
 
 
-def _prompt_reader(console: Console) -> ReadLine:
+def prompt_reader(console: Console) -> ReadLine:
+    """Reads answers at a terminal prompt; Ctrl-C or Ctrl-D ends input (None), at once."""
+
     def read(prompt: str) -> str | None:
         try:
             return console.input(f"[bold cyan]{prompt}[/] ")
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: stop asking, stay paused
+            console.print()
             return None
 
     return read
@@ -133,11 +138,17 @@ def describe_schema(schema: dict[str, JsonValue] | None) -> Table | Text:
         return Text(f"expects: {_type_of(schema, schema)}")
     required = schema.get("required")
     needed = set(required) if isinstance(required, list) else set[JsonValue]()
-    table = Table("field", "type", "required", "default", box=None, pad_edge=False)
-    for name, prop in props.items():
-        spec: dict[str, JsonValue] = prop if isinstance(prop, dict) else {}
+    specs = {n: p if isinstance(p, dict) else {} for n, p in props.items()}
+    described = any(isinstance(spec.get("description"), str) for spec in specs.values())
+    columns = ["field", "type", "required", "default"] + (["description"] if described else [])
+    table = Table(*columns, box=None, pad_edge=False)
+    for name, spec in specs.items():
         default = json.dumps(spec["default"]) if "default" in spec else ""
-        table.add_row(name, _type_of(spec, schema), "yes" if name in needed else "", default)
+        about = spec.get("description")
+        cells = [name, _type_of(spec, schema), "yes" if name in needed else "", default]
+        table.add_row(
+            *cells, *([Text(about if isinstance(about, str) else "")] if described else [])
+        )
     return table
 
 
@@ -300,7 +311,7 @@ async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
             Text("Type the answer as JSON, or press Enter to fill it in field by field.", "dim")
         )
     while True:
-        line = await asyncio.to_thread(terminal.read_line, f"{row.interrupt_id}>")
+        line = _read(terminal, f"{row.interrupt_id}>")
         if line is None:
             return None
         try:
@@ -320,6 +331,7 @@ class _Field:
     schema: dict[str, JsonValue]
     kind: str
     required: bool
+    root: dict[str, JsonValue]
 
 
 def _object_fields(schema: dict[str, JsonValue] | None) -> list[_Field] | None:
@@ -330,24 +342,43 @@ def _object_fields(schema: dict[str, JsonValue] | None) -> list[_Field] | None:
     required = schema.get("required")
     needed = required if isinstance(required, list) else []
     return [
-        _Field(name, spec, _type_of(spec, schema), name in needed)
+        _Field(name, spec, _type_of(spec, schema), name in needed, schema)
         for name, spec in props.items()
         if isinstance(spec, dict)
     ]
 
 
 async def _fill_fields(terminal: Terminal, fields: list[_Field]) -> JsonValue | None:
+    """Ask each field, checking it against its own schema as soon as it is typed."""
     answer: dict[str, JsonValue] = {}
     for field in fields:
         default = field.schema.get("default", "")
         hint = "required" if field.required else f"Enter: {json.dumps(default)}"
         prompt = f"  {field.name} ({field.kind}; {hint})>"
-        line = await asyncio.to_thread(terminal.read_line, prompt)
-        if line is None:
-            return None
-        if line != "":
-            answer[field.name] = _field_value(field, line)
+        while True:
+            line = _read(terminal, prompt)
+            if line is None:
+                return None
+            if line == "":
+                break
+            value = _field_value(field, line)
+            problem = _field_problem(field, value)
+            if problem is None:
+                answer[field.name] = value
+                break
+            terminal.console.print(Text(f"  {field.name}: {problem}; type it again.", "red"))
     return answer
+
+
+def _field_problem(field: _Field, value: JsonValue) -> str | None:
+    """Why `value` does not fit the field's schema, or None."""
+    schema: dict[str, JsonValue] = {**field.schema, "$defs": field.root.get("$defs", {})}
+    return schema_problem(schema, value)
+
+
+def _read(terminal: Terminal, prompt: str) -> str | None:
+    """A line typed at `prompt`, read in this thread so Ctrl-C interrupts it at once."""
+    return terminal.read_line(prompt)
 
 
 def _field_value(field: _Field, line: str) -> JsonValue:
@@ -367,6 +398,8 @@ def _question_panel(row: Interrupt) -> Panel:
     if row.payload is not None:
         parts.append(Syntax(json.dumps(row.payload, indent=2), "json", background_color="default"))
     parts.append(describe_schema(row.response_schema))
+    if _yes_no_field(row.response_schema) is not None:
+        parts.append(Text("Answer y or n (or the whole answer as JSON).", style="dim"))
     title = Text(f"{row.node_path.rsplit('/', 1)[-1]} asks [{row.interrupt_id}]")
     return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
 
@@ -375,7 +408,7 @@ def _print_failed(terminal: Terminal, session_id: str, what: str) -> None:
     terminal.console.print(
         Text(
             f"failed: {what}. Finished steps are kept; fix the cause, then continue with "
-            f"`baton resume {session_id}`.",
+            f"`baton resume {session_id}{terminal.resume_flags}`.",
             style="red",
         )
     )
@@ -385,7 +418,8 @@ def _print_paused(terminal: Terminal, app_name: str, session_id: str) -> None:
     terminal.console.print(
         Text(
             f"paused: session {session_id} of {app_name} waits for input. Answer it later with "
-            f"`baton resume {session_id}`, or in the web inbox (`baton web`).",
+            f"`baton resume {session_id}{terminal.resume_flags}`, or in the web inbox "
+            "(`baton web`).",
             style="yellow",
         )
     )

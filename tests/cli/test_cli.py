@@ -89,9 +89,10 @@ def test_resume_asks_on_stdin_when_no_answer_is_given(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     _, out = baton("run", APP, "5 coffee", db=db)
     sid = session_of(out)
+    code, out = baton("resume", sid, "-p", APP, stdin="maybe\n", db=db)
+    assert code == 1  # neither y/n nor an object: refused, nothing stored
+    # "yes" decides the one required yes/no field ("approved"); the rest keep defaults.
     code, out = baton("resume", sid, "-p", APP, stdin="yes\n", db=db)
-    assert code == 1  # "yes" is not an object: refused, nothing stored
-    code, out = baton("resume", sid, "-p", APP, stdin='{"approved": true}\n', db=db)
     assert code == 0, out
     assert "paid 5.00" in out
 
@@ -420,3 +421,20 @@ def test_an_agents_approval_is_answered_with_y_or_n(tmp_path: Path) -> None:
     code, out = baton("run", agent, "Please refund order 7", stdin="maybe\n", db=tmp_path / "s.db")
     assert code == 1
     assert "does not match its response_schema" in out
+
+
+def test_the_printed_resume_command_works_as_printed(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    code, out = baton("run", APP, "9 pens", "--user", "ann", db=db)
+    assert code == 2, out
+    sid = session_of(out)
+    printed = re.search(r"`baton resume (\S+) -p (\S+) --db (\S+)`", " ".join(out.split()))
+    assert printed, out
+    assert printed.groups() == (sid, APP, str(db))
+    # No --user needed: the session is found by its id, whoever it belongs to.
+    code, out = baton("resume", sid, "-p", APP, "--answer", "y", db=db)
+    assert code == 0, out
+    assert "paid 9.00 for 'pens'" in out
+    code, out = baton("inspect", sid, "-p", APP, db=db)
+    assert code == 0
+    assert "│ ann" in out

@@ -18,7 +18,15 @@ from baton.server.security import ApiKeys
 from baton.server.settings import keys_from_env
 from baton.sessions.services import InMemorySessionService
 from baton.sessions.store import Interrupt
-from baton.terminal import Outcome, Terminal, describe_schema, drive, format_event, parse_answer
+from baton.terminal import (
+    Outcome,
+    Terminal,
+    describe_schema,
+    drive,
+    format_event,
+    parse_answer,
+    prompt_reader,
+)
 from baton.types import Content, FunctionCall, Part
 from tests.cli.test_cli import APP
 
@@ -122,6 +130,16 @@ def test_api_keys_from_the_environment() -> None:
     assert keys.users_by_secret == {"a": "*", "b": "alice"}
 
 
+async def drive_expense(terminal: Terminal) -> tuple[Outcome, str]:
+    """Run the expense example for "12 lunch" in a new session, asking at `terminal`."""
+    service = InMemorySessionService()
+    runner = Runner(app=load_app(Path(APP)), session_service=service)
+    session = await service.create_session(app_name=runner.app_name, user_id="u")
+    message = Content(role="user", parts=[Part(text="12 lunch")])
+    outcome = await drive(runner, terminal, user_id="u", session_id=session.id, message=message)
+    return outcome, session.id
+
+
 async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> None:
     typed = iter(['{"approved": "nah"}', "", "y", "looks fine", "travel", "", ""])
     asked: list[str] = []
@@ -132,11 +150,7 @@ async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> 
 
     console = Console(width=120, record=True, color_system=None)
     terminal = Terminal(console, read_line, interactive=True)
-    service = InMemorySessionService()
-    runner = Runner(app=load_app(Path(APP)), session_service=service)
-    session = await service.create_session(app_name=runner.app_name, user_id="u")
-    message = Content(role="user", parts=[Part(text="12 lunch")])
-    outcome = await drive(runner, terminal, user_id="u", session_id=session.id, message=message)
+    outcome, _ = await drive_expense(terminal)
     assert outcome is Outcome.COMPLETED
     assert asked[:3] == ["review_0>", "review_0>", "  approved (boolean; required)>"]
     assert asked[4] == '  category ("travel" | "meals" | "equipment" | "other"; Enter: "other")>'
@@ -172,3 +186,53 @@ async def test_a_terminal_shows_progress_while_nodes_run() -> None:
     assert text.index("running slow: after wait_then_a…") < text.index('wait_then_b → "b"')
     # It is transient: the last line left on the screen is the run's outcome.
     assert text.rstrip().endswith("completed.")
+
+
+async def test_fields_are_checked_as_they_are_typed_and_ctrl_c_leaves_the_run_paused() -> None:
+    # adjusted_amount must be >= 0: the field is asked again at once, not after the last one.
+    typed = iter(["", "y", "", "", "-5", "7", "", ""])
+    asked: list[str] = []
+
+    def read_line(prompt: str) -> str | None:
+        asked.append(prompt)
+        return next(typed, None)
+
+    console = Console(width=160, record=True, color_system=None)
+    terminal = Terminal(console, read_line, interactive=True, resume_flags=" -p examples/")
+    outcome, _ = await drive_expense(terminal)
+    assert outcome is Outcome.COMPLETED
+    amount = [i for i, p in enumerate(asked) if p.startswith("  adjusted_amount")]
+    assert len(amount) == 2  # asked again right after the bad value
+    assert amount[1] == amount[0] + 1
+    text = console.export_text()
+    assert "adjusted_amount: -5 is less than the minimum of 0; type it again." in text
+    assert "paid 7.00 for 'lunch'" in text
+
+    # Input ends (Ctrl-C or Ctrl-D at the prompt): the run stays paused, and the message
+    # says how to resume it, with the options that find it again.
+    console = Console(width=200, record=True, color_system=None)
+    quits = Terminal(console, lambda _: None, interactive=True, resume_flags=" -p examples/")
+    outcome, session_id = await drive_expense(quits)
+    assert outcome is Outcome.PAUSED
+    assert f"`baton resume {session_id} -p examples/`" in console.export_text()
+
+
+def test_ctrl_c_at_a_prompt_ends_input_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = Console(record=True, color_system=None)
+
+    def interrupted(prompt: str = "", *, password: bool = False, stream: object = None) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(console, "input", interrupted)
+    assert prompt_reader(console)("review_0>") is None
+
+
+def test_field_descriptions_are_shown_with_the_schema() -> None:
+    schema: dict[str, JsonValue] = {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean", "description": "Refund the customer?"}},
+        "required": ["approved"],
+    }
+    console = Console(width=120, record=True, color_system=None)
+    console.print(describe_schema(schema))
+    assert "Refund the customer?" in console.export_text()

@@ -541,3 +541,15 @@ async def test_a_question_with_a_deadline_says_when_it_expires(
     await expect(card.locator(".deadline")).to_have_text(
         "expires in 45 min (then answered by its default)"
     )
+
+
+async def test_the_readmes_user_opens_from_the_url(start_live: StartLive, browser: Browser) -> None:
+    live: Live = await start_live(apps=[example_app()], web=True)
+    sid = await live.create("expense_approval", "ann")
+    await live.start("expense_approval", "ann", sid, "42 taxi")
+    page = await browser.new_page()
+    await page.goto(f"{live.url}/?user=ann")
+    await expect(page.locator("#user")).to_have_value("ann")
+    await expect(page.locator(f"form.card[data-session='{sid}'] h3")).to_have_text(
+        "Approve 42.00 for 'taxi'?"
+    )

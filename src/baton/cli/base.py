@@ -35,6 +35,7 @@ __all__ = [
     "DbOption",
     "HostOption",
     "KeyOption",
+    "OwnerOption",
     "PathOption",
     "PortOption",
     "UserOption",
@@ -85,6 +86,12 @@ DbOption = Annotated[
 ]
 UserOption = Annotated[
     str, typer.Option("--user", "-u", help="The user the sessions belong to.", metavar="NAME")
+]
+OwnerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user", "-u", help="The session's user (default: whoever it belongs to).", metavar="NAME"
+    ),
 ]
 PathOption = Annotated[
     Path,
@@ -185,18 +192,34 @@ def app_names(catalog: AppCatalog, app: str | None) -> list[str]:
     return [catalog.runner(app).app_name]
 
 
-async def find_session(catalog: AppCatalog, user: str, session_id: str) -> Session:
-    """The user's session with that id, in whichever served app holds it.
+async def find_session(catalog: AppCatalog, user: str | None, session_id: str) -> Session:
+    """The session with that id (of `user`, or of whichever user has it) in any served app.
 
     Raises:
-        SessionNotFoundError: no app holds it.
+        SessionNotFoundError: no app holds it, or several users have a session of that id.
     """
     store = catalog.session_service.store
+    found: list[Session] = []
     for name in catalog.names:
-        found = await store.get_session(SessionKey(name, user, SessionId(session_id)))
-        if found is not None:
-            return found
+        if user is not None:
+            session = await store.get_session(SessionKey(name, user, SessionId(session_id)))
+            found += [session] if session is not None else []
+        else:
+            found += [s for s in await store.list_sessions(name) if s.id == session_id]
+    if len(found) > 1:
+        owners = ", ".join(sorted(f"{s.app_name}/{s.user_id}" for s in found))
+        raise SessionNotFoundError(
+            f"session id '{session_id}' is used by several (app/user: {owners}); "
+            "pick one with --user NAME."
+        )
+    if found and user is not None:
+        return found[0]
+    if found:
+        loaded = await store.get_session(found[0].key)
+        if loaded is not None:
+            return loaded
+    whose = f"of user '{user}' " if user is not None else ""
     raise SessionNotFoundError(
-        f"no session '{session_id}' of user '{user}' in apps {', '.join(catalog.names)}; "
+        f"no session '{session_id}' {whose}in apps {', '.join(catalog.names)}; "
         "list them with `baton sessions list` (and pass --user / --path / --db to match)."
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from baton.cli.base import (
     DbOption,
+    OwnerOption,
     PathOption,
     UserOption,
     cli,
@@ -88,6 +90,7 @@ async def _run(
         runner = catalog.runner(catalog.names[0])
         session_id = await _ensure_session(runner, user, session)
         terminal = Terminal.standard(as_json=as_json)
+        terminal.resume_flags = resume_flags(path, db)
         terminal.console.print(
             Text(f"{runner.app_name}: session {session_id} (user {user})", style="dim")
         )
@@ -101,6 +104,11 @@ async def _ensure_session(runner: Runner, user: str, session: str | None) -> str
     if await runner.store.get_session(key, with_events=False) is None:
         await runner.store.create_session(runner.app_name, user, session_id=key.session_id)
     return session_id
+
+
+def resume_flags(path: Path, db: str | None) -> str:
+    """The options `baton resume` needs to open the same apps and database."""
+    return f" -p {shlex.quote(str(path))}" + (f" --db {shlex.quote(db)}" if db else "")
 
 
 @cli.command()
@@ -121,7 +129,7 @@ def resume(
         str | None,
         typer.Option(help="Which question --answer answers, when several are open.", metavar="ID"),
     ] = None,
-    user: UserOption = "user",
+    user: OwnerOption = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
 ) -> None:
@@ -146,7 +154,7 @@ class _Resume:
     invocation_id: str | None
     answer: str | None
     interrupt_id: str | None
-    user: str
+    user: str | None
 
 
 async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -> Outcome:
@@ -154,9 +162,10 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
         session = await find_session(catalog, request.user, request.session_id)
         runner = catalog.runner(session.app_name)
         terminal = Terminal.standard(as_json=as_json)
+        terminal.resume_flags = resume_flags(path, db)
         rows = await runner.store.list_interrupts(
             session.app_name,
-            request.user,
+            session.user_id,
             session_id=session.key.session_id,
             invocation_id=InvocationId(request.invocation_id) if request.invocation_id else None,
         )
@@ -180,7 +189,7 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
         return await drive(
             runner,
             terminal,
-            user_id=request.user,
+            user_id=session.user_id,
             session_id=session.id,
             message=message,
             invocation_id=invocation_id,

@@ -11,8 +11,8 @@ from rich.text import Text
 from baton.cli.base import (
     AppOption,
     DbOption,
+    OwnerOption,
     PathOption,
-    UserOption,
     app_names,
     cli,
     console,
@@ -73,7 +73,7 @@ async def _sessions_list(path: Path, app: str | None, user: str | None, db: str 
 def sessions_show(
     session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
-    user: UserOption = "user",
+    user: OwnerOption = None,
     db: DbOption = None,
 ) -> None:
     """Print a session's state and its events, one line each.
@@ -83,7 +83,7 @@ def sessions_show(
     execute(_sessions_show(session, path, user, db))
 
 
-async def _sessions_show(session_id: str, path: Path, user: str, db: str | None) -> None:
+async def _sessions_show(session_id: str, path: Path, user: str | None, db: str | None) -> None:
     async with open_catalog(path, db) as catalog:
         session = await find_session(catalog, user, session_id)
     console.print(Text(f"{session.app_name}/{session.user_id}/{session.id}", style="bold"))
@@ -98,7 +98,7 @@ async def _sessions_show(session_id: str, path: Path, user: str, db: str | None)
 def sessions_delete(
     session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
-    user: UserOption = "user",
+    user: OwnerOption = None,
     db: DbOption = None,
 ) -> None:
     """Delete a session with its events, runs and questions.
@@ -108,7 +108,7 @@ def sessions_delete(
     execute(_sessions_delete(session, path, user, db))
 
 
-async def _sessions_delete(session_id: str, path: Path, user: str, db: str | None) -> None:
+async def _sessions_delete(session_id: str, path: Path, user: str | None, db: str | None) -> None:
     async with open_catalog(path, db) as catalog:
         session = await find_session(catalog, user, session_id)
         await catalog.session_service.store.delete_session(session.key)
@@ -162,7 +162,7 @@ def _deadline(row: Interrupt) -> str:
 def inspect(
     session: Annotated[str, typer.Argument(help="The session id.", metavar="SESSION")],
     path: PathOption = Path("."),
-    user: UserOption = "user",
+    user: OwnerOption = None,
     db: DbOption = None,
 ) -> None:
     """Show a session's timeline: runs, node statuses, and every step with who answered.
@@ -172,7 +172,7 @@ def inspect(
     execute(_inspect(session, path, user, db))
 
 
-async def _inspect(session_id: str, path: Path, user: str, db: str | None) -> None:
+async def _inspect(session_id: str, path: Path, user: str | None, db: str | None) -> None:
     async with open_catalog(path, db) as catalog:
         session = await find_session(catalog, user, session_id)
         store = catalog.session_service.store
@@ -180,7 +180,10 @@ async def _inspect(session_id: str, path: Path, user: str, db: str | None) -> No
             session,
             await store.list_invocations(session.key),
             await store.list_interrupts(
-                session.app_name, user, session_id=session.key.session_id, status=None
+                session.app_name,
+                session.user_id,
+                session_id=session.key.session_id,
+                status=None,
             ),
         )
     for part in timeline_tables(timeline):

@@ -407,7 +407,10 @@ function route() {
 // -- start --------------------------------------------------------------------------------
 
 async function init() {
-  state.user = localStorage.getItem("baton.user") || "user";
+  // ?user=ann opens that user's inbox (the README's curl steps act for ann).
+  const asked = new URLSearchParams(location.search).get("user");
+  if (asked) localStorage.setItem("baton.user", asked);
+  state.user = asked || localStorage.getItem("baton.user") || "user";
   state.key = localStorage.getItem("baton.key") || "";
   $("user").value = state.user;
   $("api-key").value = state.key;
