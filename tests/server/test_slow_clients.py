@@ -136,7 +136,14 @@ async def test_connections_over_the_limit_get_503_until_some_close(
             await held.enter_async_context(connection(live))
         await asyncio.sleep(0.1)  # let the server accept all three
         crowded = await live.client.get("/health")
-        assert crowded.status_code == 503
+        assert (crowded.status_code, crowded.json()) == (
+            503,
+            {
+                "detail": "the server is serving its limit of 3 connections "
+                "(--max-connections); try again shortly.",
+                "error": "ServiceUnavailable",
+            },
+        )
     assert (await live.client.get("/health")).status_code == 200
 
 

@@ -46,17 +46,20 @@ def server_config(
         host=host,
         port=port,
         ws="none",
-        http=_bounded_protocol(limits.read_timeout),
+        http=_bounded_protocol(limits),
         timeout_keep_alive=max(1, round(limits.keep_alive)),
-        limit_concurrency=limits.max_connections,
+        # Connections past the limit are refused (503 JSON) as they open, by the protocol;
+        # uvicorn's own check (one more, for requests in flight) stays as a backstop.
+        limit_concurrency=limits.max_connections + 1,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         log_level=log_level,
         timeout_graceful_shutdown=timeout_graceful_shutdown,
     )
 
 
-def _bounded_protocol(header_timeout: float) -> type[H11Protocol]:
-    return type("BoundedH11Protocol", (BoundedH11Protocol,), {"header_timeout": header_timeout})
+def _bounded_protocol(limits: Limits) -> type[H11Protocol]:
+    settings = {"header_timeout": limits.read_timeout, "max_connections": limits.max_connections}
+    return type("BoundedH11Protocol", (BoundedH11Protocol,), settings)
 
 
 class BoundedH11Protocol(H11Protocol):
@@ -70,11 +73,21 @@ class BoundedH11Protocol(H11Protocol):
     """
 
     header_timeout: ClassVar[float] = 30.0
+    max_connections: ClassVar[int] = 1000
     _deadline: asyncio.TimerHandle | None = None
     _discarded: int = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # pyright: ignore[reportIncompatibleMethodOverride] -- uvicorn narrows BaseTransport the same way
         super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            detail = (
+                f"the server is serving its limit of {self.max_connections} connections "
+                "(--max-connections); try again shortly."
+            )
+            error = _raw_response(503, "Service Unavailable", "ServiceUnavailable", detail)
+            transport.write(error)
+            transport.close()
+            return
         self._update_deadline()
 
     def data_received(self, data: bytes) -> None:
