@@ -23,7 +23,16 @@ from typing import (
     runtime_checkable,
 )
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    SkipValidation,
+    field_validator,
+    model_validator,
+)
 
 from baton.context import Context
 from baton.threads import SyncSteps, run_sync
@@ -166,41 +175,59 @@ def check_version(name: str, version: object) -> None:
         )
 
 
-class BaseNode:
-    """Subclass this for a custom node: implement `_run_impl(*, ctx, node_input)`.
+class BaseNode(BaseModel):
+    """Subclass this for a custom node: declare fields, implement `_run_impl(*, ctx, node_input)`.
 
-    `version` (optional, any non-empty string or int) goes into the workflow's
-    fingerprint: change it when a node's code changes in a way runs already started
-    must not resume into, and resuming them raises WorkflowChangedError naming the node.
+    A pydantic model, as in the reference: a subclass declares its settings as fields
+    and is built with keyword arguments (`Scale(name="scale", factor=3)`); unknown
+    keywords and values of the wrong type are refused. Nodes compare by identity.
+
+    Args:
+        name: the node's name (a Python identifier, unique in its workflow).
+        description: what the node does.
+        rerun_on_resume: run `_run_impl` again with `ctx.resume_inputs` when its
+            interrupts are answered (True), or take the answer as the output (False).
+        wait_for_output: a run that ends without output or route triggers nothing.
+        retry_config: in-process retries on failure.
+        timeout: seconds one run may take.
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     commits_each_event: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str = "",
-        rerun_on_resume: bool = False,
-        wait_for_output: bool = False,
-        retry_config: RetryConfig | None = None,
-        timeout: float | None = None,
-        version: str | int | None = None,
-    ) -> None:
+    name: str
+    description: str = ""
+    rerun_on_resume: bool = False
+    wait_for_output: bool = False
+    retry_config: RetryConfig | None = None
+    timeout: float | None = None
+    version: SkipValidation[str | int | None] = None
+    """Goes into the workflow's fingerprint: change it when a node's code changes in a
+    way runs already started must not resume into (they then raise WorkflowChangedError)."""
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, name: str) -> str:
         if not name.isidentifier():
             raise ValueError(
                 f"node name {name!r} must be a Python identifier (letters, digits, _)."
             )
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"node '{name}' timeout must be positive, got {timeout}.")
-        check_version(name, version)
-        self.version = version
-        self.name = name
-        self.description = description
-        self.rerun_on_resume = rerun_on_resume
-        self.wait_for_output = wait_for_output
-        self.retry_config = retry_config
-        self.timeout = timeout
+        return name
+
+    @model_validator(mode="after")
+    def _checked_settings(self) -> BaseNode:
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"node '{self.name}' timeout must be positive, got {self.timeout}.")
+        check_version(self.name, self.version)
+        return self
+
+    # Nodes are things, not values: two nodes with equal settings are still two nodes.
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
 
     def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:
         return self._run_impl(ctx=ctx, node_input=node_input)
@@ -248,6 +275,10 @@ class FunctionNode(BaseNode):
             resume (WorkflowChangedError) instead of continuing with the new one.
     """
 
+    func: Callable[..., Any]
+    _binder: Binder = PrivateAttr()
+    _kind: str = PrivateAttr()
+
     def __init__(
         self,
         func: Callable[..., Any] | None = None,
@@ -264,7 +295,9 @@ class FunctionNode(BaseNode):
         node_name = name or getattr(func, "__name__", "")
         if node_name == "<lambda>":
             raise ValueError("a lambda has no usable name; pass FunctionNode(fn, name='...').")
-        super().__init__(
+        # pydantic's own __init__ validates every field of this class, its own included.
+        BaseModel.__init__(
+            self,
             name=node_name,
             description=description or (inspect.getdoc(func) or ""),
             rerun_on_resume=_reads_resume_inputs(func)
@@ -273,8 +306,8 @@ class FunctionNode(BaseNode):
             retry_config=retry_config,
             timeout=timeout,
             version=version,
+            func=func,
         )
-        self.func = func
         self._binder = Binder(func, node_name)
         self._kind = (
             "asyncgen"

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar, final
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from baton.context import Context, InvocationContext
 from baton.errors import GraphValidationError, WorkflowConfigurationError
@@ -59,6 +59,9 @@ class Workflow(BaseNode):
 
     emits_output: ClassVar[bool] = False
 
+    graph: Graph
+    max_concurrency: int | None = None
+
     def __init__(
         self,
         *,
@@ -71,14 +74,6 @@ class Workflow(BaseNode):
         timeout: float | None = None,
         description: str = "",
     ) -> None:
-        super().__init__(
-            name=name,
-            description=description,
-            rerun_on_resume=rerun_on_resume,
-            wait_for_output=wait_for_output,
-            retry_config=retry_config,
-            timeout=timeout,
-        )
         if max_concurrency is not None and max_concurrency < 1:
             raise GraphValidationError(
                 name, [f"max_concurrency must be at least 1, got {max_concurrency}."]
@@ -86,8 +81,18 @@ class Workflow(BaseNode):
         graph, problems = parse_graph(name, list(edges))
         if graph is None:
             raise GraphValidationError(name, problems)
-        self.graph: Graph = graph
-        self.max_concurrency = max_concurrency
+        # pydantic's own __init__ validates every field of this class, its own included.
+        BaseModel.__init__(
+            self,
+            name=name,
+            description=description,
+            rerun_on_resume=rerun_on_resume,
+            wait_for_output=wait_for_output,
+            retry_config=retry_config,
+            timeout=timeout,
+            graph=graph,
+            max_concurrency=max_concurrency,
+        )
 
     @property
     def nodes(self) -> dict[str, Node]:
