@@ -9,9 +9,18 @@ import json
 
 
 def emit(
-    system: str, workload: str, backend: str, value: float | None, unit: str, note: str = ""
+    system: str,
+    workload: str,
+    backend: str,
+    value: float | None,
+    unit: str,
+    note: str = "",
+    **extra: float,
 ) -> None:
-    """Print one figure (`value` None when it could not be measured; `note` says why)."""
+    """Print one figure (`value` None when it could not be measured; `note` says why).
+
+    `extra` adds named numbers to it (e.g. `max`, `ttl`, `target` of a recovery figure).
+    """
     figure = {
         "system": system,
         "workload": workload,
@@ -19,5 +28,6 @@ def emit(
         "value": value,
         "unit": unit,
         "note": note,
+        **extra,
     }
     print(json.dumps(figure), flush=True)

@@ -1,11 +1,14 @@
-"""Side-by-side table of the benchmark figures, printed and written to bench/results.md.
+"""Tables of the benchmark figures, printed and written to bench/results.md.
 
     python bench/report.py RESULTS_DIR [--write bench/results.md]
 
 RESULTS_DIR holds `<system>.jsonl` files (one JSON figure per line, from
-baton_bench.py and peers/*_bench.py) and, for a peer that failed, `<system>.err`.
-A ratio is the peer's figure divided by baton's: 10x means the peer took ten times
-as long.
+baton_bench.py and peers/*_bench.py) and, for a peer that failed, `<system>.err`;
+and `recovery.jsonl` (from recovery_bench.py). A ratio is the peer's figure divided
+by baton's: 10x means the peer took ten times as long.
+
+bench/results.md has a section per table; `--write` replaces the sections it has
+figures for and keeps the others, so one benchmark can be run again on its own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SYSTEMS = ("baton", "adk", "langgraph")
+RECOVERY = "recovery"  # recovery.jsonl: baton's recovery and deadline figures
+RECOVERY_WORKLOADS = (
+    "recovery/dead-holder",
+    "recovery/restarted-holder",
+    "deadline/same-process",
+    "deadline/other-process",
+)
+TTL_BOUND = ("recovery/dead-holder",)  # figures whose target is the lease TTL + 1 s
 BACKENDS = ("memory", "sqlite", "postgres")
 TARGETS = {
     ("chain", "memory"): 30.0,
@@ -35,14 +46,18 @@ class Figure:
     value: float | None
     unit: str
     note: str
+    max: float | None = None  # recovery figures: the worst repetition
+    ttl: float | None = None  # the lease time to live the figure was measured with
+    target: float | None = None
 
 
 def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
     """Every figure in the folder, and why a system produced none (its stderr's tail)."""
     figures: list[Figure] = []
     problems: dict[str, str] = {}
-    for system in SYSTEMS:
+    for system in (*SYSTEMS, RECOVERY):
         path = folder / f"{system}.jsonl"
+        found = 0
         lines = path.read_text().splitlines() if path.exists() else []
         for line in lines:
             if line.startswith("{"):
@@ -56,13 +71,21 @@ def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
                         value=None if value is None else float(value),
                         unit=str(raw["unit"]),
                         note=str(raw.get("note", "")),
+                        max=_number(raw.get("max")),
+                        ttl=_number(raw.get("ttl")),
+                        target=_number(raw.get("target")),
                     )
                 )
+                found += 1
         errors = folder / f"{system}.err"
-        if not any(f.system == system for f in figures):
+        if not found and (system != RECOVERY or path.exists()):
             tail = errors.read_text().strip().splitlines()[-1:] if errors.exists() else []
             problems[system] = tail[0] if tail else "no figures produced"
     return figures, problems
+
+
+def _number(value: object) -> float | None:
+    return None if value is None else float(str(value))
 
 
 def cell(figure: Figure | None) -> str:
@@ -90,7 +113,12 @@ def verdict(baton: Figure | None) -> str:
 
 def table(figures: list[Figure]) -> list[str]:
     index = {(f.system, f.workload, f.backend): f for f in figures}
-    workloads = sorted({f.workload for f in figures}, key=_workload_order)
+    workloads = sorted(
+        {f.workload for f in figures if f.workload not in RECOVERY_WORKLOADS},
+        key=_workload_order,
+    )
+    if not workloads:
+        return []
     header = "| workload | backend | unit | baton | target | google-adk | adk/baton |"
     header += " langgraph | langgraph/baton |"
     rows = [header, "|" + "---|" * 9]
@@ -105,6 +133,43 @@ def table(figures: list[Figure]) -> list[str]:
                 f"| {ratio(adk, baton)} | {cell(graph)} | {ratio(graph, baton)} |"
             )
     return rows
+
+
+def recovery_table(figures: list[Figure]) -> list[str]:
+    """Seconds per recovery figure, with the lease TTL it ran under and its target;
+    a target is met when the worst repetition meets it."""
+    index = {(f.workload, f.backend): f for f in figures if f.system == "baton"}
+    rows = [
+        "| figure | backend | lease TTL (s) | median (s) | max (s) | median / TTL | target (s) "
+        "| verdict |",
+        "|" + "---|" * 8,
+    ]
+    for workload in RECOVERY_WORKLOADS:
+        for backend in ("sqlite", "postgres"):
+            figure = index.get((workload, backend))
+            if figure is not None:
+                rows.append(_recovery_row(figure))
+    return rows if len(rows) > 2 else []
+
+
+def _recovery_row(figure: Figure) -> str:
+    ttl = figure.ttl or 0.0
+    target = f"{figure.target:g}" if figure.target is not None else ""
+    if figure.value is None or figure.max is None:
+        cells = [f"n/a ({figure.note})", "-", "-", "-"]
+    else:
+        met = figure.target is None or figure.max <= figure.target
+        cells = [
+            f"{figure.value:.3f}",
+            f"{figure.max:.3f}",
+            f"{figure.value / ttl:.2f}" if ttl and figure.workload in TTL_BOUND else "-",
+            "met" if met else "MISSED",
+        ]
+    value, worst, ratio, verdict = cells
+    return (
+        f"| {figure.workload} | {figure.backend} | {ttl:g} | {value} | {worst} | {ratio} "
+        f"| {target} | {verdict} |"
+    )
 
 
 def _workload_order(workload: str) -> tuple[int, int]:
@@ -135,23 +200,66 @@ def main() -> None:
     args = parser.parse_args()
     figures, problems = load(args.folder)
     lines = table(figures)
+    recovery = recovery_table(figures)
     notes = [f"- {system}: no figures: {why}" for system, why in problems.items()]
-    print("\n".join(lines + notes))
+    notes = notes if lines or RECOVERY in problems else []
+    print("\n".join([*lines, *notes, "", *recovery]))
     if args.write:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        text = [
-            "# Benchmark results",
-            "",
-            f"Measured {when} by `make bench` on {machine()}.",
-            "Chain: median µs per node of a 100-node run; resume@H: median ms of the call",
-            "that answers a paused run in a session holding H earlier events (LangGraph:",
-            "H earlier checkpoints in the thread). Ratios are peer / baton.",
-            "",
-            *lines,
-            *notes,
-            "",
-        ]
-        Path(args.write).write_text("\n".join(text))
+        sections = read_sections(args.write)
+        if lines:
+            measured = f"Measured {when} by `make bench` on {machine()}."
+            sections[SPEED] = [measured, *SPEED_TEXT, "", *lines, *notes]
+        if recovery:
+            measured = f"Measured {when} by `bench/recovery_bench.py` on {machine()}."
+            sections[RECOVERY_HEADING] = [measured, *RECOVERY_TEXT, "", *recovery]
+        write_sections(args.write, sections)
+
+
+SPEED = "Speed"
+SPEED_TEXT = [
+    "Chain: median µs per node of a 100-node run; resume@H: median ms of the call",
+    "that answers a paused run in a session holding H earlier events (LangGraph:",
+    "H earlier checkpoints in the thread). Ratios are peer / baton.",
+]
+RECOVERY_HEADING = "Recovery and deadlines"
+RECOVERY_TEXT = [
+    "Real processes on one machine, 5 repetitions each, seconds. dead-holder: from",
+    "SIGKILL of the process holding a run to the run's next commit by an idle `baton",
+    "worker` with another --worker-id (target: lease TTL + 1 s). restarted-holder: from",
+    "the ready line of a `baton worker` started with the killed process's --worker-id",
+    "(read through a pipe, a few ms late: a commit can precede it) to the run's next",
+    "commit. deadline: answered_at - expires_at of questions with `timeout=2`, the",
+    "worker in the process that asked or in another one. A verdict judges the max.",
+]
+
+
+def read_sections(path: Path) -> dict[str, list[str]]:
+    """The `## ` sections of an existing results file, by heading (in order)."""
+    sections: dict[str, list[str]] = {}
+    if not path.exists():
+        return sections
+    current: list[str] | None = None
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {heading: _trimmed(body) for heading, body in sections.items()}
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    text = "\n".join(lines).strip("\n")
+    return text.splitlines() if text else []
+
+
+def write_sections(path: Path, sections: dict[str, list[str]]) -> None:
+    order = [SPEED, RECOVERY_HEADING, *(h for h in sections if h not in (SPEED, RECOVERY_HEADING))]
+    text = ["# Benchmark results", ""]
+    for heading in order:
+        if heading in sections:
+            text += [f"## {heading}", "", *sections[heading], ""]
+    path.write_text("\n".join(text))
 
 
 if __name__ == "__main__":

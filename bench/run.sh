@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: baton's figures, then google-adk's and LangGraph's from bench/.venv
-# (a separate venv: baton never imports them), side by side in bench/results.md.
+# (a separate venv: baton never imports them), side by side in bench/results.md;
+# then baton's recovery and deadline figures (real processes, a few minutes).
 #   bash bench/run.sh [--quick]     --quick: fewer runs, histories up to 1,000 events
 set -u
 cd "$(dirname "$0")/.."
@@ -10,6 +11,8 @@ trap 'rm -rf "$out"' EXIT
 
 echo "== baton" >&2
 .venv/bin/python bench/baton_bench.py "${args[@]}" | tee "$out/baton.jsonl"
+echo "== baton: recovery and deadlines" >&2
+.venv/bin/python bench/recovery_bench.py "${args[@]}" | tee "$out/recovery.jsonl"
 
 if [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv || echo "bench: could not create bench/.venv; peers skipped" >&2

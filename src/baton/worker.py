@@ -208,8 +208,15 @@ class Worker:
             )
 
     async def _time_to_next(self) -> float:
-        """Seconds until something falls due, within this store's longest sleep."""
-        longest = self._idle_check if self._store_pushes else self._poll
+        """Seconds until something falls due, within this store's longest sleep.
+
+        A run that starts pushes no wake-up, so where the store pushes, the worker still
+        looks once per lease TTL: a lease granted after one look lapses no sooner than
+        the next, and the worker sleeps until it lapses instead of up to `idle_check`
+        later (a holder that died right after starting its run).
+        """
+        ttl = self._lease_ttl.total_seconds()
+        longest = min(self._idle_check, ttl) if self._store_pushes else self._poll
         due = await self._store.next_due(self.app_names)
         if due is None:
             return longest

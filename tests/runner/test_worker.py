@@ -115,6 +115,20 @@ async def test_a_dead_holders_run_is_continued_after_its_lease_lapses(store: Sto
     assert invocation.checkpoint is not None
 
 
+async def test_an_idle_worker_still_continues_a_run_that_started_after_it_looked(
+    store: Store,
+) -> None:
+    counts: dict[str, int] = {}
+    runner = _runner(store, _chain(counts))
+
+    async with Worker([runner], worker_id="here", poll=0.2, idle_check=3600):
+        await asyncio.sleep(0.3)  # it looked, found nothing due, and sleeps
+        key = await _left_by_a_dead_process(runner, "dead-host:1/abc")
+        await _status_becomes(store, key, InvocationStatus.COMPLETED)  # not in an hour
+
+    assert counts == {"first": 1, "second": 1}
+
+
 async def test_a_restarted_process_takes_its_own_runs_back_at_once(store: Store) -> None:
     counts: dict[str, int] = {}
     runner = _runner(store, _chain(counts), worker_id="host:8000")
