@@ -13,7 +13,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from contextlib import aclosing, suppress
 from datetime import timedelta
 from typing import Any, Final, cast, final
@@ -21,6 +21,7 @@ from typing import Any, Final, cast, final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from baton.agents import BaseAgent, LlmAgent
+from baton.answering import answers_message
 from baton.blocking import LoopThread
 from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
@@ -32,12 +33,14 @@ from baton.sessions.store import (
     Claimed,
     Clock,
     Interrupt,
+    InterruptStatus,
     Invocation,
     Lease,
     Session,
+    SessionKey,
     Store,
 )
-from baton.types import Content, InvocationId
+from baton.types import Content, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference
 from baton.workflow.graph import fingerprint_of
@@ -231,6 +234,77 @@ class Runner:
                     yield event
         finally:
             await self._release(lease)
+
+    async def answer(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        answers: Mapping[str, JsonValue],
+        invocation_id: str | None = None,
+        answered_by: str | None = None,
+        state_delta: dict[str, JsonValue] | None = None,
+        yield_user_message: bool = False,
+    ) -> AsyncGenerator[Event, None]:
+        """Answer open questions by interrupt id and resume the run; yields its events.
+
+        The one door for answers: the server's respond route, the web inbox, `baton run`
+        and `baton resume` call it, and so can your code. Each answer is the value the
+        node receives (`{"approved": True}`), for a RequestInput or an agent's
+        long-running tool alike; it is checked like a `run_async` answer, before
+        anything changes.
+
+        Args:
+            user_id: the session's user.
+            session_id: the session.
+            answers: interrupt id -> answer; at least one.
+            invocation_id: the run the questions belong to (when ids repeat across runs).
+            answered_by: who answered, recorded with each answer (default: `user_id`).
+            state_delta: state changes recorded with the answers.
+            yield_user_message: also yield the event holding the answers.
+
+        Raises:
+            InvalidMessageError: `answers` is empty.
+            UnknownInterruptError, AlreadyAnsweredError, InvalidResponseError, and the
+                rest of `run_async`'s refusals, before anything changed.
+        """
+        key = self.planner.session_key(user_id, session_id, None)
+        message = await answers_message(self.store, key, answers)
+        events = self.run_async(
+            user_id=user_id,
+            session_id=session_id,
+            invocation_id=invocation_id,
+            new_message=message,
+            state_delta=state_delta,
+            yield_user_message=yield_user_message,
+            answered_by=answered_by or user_id,
+        )
+        async with aclosing(events) as stream:
+            async for event in stream:
+                yield event
+
+    async def pending(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        invocation_id: str | None = None,
+        status: InterruptStatus | None = InterruptStatus.OPEN,
+    ) -> list[Interrupt]:
+        """This app's questions (the open ones by default), oldest first, as filtered."""
+        return await self.store.list_interrupts(
+            self.app_name,
+            user_id,
+            session_id=SessionId(session_id) if session_id else None,
+            invocation_id=InvocationId(invocation_id) if invocation_id else None,
+            status=status,
+        )
+
+    async def invocations(self, *, user_id: str, session_id: str) -> list[Invocation]:
+        """The session's runs, oldest first, each with its status."""
+        return await self.store.list_invocations(
+            SessionKey(self.app_name, user_id, SessionId(session_id))
+        )
 
     async def recover(self, claimed: Claimed) -> None:
         """Continue an invocation whose lease a recovery claim took (see `Worker`): from

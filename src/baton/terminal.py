@@ -12,7 +12,7 @@ import contextlib
 import enum
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Final, final
 
@@ -34,12 +34,12 @@ from baton.events import Event
 from baton.history import EntryKind, TimelineEntry, describe_event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
-from baton.types import Content, FunctionResponse, InvocationId, Part, SessionId
+from baton.types import Content, SessionId
 
 __all__ = [
+    "Answers",
     "Outcome",
     "Terminal",
-    "answer_message",
     "ask_answers",
     "describe_schema",
     "drive",
@@ -47,8 +47,12 @@ __all__ = [
     "format_event",
     "parse_answer",
     "prompt_reader",
+    "typed_answer",
     "unfinished_invocation",
 ]
+
+Answers = dict[str, JsonValue]
+"""Answers by interrupt id, as `Runner.answer` takes them."""
 
 ReadLine = Callable[[str], str | None]
 """Shows a prompt and returns the line typed, or None at end of input."""
@@ -212,13 +216,18 @@ async def drive(
     user_id: str,
     session_id: str,
     message: Content | None = None,
+    answers: Answers | None = None,
     invocation_id: str | None = None,
 ) -> Outcome:
-    """Run (or continue) until the run completes, asking every question it pauses on."""
+    """Run (or continue) until the run completes, asking every question it pauses on.
+
+    `message` starts a run; `answers` (interrupt id -> value) answer a paused one
+    through `Runner.answer`; neither continues `invocation_id`.
+    """
     key = SessionKey(runner.app_name, user_id, SessionId(session_id))
     while True:
         try:
-            started = await _run_once(runner, terminal, key, message, invocation_id)
+            started = await _run_once(runner, terminal, key, (message, answers), invocation_id)
         except BatonError:
             raise  # refused before anything changed; the caller reports it
         except Exception as error:  # a node raised; its error event is stored
@@ -231,17 +240,14 @@ async def drive(
         if status is InvocationStatus.FAILED:
             _print_failed(terminal, session_id, "a node failed")
             return Outcome.FAILED
-        rows = await runner.store.list_interrupts(
-            key.app_name,
-            key.user_id,
-            session_id=key.session_id,
-            invocation_id=InvocationId(invocation_id),
+        rows = await runner.pending(
+            user_id=key.user_id, session_id=key.session_id, invocation_id=invocation_id
         )
         if not rows:
             terminal.console.print(Text(f"run {invocation_id} {status.value}.", style="bold"))
             return Outcome.COMPLETED
-        message = await ask_answers(terminal, rows)
-        if message is None:
+        message, answers = None, await ask_answers(terminal, rows)
+        if answers is None:
             _print_paused(terminal, runner.app_name, session_id)
             return Outcome.PAUSED
 
@@ -250,7 +256,7 @@ async def _run_once(
     runner: Runner,
     terminal: Terminal,
     key: SessionKey,
-    message: Content | None,
+    sent: tuple[Content | None, Answers | None],
     invocation_id: str | None,
 ) -> str | None:
     status = (
@@ -260,13 +266,7 @@ async def _run_once(
     )
     first: str | None = None
     with status as spinner:
-        async for event in runner.run_async(
-            user_id=key.user_id,
-            session_id=key.session_id,
-            new_message=message,
-            invocation_id=invocation_id,
-            answered_by=key.user_id if message else None,
-        ):
+        async for event in _events(runner, key, sent, invocation_id):
             first = first or event.invocation_id
             _show(terminal, event)
             if spinner is not None:
@@ -283,23 +283,44 @@ def _show(terminal: Terminal, event: Event) -> None:
         terminal.console.print(line)
 
 
+def _events(
+    runner: Runner,
+    key: SessionKey,
+    sent: tuple[Content | None, Answers | None],
+    invocation_id: str | None,
+) -> AsyncGenerator[Event, None]:
+    """Answers go through `Runner.answer`, the one door; anything else is a run call."""
+    message, answers = sent
+    if answers:
+        return runner.answer(
+            user_id=key.user_id,
+            session_id=key.session_id,
+            answers=answers,
+            invocation_id=invocation_id,
+        )
+    return runner.run_async(
+        user_id=key.user_id,
+        session_id=key.session_id,
+        new_message=message,
+        invocation_id=invocation_id,
+    )
+
+
 async def _status(runner: Runner, key: SessionKey, invocation_id: str) -> InvocationStatus:
-    invocation = await runner.store.load_invocation(key, InvocationId(invocation_id))
-    return invocation.status if invocation else InvocationStatus.COMPLETED
+    runs = await runner.invocations(user_id=key.user_id, session_id=key.session_id)
+    found = [run.status for run in runs if run.id == invocation_id]
+    return found[0] if found else InvocationStatus.COMPLETED
 
 
-async def ask_answers(terminal: Terminal, rows: list[Interrupt]) -> Content | None:
-    """Ask each question; the answers as one message, or None when input ended first."""
-    parts: list[Part] = []
+async def ask_answers(terminal: Terminal, rows: list[Interrupt]) -> Answers | None:
+    """Ask each question; the checked answers by interrupt id, or None when input ended."""
+    answers: Answers = {}
     for row in rows:
         answer = await _ask(terminal, row)
         if answer is None:
             return None
-        response = FunctionResponse(
-            id=row.interrupt_id, name=row.function_name, response={"result": answer[0]}
-        )
-        parts.append(Part(function_response=response))
-    return Content(role="user", parts=parts)
+        answers[row.interrupt_id] = answer[0]
+    return answers
 
 
 async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
@@ -425,10 +446,8 @@ def _print_paused(terminal: Terminal, app_name: str, session_id: str) -> None:
     )
 
 
-def answer_message(
-    rows: list[Interrupt], answer: str, *, interrupt_id: str | None = None
-) -> Content:
-    """`answer` (JSON or text) to the one open question, or to `interrupt_id`, as a message.
+def typed_answer(rows: list[Interrupt], answer: str, *, interrupt_id: str | None = None) -> Answers:
+    """`answer` (JSON or text) to the one open question, or to `interrupt_id`, checked.
 
     Raises:
         InvalidResponseError: not exactly one question matches, or the answer fails its schema.
@@ -441,11 +460,7 @@ def answer_message(
             "pick one with --interrupt ID."
         )
     row = chosen[0]
-    value = parse_answer(row, answer)
-    response = FunctionResponse(
-        id=row.interrupt_id, name=row.function_name, response={"result": value}
-    )
-    return Content(role="user", parts=[Part(function_response=response)])
+    return {row.interrupt_id: parse_answer(row, answer)}
 
 
 async def unfinished_invocation(
@@ -457,7 +472,7 @@ async def unfinished_invocation(
         InvocationNotFoundError: the session has no run `invocation_id`.
         InvocationFinishedError: there is none unfinished; nothing to resume.
     """
-    invocations = await runner.store.list_invocations(key)
+    invocations = await runner.invocations(user_id=key.user_id, session_id=key.session_id)
     if invocation_id is not None and all(i.id != invocation_id for i in invocations):
         runs = ", ".join(i.id for i in invocations[-5:]) or "none"
         raise InvocationNotFoundError(

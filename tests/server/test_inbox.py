@@ -170,3 +170,32 @@ async def test_streams_end_when_the_server_drains(start_live: Any) -> None:
         async with asyncio.timeout(5):
             assert [line async for line in inbox_lines if line.startswith("data:")] == []
             assert [line async for line in pending_lines if line.startswith("data:")] == []
+
+
+async def test_pending_is_paged_with_a_cursor_and_filtered_by_status(live: Live) -> None:
+    sessions = [await live.create("approval", "u") for _ in range(3)]
+    for sid in sessions:
+        await live.start("approval", "u", sid)
+    base = "/apps/approval/users/u/pending"
+    first = await live.client.get(base, params={"limit": 2})
+    assert [p["sessionId"] for p in first.json()] == sessions[:2]
+    cursor = first.headers["x-next-cursor"]
+    # The first question is answered meanwhile: the next page still starts after page one.
+    respond = f"/apps/approval/users/u/sessions/{sessions[0]}/interrupts/approve/respond"
+    assert (await live.client.post(respond, json={"response": {"approved": True}})).is_success
+    second = await live.client.get(base, params={"limit": 2, "cursor": cursor})
+    assert [p["sessionId"] for p in second.json()] == sessions[2:]
+    assert "x-next-cursor" not in second.headers
+    answered = (await live.client.get(base, params={"status": "answered"})).json()
+    assert [(p["sessionId"], p["answeredBy"]) for p in answered] == [(sessions[0], "u")]
+    every = (await live.client.get(base, params={"status": "all"})).json()
+    assert len(every) == 3
+    for params, status in (
+        ({"cursor": "not-a-cursor"}, 400),
+        ({"limit": 0}, 422),
+        ({"status": "closed"}, 422),
+    ):
+        r = await live.client.get(base, params=params)
+        assert r.status_code == status, (params, r.text)
+    bad = await live.client.get(base, params={"cursor": "not-a-cursor"})
+    assert "is not one this server gave" in bad.json()["detail"]

@@ -28,12 +28,12 @@ from baton.sessions.store import SessionKey
 from baton.terminal import (
     Outcome,
     Terminal,
-    answer_message,
     ask_answers,
     drive,
+    typed_answer,
     unfinished_invocation,
 )
-from baton.types import Content, InvocationId, Part, SessionId
+from baton.types import Content, Part, SessionId
 
 __all__ = ["resume", "run"]
 
@@ -163,19 +163,16 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
         runner = catalog.runner(session.app_name)
         terminal = Terminal.standard(as_json=as_json)
         terminal.resume_flags = resume_flags(path, db)
-        rows = await runner.store.list_interrupts(
-            session.app_name,
-            session.user_id,
-            session_id=session.key.session_id,
-            invocation_id=InvocationId(request.invocation_id) if request.invocation_id else None,
+        rows = await runner.pending(
+            user_id=session.user_id, session_id=session.id, invocation_id=request.invocation_id
         )
         if rows:
-            message = (
-                answer_message(rows, request.answer, interrupt_id=request.interrupt_id)
+            answers = (
+                typed_answer(rows, request.answer, interrupt_id=request.interrupt_id)
                 if request.answer is not None
                 else await ask_answers(terminal, rows)
             )
-            if message is None:
+            if answers is None:
                 return Outcome.PAUSED
             invocation_id = rows[0].invocation_id
         else:
@@ -185,12 +182,12 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
                     f"run '{invocation_id}' of session '{session.id}' asks no open question, "
                     "so --answer has nothing to answer; drop --answer to continue the run."
                 )
-            message = None
+            answers = None
         return await drive(
             runner,
             terminal,
             user_id=session.user_id,
             session_id=session.id,
-            message=message,
+            answers=answers,
             invocation_id=invocation_id,
         )

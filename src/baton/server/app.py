@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final, TypeVar, final
+from typing import TYPE_CHECKING, Annotated, Final, Literal, TypeVar, final
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response, params
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
@@ -25,7 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
 
 from baton.errors import InvalidMessageError, SessionNotFoundError
-from baton.events import REQUEST_INPUT_FUNCTION, Event, EventActions
+from baton.events import Event, EventActions
 from baton.server.bodies import (
     AppsDetail,
     AppSummary,
@@ -42,6 +42,7 @@ from baton.server.headers import SecurityHeaders
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.origins import allow_origins
+from baton.server.paging import NEXT_CURSOR_HEADER, page
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.run_replies import invocation_of_call, run_reply, shown
 from baton.server.security import ApiKeys
@@ -51,8 +52,8 @@ from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepaliv
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_id
-from baton.sessions.store import Interrupt, Session, SessionKey
-from baton.types import Content, FunctionResponse, InterruptId, Part, SessionId
+from baton.sessions.store import Interrupt, InterruptStatus, Session, SessionKey
+from baton.types import SessionId
 from baton.worker import Worker
 
 if TYPE_CHECKING:  # pragma: no cover - the OpenTelemetry SDK is needed only with traces on
@@ -254,6 +255,13 @@ def _accepting(server: _Server) -> params.Depends:
     return Depends(guard)
 
 
+PendingStatus = Literal["open", "answered", "all"]
+_STATUSES: Final[dict[str, InterruptStatus | None]] = {
+    "open": InterruptStatus.OPEN,
+    "answered": InterruptStatus.ANSWERED,
+    "all": None,
+}
+
 AppFilter = Annotated[
     list[str], Query(default_factory=list[str], description="Only these apps (default: all).")
 ]
@@ -388,11 +396,10 @@ def _session_routes(server: _Server) -> APIRouter:
     async def timeline(app_name: str, user_id: str, session_id: str) -> Timeline:  # pyright: ignore[reportUnusedFunction] -- a route
         key = SessionKey(app_name, user_id, SessionId(session_id))
         session = await _session(server, key)
-        store = service.store
-        interrupts = await store.list_interrupts(
-            app_name, user_id, session_id=key.session_id, status=None
-        )
-        return build_timeline(session, await store.list_invocations(key), interrupts)
+        runner = server.catalog.runner(app_name)
+        asked = await runner.pending(user_id=user_id, session_id=session_id, status=None)
+        runs = await runner.invocations(user_id=user_id, session_id=session_id)
+        return build_timeline(session, runs, asked)
 
     return router
 
@@ -434,19 +441,23 @@ async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
     runner = server.catalog.runner(body.app_name)
     message = body.new_message
     answers = message.function_responses if message else []
-    feed = server.feed(
-        runner.run_async(
-            user_id=body.user_id,
-            session_id=body.session_id,
-            invocation_id=await _invocation_meant(server, body),
-            new_message=message,
-            state_delta=body.state_delta,
-            answered_by=body.user_id if answers else None,
-            # The request's own message commits first, so its echo arrives as soon as the
-            # request is accepted and a stream can start before a slow first node ends.
-            yield_user_message=True,
-        )
+    events = runner.run_async(
+        user_id=body.user_id,
+        session_id=body.session_id,
+        invocation_id=await _invocation_meant(server, body),
+        new_message=message,
+        state_delta=body.state_delta,
+        answered_by=body.user_id if answers else None,
+        # The request's own message commits first, so its echo arrives as soon as the
+        # request is accepted and a stream can start before a slow first node ends.
+        yield_user_message=True,
     )
+    return await _opened(server, events)
+
+
+async def _opened(server: _Server, events: AsyncGenerator[Event, None]) -> RunFeed:
+    """A run driven in the server's task group, once its first event (or refusal) is in."""
+    feed = server.feed(events)
     await feed.opening()
     return feed
 
@@ -493,11 +504,25 @@ def _inbox_routes(server: _Server) -> APIRouter:
 
     @router.get("/pending", response_model=list[Interrupt], response_model_exclude_none=True)
     async def pending(  # pyright: ignore[reportUnusedFunction] -- a route
-        app_name: str, user_id: str, session_id: str | None = None
+        response: Response,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        status: PendingStatus = "open",
+        limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        cursor: str | None = None,
     ) -> list[Interrupt]:
+        """Questions of the user's runs, oldest first: the open ones, or `status=answered`
+        / `all`. With `limit`, a page: the next one is at `cursor=<X-Next-Cursor header>`."""
         if session_id is not None:  # a filter on a session that is not there is a mistake
             await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
-        return await _pending(server, app_name, user_id, session_id)
+        rows = await server.catalog.runner(app_name).pending(
+            user_id=user_id, session_id=session_id, status=_STATUSES[status]
+        )
+        shown, after = page(rows, limit=limit, cursor=cursor)
+        if after is not None:
+            response.headers[NEXT_CURSOR_HEADER] = after
+        return shown
 
     @router.get(
         "/pending/stream",
@@ -519,10 +544,16 @@ def _inbox_routes(server: _Server) -> APIRouter:
     async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, session_id: str, interrupt_id: str, body: RespondRequest
     ) -> list[Event] | JSONResponse:
-        run = await _answer(
-            server, SessionKey(app_name, user_id, SessionId(session_id)), interrupt_id, body
+        events = server.catalog.runner(app_name).answer(
+            user_id=user_id,
+            session_id=session_id,
+            answers={interrupt_id: body.response},
+            invocation_id=body.invocation_id,
+            answered_by=user_id,
+            state_delta=body.state_delta,
+            yield_user_message=True,  # as in _start: the answer's echo opens the feed
         )
-        return await run_reply(await _start(server, run))
+        return await run_reply(await _opened(server, events))
 
     return router
 
@@ -530,10 +561,7 @@ def _inbox_routes(server: _Server) -> APIRouter:
 async def _pending(
     server: _Server, app_name: str, user_id: str, session_id: str | None
 ) -> list[Interrupt]:
-    server.catalog.runner(app_name)
-    return await server.catalog.session_service.store.list_interrupts(
-        app_name, user_id, session_id=SessionId(session_id) if session_id else None
-    )
+    return await server.catalog.runner(app_name).pending(user_id=user_id, session_id=session_id)
 
 
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
@@ -543,25 +571,6 @@ async def _pending_frames(server: _Server, app_name: str, user_id: str) -> Async
 
     async for chunk in server.watch(read):
         yield chunk
-
-
-async def _answer(
-    server: _Server, key: SessionKey, interrupt_id: str, body: RespondRequest
-) -> RunAgentRequest:
-    rows = await server.catalog.session_service.store.find_interrupts(
-        key, InterruptId(interrupt_id)
-    )
-    name = rows[0].function_name if rows else REQUEST_INPUT_FUNCTION
-    # Always wrapped, so an object answer with a lone "result" key is not unwrapped twice.
-    response = FunctionResponse(id=interrupt_id, name=name, response={"result": body.response})
-    return RunAgentRequest(
-        app_name=key.app_name,
-        user_id=key.user_id,
-        session_id=key.session_id,
-        invocation_id=body.invocation_id,
-        state_delta=body.state_delta,
-        new_message=Content(role="user", parts=[Part(function_response=response)]),
-    )
 
 
 def _user_inbox_routes(server: _Server) -> APIRouter:

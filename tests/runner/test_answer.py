@@ -1,0 +1,56 @@
+"""Runner.answer, the one door for answers, and Runner.pending, on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from baton import RequestInput, Workflow
+from baton.errors import InvalidMessageError, InvalidResponseError, UnknownInterruptError
+from baton.sessions.store import InterruptStatus
+from tests.harness import MakeHarness
+
+
+class Decision(BaseModel):
+    approved: bool
+
+
+def ask(node_input: Any) -> RequestInput:
+    return RequestInput(interrupt_id="ok", message="OK?", response_schema=Decision)
+
+
+def done(node_input: Any) -> str:
+    return f"approved={node_input['approved']}"
+
+
+async def test_answer_by_id_resumes_and_records_who(make_harness: MakeHarness) -> None:
+    h = await make_harness(Workflow(name="wf", edges=[("START", ask, done)]))
+    await h.start("go")
+    runner = h.runner
+    [row] = await runner.pending(user_id=h.user_id, session_id=h.session_id)
+    assert (row.interrupt_id, row.message) == ("ok", "OK?")
+
+    async def answer(answers: dict[str, Any]) -> list[Any]:
+        events = runner.answer(
+            user_id=h.user_id, session_id=h.session_id, answers=answers, answered_by="boss"
+        )
+        return [e async for e in events]
+
+    # Refused before anything changes: no answer, an unknown id, a value off the schema.
+    with pytest.raises(InvalidMessageError, match="at least one question"):
+        await answer({})
+    with pytest.raises(UnknownInterruptError):
+        await answer({"nope": True})
+    with pytest.raises(InvalidResponseError, match="'approved' is a required property"):
+        await answer({"ok": {}})
+    assert [r.interrupt_id for r in await runner.pending(user_id=h.user_id)] == ["ok"]
+
+    events = await answer({"ok": {"approved": True}})
+    assert events[-1].output == "approved=True"
+    assert await runner.pending(user_id=h.user_id) == []
+    [answered] = await runner.pending(user_id=h.user_id, status=InterruptStatus.ANSWERED)
+    assert (answered.answer, answered.answered_by) == ({"approved": True}, "boss")
+    runs = await runner.invocations(user_id=h.user_id, session_id=h.session_id)
+    assert [r.status.value for r in runs] == ["completed"]
