@@ -11,9 +11,10 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from baton.events import Event, RouteValue, to_json_value
+from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
 
@@ -26,8 +27,16 @@ __all__ = ["ChildRuns", "CommitFn", "Context", "InvocationContext", "State", "St
 class State(MutableMapping[str, Any]):
     """Session state as a node sees it: committed values overlaid with this run's writes."""
 
-    def __init__(self, committed: dict[str, JsonValue]) -> None:
+    def __init__(
+        self,
+        committed: dict[str, JsonValue],
+        *,
+        schema: type[BaseModel] | None = None,
+        writer: str = "a node",
+    ) -> None:
         self._committed = committed
+        self._schema = schema
+        self._writer = writer
         self._writes: dict[str, JsonValue] = {}
         self._pending: dict[str, JsonValue] = {}
 
@@ -38,6 +47,8 @@ class State(MutableMapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         converted = to_json_value(value, what=f"state value '{key}'")
+        if self._schema is not None:
+            check_state_write(self._schema, key, converted, self._writer)
         self._writes[key] = converted
         self._pending[key] = converted
 
@@ -136,6 +147,7 @@ class Context:
         agent_states: dict[str, JsonValue] | None = None,
         ended_agents: set[str] | None = None,
         children: ChildRuns | None = None,
+        state_schema: type[BaseModel] | None = None,
     ) -> None:
         self._invocation_context = invocation
         self._children = children
@@ -148,7 +160,9 @@ class Context:
         self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
-        self.state = State(invocation.session.state)
+        self.state = State(
+            invocation.session.state, schema=state_schema, writer=f"node '{node_name}'"
+        )
         self.agent_states: dict[str, JsonValue] = dict(agent_states or {})
         self.ended_agents: set[str] = set(ended_agents or ())
 

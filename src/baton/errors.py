@@ -25,11 +25,13 @@ __all__ = [
     "LeaseLostError",
     "MissingParameterError",
     "NodeFailedError",
+    "NodeSchemaError",
     "NodeTimeoutError",
     "OutputAlreadySetError",
     "SessionExistsError",
     "SessionNotFoundError",
     "StaleVersionError",
+    "StateSchemaError",
     "StoreUnavailableError",
     "UnknownInterruptError",
     "UnknownModelError",
@@ -173,3 +175,11 @@ class ExtraNotInstalledError(BatonError, ImportError):
             f"{feature} needs the '{module}' package; install it with "
             f"`pip install 'baton[{extra}]'`."
         )
+
+
+class StateSchemaError(BatonError, TypeError):
+    """A state write does not fit the workflow's `state_schema` (the reference's name)."""
+
+
+class NodeSchemaError(BatonError, ValueError):
+    """A node's input or output does not fit its `input_schema` / `output_schema`."""

@@ -27,6 +27,7 @@ from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.planning import CallPlanner
+from baton.schemas import check_state_delta
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
@@ -172,6 +173,12 @@ class Runner:
         return self.root
 
     @property
+    def state_schema(self) -> type[BaseModel] | None:
+        """The root workflow's state_schema, if it has one."""
+        root = self.root
+        return root.state_schema if isinstance(root, Workflow) else None
+
+    @property
     def store(self) -> Store:
         return self.session_service.store
 
@@ -224,6 +231,8 @@ class Runner:
         del run_config
         key = self.planner.session_key(user_id, session_id, session)
         self._check_models()
+        # A write the app's state_schema refuses is refused before anything is stored.
+        check_state_delta(self.state_schema, dict(state_delta or {}), "the caller's state_delta")
         plan = await self.planner.plan(key, new_message, invocation_id, dict(state_delta or {}))
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         lease = await self._lease(plan)

@@ -29,6 +29,7 @@ from baton.events import (
     RequestInput,
     to_json_value,
 )
+from baton.schemas import SchemaType, check_node_data, current_state_schema
 from baton.sessions.store import Interrupt
 from baton.tracing import node_span
 from baton.types import Content
@@ -305,6 +306,7 @@ def _context_for(
         agent_states=record.agent_states,
         ended_agents=set(record.ended_agents),
         children=children,
+        state_schema=current_state_schema.get(),
     )
 
 
@@ -382,11 +384,29 @@ async def _execute(
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
+    schemas = getattr(node, "schemas", None)
+    node_input = record.input
+    if schemas is not None:
+        node_input = check_node_data(schemas[0], node_input, node=node.name, what="input")
     if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
         # Most nodes: one call, one result, no generator to drive or close.
-        collector.add(await node.call(ctx, record.input))  # commits at the end
+        collector.add(await node.call(ctx, node_input))  # commits at the end
     else:
-        await _drive(node, ctx, record, collector)
+        await _drive(node, ctx, node_input, collector)
+    if schemas is not None and ctx.output is not None:
+        _check_output(node.name, schemas[1], ctx, collector)
+
+
+def _check_output(
+    name: str, schema: SchemaType | None, ctx: Context, collector: _Collector
+) -> None:
+    """The output checked (and coerced) before the step commits, in its event too."""
+    output = to_json_value(ctx.output, what=f"the output of node '{name}'")
+    checked = check_node_data(schema, output, node=name, what="output")
+    for event in collector.events:
+        if event.output is not None:
+            event.output = checked
+    ctx.output = checked
 
 
 def _carry(ctx: Context, record: RunRecord, waiting: list[str]) -> None:
@@ -408,15 +428,15 @@ async def run_child(
         await complete_with_answers(node, record, invocation, finish)
 
 
-async def _drive(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
+async def _drive(node: Node, ctx: Context, node_input: JsonValue, collector: _Collector) -> None:
     timeout = node.timeout
     if timeout is None:
-        await _consume(node.run(ctx, record.input), collector)
+        await _consume(node.run(ctx, node_input), collector)
         return
     scope = asyncio.timeout(timeout)
     try:
         async with scope:
-            await _consume(node.run(ctx, record.input), collector)
+            await _consume(node.run(ctx, node_input), collector)
     except TimeoutError as error:
         if scope.expired():
             raise NodeTimeoutError(node.name, timeout) from error

@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from baton.context import Context
+from baton.schemas import SchemaType
 from baton.threads import SyncSteps, run_sync
 from baton.workflow.binding import Binder
 
@@ -190,6 +191,9 @@ class BaseNode(BaseModel):
         wait_for_output: a run that ends without output or route triggers nothing.
         retry_config: in-process retries on failure.
         timeout: seconds one run may take.
+        input_schema, output_schema: a pydantic class, a type or a JSON schema dict:
+            the node's input is checked before it runs and its output before it is
+            stored (see `baton.schemas`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -205,6 +209,15 @@ class BaseNode(BaseModel):
     version: SkipValidation[str | int | None] = None
     """Goes into the workflow's fingerprint: change it when a node's code changes in a
     way runs already started must not resume into (they then raise WorkflowChangedError)."""
+    input_schema: SkipValidation[SchemaType | None] = None
+    output_schema: SkipValidation[SchemaType | None] = None
+
+    @property
+    def schemas(self) -> tuple[SchemaType | None, SchemaType | None] | None:
+        """(input_schema, output_schema) when either is set (see `baton.schemas`)."""
+        if self.input_schema is None and self.output_schema is None:
+            return None
+        return self.input_schema, self.output_schema
 
     @field_validator("name")
     @classmethod
@@ -273,6 +286,8 @@ class FunctionNode(BaseNode):
         version: the code's version, part of the workflow's fingerprint: change it when
             the function changes so that runs started with the old code are refused on
             resume (WorkflowChangedError) instead of continuing with the new one.
+        input_schema, output_schema: check the input before a run and the output before
+            it is stored (see `baton.schemas`).
     """
 
     func: Callable[..., Any]
@@ -289,6 +304,8 @@ class FunctionNode(BaseNode):
         timeout: float | None = None,
         description: str = "",
         version: str | int | None = None,
+        input_schema: SchemaType | None = None,
+        output_schema: SchemaType | None = None,
     ) -> None:
         if func is None or not callable(func):
             raise TypeError(f"FunctionNode needs a function (positional or func=), got {func!r}.")
@@ -306,6 +323,8 @@ class FunctionNode(BaseNode):
             retry_config=retry_config,
             timeout=timeout,
             version=version,
+            input_schema=input_schema,
+            output_schema=output_schema,
             func=func,
         )
         self._binder = Binder(func, node_name)
@@ -376,6 +395,8 @@ def node(
     retry_config: RetryConfig | None = None,
     timeout: float | None = None,
     version: str | int | None = None,
+    input_schema: SchemaType | None = None,
+    output_schema: SchemaType | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionNode]: ...
 def node(
     func: Callable[..., Any] | None = None,
@@ -386,6 +407,8 @@ def node(
     retry_config: RetryConfig | None = None,
     timeout: float | None = None,
     version: str | int | None = None,
+    input_schema: SchemaType | None = None,
+    output_schema: SchemaType | None = None,
 ) -> FunctionNode | Callable[[Callable[..., Any]], FunctionNode]:
     """Make a function a node: `@node`, `@node(name=..., version=2)` or `node(fn)`."""
 
@@ -398,6 +421,8 @@ def node(
             retry_config=retry_config,
             timeout=timeout,
             version=version,
+            input_schema=input_schema,
+            output_schema=output_schema,
         )
 
     return wrap(func) if func is not None else wrap

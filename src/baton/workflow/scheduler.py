@@ -12,10 +12,11 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar, final
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, SkipValidation
 
 from baton.context import Context, InvocationContext
 from baton.errors import GraphValidationError, WorkflowConfigurationError
+from baton.schemas import SchemaType, current_state_schema
 from baton.workflow.checkpoint import (
     Outcome,
     RunRecord,
@@ -51,16 +52,21 @@ class Workflow(BaseNode):
         max_concurrency: at most this many child runs at once (unbounded when None).
         wait_for_output: as a node of another workflow, a run that ends without output
             or route triggers nothing; the next arrival runs it again.
-        retry_config, timeout, description: as for any node.
+        state_schema: a pydantic model declaring the state keys its nodes (and nested
+            workflows without their own) write; a write that does not fit is refused
+            with StateSchemaError (see `baton.schemas`).
+        retry_config, timeout, description, input_schema, output_schema: as for any node.
 
     Raises:
         GraphValidationError: every problem of the graph, in one error.
+        TypeError: state_schema is not a pydantic model class.
     """
 
     emits_output: ClassVar[bool] = False
 
     graph: Graph
     max_concurrency: int | None = None
+    state_schema: SkipValidation[type[BaseModel] | None] = None
 
     def __init__(
         self,
@@ -73,7 +79,15 @@ class Workflow(BaseNode):
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
         description: str = "",
+        state_schema: type[BaseModel] | None = None,
+        input_schema: SchemaType | None = None,
+        output_schema: SchemaType | None = None,
     ) -> None:
+        if state_schema is not None and not _is_model_class(state_schema):
+            raise TypeError(
+                f"state_schema of workflow '{name}' must be a pydantic model class, got "
+                f"{state_schema!r}."
+            )
         if max_concurrency is not None and max_concurrency < 1:
             raise GraphValidationError(
                 name, [f"max_concurrency must be at least 1, got {max_concurrency}."]
@@ -92,6 +106,9 @@ class Workflow(BaseNode):
             timeout=timeout,
             graph=graph,
             max_concurrency=max_concurrency,
+            state_schema=state_schema,
+            input_schema=input_schema,
+            output_schema=output_schema,
         )
 
     @property
@@ -110,7 +127,12 @@ class Workflow(BaseNode):
             state.queue.extend(
                 Trigger(node=n, input=node_input) for n in self.graph.successors(_START, [])
             )
-        await _Scheduler(self, ctx, record, state, replay=replay, frontier=frontier).run()
+        schema = self.state_schema or current_state_schema.get()
+        token = current_state_schema.set(schema)  # the children's tasks inherit it
+        try:
+            await _Scheduler(self, ctx, record, state, replay=replay, frontier=frontier).run()
+        finally:
+            current_state_schema.reset(token)
         ctx.open_interrupts = {
             iid: carried_interrupt(ctx.invocation_context, record, iid)
             for iid in state.open_interrupts()
@@ -137,6 +159,10 @@ class Workflow(BaseNode):
         if produced:
             return next(iter(produced.values()))
         return state.output  # a checkpoint written before terminal outputs were recorded
+
+
+def _is_model_class(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
 
 
 def _restart(state: WorkflowState) -> list[RunRecord]:
