@@ -553,3 +553,52 @@ async def test_the_readmes_user_opens_from_the_url(start_live: StartLive, browse
     await expect(page.locator(f"form.card[data-session='{sid}'] h3")).to_have_text(
         "Approve 42.00 for 'taxi'?"
     )
+
+
+async def test_search_and_status_filter_the_inbox_and_sessions(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[example_app()], web=True)
+    taxi = await start_paused_run(live, "120 taxi")
+    pens = await start_paused_run(live, "9 pens")
+    done = await start_paused_run(live, "5 tea")
+    respond = f"/apps/expense_approval/users/user/sessions/{done}/interrupts/review_0/respond"
+    assert (await live.client.post(respond, json={"response": {"approved": True}})).is_success
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+    cards = page.locator("form.card")
+    await expect(cards).to_have_count(2)
+    await expect(page.locator("#sessions li")).to_have_count(3)
+
+    await page.locator("#search").fill("FOR 'PENS")  # question text, any case
+    await expect(cards).to_have_count(1)
+    await expect(page.locator(f"form.card[data-session='{pens}']")).to_have_count(1)
+    await page.locator("#search").fill(taxi[:8])  # a session id
+    await expect(page.locator(f"form.card[data-session='{taxi}']")).to_have_count(1)
+    await expect(page.locator("#sessions li")).to_have_count(1)
+    await page.locator("#search").fill("")
+
+    await page.locator("#status-filter").select_option("completed")
+    await expect(cards).to_have_count(0)
+    await expect(page.locator("#empty")).to_have_text("Nothing matches the search or status.")
+    await expect(page.locator("#sessions li")).to_have_count(1)
+    await expect(page.locator("#sessions li")).to_contain_text(done[:8])
+    await page.locator("#status-filter").select_option("paused")
+    await expect(cards).to_have_count(2)
+    await expect(page.locator("#sessions li[data-status=paused]")).to_have_count(2)
+    await expect(page.locator("#sessions li")).to_have_count(2)
+
+
+async def test_dark_mode_follows_the_system_setting(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[example_app()], web=True)
+    await start_paused_run(live, "12 lunch")
+    page = await browser.new_page(color_scheme="dark", viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+    await expect(page.locator("form.card")).to_have_count(1)
+    background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+    card = await page.locator("form.card").evaluate("e => getComputedStyle(e).backgroundColor")
+    assert background == "rgb(18, 21, 28)"
+    assert card == "rgb(27, 32, 43)"
+    await screenshot(page, "dark-inbox")

@@ -16,8 +16,8 @@ from pydantic import Field, JsonValue
 
 from baton.server.catalog import AppCatalog
 from baton.server.sse import ChangeSignal, frame, keepalive_frame
-from baton.sessions.store import Interrupt
-from baton.types import WireModel
+from baton.sessions.store import Interrupt, SessionKey
+from baton.types import SessionId, WireModel
 
 __all__ = [
     "MAX_SESSIONS",
@@ -33,11 +33,13 @@ MAX_SESSIONS: Final = 20
 
 
 class SessionSummary(WireModel):
-    """A session in the recent list: which app, which session, when it last changed."""
+    """A session in the recent list: which app, which session, when it last changed, and
+    how its latest run stands (`none` before the first run)."""
 
     app_name: str
     id: str
     last_update_time: float
+    status: str = "none"
 
 
 class InboxSnapshot(WireModel):
@@ -71,7 +73,13 @@ async def read_inbox(catalog: AppCatalog, user_id: str, apps: Sequence[str]) -> 
         ]
     pending.sort(key=lambda row: row.created_at)
     sessions.sort(key=lambda s: s.last_update_time, reverse=True)
-    return InboxSnapshot(pending=pending, sessions=sessions[:MAX_SESSIONS])
+    recent = sessions[:MAX_SESSIONS]
+    for summary in recent:
+        runs = await store.list_invocations(
+            SessionKey(summary.app_name, user_id, SessionId(summary.id))
+        )
+        summary.status = runs[-1].status.value if runs else "none"
+    return InboxSnapshot(pending=pending, sessions=recent)
 
 
 async def watch(

@@ -157,7 +157,7 @@ function keyOf(item) {
 }
 
 function render() {
-  const items = state.pending;
+  const items = state.pending.filter(matchesSearch);
   const wanted = new Set(items.map(keyOf));
   for (const [key, card] of state.cards) {
     if (!wanted.has(key)) { card.remove(); state.cards.delete(key); }
@@ -170,6 +170,8 @@ function render() {
   }
   $("count").textContent = String(items.length);
   $("empty").hidden = items.length > 0;
+  const filtered = items.length < state.pending.length;
+  $("empty").textContent = filtered ? "Nothing matches the search or status." : "Nothing is waiting for an answer.";
 }
 
 // A RequestInput has its message; a long-running tool call (an agent asking for approval)
@@ -303,9 +305,30 @@ async function startRun(event) {
 
 // -- recent sessions ----------------------------------------------------------------------
 
+// Search matches an app, a session id or any text of a question (message, tool, payload);
+// the status filter keeps sessions whose latest run stands so, and their questions.
+function searchText() {
+  return $("search").value.trim().toLowerCase();
+}
+
+function matchesSearch(item) {
+  const wanted = $("status-filter").value;
+  if (wanted && wanted !== "paused") return false; // an open question's run waits
+  const text = searchText();
+  if (!text) return true;
+  const haystack = [item.appName, item.sessionId, item.interruptId, item.message, item.functionName,
+    JSON.stringify(item.payload ?? "")].join(" ").toLowerCase();
+  return haystack.includes(text);
+}
+
 function renderSessions() {
-  $("sessions").replaceChildren(...state.sessions.slice(0, 10).map((s) => el("li", {}, [
+  const text = searchText();
+  const wanted = $("status-filter").value;
+  const shown = state.sessions.filter((s) => (!wanted || s.status === wanted)
+    && (!text || `${s.appName} ${s.id}`.toLowerCase().includes(text)));
+  $("sessions").replaceChildren(...shown.slice(0, 10).map((s) => el("li", { "data-status": s.status }, [
     el("a", { href: `#/session/${enc(s.appName)}/${enc(s.id)}`, text: `${s.appName} · ${s.id.slice(0, 8)}` }),
+    " ", badge(s.status === "paused" ? "waiting" : s.status),
     el("span", { class: "when", text: ` ${when(s.lastUpdateTime)}` }),
   ])));
 }
@@ -425,6 +448,10 @@ async function init() {
   $("api-key").addEventListener("change", changed);
   $("identity").addEventListener("submit", (e) => { e.preventDefault(); changed(); });
   $("start-form").addEventListener("submit", startRun);
+  $("filters").addEventListener("submit", (e) => e.preventDefault());
+  for (const id of ["search", "status-filter"]) {
+    $(id).addEventListener("input", () => { render(); renderSessions(); });
+  }
   window.addEventListener("hashchange", route);
   await loadApps();
   route();
