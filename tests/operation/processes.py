@@ -102,6 +102,12 @@ class BatonProcess:
 
     process: Process
     url: str
+    output: asyncio.Task[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        # Keep reading its output: a full pipe would block the process at its next log line.
+        if self.process.stdout is not None:
+            self.output = asyncio.create_task(self.process.stdout.read())
 
     def signal(self, signum: signal.Signals) -> None:
         self.process.send_signal(signum)
