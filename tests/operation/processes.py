@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 __all__ = [
     "APP",
@@ -28,6 +30,7 @@ __all__ = [
     "executions",
     "logged",
     "new_session",
+    "postgres_cluster",
     "start_baton",
     "start_run",
     "waits_for_approval",
@@ -94,6 +97,25 @@ def executions(log: Path) -> Counter[tuple[str, str]]:
     if not log.exists():
         return Counter()
     return Counter(tuple(line.split()[:2]) for line in log.read_text().splitlines())  # pyright: ignore[reportReturnType] -- two fields per line
+
+
+def _cluster() -> list[str]:
+    """The pg_ctlcluster command for the local cluster (version, name)."""
+    if shutil.which("pg_ctlcluster") is None or not Path("/etc/postgresql").is_dir():
+        message = (
+            "pg_ctlcluster is not installed: the outage and chaos tests need the local PostgreSQL"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+    return ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main"]
+
+
+async def postgres_cluster(action: str, *extra: str) -> None:
+    """`pg_ctlcluster ACTION` on the local cluster (skips, or fails under CI, without it)."""
+    process = await asyncio.create_subprocess_exec(*_cluster(), action, *extra)
+    assert await process.wait() == 0, f"pg_ctlcluster {action} failed"
 
 
 @dataclass

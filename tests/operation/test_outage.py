@@ -5,8 +5,6 @@ back the run goes on — nothing lost, nothing done twice."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +17,7 @@ from tests.operation.processes import (
     executions,
     logged,
     new_session,
+    postgres_cluster,
     start_baton,
     start_run,
     waits_for_approval,
@@ -28,29 +27,13 @@ from tests.operation.processes import (
 pytestmark = pytest.mark.postgres
 
 
-def _cluster() -> list[str]:
-    """The pg_ctlcluster command for the local cluster (version, name)."""
-    if shutil.which("pg_ctlcluster") is None or not Path("/etc/postgresql").is_dir():
-        message = "pg_ctlcluster is not installed: the outage test needs the local PostgreSQL"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    version = sorted(os.listdir("/etc/postgresql"))[-1]
-    return ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main"]
-
-
-async def _cluster_do(action: str, *extra: str) -> None:
-    process = await asyncio.create_subprocess_exec(*_cluster(), action, *extra)
-    assert await process.wait() == 0, f"pg_ctlcluster {action} failed"
-
-
 @asynccontextmanager
 async def _database_down() -> AsyncIterator[None]:
-    await _cluster_do("stop", "-m", "fast")
+    await postgres_cluster("stop", "-m", "fast")
     try:
         yield
     finally:
-        await _cluster_do("start")
+        await postgres_cluster("start")
 
 
 async def test_a_database_outage_is_503_and_the_run_goes_on_after(
