@@ -56,7 +56,7 @@ async def block(ctx: Context, node_input: str) -> str:
         # the lease is not renewed. It wakes once another process took the run over and
         # started this node again, and commits while that one has committed nothing yet:
         # only the lease's token tells the two holders apart.
-        given_up = time.monotonic() + 40
+        given_up = time.monotonic() + 20  # the other takes over about a TTL after
         while len(_ran("block", session)) < 2 and time.monotonic() < given_up:
             time.sleep(0.05)
         _note("woke", session)
