@@ -48,7 +48,15 @@ from baton.workflow.graph import fingerprint_of
 from baton.workflow.nodes import Node
 from baton.workflow.scheduler import Workflow
 
-__all__ = ["App", "InMemoryRunner", "ResumabilityConfig", "Runner", "default_worker_id"]
+__all__ = [
+    "INCARNATION",
+    "App",
+    "InMemoryRunner",
+    "ResumabilityConfig",
+    "Runner",
+    "default_worker_id",
+    "own_prefix",
+]
 
 
 class ResumabilityConfig(BaseModel):
@@ -346,7 +354,7 @@ class Runner:
             InvocationBusyError: the invocation is executing elsewhere right now (retry).
             InputTimeoutError: the node failed for want of an answer (recorded).
         """
-        owner = f"{self.worker_id}/expire-{uuid.uuid4().hex[:8]}"
+        owner = f"{own_prefix(self.worker_id)}expire-{uuid.uuid4().hex[:8]}"
         lease = await self.store.claim(InvocationId(row.invocation_id), owner, self.lease_ttl)
         try:
             plan = await self.planner.expiring(row)
@@ -357,7 +365,7 @@ class Runner:
 
     async def _lease(self, plan: RunPlan) -> Lease:
         # Each call is its own resumer, even when two share this Runner.
-        owner = f"{self.worker_id}/{uuid.uuid4().hex[:8]}"
+        owner = f"{own_prefix(self.worker_id)}{uuid.uuid4().hex[:8]}"
         if plan.kind is PlanKind.START:
             return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl)
         return await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
@@ -453,6 +461,17 @@ class Runner:
             f"workflow '{self.root.name}' changed since invocation '{invocation.id}' started: "
             f"{difference}. Resume with the code it started with, or start a new run."
         )
+
+
+INCARNATION: Final = uuid.uuid4().hex[:8]
+"""This process's incarnation: every lease owner it writes is `worker_id/INCARNATION-...`,
+so a restarted process (same worker id, new incarnation) reclaims its predecessor's runs
+but never its own."""
+
+
+def own_prefix(worker_id: str) -> str:
+    """The lease owners of this process under `worker_id` start with this."""
+    return f"{worker_id}/{INCARNATION}-"
 
 
 def default_worker_id() -> str:

@@ -28,7 +28,7 @@ from collections.abc import Coroutine, Iterable
 from typing import Final, final
 
 from baton.errors import InputTimeoutError, InvocationBusyError, WorkflowChangedError
-from baton.runner import Runner
+from baton.runner import Runner, own_prefix
 from baton.sessions.store import Claimed, Interrupt, Store, Subscription
 
 __all__ = ["Worker"]
@@ -149,10 +149,12 @@ class Worker:
             return
         claimed = await self._store.claim_orphans(
             self.app_names,
-            f"{self.worker_id}/recover-{uuid.uuid4().hex[:8]}",
+            f"{own_prefix(self.worker_id)}recover-{uuid.uuid4().hex[:8]}",
             self._lease_ttl,
             limit=free,
+            # Runs of this worker id's earlier incarnation (a restart), not this one's.
             worker=self.worker_id if reclaim_own else None,
+            spare=own_prefix(self.worker_id),
         )
         for each in claimed:
             self._spawn(group, each.lease.invocation_id, self._recover(each))

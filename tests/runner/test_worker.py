@@ -289,3 +289,37 @@ async def test_on_timeout_is_checked_against_the_schema_when_asked() -> None:
 async def _drain(events: AsyncIterator[Any]) -> None:
     async for _ in events:
         pass
+
+
+async def test_a_worker_never_takes_back_the_runs_its_own_process_is_running(
+    store: Store,
+) -> None:
+    gate = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(node_input: str) -> str:
+        started.set()
+        await gate.wait()
+        return "done"
+
+    runner = _runner(store, Workflow(name="w", edges=[("START", slow)]), worker_id="same")
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+
+    async def hold() -> list[object]:
+        return [
+            e
+            async for e in runner.run_async(user_id="u", session_id=session.id, new_message=message)
+        ]
+
+    holder = asyncio.create_task(hold())
+    async with asyncio.timeout(WITHIN):
+        await started.wait()
+    # The worker's first round reclaims runs of this worker id's earlier incarnations
+    # (a restart); this process's own live run is not one of them.
+    async with _working(runner, worker_id="same"):
+        await asyncio.sleep(0.5)
+        gate.set()
+        events = await holder
+
+    assert [getattr(e, "output", None) for e in events][-1] == "done"

@@ -212,7 +212,11 @@ async def test_a_restarted_worker_reclaims_its_own_runs_before_they_expire(
     await _start(store, session, "theirs", owner="host:8001/def")
     await _start(store, session, "prefix", owner="host:80000/ghi")
 
-    claimed = await store.claim_orphans(["app"], "host:8000/r", TTL, limit=10, worker="host:8000")
+    await _start(store, session, "current", owner="host:8000/now-ghi")  # this very process's
+
+    claimed = await store.claim_orphans(
+        ["app"], "host:8000/now-r", TTL, limit=10, worker="host:8000", spare="host:8000/now-"
+    )
 
     assert [c.lease.invocation_id for c in claimed] == ["mine"]
 

@@ -334,20 +334,25 @@ class MemoryStore:
         *,
         limit: int,
         worker: str | None = None,
+        spare: str | None = None,
     ) -> list[Claimed]:
         now = self._clock()
         mine = None if worker is None else f"{worker}/"
+
+        def restarted(owner: str) -> bool:
+            return (
+                mine is not None
+                and owner.startswith(mine)
+                and not (spare is not None and owner.startswith(spare))
+            )
+
         found = [
             (key, row)
             for key, data in self._sessions.items()
             if key.app_name in app_names
             for row in data.invocations.values()
             if row.invocation.status is InvocationStatus.RUNNING
-            and (
-                row.lease is None
-                or row.lease.expires_at <= now
-                or (mine is not None and row.lease.owner.startswith(mine))
-            )
+            and (row.lease is None or row.lease.expires_at <= now or restarted(row.lease.owner))
         ]
         found.sort(key=lambda pair: (pair[1].lease.expires_at if pair[1].lease else 0.0))
         claimed: list[Claimed] = []

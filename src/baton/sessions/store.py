@@ -292,12 +292,14 @@ class Store(Protocol):
         *,
         limit: int,
         worker: str | None = None,
+        spare: str | None = None,
     ) -> list[Claimed]:
         """Claim up to `limit` invocations of these apps that are `running` with no live
         lease (their holder died, stalled, lost the database or handed them over) — and,
         when `worker` is given, also those whose lease is held by an owner named
-        `worker/...` (that worker restarted). Each is claimed by exactly one caller, even
-        when several processes ask at once. Oldest leases first."""
+        `worker/...` (that worker restarted), except owners starting with `spare` (this
+        very process's own calls). Each is claimed by exactly one caller, even when
+        several processes ask at once. Oldest leases first."""
         ...
 
     async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:

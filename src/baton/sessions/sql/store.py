@@ -258,13 +258,14 @@ class SqlStore:
         *,
         limit: int,
         worker: str | None = None,
+        spare: str | None = None,
     ) -> list[Claimed]:
         """Claim running invocations with no live lease (see `Store.claim_orphans`)."""
         if not app_names or limit < 1:
             return []
         now = self._clock()
         request = writes.OrphanClaim(
-            tuple(app_names), owner, now + ttl.total_seconds(), limit, worker
+            tuple(app_names), owner, now + ttl.total_seconds(), limit, worker, spare
         )
         return await self._write(writes.claim_orphans, request, now)
 

@@ -240,14 +240,18 @@ class OrphanClaim:
     expires_at: float
     limit: int
     worker: str | None = None
+    spare: str | None = None
 
 
 def _orphans(dialect: str, request: OrphanClaim, now: float) -> Select[Any, Any, Any, Any]:
     lapsed = (invocations.c.lease_owner.is_(None)) | (invocations.c.lease_expires_at <= now)
     if request.worker is not None:
-        lapsed = lapsed | invocations.c.lease_owner.startswith(
-            f"{request.worker}/", autoescape=True
-        )
+        restarted = invocations.c.lease_owner.startswith(f"{request.worker}/", autoescape=True)
+        if request.spare is not None:
+            restarted = restarted & ~invocations.c.lease_owner.startswith(
+                request.spare, autoescape=True
+            )
+        lapsed = lapsed | restarted
     query = (
         select(invocations.c.id, sessions.c.app_name, sessions.c.user_id, sessions.c.session_id)
         .join(sessions, sessions.c.pk == invocations.c.session_pk)
