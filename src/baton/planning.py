@@ -29,7 +29,7 @@ from baton.errors import (
     UnknownInterruptError,
 )
 from baton.invocation import PlanKind, RunPlan
-from baton.sessions.ids import check_id, check_key, check_text
+from baton.sessions.ids import check_depth, check_id, check_key, check_text
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
     Clock,
@@ -118,7 +118,7 @@ class CallPlanner:
             checkpoint (InvocationBusyError only for an answer whose run is executing
             right now; the lease claim and the fingerprint check come after).
         """
-        _check_call(message, invocation_id)
+        _check_call(message, invocation_id, state_delta)
         session = await self._session(key)
         responses = message.function_responses if message else []
         if responses:
@@ -328,17 +328,24 @@ class CallPlanner:
         )
 
 
-def _check_call(message: Content | None, invocation_id: str | None) -> None:
-    """Refuse ids and text no backend can store, before anything is read or written.
+def _check_call(
+    message: Content | None, invocation_id: str | None, state_delta: dict[str, JsonValue]
+) -> None:
+    """Refuse ids, text and JSON no backend can store, before anything is read or written.
 
     Raises:
         InvalidIdError: the invocation id or an answered interrupt's id breaks a rule.
-        InvalidMessageError: a text part holds NUL.
+        InvalidMessageError: a text part holds NUL, or a value nests too deep.
     """
     if invocation_id:
         check_id("invocation_id", invocation_id)
+    check_depth("state_delta", state_delta)
     for index, part in enumerate(message.parts or [] if message else []):
         if part.text is not None:
             check_text(f"new_message.parts[{index}].text", part.text)
-        if part.function_response is not None and part.function_response.id is not None:
-            check_id(f"new_message.parts[{index}].function_response.id", part.function_response.id)
+        answer = part.function_response
+        if answer is not None:
+            where = f"new_message.parts[{index}].function_response"
+            if answer.id is not None:
+                check_id(f"{where}.id", answer.id)
+            check_depth(f"{where}.response", answer.response)

@@ -23,6 +23,14 @@ LONG = "x" * 256
 AT_LIMIT = "y" * 255
 
 
+def nested(depth: int) -> JsonValue:
+    """Lists inside each other, `depth` of them, a number at the bottom."""
+    value: JsonValue = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def ask(node_input: JsonValue) -> RequestInput:
     # The question quotes the user's text: it lands in the interrupt index's text column.
     return RequestInput(interrupt_id="q", message=f"about {node_input}?")
@@ -69,6 +77,11 @@ async def everything(service: BaseSessionService) -> list[dict[str, JsonValue]]:
             InvalidIdError,
             "function_response.id",
         ),
+        (
+            {"state_delta": {"k": nested(100)}},
+            InvalidMessageError,
+            "state_delta nests JSON deeper than 100 levels",
+        ),
     ],
 )
 async def test_run_async_refuses_bad_ids_and_text_on_every_backend(
@@ -111,3 +124,24 @@ async def test_the_session_service_refuses_bad_ids_on_every_backend(
     found = await service.get_session(app_name="ids", user_id=AT_LIMIT, session_id=AT_LIMIT)
     assert found is not None
     assert found.id == AT_LIMIT
+
+
+async def test_json_at_the_depth_limit_is_stored_and_read_back_on_every_backend(
+    stores: StoreFactory,
+) -> None:
+    service = BaseSessionService(stores.open())
+    with pytest.raises(InvalidMessageError, match="state nests JSON deeper than 100 levels"):
+        await service.create_session(app_name="ids", user_id="u", state={"k": nested(100)})
+    assert await everything(service) == []
+    state: dict[str, JsonValue] = {"k": nested(99)}  # 100 levels with the state itself
+    await service.create_session(app_name="ids", user_id="u", session_id="s", state=state)
+    runner = Runner(app=asking_app(), session_service=service)
+    _ = [
+        e
+        async for e in runner.run_async(
+            user_id="u", session_id="s", new_message=text("hi"), state_delta={"j": nested(99)}
+        )
+    ]
+    found = await service.get_session(app_name="ids", user_id="u", session_id="s")
+    assert found is not None
+    assert (found.state["k"], found.state["j"]) == (nested(99), nested(99))

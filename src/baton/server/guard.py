@@ -27,15 +27,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from baton.server.bodies import ErrorBody
 from baton.server.security import MISSING_KEY, ApiKeys
 from baton.server.settings import Limits
+from baton.sessions.ids import MAX_JSON_DEPTH
 
-__all__ = ["MAX_JSON_DEPTH", "RequestGuard"]
+__all__ = ["RequestGuard"]
 
-MAX_JSON_DEPTH: Final = 100
-"""How deep JSON may nest (arrays and objects inside each other) in a request body.
-
-Well inside the depth that stores and readers handle, since what is stored wraps a
-body's values in a few more levels (an event, its content, a checkpoint).
-"""
 
 # pydantic-core's parser stops at this depth; wrapping the body in enough arrays to
 # leave MAX_JSON_DEPTH of it makes that limit ours, checked in Rust at parsing speed.

@@ -1,7 +1,8 @@
-"""What an id or a text may hold, checked before any store sees it.
+"""What an id, a text or a JSON value may hold, checked before any store sees it.
 
-Every backend stores ids in columns of at most `MAX_ID_LENGTH` characters, and
-PostgreSQL cannot store a NUL character in text at all. Checking here, the same
+Every backend stores ids in columns of at most `MAX_ID_LENGTH` characters,
+PostgreSQL cannot store a NUL character in text at all, and JSON nested deeper
+than the stores' readers parse would be written but never read back. Checking here, the same
 way for every backend, turns what would be a database error (or, on SQLite, an id
 PostgreSQL would later refuse) into a refusal that names the field and the rule.
 """
@@ -14,10 +15,17 @@ from typing import Final
 from baton.errors import InvalidIdError, InvalidMessageError
 from baton.sessions.store import SessionKey
 
-__all__ = ["MAX_ID_LENGTH", "check_id", "check_key", "check_text"]
+__all__ = ["MAX_ID_LENGTH", "MAX_JSON_DEPTH", "check_depth", "check_id", "check_key", "check_text"]
 
 MAX_ID_LENGTH: Final = 255
 """The longest app name, user id, session id, invocation id or interrupt id, in characters."""
+
+MAX_JSON_DEPTH: Final = 100
+"""How deep a JSON value (a state delta, an answer) may nest arrays and objects.
+
+Well inside the depth the stores' JSON readers parse (about 200), since what is
+stored wraps a value in a few more levels (an event, its content, a checkpoint).
+"""
 
 # C0 controls (NUL, tab, newline, ...), DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -66,6 +74,29 @@ def check_text(field: str, text: str) -> None:
             f"{field} holds a NUL character (U+0000) at position {position}; text may not "
             "hold NUL, since not every database can store it. Remove it and send again."
         )
+
+
+def check_depth(field: str, value: object) -> None:
+    """Refuse a JSON value nesting arrays and objects deeper than `MAX_JSON_DEPTH`.
+
+    Raises:
+        InvalidMessageError: naming `field` and the limit.
+    """
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())  # pyright: ignore[reportUnknownArgumentType] -- any JSON object
+        elif isinstance(item, list | tuple):
+            children = list(item)  # pyright: ignore[reportUnknownArgumentType] -- any JSON array
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidMessageError(
+                f"{field} nests JSON deeper than {MAX_JSON_DEPTH} levels (arrays and objects "
+                "inside each other), deeper than stores read back; send a flatter value."
+            )
+        pending.extend((child, depth + 1) for child in children)
 
 
 def _shown(value: str) -> str:

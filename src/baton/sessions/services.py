@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, JsonValue
 
 from baton.errors import SessionNotFoundError
 from baton.events import Event
-from baton.sessions.ids import check_id, check_key
+from baton.sessions.ids import check_depth, check_id, check_key
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import (
@@ -71,10 +71,12 @@ class BaseSessionService:
         Raises:
             SessionExistsError: the id is taken.
             InvalidIdError: an id is too long or holds control characters.
+            InvalidMessageError: the state nests JSON too deep.
         """
         _check_owner(app_name, user_id)
         if session_id:
             check_id("session_id", session_id)
+        check_depth("state", state)
         return await self.store.create_session(
             app_name, user_id, session_id=SessionId(session_id) if session_id else None, state=state
         )
@@ -176,12 +178,14 @@ class BaseSessionService:
             SessionNotFoundError: the session does not exist.
             InvalidIdError: the session's ids, the event's invocation id or author are too
                 long or hold control characters.
+            InvalidMessageError: the event nests JSON too deep.
         """
         if event.partial:
             return event
         check_key(session.key)
         check_id("invocation_id", event.invocation_id)
         check_id("author", event.author)
+        check_depth("event", event.model_dump(exclude_none=True))
         if await self.store.get_session(session.key, with_events=False) is None:
             raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
         await self.store.commit_step(
