@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow, types
 from baton.errors import InputExpiredError, InputTimeoutError
 from baton.sessions.services import BaseSessionService
+from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
     InterruptStatus,
@@ -126,6 +127,27 @@ async def test_an_idle_worker_still_continues_a_run_that_started_after_it_looked
         key = await _left_by_a_dead_process(runner, "dead-host:1/abc")
         await _status_becomes(store, key, InvocationStatus.COMPLETED)  # not in an hour
 
+
+async def test_a_lease_taken_while_the_worker_sleeps_is_seen_before_it_lapses(
+    store_url: str,
+) -> None:
+    # The worker goes idle first (nothing due, a long idle sleep); then another process
+    # starts a run and dies. Taking a lease wakes no other process, so the worker must
+    # look again within a TTL, not only after its idle sleep.
+    here, there = SqlStore(store_url), SqlStore(store_url)
+    counts: dict[str, int] = {}
+    runner = _runner(here, _chain(counts))
+    try:
+        async with Worker([runner], worker_id="here", idle_check=60):
+            await asyncio.sleep(0.3)  # its first round is over: it sleeps
+            dead = _runner(there, _chain(counts), worker_id="dead-host:2")
+            key = await _left_by_a_dead_process(dead, "dead-host:2/abc")
+            took = await _status_becomes(here, key, InvocationStatus.COMPLETED)
+    finally:
+        await here.close()
+        await there.close()
+
+    assert took < TTL.total_seconds() + 3  # TTL + 1 s is the target; slack for the machine
     assert counts == {"first": 1, "second": 1}
 
 
