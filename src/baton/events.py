@@ -81,6 +81,10 @@ def new_event_id() -> str:
 
 
 _JSON_SCALARS: Final = frozenset({str, int, float, bool})
+# A deadline further away than this is a mistake (milliseconds given as seconds, an
+# "infinite" timedelta): it could not be shown as a date, nor ever fire.
+_LONGEST_TIMEOUT: Final = 100 * 365 * 24 * 3600.0
+_LONGEST_TIMEOUT_TEXT: Final = "100 years"
 
 
 def to_json_value(value: object, *, what: str = "value") -> JsonValue:
@@ -313,13 +317,20 @@ class RequestInput(WireModel):
     def _seconds(cls, value: Any) -> Any:
         if isinstance(value, timedelta):
             value = value.total_seconds()
-        if value is not None and not (
-            isinstance(value, int | float) and math.isfinite(value) and value > 0
-        ):
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(
                 f"timeout must be a positive number of seconds or a timedelta, got {value!r}."
             )
-        return value
+        seconds = float(value) if abs(value) <= _LONGEST_TIMEOUT else math.inf
+        if not (math.isfinite(seconds) and 0 < seconds <= _LONGEST_TIMEOUT):
+            raise ValueError(
+                f"timeout must be a positive number of seconds or a timedelta of at most "
+                f"{_LONGEST_TIMEOUT_TEXT}, got {value!r}; leave timeout out for a question "
+                "without a deadline."
+            )
+        return seconds
 
     @model_validator(mode="after")
     def _check_on_timeout(self) -> RequestInput:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from baton.server.timeline import Timeline
 
-__all__ = ["folding_table", "short", "timeline_tables", "when"]
+__all__ = ["folding_table", "short", "timeline_tables", "until", "when"]
 
 
 def timeline_tables(timeline: Timeline) -> list[Table]:
@@ -54,4 +54,17 @@ def when(seconds: float) -> str:
         return f"{max(int(age), 0)}s ago"
     if age < 7200:
         return f"{int(age // 60)}m ago"
+    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M}Z"
+
+
+def until(seconds: float) -> str:
+    """A time to come for people: in seconds or minutes when near, else the UTC date and
+    time; one already past reads as `when` does."""
+    left = seconds - time.time()
+    if left <= 0:
+        return when(seconds)
+    if left < 120:
+        return f"in {int(left) + 1}s"
+    if left < 7200:
+        return f"in {int(left // 60)}m"
     return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M}Z"

@@ -438,3 +438,35 @@ def test_the_printed_resume_command_works_as_printed(tmp_path: Path) -> None:
     code, out = baton("inspect", sid, "-p", APP, db=db)
     assert code == 0
     assert "│ ann" in out
+
+
+_ASKING_WITH_A_DEADLINE = """
+from pydantic import BaseModel
+from baton import App, Context, RequestInput, ResumabilityConfig, Workflow
+
+class Decision(BaseModel):
+    approved: bool
+
+async def ask(ctx: Context, node_input: object):
+    yield RequestInput(
+        interrupt_id="q", message="approve?", response_schema=Decision,
+        timeout=3600, on_timeout={"approved": False},
+    )
+
+app = App(name="asking", root_agent=Workflow(name="asking", edges=[("START", ask)]),
+          resumability_config=ResumabilityConfig(is_resumable=True))
+"""
+
+
+def test_pending_says_when_a_deadline_to_come_expires(tmp_path: Path) -> None:
+    folder = tmp_path / "asking"
+    folder.mkdir()
+    (folder / "agent.py").write_text(_ASKING_WITH_A_DEADLINE)
+    db = tmp_path / "s.db"
+    _, out = baton("run", str(folder), "go", db=db)  # no answer on stdin: it pauses
+    assert "paused" in out
+
+    code, out = baton("pending", "-p", str(folder), db=db)
+    assert code == 0, out
+    assert re.search(r"in (59|60)m", out), out  # an hour from now, not "0s ago"
+    assert "on_timeout" in out

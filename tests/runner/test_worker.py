@@ -305,6 +305,11 @@ async def test_on_timeout_is_checked_against_the_schema_when_asked() -> None:
         RequestInput(response_schema=Decision, on_timeout={"approved": False})
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         RequestInput(timeout=0)
+    bad: list[Any] = [True, "5", -1, float("nan"), float("inf"), 10**400, 1e20, timedelta.max]
+    for each in bad:
+        with pytest.raises(ValueError, match="timeout must be a positive number"):
+            RequestInput(timeout=each)
+    assert RequestInput(timeout=7).timeout_seconds == 7.0
     assert RequestInput(timeout=timedelta(minutes=2)).timeout_seconds == 120.0
 
 

@@ -21,7 +21,7 @@ from baton.cli.base import (
     open_catalog,
     sessions_cli,
 )
-from baton.reports import folding_table, timeline_tables, when
+from baton.reports import folding_table, timeline_tables, until, when
 from baton.server.timeline import build_timeline
 from baton.sessions.store import Interrupt
 from baton.terminal import (
@@ -155,7 +155,7 @@ def _deadline(row: Interrupt) -> str:
     """When the question expires, and what happens then."""
     assert row.expires_at is not None  # the caller checked
     then = "answered by on_timeout" if row.answers_on_timeout else "the run fails"
-    return f"{when(row.expires_at)} ({then})"
+    return f"{until(row.expires_at)} ({then})"
 
 
 @cli.command()
