@@ -54,6 +54,7 @@ __all__ = [
     "InMemoryRunner",
     "ResumabilityConfig",
     "Runner",
+    "check_worker_id",
     "default_worker_id",
     "own_prefix",
 ]
@@ -160,7 +161,7 @@ class Runner:
         self.session_service = session_service
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
-        self.worker_id = worker_id or default_worker_id()
+        self.worker_id = default_worker_id() if worker_id is None else check_worker_id(worker_id)
         self.fingerprint = fingerprint_of(self.root)
         self.planner = CallPlanner(
             session_service.store,
@@ -472,6 +473,34 @@ but never its own."""
 def own_prefix(worker_id: str) -> str:
     """The lease owners of this process under `worker_id` start with this."""
     return f"{worker_id}/{INCARNATION}-"
+
+
+MAX_WORKER_ID_LENGTH: Final = 200
+"""The longest worker identity: lease owners `worker_id/...` must fit in 255 characters."""
+
+_NOT_IN_WORKER_IDS: Final = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
+
+
+def check_worker_id(worker_id: str) -> str:
+    """`worker_id` if it can name a process in lease owners, else a ValueError saying why.
+
+    Lease owners are `worker_id/...`, and a restarted process takes back every lease
+    whose owner starts with `worker_id/`: a `/` in an id would let one process take
+    another's runs (`a` those of `a/b`)."""
+    if not worker_id.strip():
+        raise ValueError("a worker id may not be empty; leave it out for the default.")
+    if len(worker_id) > MAX_WORKER_ID_LENGTH:
+        raise ValueError(
+            f"a worker id is at most {MAX_WORKER_ID_LENGTH} characters, got "
+            f"{len(worker_id)}. Use a shorter one, e.g. HOST:PORT."
+        )
+    found = _NOT_IN_WORKER_IDS.search(worker_id)
+    if found is not None:
+        raise ValueError(
+            f"worker id {worker_id!r} holds {found.group()!r}; a worker id may not hold '/' "
+            "or control characters. Use e.g. HOST:PORT or web-1."
+        )
+    return worker_id
 
 
 def default_worker_id() -> str:

@@ -28,7 +28,7 @@ from collections.abc import Coroutine, Iterable
 from typing import Final, final
 
 from baton.errors import InputTimeoutError, InvocationBusyError, WorkflowChangedError
-from baton.runner import Runner, own_prefix
+from baton.runner import Runner, check_worker_id, own_prefix
 from baton.sessions.store import Claimed, Interrupt, Store, Subscription
 
 __all__ = ["Worker"]
@@ -84,7 +84,7 @@ class Worker:
         self._runners = {r.app_name: r for r in listed}
         self._store: Store = listed[0].store
         self._clock = listed[0].planner.clock
-        self.worker_id = worker_id or listed[0].worker_id
+        self.worker_id = listed[0].worker_id if worker_id is None else check_worker_id(worker_id)
         self._lease_ttl = min(r.lease_ttl for r in listed)
         self._poll = poll
         self._idle_check = idle_check

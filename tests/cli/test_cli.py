@@ -470,3 +470,22 @@ def test_pending_says_when_a_deadline_to_come_expires(tmp_path: Path) -> None:
     assert code == 0, out
     assert re.search(r"in (59|60)m", out), out  # an hour from now, not "0s ago"
     assert "on_timeout" in out
+
+
+@pytest.mark.parametrize("command", ["api_server", "web", "worker"])
+def test_bad_operation_options_are_refused_naming_the_option(command: str, tmp_path: Path) -> None:
+    refused = {
+        ("--lease-ttl", "-5"): "--lease-ttl",
+        ("--lease-ttl", "inf"): "--lease-ttl",
+        ("--grace", "-1"): "--grace",
+        ("--grace", "inf"): "--grace",
+        ("--worker-id", ""): "may not be empty",
+        ("--worker-id", "web/1"): "may not hold '/'",
+        ("--worker-id", "web\t1"): "control characters",
+        ("--worker-id", "w" * 201): "at most 200 characters",
+    }
+    for args, says in refused.items():
+        port = () if command == "worker" else ("--port", "0")
+        code, out = baton(command, str(EXAMPLES), *args, *port, db=tmp_path / "s.db")
+        assert code == 2, (args, out)
+        assert says in " ".join(out.split()), (args, out)

@@ -298,6 +298,15 @@ async def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(store
     assert await snapshot(store, key) == before
 
 
+def test_a_worker_id_that_could_take_anothers_runs_is_refused(store: Store) -> None:
+    counts: dict[str, int] = {}
+    for bad in ("", "web/1", "web\n1", "w" * 201):
+        with pytest.raises(ValueError, match="worker id"):
+            _runner(store, _chain(counts), worker_id=bad)
+        with pytest.raises(ValueError, match="worker id"):
+            Worker([_runner(store, _chain(counts))], worker_id=bad)
+
+
 async def test_on_timeout_is_checked_against_the_schema_when_asked() -> None:
     with pytest.raises(ValueError, match="on_timeout .* does not match the response_schema"):
         RequestInput(response_schema=Decision, timeout=5, on_timeout={"approved": "maybe"})

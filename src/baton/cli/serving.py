@@ -24,6 +24,7 @@ from baton.cli.base import (
     open_catalog,
 )
 from baton.errors import ExtraNotInstalledError
+from baton.runner import check_worker_id
 from baton.server.settings import (
     Limits,
     keys_from_env,
@@ -95,6 +96,7 @@ LeaseTtlOption = Annotated[
         "--lease-ttl",
         metavar="SECONDS",
         min=1.0,
+        max=3600.0,
         help="How long a run's lease lasts without renewal: after a process dies, its "
         "runs are continued by another process this long after its last renewal.",
     ),
@@ -113,6 +115,7 @@ GraceOption = Annotated[
         "--grace",
         metavar="SECONDS",
         min=0.0,
+        max=86400.0,
         help="On SIGTERM/SIGINT: how long runs in flight may go on before they are handed "
         "over to other processes.",
     ),
@@ -165,8 +168,10 @@ def api_server(
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=False)
     settings = replace(settings, trace_to_ui=trace_to_ui)
-    operation = Operation(lease_ttl, not no_recover, grace, worker_id or f"{_host()}:{port}")
-    execute(_serve(settings, operation))
+    named = _checked_worker_id(worker_id)
+    with _listen(host, port) as listener:
+        operation = Operation(lease_ttl, not no_recover, grace, _identity(named, listener))
+        execute(_serve(settings, operation, listener))
 
 
 @cli.command()
@@ -201,8 +206,10 @@ def web(
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=True)
     settings = replace(settings, trace_to_ui=trace_to_ui)
-    operation = Operation(lease_ttl, not no_recover, grace, worker_id or f"{_host()}:{port}")
-    execute(_serve(settings, operation))
+    named = _checked_worker_id(worker_id)
+    with _listen(host, port) as listener:
+        operation = Operation(lease_ttl, not no_recover, grace, _identity(named, listener))
+        execute(_serve(settings, operation, listener))
 
 
 @cli.command()
@@ -226,7 +233,8 @@ def worker(
     \b
       baton worker examples/ --db postgresql+asyncpg://localhost/baton
     """
-    operation = Operation(lease_ttl, True, grace, worker_id or f"{_host()}:{os.getpid()}")
+    identity = _checked_worker_id(worker_id) or f"{_host()}:{os.getpid()}"
+    operation = Operation(lease_ttl, True, grace, identity)
     execute(_work(agents_dir, db, operation))
 
 
@@ -298,6 +306,35 @@ def _host() -> str:
     return socket.gethostname()
 
 
+def _checked_worker_id(worker_id: str | None) -> str | None:
+    if worker_id is None:
+        return None
+    try:
+        return check_worker_id(worker_id)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--worker-id") from None
+
+
+def _identity(worker_id: str | None, listener: socket.socket) -> str:
+    """The given worker id, else HOST:PORT with the port actually bound (with --port 0,
+    two processes on one machine must not share HOST:0)."""
+    return worker_id or f"{_host()}:{listener.getsockname()[1]}"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything else starts: a process that
+    cannot serve must not begin to recover runs (under a worker id a live one holds)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:
+        raise typer.BadParameter(
+            f"cannot listen on {host}:{port}: {error.strerror or error}. Stop the process "
+            "that uses it, or choose another --port / --host.",
+            param_hint="--port",
+        ) from None
+
+
 async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
     async with open_catalog(
         agents_dir, db, lease_ttl=operation.ttl, worker_id=operation.worker_id
@@ -316,7 +353,7 @@ async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
         await task
 
 
-async def _serve(settings: _Settings, operation: Operation) -> None:
+async def _serve(settings: _Settings, operation: Operation, listener: socket.socket) -> None:
     # FastAPI and uvicorn are the `server` extra; `baton run` must work without them.
     try:
         # Imported first, so a missing server extra is named by uvicorn.
@@ -353,7 +390,7 @@ async def _serve(settings: _Settings, operation: Operation) -> None:
         )
         server = draining_server(config, lambda: drain_server(app, operation.grace))
         async with asyncio.TaskGroup() as group:
-            serving = group.create_task(server.serve())
+            serving = group.create_task(server.serve(sockets=[listener]))
             while not server.started and not serving.done():  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await asyncio.sleep(0.05)
             if server.started:
