@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import cast, final
 
@@ -110,8 +111,13 @@ class CallPlanner:
         message: Content | None,
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
+        occurrences: Mapping[str, str] | None = None,
     ) -> RunPlan:
         """What the call does (start, answer, continue), checked; nothing is written.
+
+        `occurrences` (interrupt id -> the occurrence the caller saw) makes an answer
+        answer only that asking of its question: once it was answered and asked again,
+        the answer is refused with AlreadyAnsweredError instead of answering the new one.
 
         Raises:
             the refusals of `Runner.run_async` that need neither the lease nor the
@@ -123,7 +129,9 @@ class CallPlanner:
         responses = message.function_responses if message else []
         if responses:
             assert message is not None
-            return await self._plan_answers(key, session, message, invocation_id, state_delta)
+            return await self._plan_answers(
+                key, session, message, invocation_id, state_delta, occurrences or {}
+            )
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
             await self._fail_if_waiting(invocation)
@@ -193,6 +201,7 @@ class CallPlanner:
         message: Content,
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
+        occurrences: Mapping[str, str],
     ) -> RunPlan:
         if any(p.function_response is None for p in message.parts or []):
             raise InvalidMessageError(
@@ -207,6 +216,7 @@ class CallPlanner:
                     "function call it answers (the interrupt id)."
                 )
             row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
+            _check_occurrence(row, occurrences.get(response.id))
             answers.append((row, validate_answer(row, unwrap_response(response.response))))
         owners = sorted({row.invocation_id for row, _ in answers})
         if len(owners) > 1:
@@ -326,6 +336,18 @@ class CallPlanner:
         return RunPlan(
             PlanKind.ANSWER, key, session, invocation_id, message=message, answers=answers
         )
+
+
+def _check_occurrence(row: Interrupt, seen: str | None) -> None:
+    """Refuse an answer meant for an earlier asking of the question open now."""
+    if seen is None or seen == row.occurrence:
+        return
+    raise AlreadyAnsweredError(
+        f"interrupt '{row.interrupt_id}' was answered in the occurrence you answered ('{seen}') "
+        f"and has been asked again since (occurrence '{row.occurrence}', by "
+        f"'{row.node_path}'); nothing was changed. Read the question again and answer the "
+        "open occurrence."
+    )
 
 
 def _check_call(

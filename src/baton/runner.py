@@ -213,6 +213,7 @@ class Runner:
         run_config: object | None = None,
         yield_user_message: bool = False,
         answered_by: str | None = None,
+        occurrences: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Start a run, answer its interrupts, or continue it; yields events as they commit.
 
@@ -229,6 +230,9 @@ class Runner:
             run_config: accepted for compatibility; unused.
             yield_user_message: also yield the user's message event.
             answered_by: who answered, recorded with each answer.
+            occurrences: interrupt id -> the `occurrence` of the question the caller saw
+                (from the pending list); an answer then never answers a later asking of
+                the same id (AlreadyAnsweredError instead).
 
         Raises:
             SessionNotFoundError, InvocationNotFoundError, UnknownInterruptError,
@@ -242,7 +246,9 @@ class Runner:
         self._check_models()
         # A write the app's state_schema refuses is refused before anything is stored.
         check_state_delta(self.state_schema, dict(state_delta or {}), "the caller's state_delta")
-        plan = await self.planner.plan(key, new_message, invocation_id, dict(state_delta or {}))
+        plan = await self.planner.plan(
+            key, new_message, invocation_id, dict(state_delta or {}), occurrences
+        )
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         lease = await self._lease(plan)
         try:
@@ -263,6 +269,7 @@ class Runner:
         answered_by: str | None = None,
         state_delta: dict[str, JsonValue] | None = None,
         yield_user_message: bool = False,
+        occurrences: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Answer open questions by interrupt id and resume the run; yields its events.
 
@@ -280,6 +287,7 @@ class Runner:
             answered_by: who answered, recorded with each answer (default: `user_id`).
             state_delta: state changes recorded with the answers.
             yield_user_message: also yield the event holding the answers.
+            occurrences: interrupt id -> the `occurrence` the answer is meant for.
 
         Raises:
             InvalidMessageError: `answers` is empty.
@@ -296,6 +304,7 @@ class Runner:
             state_delta=state_delta,
             yield_user_message=yield_user_message,
             answered_by=answered_by or user_id,
+            occurrences=occurrences,
         )
         async with aclosing(events) as stream:
             async for event in stream:

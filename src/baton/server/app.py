@@ -18,7 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal, TypeVar, final
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response, params
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response, params
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -39,6 +39,7 @@ from baton.server.catalog import AppCatalog, ShuttingDownError
 from baton.server.dev_routes import dev_routes
 from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
+from baton.server.idempotency import IdempotentReplies
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.origins import allow_origins
@@ -79,6 +80,9 @@ class _Server:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     drain_ends: float = 0.0  # loop time when runs still going are cut off
     worker: Worker | None = None
+    replies: IdempotentReplies[list[Event] | JSONResponse] = field(
+        default_factory=IdempotentReplies[list[Event] | JSONResponse]
+    )
 
     @property
     def draining(self) -> bool:
@@ -542,18 +546,30 @@ def _inbox_routes(server: _Server) -> APIRouter:
         dependencies=[_accepting(server)],
     )
     async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
-        app_name: str, user_id: str, session_id: str, interrupt_id: str, body: RespondRequest
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        interrupt_id: str,
+        body: RespondRequest,
+        idempotency_key: Annotated[str | None, Header()] = None,
     ) -> list[Event] | JSONResponse:
-        events = server.catalog.runner(app_name).answer(
-            user_id=user_id,
-            session_id=session_id,
-            answers={interrupt_id: body.response},
-            invocation_id=body.invocation_id,
-            answered_by=user_id,
-            state_delta=body.state_delta,
-            yield_user_message=True,  # as in _start: the answer's echo opens the feed
-        )
-        return await run_reply(await _opened(server, events))
+        async def act() -> list[Event] | JSONResponse:
+            events = server.catalog.runner(app_name).answer(
+                user_id=user_id,
+                session_id=session_id,
+                answers={interrupt_id: body.response},
+                invocation_id=body.invocation_id,
+                answered_by=user_id,
+                state_delta=body.state_delta,
+                occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
+                yield_user_message=True,  # as in _start: the answer's echo opens the feed
+            )
+            return await run_reply(await _opened(server, events))
+
+        if idempotency_key is None:
+            return await act()
+        scope = (app_name, user_id, session_id, interrupt_id, idempotency_key)
+        return await server.replies.once(scope, act)
 
     return router
 

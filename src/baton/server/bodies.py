@@ -47,6 +47,8 @@ class RespondRequest(WireModel):
     response: JsonValue = None
     invocation_id: str | None = None
     state_delta: dict[str, JsonValue] | None = None
+    # The pending item's `occurrence`: the answer then answers only that asking.
+    occurrence: str | None = None
 
 
 class StateUpdate(WireModel):

@@ -7,12 +7,13 @@ them to `commit_step`, which lands each one atomically or not at all.
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeAlias
 
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, computed_field
 
 from baton.errors import InvocationBusyError, LeaseLostError
 from baton.events import Event
@@ -128,6 +129,15 @@ class Interrupt(WireModel):
     expires_at: float | None = None
     on_timeout: JsonValue = None
     answers_on_timeout: bool = False
+
+    @computed_field
+    @property
+    def occurrence(self) -> str:
+        """This asking of the question: a loop that asks the same id again asks a new
+        occurrence. An answer sent with it answers only this one (`Runner.run_async`'s
+        `occurrences`, the respond route's `occurrence`)."""
+        ident = f"{self.invocation_id}|{self.node_path}|{self.interrupt_id}"
+        return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
