@@ -52,7 +52,11 @@ async def test_sigterm_ends_streams_hands_the_run_over_and_exits_0(tmp_path: Pat
                 pass
 
     assert await leaving.exit_code(within=WITHIN) == 0
-    await asyncio.gather(request, return_exceptions=True)
+    # The client of the run cut off at the end of the grace is told, not dropped.
+    reply = await request
+    assert reply.status_code == 503
+    assert reply.json()["error"] == "ShuttingDownError"
+    assert "handed over" in reply.json()["detail"]
     # The other process continues the run at once: no 30 s lease to wait out.
     took = await waits_for_approval(staying, session)
     assert took < 15

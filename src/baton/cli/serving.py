@@ -287,6 +287,9 @@ def _limits(max_body: str, read_timeout: float, max_connections: int) -> Limits:
         ) from None
 
 
+_REPLY_SECONDS = 3
+
+
 @final
 @dataclass(frozen=True)
 class Operation:
@@ -386,7 +389,9 @@ async def _serve(settings: _Settings, operation: Operation, listener: socket.soc
             host=settings.host,
             port=settings.port,
             limits=settings.limits,
-            timeout_graceful_shutdown=max(1, round(operation.grace)),
+            # A little longer than the grace, so runs handed over at its end still get
+            # their replies out before uvicorn cuts connections.
+            timeout_graceful_shutdown=round(operation.grace) + _REPLY_SECONDS,
         )
         server = draining_server(config, lambda: drain_server(app, operation.grace))
         async with asyncio.TaskGroup() as group:

@@ -77,6 +77,7 @@ class _Server:
     changes: ChangeSignal = field(default_factory=ChangeSignal)
     group: asyncio.TaskGroup | None = None
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
+    feeds: set[RunFeed] = field(default_factory=set[RunFeed])
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     drain_ends: float = 0.0  # loop time when runs still going are cut off
     worker: Worker | None = None
@@ -94,10 +95,26 @@ class _Server:
         if self.stopping.is_set():
             return
         self.stopping.set()
-        self.drain_ends = asyncio.get_running_loop().time() + grace
+        loop = asyncio.get_running_loop()
+        self.drain_ends = loop.time() + grace
+        # Runs still going at the end of the grace are handed over while their requests
+        # can still be answered (uvicorn waits a little longer than the grace).
+        loop.call_later(grace, self.hand_over_runs)
         if self.worker is not None:
             self.worker.drain(grace)
         self.changes.notify()
+
+    def hand_over_runs(self) -> None:
+        """Cut off every run still going: its client is told (503, or an error frame), and
+        its lease is released so another process continues it at once."""
+        for feed in list(self.feeds):
+            feed.hand_over(
+                ShuttingDownError(
+                    "this server shut down before the run paused; it was handed over and "
+                    "another baton process continues it from its last commit (follow it "
+                    "through the session, or the pending listing)."
+                )
+            )
 
     async def finish_runs(self) -> None:
         """Give runs still going the rest of the grace period, then cut them off: each
@@ -138,7 +155,9 @@ class _Server:
         """Drive a run in the server's task group; tracked so shutdown can cut it off."""
         feed = RunFeed(self._started(), events, on_change=self.changes.notify)
         self.runs.add(feed.task)
+        self.feeds.add(feed)
         feed.task.add_done_callback(self.runs.discard)
+        feed.task.add_done_callback(lambda _: self.feeds.discard(feed))
         return feed
 
     def _started(self) -> asyncio.TaskGroup:

@@ -99,6 +99,13 @@ class RunFeed:
             self._queue.put_nowait(_END)
             self._on_change()
 
+    def hand_over(self, reason: Exception) -> None:
+        """Cut the run off (the server is shutting down): the reader gets `reason` after
+        the events so far, and the run's lease is released as it stops, so another
+        process continues it."""
+        self._queue.put_nowait(reason)
+        self.task.cancel()
+
     async def opening(self) -> None:
         """Wait for the first event; re-raise an error the run raised before it."""
         self._head = await self._queue.get()
