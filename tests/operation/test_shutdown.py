@@ -37,32 +37,38 @@ async def test_sigterm_ends_streams_hands_the_run_over_and_exits_0(tmp_path: Pat
     staying = await start_baton(
         "api_server", str(agents), *common, "--worker-id", "staying", log=log
     )
-    session = await new_session(leaving)
-    stream_client = leaving.client()
-    async with (
-        stream_client,
-        stream_client.stream("GET", f"/apps/{APP}/users/u/pending/stream") as stream,
-    ):
-        request = await start_run(leaving, session, "slow:60")  # far longer than the grace
-        await logged(log, "prepare", session)
+    try:
+        session = await new_session(leaving)
+        stream_client = leaving.client()
+        async with (
+            stream_client,
+            stream_client.stream("GET", f"/apps/{APP}/users/u/pending/stream") as stream,
+        ):
+            request = await start_run(leaving, session, "slow:60")  # far longer than the grace
+            await logged(log, "prepare", session)
 
-        leaving.signal(signal.SIGTERM)
-        async with asyncio.timeout(WITHIN):
-            async for _ in stream.aiter_bytes():  # the live stream ends: no SIGKILL needed
-                pass
+            leaving.signal(signal.SIGTERM)
+            async with asyncio.timeout(WITHIN):
+                async for _ in stream.aiter_bytes():  # the live stream ends: no SIGKILL needed
+                    pass
 
-    assert await leaving.exit_code(within=WITHIN) == 0
-    # The client of the run cut off at the end of the grace is told, not dropped.
-    reply = await request
-    assert reply.status_code == 503
-    assert reply.json()["error"] == "ShuttingDownError"
-    assert "handed over" in reply.json()["detail"]
-    # The other process continues the run at once: no 30 s lease to wait out.
-    took = await waits_for_approval(staying, session)
-    assert took < 15
-    assert executions(log)[("prepare", session)] == 2  # in flight at the handover: again once
-    staying.signal(signal.SIGTERM)
-    assert await staying.exit_code(within=WITHIN) == 0
+        assert await leaving.exit_code(within=WITHIN) == 0
+        # The client of the run cut off at the end of the grace is told, not dropped.
+        reply = await request
+        assert reply.status_code == 503
+        assert reply.json()["error"] == "ShuttingDownError"
+        assert "handed over" in reply.json()["detail"]
+        # The other process continues the run at once: no 30 s lease to wait out.
+        took = await waits_for_approval(staying, session)
+        assert took < 15
+        assert executions(log)[("prepare", session)] == 2  # in flight at the handover: again once
+        staying.signal(signal.SIGTERM)
+        assert await staying.exit_code(within=WITHIN) == 0
+    finally:  # a failed test leaves no server behind
+        for each in (leaving, staying):
+            if each.process.returncode is None:
+                each.process.kill()
+                await each.process.wait()
 
 
 async def test_a_draining_server_refuses_new_runs_with_503_and_retry_after() -> None:
