@@ -166,6 +166,11 @@ class DynamicRuns:
                 call.done = True
                 call.output = child.output
 
+    @property
+    def idle(self) -> bool:
+        """No child was ever called: nothing to settle (most node runs)."""
+        return not self._inflight and self._record.child is None
+
     async def settle(self, *, cancel: bool) -> list[str]:
         """Wait for children still in flight (cancelled first when `cancel`).
 

@@ -360,7 +360,8 @@ async def _execute(
             collector = _Collector(node, ctx, record)
             try:
                 await _run_once(node, ctx, record, collector)
-                _carry(ctx, record, await children.settle(cancel=False))
+                if not children.idle:
+                    _carry(ctx, record, await children.settle(cancel=False))
             except ChildInterrupted:
                 # A dynamic child waits: so does this run, once its other children settled.
                 _carry(ctx, record, await children.settle(cancel=False))
