@@ -3,7 +3,14 @@
     .venv/bin/python bench/baton_bench.py [--quick] [--backends memory,sqlite,postgres]
 
 - chain: a 100-node linear workflow of trivial sync functions, a fresh session per
-  run; the figure is the median microseconds per node.
+  run; the figure is the median microseconds per node. Its target is relative:
+  chain-async + 1.5 x thread-hop, both measured in the same run (a plain node runs
+  in a worker thread, `baton.threads`: the engine's cost plus one hop).
+- chain-async: the same workflow of `async def` functions (no thread): the engine's
+  own cost per node, interleaved run by run with chain.
+- thread-hop: the floor of one plain call: the median microseconds of
+  `baton.threads.run_sync` on a no-op, between two stretches of event-loop work as
+  long as a node's, measured alongside the chains.
 - resume: a session already holds H events (0, 1,000, 10,000, 100,000, committed
   straight through the store with `invocation_id=None`); a `START -> a -> ask -> b`
   run pauses in it; the figure is the median latency, in milliseconds, of the
@@ -39,6 +46,7 @@ from baton.sessions.services import (
     SqliteSessionService,
 )
 from baton.sessions.store import SessionKey, StepCommit
+from baton.threads import run_sync
 from baton.types import SessionId
 
 POSTGRES_URL = os.environ.get(
@@ -53,8 +61,28 @@ def emit(workload: str, backend: str, value: float | None, unit: str, note: str 
     figures.emit("baton", workload, backend, value, unit, note)
 
 
+def emit_chains(backend: str, measured: dict[str, float]) -> None:
+    """The chain figures; chain's target is the engine's cost plus the hop floor."""
+    floor = measured["chain-async"] + HOP_FLOOR_FACTOR * measured["thread-hop"]
+    figures.emit("baton", "chain", backend, measured["chain"], "us/node", target=floor)
+    emit("chain-async", backend, measured["chain-async"], "us/node")
+    emit("thread-hop", backend, measured["thread-hop"], "us")
+
+
+HOP_CALLS = 2_000
+HOP_FLOOR_FACTOR = 1.5  # chain's target: chain-async + this many thread hops a node
+
+
 def chain_workflow() -> Workflow:
     def step(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    nodes = [FunctionNode(step, name=f"n{i}") for i in range(CHAIN_NODES)]
+    return Workflow(name="chain", edges=[("START", *nodes)])
+
+
+def async_chain_workflow() -> Workflow:
+    async def step(node_input: JsonValue) -> JsonValue:
         return node_input
 
     nodes = [FunctionNode(step, name=f"n{i}") for i in range(CHAIN_NODES)]
@@ -100,18 +128,47 @@ async def drain(runner: Runner, session_id: str, message: types.Content) -> int:
     return count
 
 
-async def bench_chain(service: BaseSessionService, runs: int) -> float:
-    runner = runner_for(chain_workflow(), service)
-    seconds: list[float] = []
+async def bench_chains(service: BaseSessionService, runs: int) -> dict[str, float]:
+    """µs per node of the plain and the async chain, run by run in turn, and the
+    thread-hop floor measured between them: one machine state for all three."""
+    runners = {
+        "chain": runner_for(chain_workflow(), service),
+        "chain-async": runner_for(async_chain_workflow(), service),
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
+    hops: list[float] = []
     for attempt in range(runs + 2):
-        session = await service.create_session(app_name="bench", user_id="u")
+        for name, runner in runners.items():
+            session = await service.create_session(app_name="bench", user_id="u")
+            started = time.perf_counter()
+            events = await drain(runner, session.id, text_message("go"))
+            elapsed = time.perf_counter() - started
+            assert events == CHAIN_NODES, f"expected {CHAIN_NODES} output events, got {events}"
+            if attempt >= 2:  # the first two runs warm caches and connection pools
+                seconds[name].append(elapsed)
+        if attempt >= 2:
+            hops.append(await hop_floor(statistics.median(seconds["chain-async"]) / CHAIN_NODES))
+    figures = {name: statistics.median(s) / CHAIN_NODES * 1e6 for name, s in seconds.items()}
+    figures["thread-hop"] = statistics.median(hops) * 1e6
+    return figures
+
+
+def _noop() -> None:
+    return None
+
+
+async def hop_floor(gap: float) -> float:
+    """Median seconds of one `run_sync` no-op, each after `gap` seconds of loop work (a
+    worker thread idle that long wakes as slowly as between two nodes of a chain)."""
+    taken: list[float] = []
+    for _ in range(HOP_CALLS // 10):
+        busy_until = time.perf_counter() + gap
+        while time.perf_counter() < busy_until:
+            pass
         started = time.perf_counter()
-        events = await drain(runner, session.id, text_message("go"))
-        elapsed = time.perf_counter() - started
-        assert events == CHAIN_NODES, f"expected {CHAIN_NODES} output events, got {events}"
-        if attempt >= 2:  # the first two runs warm caches and connection pools
-            seconds.append(elapsed)
-    return statistics.median(seconds) / CHAIN_NODES * 1e6
+        await run_sync(_noop)
+        taken.append(time.perf_counter() - started)
+    return statistics.median(taken)
 
 
 async def fill_history(service: BaseSessionService, key: SessionKey, size: int) -> None:
@@ -173,7 +230,8 @@ async def run_on_postgres(statement: str) -> None:
         await engine.dispose()
 
 
-Job = Callable[[BaseSessionService], Awaitable[float]]
+Job = Callable[[BaseSessionService], Awaitable[float | dict[str, float]]]
+"""Measures one figure, or several named ones (workload -> value)."""
 
 
 def jobs_for(quick: bool) -> list[tuple[str, str, Job]]:
@@ -185,7 +243,7 @@ def jobs_for(quick: bool) -> list[tuple[str, str, Job]]:
         return lambda service: bench_resume(service, history, resume_runs)
 
     jobs: list[tuple[str, str, Job]] = [
-        ("chain", "us/node", lambda service: bench_chain(service, chain_runs))
+        ("chain", "us/node", lambda service: bench_chains(service, chain_runs))
     ]
     return jobs + [(f"resume@{h}", "ms", resume_job(h)) for h in sizes]
 
@@ -195,7 +253,10 @@ async def measure(backend: str, quick: bool) -> None:
         try:
             async with open_service(backend) as service:
                 value = await job(service)
-            emit(workload, backend, value, unit)
+            if isinstance(value, dict):
+                emit_chains(backend, value)
+            else:
+                emit(workload, backend, value, unit)
         except (OSError, TimeoutError) as error:
             emit(workload, backend, None, unit, f"{backend} unavailable: {error}")
 
