@@ -27,6 +27,7 @@ __all__ = [
     "NodeFailedError",
     "NodeSchemaError",
     "NodeTimeoutError",
+    "NotAssigneeError",
     "OutputAlreadySetError",
     "SessionExistsError",
     "SessionNotFoundError",
@@ -66,6 +67,10 @@ class UnknownInterruptError(BatonError, LookupError, ValueError):
 
 class AlreadyAnsweredError(BatonError, ValueError):
     """The interrupt was answered before; a second answer is refused."""
+
+
+class NotAssigneeError(BatonError, PermissionError):
+    """The question is assigned to another person; only an answer as them is accepted."""
 
 
 class InvocationFinishedError(BatonError, ValueError):

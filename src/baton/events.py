@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -85,6 +86,9 @@ _JSON_SCALARS: Final = frozenset({str, int, float, bool})
 # "infinite" timedelta): it could not be shown as a date, nor ever fire.
 _LONGEST_TIMEOUT: Final = 100 * 365 * 24 * 3600.0
 _LONGEST_TIMEOUT_TEXT: Final = "100 years"
+# A user id an API key can name (`USER:SECRET` splits at the first ':'), as stored ids are:
+# at most 255 characters, none of them a control character.
+_ASSIGNEE: Final = re.compile(r"[^\x00-\x1f\x7f-\x9f:]{1,255}")
 
 
 def to_json_value(value: object, *, what: str = "value") -> JsonValue:
@@ -303,6 +307,11 @@ class RequestInput(WireModel):
             asking node fails with InputTimeoutError. baton's own addition.
         on_timeout: the answer given when the deadline passes; validated against
             `response_schema` here, when the request is made.
+        assignee: the user id of the person who must answer (baton's own addition): the
+            question is listed in their pending inputs and inbox too, only an answer
+            given as them is accepted (`Runner.answer(..., answered_by=assignee)`; over
+            HTTP their API key), and the session's owner sees whom the run waits on.
+            None: the session's user answers, as usual.
     """
 
     interrupt_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -311,6 +320,19 @@ class RequestInput(WireModel):
     response_schema: Any = None
     timeout: float | timedelta | None = None  # stored as seconds (see `_seconds`)
     on_timeout: Any = None
+    assignee: str | None = None
+
+    @field_validator("assignee", mode="before")
+    @classmethod
+    def _user_id(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, str) or not _ASSIGNEE.fullmatch(value):
+            raise ValueError(
+                f"assignee must be a user id (1 to 255 printable characters, no ':'), got "
+                f"{value!r}; leave assignee out for a question the session's user answers."
+            )
+        return value
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -387,6 +409,8 @@ class RequestInput(WireModel):
             args["timeout"] = self.timeout_seconds
         if self.answers_on_timeout:
             args["on_timeout"] = self.on_timeout
+        if self.assignee is not None:
+            args["assignee"] = self.assignee
         return FunctionCall(id=self.interrupt_id, name=REQUEST_INPUT_FUNCTION, args=args)
 
 

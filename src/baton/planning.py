@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import cast, final
 
@@ -26,6 +27,7 @@ from baton.errors import (
     InvocationFinishedError,
     InvocationNotFoundError,
     InvocationWaitingError,
+    NotAssigneeError,
     SessionNotFoundError,
     UnknownInterruptError,
 )
@@ -112,12 +114,15 @@ class CallPlanner:
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
         occurrences: Mapping[str, str] | None = None,
+        answered_by: str | None = None,
     ) -> RunPlan:
         """What the call does (start, answer, continue), checked; nothing is written.
 
         `occurrences` (interrupt id -> the occurrence the caller saw) makes an answer
         answer only that asking of its question: once it was answered and asked again,
         the answer is refused with AlreadyAnsweredError instead of answering the new one.
+        A question with an assignee is answered only `answered_by` that user
+        (NotAssigneeError otherwise).
 
         Raises:
             the refusals of `Runner.run_async` that need neither the lease nor the
@@ -130,7 +135,12 @@ class CallPlanner:
         if responses:
             assert message is not None
             return await self._plan_answers(
-                key, session, message, invocation_id, state_delta, occurrences or {}
+                key,
+                session,
+                message,
+                invocation_id,
+                state_delta,
+                _Answering(occurrences or {}, answered_by),
             )
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
@@ -201,7 +211,7 @@ class CallPlanner:
         message: Content,
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
-        occurrences: Mapping[str, str],
+        answering: _Answering,
     ) -> RunPlan:
         if any(p.function_response is None for p in message.parts or []):
             raise InvalidMessageError(
@@ -216,7 +226,8 @@ class CallPlanner:
                     "function call it answers (the interrupt id)."
                 )
             row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
-            _check_occurrence(row, occurrences.get(response.id))
+            _check_occurrence(row, answering.occurrences.get(response.id))
+            _check_assignee(row, answering.answered_by)
             answers.append((row, validate_answer(row, unwrap_response(response.response))))
         owners = sorted({row.invocation_id for row, _ in answers})
         if len(owners) > 1:
@@ -336,6 +347,27 @@ class CallPlanner:
         return RunPlan(
             PlanKind.ANSWER, key, session, invocation_id, message=message, answers=answers
         )
+
+
+@dataclass(frozen=True)
+class _Answering:
+    """What a caller says about its answers: the occurrences it saw, and who it is."""
+
+    occurrences: Mapping[str, str]
+    answered_by: str | None
+
+
+def _check_assignee(row: Interrupt, answered_by: str | None) -> None:
+    """Refuse an answer to an assigned question from anyone but its assignee."""
+    if row.assignee is None or answered_by == row.assignee:
+        return
+    given = f"as '{answered_by}'" if answered_by else "without answered_by"
+    raise NotAssigneeError(
+        f"interrupt '{row.interrupt_id}' of session '{row.session_id}' is assigned to "
+        f"'{row.assignee}', and only they may answer it (this answer was given {given}); "
+        f"nothing was changed. Answer as '{row.assignee}' (their API key, or "
+        f"Runner.answer(..., answered_by='{row.assignee}'))."
+    )
 
 
 def _check_occurrence(row: Interrupt, seen: str | None) -> None:

@@ -229,7 +229,8 @@ class Runner:
             state_delta: state changes recorded with the call.
             run_config: accepted for compatibility; unused.
             yield_user_message: also yield the user's message event.
-            answered_by: who answered, recorded with each answer.
+            answered_by: who answered, recorded with each answer. A question with an
+                assignee accepts only an answer given as that user.
             occurrences: interrupt id -> the `occurrence` of the question the caller saw
                 (from the pending list); an answer then never answers a later asking of
                 the same id (AlreadyAnsweredError instead).
@@ -247,7 +248,7 @@ class Runner:
         # A write the app's state_schema refuses is refused before anything is stored.
         check_state_delta(self.state_schema, dict(state_delta or {}), "the caller's state_delta")
         plan = await self.planner.plan(
-            key, new_message, invocation_id, dict(state_delta or {}), occurrences
+            key, new_message, invocation_id, dict(state_delta or {}), occurrences, answered_by
         )
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         lease = await self._lease(plan)
@@ -284,13 +285,15 @@ class Runner:
             session_id: the session.
             answers: interrupt id -> answer; at least one.
             invocation_id: the run the questions belong to (when ids repeat across runs).
-            answered_by: who answered, recorded with each answer (default: `user_id`).
+            answered_by: who answered, recorded with each answer (default: `user_id`). A
+                question with an assignee accepts only its assignee's answer.
             state_delta: state changes recorded with the answers.
             yield_user_message: also yield the event holding the answers.
             occurrences: interrupt id -> the `occurrence` the answer is meant for.
 
         Raises:
             InvalidMessageError: `answers` is empty.
+            NotAssigneeError: a question is assigned to someone other than `answered_by`.
             UnknownInterruptError, AlreadyAnsweredError, InvalidResponseError, and the
                 rest of `run_async`'s refusals, before anything changed.
         """
@@ -317,14 +320,29 @@ class Runner:
         session_id: str | None = None,
         invocation_id: str | None = None,
         status: InterruptStatus | None = InterruptStatus.OPEN,
+        assignee: str | None = None,
+        include_assigned: bool = False,
     ) -> list[Interrupt]:
-        """This app's questions (the open ones by default), oldest first, as filtered."""
+        """This app's questions (the open ones by default), oldest first, as filtered.
+
+        Args:
+            user_id: questions of this user's sessions.
+            session_id: questions of this session.
+            invocation_id: questions of this run.
+            status: open (default) or answered questions; None for both.
+            assignee: only the questions assigned to this user (`RequestInput(assignee=)`),
+                in any user's session unless `user_id` is given too.
+            include_assigned: with `user_id`, also the questions assigned to that user in
+                other users' sessions: everything that person may see and answer.
+        """
         return await self.store.list_interrupts(
             self.app_name,
             user_id,
             session_id=SessionId(session_id) if session_id else None,
             invocation_id=InvocationId(invocation_id) if invocation_id else None,
             status=status,
+            assignee=assignee,
+            include_assigned=include_assigned,
         )
 
     async def invocations(self, *, user_id: str, session_id: str) -> list[Invocation]:

@@ -40,12 +40,14 @@ __all__ = [
     "Answers",
     "Outcome",
     "Terminal",
+    "answerable",
     "ask_answers",
     "describe_schema",
     "drive",
     "format_entry",
     "format_event",
     "parse_answer",
+    "print_waiting_on",
     "prompt_reader",
     "typed_answer",
     "unfinished_invocation",
@@ -77,6 +79,8 @@ class Terminal:
     as_json: bool = False
     resume_flags: str = ""
     """What `baton resume SESSION` needs to find the session again (e.g. `-p examples/`)."""
+    answered_by: str | None = None
+    """Who answers at this terminal (`--as`); None: the session's user."""
 
     @classmethod
     def standard(cls, *, as_json: bool = False) -> Terminal:
@@ -246,7 +250,11 @@ async def drive(
         if not rows:
             terminal.console.print(Text(f"run {invocation_id} {status.value}.", style="bold"))
             return Outcome.COMPLETED
-        message, answers = None, await ask_answers(terminal, rows)
+        mine = answerable(terminal, key, rows)
+        if not mine:
+            print_waiting_on(terminal, session_id, rows)
+            return Outcome.PAUSED
+        message, answers = None, await ask_answers(terminal, mine)
         if answers is None:
             _print_paused(terminal, runner.app_name, session_id)
             return Outcome.PAUSED
@@ -266,7 +274,7 @@ async def _run_once(
     )
     first: str | None = None
     with status as spinner:
-        async for event in _events(runner, key, sent, invocation_id):
+        async for event in _events(runner, key, sent, invocation_id, terminal.answered_by):
             first = first or event.invocation_id
             _show(terminal, event)
             if spinner is not None:
@@ -288,6 +296,7 @@ def _events(
     key: SessionKey,
     sent: tuple[Content | None, Answers | None],
     invocation_id: str | None,
+    answered_by: str | None,
 ) -> AsyncGenerator[Event, None]:
     """Answers go through `Runner.answer`, the one door; anything else is a run call."""
     message, answers = sent
@@ -297,6 +306,7 @@ def _events(
             session_id=key.session_id,
             answers=answers,
             invocation_id=invocation_id,
+            answered_by=answered_by,
         )
     return runner.run_async(
         user_id=key.user_id,
@@ -421,7 +431,10 @@ def _question_panel(row: Interrupt) -> Panel:
     parts.append(describe_schema(row.response_schema))
     if _yes_no_field(row.response_schema) is not None:
         parts.append(Text("Answer y or n (or the whole answer as JSON).", style="dim"))
-    title = Text(f"{row.node_path.rsplit('/', 1)[-1]} asks [{row.interrupt_id}]")
+    asker = row.node_path.rsplit("/", 1)[-1]
+    title = Text(f"{asker} asks [{row.interrupt_id}]")
+    if row.assignee is not None:
+        title.append(f" for {row.assignee}")
     return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
 
 
@@ -431,6 +444,26 @@ def _print_failed(terminal: Terminal, session_id: str, what: str) -> None:
             f"failed: {what}. Finished steps are kept; fix the cause, then continue with "
             f"`baton resume {session_id}{terminal.resume_flags}`.",
             style="red",
+        )
+    )
+
+
+def answerable(terminal: Terminal, key: SessionKey, rows: list[Interrupt]) -> list[Interrupt]:
+    """The questions the person at this terminal may answer: those assigned to nobody
+    or to them (`--as`, else the session's user)."""
+    here = terminal.answered_by or key.user_id
+    return [row for row in rows if row.assignee is None or row.assignee == here]
+
+
+def print_waiting_on(terminal: Terminal, session_id: str, rows: list[Interrupt]) -> None:
+    people = sorted({row.assignee for row in rows if row.assignee is not None})
+    first = people[0] if people else ""
+    terminal.console.print(
+        Text(
+            f"paused: session {session_id} waits on {', '.join(people)}, who must answer "
+            f"(`baton resume {session_id}{terminal.resume_flags} --as {first}`, or their "
+            "inbox with their API key).",
+            style="yellow",
         )
     )
 

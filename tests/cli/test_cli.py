@@ -489,3 +489,58 @@ def test_bad_operation_options_are_refused_naming_the_option(command: str, tmp_p
         code, out = baton(command, str(EXAMPLES), *args, *port, db=tmp_path / "s.db")
         assert code == 2, (args, out)
         assert says in " ".join(out.split()), (args, out)
+
+
+_ASKING_THE_MANAGER = """
+from baton import RequestInput, Workflow
+
+
+def ask(node_input):
+    return RequestInput(
+        interrupt_id="approve", message="Refund 40 EUR?", response_schema=bool, assignee="bob"
+    )
+
+
+def done(node_input):
+    return f"approved={node_input}"
+
+
+root_agent = Workflow(name="refunds", edges=[("START", ask, done)])
+"""
+
+
+def test_a_question_for_another_person_waits_for_them(tmp_path: Path) -> None:
+    folder = tmp_path / "refunds"
+    folder.mkdir()
+    (folder / "agent.py").write_text(_ASKING_THE_MANAGER)
+    db = tmp_path / "s.db"
+    # Ann starts the run at her terminal: it does not ask her, it says whom it waits on.
+    _, out = baton("run", str(folder), "go", "--user", "ann", db=db)
+    assert "waits on bob" in out, out
+    assert "--as bob" in out
+    session = re.search(r"session (\S+) waits on", out)
+    assert session is not None
+    sid = session.group(1)
+
+    code, out = baton("pending", "-p", str(folder), "--assignee", "bob", db=db)
+    assert code == 0, out
+    assert "approve" in out
+    assert "bob" in out
+    _, out = baton("pending", "-p", str(folder), "--assignee", "carol", db=db)
+    assert "approve" not in out
+    _, out = baton("pending", "-p", str(folder), "-u", "bob", db=db)  # bob's inbox
+    assert "approve" in out
+    code, out = baton("pending", "-p", str(folder), "--assignee", "tab\there", db=db)
+    assert code == 1
+    assert "control character" in out
+
+    # Carol cannot answer it; nothing changes.
+    code, out = baton("resume", sid, "-p", str(folder), "--answer", "true", "--as", "carol", db=db)
+    assert code != 0
+    assert "assigned to 'bob'" in out
+    _, out = baton("pending", "-p", str(folder), "--assignee", "bob", db=db)
+    assert "approve" in out
+
+    code, out = baton("resume", sid, "-p", str(folder), "--answer", "true", "--as", "bob", db=db)
+    assert code == 0, out
+    assert "approved=True" in out

@@ -28,8 +28,10 @@ from baton.sessions.store import SessionKey
 from baton.terminal import (
     Outcome,
     Terminal,
+    answerable,
     ask_answers,
     drive,
+    print_waiting_on,
     typed_answer,
     unfinished_invocation,
 )
@@ -132,6 +134,15 @@ def resume(
     user: OwnerOption = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    answered_by: Annotated[
+        str | None,
+        typer.Option(
+            "--as",
+            help="Answer as this person (a question assigned to someone only takes "
+            "their answer); default: the session's user.",
+            metavar="NAME",
+        ),
+    ] = None,
 ) -> None:
     """Answer a paused run's questions, or continue a run that stopped (crash, failure).
 
@@ -141,8 +152,9 @@ def resume(
       baton resume 4b1c... -p examples/ --answer '{"approved": true}'
       baton resume 4b1c... -p examples/                        (asks each open question)
       baton resume 4b1c... -p examples/ --invocation e-93...   (recover after a crash)
+      baton resume 4b1c... -p examples/ --as bob               (bob answers his question)
     """
-    request = _Resume(session, invocation, answer, interrupt, user)
+    request = _Resume(session, invocation, answer, interrupt, user, answered_by)
     outcome = execute(_resume(request, path, db, as_json))
     raise typer.Exit(int(outcome))
 
@@ -155,6 +167,7 @@ class _Resume:
     answer: str | None
     interrupt_id: str | None
     user: str | None
+    answered_by: str | None
 
 
 async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -> Outcome:
@@ -163,9 +176,16 @@ async def _resume(request: _Resume, path: Path, db: str | None, as_json: bool) -
         runner = catalog.runner(session.app_name)
         terminal = Terminal.standard(as_json=as_json)
         terminal.resume_flags = resume_flags(path, db)
-        rows = await runner.pending(
+        terminal.answered_by = request.answered_by
+        asked = await runner.pending(
             user_id=session.user_id, session_id=session.id, invocation_id=request.invocation_id
         )
+        # Typed --answer goes to the Runner, which refuses it unless it is the assignee's;
+        # asked at the prompt are only the questions this person may answer.
+        rows = asked if request.answer is not None else answerable(terminal, session.key, asked)
+        if asked and not rows:
+            print_waiting_on(terminal, session.id, asked)
+            return Outcome.PAUSED
         if rows:
             answers = (
                 typed_answer(rows, request.answer, interrupt_id=request.interrupt_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +24,7 @@ from baton.cli.base import (
 )
 from baton.reports import folding_table, timeline_tables, until, when
 from baton.server.timeline import build_timeline
+from baton.sessions.ids import check_id
 from baton.sessions.store import Interrupt
 from baton.terminal import (
     format_event,
@@ -119,29 +121,56 @@ async def _sessions_delete(session_id: str, path: Path, user: str | None, db: st
 def pending(
     path: PathOption = Path("."),
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="Only this user's questions.", metavar="NAME")
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            help="Only this user's questions (their sessions', and those assigned to them).",
+            metavar="NAME",
+        ),
+    ] = None,
+    assignee: Annotated[
+        str | None,
+        typer.Option(help="Only the questions assigned to this person.", metavar="NAME"),
     ] = None,
     app: AppOption = None,
     db: DbOption = None,
 ) -> None:
-    """List the questions runs are waiting on, oldest first.
+    """List the questions runs are waiting on, oldest first, with whom each waits on.
 
     \b
     Example: baton pending -p examples/   then   baton resume SESSION -p examples/
+             baton pending -p examples/ --assignee bob   (what bob must answer)
     """
-    execute(_pending(path, app, user, db))
+    execute(_pending(path, app, _Asking(user, assignee), db))
 
 
-async def _pending(path: Path, app: str | None, user: str | None, db: str | None) -> None:
+@dataclass(frozen=True)
+class _Asking:
+    """Whose questions `baton pending` lists."""
+
+    user: str | None
+    assignee: str | None
+
+
+async def _pending(path: Path, app: str | None, asking: _Asking, db: str | None) -> None:
+    if asking.assignee is not None:
+        check_id("--assignee", asking.assignee)
     listing = folding_table(
         "app", "user", "session", "interrupt", "message", "waiting since", "expires"
     )
     async with open_catalog(path, db) as catalog:
         for name in app_names(catalog, app):
-            for row in await catalog.session_service.store.list_interrupts(name, user):
+            rows = await catalog.runner(name).pending(
+                user_id=asking.user,
+                assignee=asking.assignee,
+                include_assigned=asking.user is not None,
+            )
+            for row in rows:
                 listing.add_row(
                     name,
-                    row.user_id,
+                    # Whom the question waits on, when that is not the session's user.
+                    row.user_id if row.assignee is None else f"{row.user_id} for {row.assignee}",
                     row.session_id,
                     row.interrupt_id,
                     row.message or "",

@@ -18,7 +18,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal, TypeVar, final
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response, params
+from fastapi import (
+    APIRouter,
+    Depends,
+    FastAPI,
+    Header,
+    HTTPException,
+    Query,
+    Request,
+    Response,
+    params,
+)
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -46,7 +56,7 @@ from baton.server.origins import allow_origins
 from baton.server.paging import NEXT_CURSOR_HEADER, page
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.run_replies import invocation_of_call, run_reply, shown
-from baton.server.security import ApiKeys
+from baton.server.security import ANY_USER, ApiKeys, other_user
 from baton.server.session_import import carries_run_data, import_session
 from baton.server.settings import Limits
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
@@ -235,6 +245,7 @@ def create_app(
     app.include_router(_session_routes(server))
     app.include_router(_run_routes(server))
     app.include_router(_inbox_routes(server))
+    app.include_router(_answer_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))
     app.include_router(_user_inbox_routes(server))
     if web:
@@ -284,6 +295,16 @@ _STATUSES: Final[dict[str, InterruptStatus | None]] = {
     "answered": InterruptStatus.ANSWERED,
     "all": None,
 }
+
+AssigneeFilter = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[^\x00-\x1f\x7f-\x9f:]+$",
+        description="Only questions assigned to this user.",
+    ),
+]
 
 AppFilter = Annotated[
     list[str], Query(default_factory=list[str], description="Only these apps (default: all).")
@@ -534,13 +555,19 @@ def _inbox_routes(server: _Server) -> APIRouter:
         status: PendingStatus = "open",
         limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
         cursor: str | None = None,
+        assignee: AssigneeFilter = None,
     ) -> list[Interrupt]:
-        """Questions of the user's runs, oldest first: the open ones, or `status=answered`
-        / `all`. With `limit`, a page: the next one is at `cursor=<X-Next-Cursor header>`."""
+        """Questions of the user's runs and those assigned to the user, oldest first: the
+        open ones, or `status=answered` / `all`; `assignee` keeps those assigned to that
+        user. With `limit`, a page: the next one is at `cursor=<X-Next-Cursor header>`."""
         if session_id is not None:  # a filter on a session that is not there is a mistake
             await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
         rows = await server.catalog.runner(app_name).pending(
-            user_id=user_id, session_id=session_id, status=_STATUSES[status]
+            user_id=user_id,
+            session_id=session_id,
+            status=_STATUSES[status],
+            assignee=assignee,
+            include_assigned=session_id is None,
         )
         shown, after = page(rows, limit=limit, cursor=cursor)
         if after is not None:
@@ -558,45 +585,15 @@ def _inbox_routes(server: _Server) -> APIRouter:
             _pending_frames(server, app_name, user_id), media_type="text/event-stream"
         )
 
-    @router.post(
-        "/sessions/{session_id}/interrupts/{interrupt_id}/respond",
-        response_model=list[Event],
-        response_model_exclude_none=True,
-        dependencies=[_accepting(server)],
-    )
-    async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        interrupt_id: str,
-        body: RespondRequest,
-        idempotency_key: Annotated[str | None, Header()] = None,
-    ) -> list[Event] | JSONResponse:
-        async def act() -> list[Event] | JSONResponse:
-            events = server.catalog.runner(app_name).answer(
-                user_id=user_id,
-                session_id=session_id,
-                answers={interrupt_id: body.response},
-                invocation_id=body.invocation_id,
-                answered_by=user_id,
-                state_delta=body.state_delta,
-                occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
-                yield_user_message=True,  # as in _start: the answer's echo opens the feed
-            )
-            return await run_reply(await _opened(server, events))
-
-        if idempotency_key is None:
-            return await act()
-        scope = (app_name, user_id, session_id, interrupt_id, idempotency_key)
-        return await server.replies.once(scope, act)
-
     return router
 
 
 async def _pending(
     server: _Server, app_name: str, user_id: str, session_id: str | None
 ) -> list[Interrupt]:
-    return await server.catalog.runner(app_name).pending(user_id=user_id, session_id=session_id)
+    return await server.catalog.runner(app_name).pending(
+        user_id=user_id, session_id=session_id, include_assigned=session_id is None
+    )
 
 
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
@@ -606,6 +603,109 @@ async def _pending_frames(server: _Server, app_name: str, user_id: str) -> Async
 
     async for chunk in server.watch(read):
         yield chunk
+
+
+def _answer_routes(server: _Server) -> APIRouter:
+    """Answering a question: by the session's user, or by the person it is assigned to."""
+    router = APIRouter(
+        prefix="/apps/{app_name}/users/{user_id}",
+        dependencies=[*_SECURITY, _keyed(server), _IDS, _accepting(server)],
+        responses=ERROR_RESPONSES,
+    )
+
+    @router.post(
+        "/sessions/{session_id}/interrupts/{interrupt_id}/respond",
+        response_model=list[Event],
+        response_model_exclude_none=True,
+    )
+    async def respond(  # pyright: ignore[reportUnusedFunction] -- a route
+        request: Request,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        interrupt_id: str,
+        body: RespondRequest,
+        idempotency_key: Annotated[str | None, Header()] = None,
+    ) -> list[Event] | JSONResponse:
+        """Answer the question and resume its run. The session's user answers, or, for a
+        question assigned to someone (`assignee`), only that person: with their own API
+        key, or (no keys, an operator's key) naming them in `answered_by`."""
+        asked = _Asked(app_name, user_id, session_id, interrupt_id)
+        answerer = await _answerer(server, request, asked, body.answered_by)
+
+        async def act() -> list[Event] | JSONResponse:
+            events = server.catalog.runner(app_name).answer(
+                user_id=user_id,
+                session_id=session_id,
+                answers={interrupt_id: body.response},
+                invocation_id=body.invocation_id,
+                answered_by=answerer,
+                state_delta=body.state_delta,
+                occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
+                yield_user_message=True,  # as in _start: the answer's echo opens the feed
+            )
+            return await run_reply(await _opened(server, events))
+
+        if idempotency_key is None:
+            return await act()
+        scope = (app_name, user_id, session_id, interrupt_id, answerer, idempotency_key)
+        return await server.replies.once(scope, act)
+
+    return router
+
+
+def _keyed(server: _Server) -> params.Depends:
+    """401 before anything else when keys are on and the request has no known one."""
+
+    def guard(request: Request) -> None:
+        server.keys.caller(request)
+
+    return Depends(guard)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The question a respond request names."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    interrupt_id: str
+
+
+async def _answerer(server: _Server, request: Request, asked: _Asked, claimed: str | None) -> str:
+    """Who answers: the key's user, else `answered_by`, else the session's user.
+
+    A user's key may answer in another user's session only a question assigned to it
+    (the Runner then checks the open question's assignee, so nothing else passes).
+
+    Raises:
+        HTTPException: 403 when the key is another user's, or `answered_by` names
+            someone other than the key's user.
+        InvalidIdError: `answered_by` breaks the id rules.
+    """
+    if claimed is not None:
+        check_id("answered_by", claimed)
+    caller = server.keys.caller(request)
+    if caller is None or caller == ANY_USER:
+        return claimed or asked.user_id
+    if claimed not in (None, caller):
+        raise HTTPException(
+            403,
+            f"this API key acts for user '{caller}' and answers as them, not as "
+            f"'{claimed}'; leave answered_by out or use a key of '{claimed}'.",
+        )
+    if caller != asked.user_id and not await _is_assigned(server, asked, caller):
+        raise other_user(caller, asked.user_id)
+    return caller
+
+
+async def _is_assigned(server: _Server, asked: _Asked, assignee: str) -> bool:
+    """Whether `asked` names a question (open or answered) assigned to `assignee`."""
+    rows = await server.catalog.runner(asked.app_name).pending(
+        user_id=asked.user_id, session_id=asked.session_id, status=None, assignee=assignee
+    )
+    return any(row.interrupt_id == asked.interrupt_id for row in rows)
 
 
 def _user_inbox_routes(server: _Server) -> APIRouter:

@@ -49,6 +49,9 @@ class RespondRequest(WireModel):
     state_delta: dict[str, JsonValue] | None = None
     # The pending item's `occurrence`: the answer then answers only that asking.
     occurrence: str | None = None
+    # Who answers, when the key does not say (no keys, or an operator's key): an assigned
+    # question accepts only its assignee. A user's key answers as that user.
+    answered_by: str | None = None
 
 
 class StateUpdate(WireModel):

@@ -61,12 +61,14 @@ def chosen_apps(catalog: AppCatalog, apps: Sequence[str]) -> list[str]:
 
 
 async def read_inbox(catalog: AppCatalog, user_id: str, apps: Sequence[str]) -> InboxSnapshot:
-    """The user's open questions in `apps`, oldest first, and their recent sessions."""
+    """The user's open questions in `apps` (with those assigned to them), oldest first,
+    and their recent sessions."""
     store = catalog.session_service.store
     pending: list[Interrupt] = []
     sessions: list[SessionSummary] = []
     for name in apps:
-        pending += await store.list_interrupts(name, user_id)
+        # The user's own questions and those assigned to them in others' sessions.
+        pending += await catalog.runner(name).pending(user_id=user_id, include_assigned=True)
         sessions += [
             SessionSummary(app_name=name, id=s.id, last_update_time=s.last_update_time)
             for s in await store.list_sessions(name, user_id)

@@ -15,7 +15,7 @@ from typing import final
 
 from fastapi import HTTPException, Request
 
-__all__ = ["ANY_USER", "MISSING_KEY", "ApiKeys"]
+__all__ = ["ANY_USER", "MISSING_KEY", "ApiKeys", "other_user"]
 
 ANY_USER = "*"
 
@@ -50,17 +50,24 @@ class ApiKeys:
         Raises:
             HTTPException: 401 without a valid key, 403 when the key is another user's.
         """
-        if not self.enabled:
+        allowed = self.caller(request)
+        if allowed is None or allowed == ANY_USER or user_id is None or user_id == allowed:
             return
+        raise other_user(allowed, user_id)
+
+    def caller(self, request: Request) -> str | None:
+        """Whom the request's key acts for: a user, ANY_USER (an operator's key), or None
+        when keys are off.
+
+        Raises:
+            HTTPException: 401 without a valid key.
+        """
+        if not self.enabled:
+            return None
         allowed = self._user_for(_presented(request.headers))
         if allowed is None:
             raise HTTPException(401, MISSING_KEY)
-        if allowed != ANY_USER and user_id is not None and user_id != allowed:
-            raise HTTPException(
-                403,
-                f"this API key acts for user '{allowed}' only, not '{user_id}'; use "
-                f"/apps/{{app}}/users/{allowed}/... or a key of that user.",
-            )
+        return allowed
 
     def admits(self, headers: Mapping[str, str]) -> bool:
         """Whether requests with these headers may be read: keys are off, or one is known.
@@ -78,6 +85,15 @@ class ApiKeys:
             if hmac.compare_digest(known.encode(), secret.encode()):
                 return user
         return None
+
+
+def other_user(allowed: str, user_id: str) -> HTTPException:
+    """The 403 for a key of user `allowed` used to act for `user_id`."""
+    return HTTPException(
+        403,
+        f"this API key acts for user '{allowed}' only, not '{user_id}'; use "
+        f"/apps/{{app}}/users/{allowed}/... or a key of that user.",
+    )
 
 
 def _presented(headers: Mapping[str, str]) -> str | None:

@@ -273,16 +273,25 @@ class MemoryStore:
         session_id: SessionId | None = None,
         invocation_id: InvocationId | None = None,
         status: InterruptStatus | None = InterruptStatus.OPEN,
+        assignee: str | None = None,
+        include_assigned: bool = False,
     ) -> list[Interrupt]:
+        def is_users(row: Interrupt) -> bool:
+            return (
+                user_id is None
+                or row.user_id == user_id
+                or (include_assigned and row.assignee == user_id)
+            )
+
         rows = [
             row
             for key, data in self._sessions.items()
-            if key.app_name == app_name
-            and (user_id is None or key.user_id == user_id)
-            and (session_id is None or key.session_id == session_id)
+            if key.app_name == app_name and (session_id is None or key.session_id == session_id)
             for row in data.interrupts.values()
-            if (invocation_id is None or row.invocation_id == invocation_id)
+            if is_users(row)
+            and (invocation_id is None or row.invocation_id == invocation_id)
             and (status is None or row.status == status)
+            and (assignee is None or row.assignee == assignee)
         ]
         return [r.model_copy(deep=True) for r in sorted(rows, key=lambda r: r.created_at)]
 

@@ -129,6 +129,9 @@ class Interrupt(WireModel):
     expires_at: float | None = None
     on_timeout: JsonValue = None
     answers_on_timeout: bool = False
+    # Who must answer (`RequestInput(assignee=)`): listed in their pending inputs too, and
+    # only an answer given as them is accepted. None: the session's user answers.
+    assignee: str | None = None
 
     @computed_field
     @property
@@ -263,8 +266,15 @@ class Store(Protocol):
         session_id: SessionId | None = None,
         invocation_id: InvocationId | None = None,
         status: InterruptStatus | None = InterruptStatus.OPEN,
+        assignee: str | None = None,
+        include_assigned: bool = False,
     ) -> list[Interrupt]:
-        """Interrupts matching the filters, oldest first."""
+        """Interrupts matching the filters, oldest first.
+
+        `user_id` matches the session's user; with `include_assigned`, also the questions
+        assigned to that user in other users' sessions (a person's inbox). `assignee`
+        keeps only the questions assigned to that user.
+        """
         ...
 
     def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:

@@ -221,6 +221,7 @@ class _Collector:
                     schema if isinstance(schema, dict) else None,
                 )
                 _set_deadline(row, args)
+                _set_assignee(row, args)
             elif name == REQUEST_CONFIRMATION_FUNCTION:
                 # A tool waits for approval: the answer must be a ToolConfirmation.
                 asked = args.get("toolConfirmation")
@@ -285,6 +286,13 @@ def _set_deadline(row: Interrupt, args: dict[str, JsonValue]) -> None:
         row.timeout = float(timeout)
         row.answers_on_timeout = "on_timeout" in args
         row.on_timeout = args.get("on_timeout")
+
+
+def _set_assignee(row: Interrupt, args: dict[str, JsonValue]) -> None:
+    """Copy a RequestInput's assignee (see `RequestInput.to_function_call`) onto its row."""
+    assignee = args.get("assignee")
+    if isinstance(assignee, str):
+        row.assignee = assignee
 
 
 def _context_for(

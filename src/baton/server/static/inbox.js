@@ -211,13 +211,46 @@ function confirmationCard(item) {
 }
 
 function meta(item) {
-  const sessionLink = el("a", { href: `#/session/${enc(item.appName)}/${enc(item.sessionId)}`, text: `session ${item.sessionId.slice(0, 8)}` });
+  const sessionLink = isOthers(item)
+    ? el("span", { text: `session ${item.sessionId.slice(0, 8)}` })
+    : el("a", { href: `#/session/${enc(item.appName)}/${enc(item.sessionId)}`, text: `session ${item.sessionId.slice(0, 8)}` });
   return el("div", { class: "meta" }, [
     el("span", { text: item.appName }), sessionLink,
     el("span", { text: `asks ${item.interruptId}` }), el("span", { text: when(item.createdAt) }),
-    deadline(item),
+    deadline(item), assignment(item),
   ]);
 }
+
+// ---- Assigned questions (RequestInput(assignee=...)) ----
+// A question may be assigned to another person: it shows in their inbox too, only they
+// may answer it, and the session's owner sees whom the run waits on.
+
+function isOthers(item) {
+  return item.userId !== undefined && item.userId !== state.user;
+}
+
+function waitsOnSomeoneElse(item) {
+  return Boolean(item.assignee) && item.assignee !== state.user;
+}
+
+function assignment(item) {
+  if (!item.assignee) return null;
+  const text = isOthers(item) ? `asked by ${item.userId}, for you` : `waits on ${item.assignee}`;
+  return el("span", { class: "assignee", text });
+}
+
+function waitingCard(item) {
+  return el("div", { class: "card waiting", "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
+    meta(item), el("h3", { text: title(item) }),
+    el("p", { class: "hint", text: `Waiting on ${item.assignee}: only they can answer this question.` }),
+  ]);
+}
+
+function respondPath(item) {
+  const owner = `/apps/${enc(item.appName)}/users/${enc(item.userId || state.user)}`;
+  return `${owner}/sessions/${enc(item.sessionId)}/interrupts/${enc(item.interruptId)}/respond`;
+}
+// ---- end of assigned questions ----
 
 // A question with a deadline says when it expires and what happens then.
 function deadline(item) {
@@ -230,12 +263,14 @@ function deadline(item) {
 }
 
 async function respond(item, value) {
-  const path = `${userBase(item.appName)}/sessions/${enc(item.sessionId)}/interrupts/${enc(item.interruptId)}/respond`;
-  const events = await api(path, { method: "POST", body: { response: value, invocationId: item.invocationId } });
+  const body = { response: value, invocationId: item.invocationId };
+  if (item.assignee) body.answeredBy = state.user;
+  const events = await api(respondPath(item), { method: "POST", body });
   await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
 }
 
 function card(item) {
+  if (waitsOnSomeoneElse(item)) return waitingCard(item);
   if (item.functionName === "adk_request_confirmation") return confirmationCard(item);
   const form = SchemaForm.create(item.responseSchema || null);
   const error = el("div", { class: "error", role: "alert" });

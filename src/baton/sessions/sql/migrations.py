@@ -184,6 +184,15 @@ _V2_POSTGRES_NOTIFY = [
 ]
 
 
+def _v3_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    ddl = [
+        "ALTER TABLE baton_interrupts ADD COLUMN assignee VARCHAR(255)",
+        "CREATE INDEX ix_baton_interrupts_assignee_status "
+        "ON baton_interrupts (app_name, assignee, status)",
+    ]
+    return [_ddl(statement) for statement in ddl]
+
+
 def _ddl(statement: str) -> ExecutableDDLElement:
     return DDL(statement)
 
@@ -191,6 +200,7 @@ def _ddl(statement: str) -> ExecutableDDLElement:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
+    Migration(3, "interrupt assignees", _v3_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

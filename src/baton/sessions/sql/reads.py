@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Row, RowMapping, bindparam, func, select
+from sqlalchemy import Row, RowMapping, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
@@ -130,18 +130,26 @@ def list_interrupts(
     session_id: SessionId | None,
     invocation_id: InvocationId | None,
     status: InterruptStatus | None,
+    assignee: str | None = None,
+    include_assigned: bool = False,
 ) -> list[Interrupt]:
-    """Interrupts matching the filters (None matches anything), oldest first."""
+    """Interrupts matching the filters (None matches anything), oldest first; with
+    `include_assigned`, `user_id` also matches the questions assigned to that user."""
     filters = {
         interrupts.c.app_name: app_name,
-        interrupts.c.user_id: user_id,
         interrupts.c.session_id: session_id,
         interrupts.c.invocation_id: invocation_id,
         interrupts.c.status: status.value if status is not None else None,
+        interrupts.c.assignee: assignee,
     }
     query = select(interrupts).where(
         *(column == value for column, value in filters.items() if value is not None)
     )
+    if user_id is not None:
+        owned = interrupts.c.user_id == user_id
+        query = query.where(
+            or_(owned, interrupts.c.assignee == user_id) if include_assigned else owned
+        )
     order = (interrupts.c.created_at, interrupts.c.invocation_id, interrupts.c.interrupt_id)
     return [_to_interrupt(row) for row in connection.execute(query.order_by(*order)).mappings()]
 

@@ -134,7 +134,10 @@ interrupts = Table(
     Column("expires_at", Double, nullable=True),
     Column("on_timeout", JSON(none_as_null=True), nullable=True),
     Column("answers_on_timeout", Boolean, nullable=False, server_default=false()),
+    Column("assignee", String(255), nullable=True),
     Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
+    # A person's pending listing reads the questions assigned to them, in any session.
+    Index("ix_baton_interrupts_assignee_status", "app_name", "assignee", "status"),
     # Workers look for open interrupts whose deadline passed.
     Index("ix_baton_interrupts_status_expires", "status", "expires_at"),
     Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),

@@ -246,6 +246,7 @@ def _interrupt_row(session_pk: int, key: SessionKey, row: Interrupt, now: float)
         "expires_at": None if row.timeout is None else now + row.timeout,
         "on_timeout": row.on_timeout,
         "answers_on_timeout": row.answers_on_timeout,
+        "assignee": row.assignee,
     }
 
 

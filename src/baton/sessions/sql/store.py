@@ -219,10 +219,19 @@ class SqlStore:
         session_id: SessionId | None = None,
         invocation_id: InvocationId | None = None,
         status: InterruptStatus | None = InterruptStatus.OPEN,
+        assignee: str | None = None,
+        include_assigned: bool = False,
     ) -> list[Interrupt]:
-        """Interrupts matching the filters, oldest first."""
+        """Interrupts matching the filters, oldest first (see `Store.list_interrupts`)."""
         return await self._read_once(
-            reads.list_interrupts, app_name, user_id, session_id, invocation_id, status
+            reads.list_interrupts,
+            app_name,
+            user_id,
+            session_id,
+            invocation_id,
+            status,
+            assignee,
+            include_assigned,
         )
 
     def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
