@@ -19,8 +19,9 @@ async def _loop_server(start_live: StartLive) -> tuple[Live, str, str]:
     return live, sid, f"/apps/loop/users/u/sessions/{sid}/interrupts/review/respond"
 
 
-async def _pending(live: Live) -> list[dict[str, object]]:
-    r = await live.client.get("/apps/loop/users/u/pending")
+async def pending_items(live: Live, user: str = "u") -> list[dict[str, object]]:
+    """The open questions of app 'loop' for `user`, as the pending route lists them."""
+    r = await live.client.get(f"/apps/loop/users/{user}/pending")
     assert r.status_code == 200
     rows: list[dict[str, object]] = r.json()
     return rows
@@ -30,7 +31,7 @@ async def test_a_burst_of_answers_for_one_pass_answers_only_that_pass(
     start_live: StartLive,
 ) -> None:
     live, _, url = await _loop_server(start_live)
-    (first,) = await _pending(live)
+    (first,) = await pending_items(live)
     body = {"response": "ok", "occurrence": first["occurrence"]}
     replies = await asyncio.gather(*(live.client.post(url, json=body) for _ in range(20)))
     assert sorted(r.status_code for r in replies).count(200) == 1, [r.text for r in replies]
@@ -38,7 +39,7 @@ async def test_a_burst_of_answers_for_one_pass_answers_only_that_pass(
         "AlreadyAnsweredError",
         "InvocationBusyError",
     }
-    (second,) = await _pending(live)  # pass 2 is open and nobody answered it
+    (second,) = await pending_items(live)  # pass 2 is open and nobody answered it
     assert second["occurrence"] != first["occurrence"]
     late = await live.client.post(url, json=body)
     assert late.status_code == 409
@@ -49,7 +50,7 @@ async def test_a_retry_with_the_same_idempotency_key_returns_the_first_reply(
     start_live: StartLive,
 ) -> None:
     live, sid, url = await _loop_server(start_live)
-    (first,) = await _pending(live)
+    (first,) = await pending_items(live)
     body = {"response": "ok", "occurrence": first["occurrence"]}
     headers = {"Idempotency-Key": "answer-1"}
     replies = await asyncio.gather(

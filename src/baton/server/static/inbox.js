@@ -152,8 +152,10 @@ function onSnapshot(data) {
 
 // -- inbox ------------------------------------------------------------------------------
 
+// The occurrence tells one asking from the next: a loop that asks the same id again gets
+// a new card, never the earlier card that would answer the earlier pass.
 function keyOf(item) {
-  return `${item.appName}/${item.sessionId}/${item.invocationId}/${item.interruptId}`;
+  return `${item.appName}/${item.sessionId}/${item.invocationId}/${item.interruptId}/${item.occurrence}`;
 }
 
 function render() {
@@ -263,7 +265,9 @@ function deadline(item) {
 }
 
 async function respond(item, value) {
-  const body = { response: value, invocationId: item.invocationId };
+  // The occurrence makes the answer answer this asking only: if the question was answered
+  // and asked again meanwhile, the server refuses it (409) instead of answering the new one.
+  const body = { response: value, invocationId: item.invocationId, occurrence: item.occurrence };
   if (item.assignee) body.answeredBy = state.user;
   const events = await api(respondPath(item), { method: "POST", body });
   await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
