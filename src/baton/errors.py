@@ -21,6 +21,7 @@ __all__ = [
     "InvocationBusyError",
     "InvocationFinishedError",
     "InvocationNotFoundError",
+    "InvocationRewoundError",
     "InvocationWaitingError",
     "LeaseLostError",
     "MissingParameterError",
@@ -59,6 +60,11 @@ class AppNotFoundError(BatonError, LookupError):
 
 class InvocationNotFoundError(BatonError, LookupError):
     """The invocation id names no invocation of this session."""
+
+
+class InvocationRewoundError(BatonError, ValueError):
+    """The invocation was rewound (`Runner.rewind_async`): it cannot be answered,
+    continued or rewound again; start a new run instead."""
 
 
 class UnknownInterruptError(BatonError, LookupError, ValueError):

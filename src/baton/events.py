@@ -121,6 +121,9 @@ class EventActions(WireModel):
     agent_state: dict[str, JsonValue] | None = None
     route: RouteValue | list[RouteValue] | None = None
     requested_tool_confirmations: dict[str, JsonValue] | None = None
+    # Set only on the event `Runner.rewind_async` appends: every event from this
+    # invocation's first one up to the rewind event no longer counts (`live_events`).
+    rewind_before_invocation_id: str | None = None
 
 
 class NodeInfo(WireModel):

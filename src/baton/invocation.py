@@ -26,6 +26,7 @@ from baton.errors import (
     StoreUnavailableError,
 )
 from baton.events import Event, EventActions
+from baton.sessions.rewind import live_events
 from baton.sessions.store import (
     Interrupt,
     InvocationStatus,
@@ -126,7 +127,7 @@ class InvocationRun:
 
     async def _history(self) -> list[Event]:
         session = await self.store.get_session(self.plan.key)
-        return session.events if session else []
+        return live_events(session.events) if session else []
 
     async def begin(self, answered_by: str | None) -> None:
         plan = self.plan

@@ -26,6 +26,7 @@ from baton.errors import (
     InvalidMessageError,
     InvocationFinishedError,
     InvocationNotFoundError,
+    InvocationRewoundError,
     InvocationWaitingError,
     NotAssigneeError,
     SessionNotFoundError,
@@ -179,6 +180,11 @@ class CallPlanner:
                 f"invocation '{invocation_id}' does not exist in session '{key.session_id}'; "
                 "check the id (it is on every event as invocationId)."
             )
+        if invocation.status is InvocationStatus.REWOUND:
+            raise InvocationRewoundError(
+                f"invocation '{invocation_id}' was rewound; it can be neither answered nor "
+                "continued. Send a new message to start a new run."
+            )
         if invocation.status == InvocationStatus.COMPLETED:
             raise InvocationFinishedError(
                 f"invocation '{invocation_id}' already completed; there is nothing to resume. "
@@ -266,6 +272,13 @@ class CallPlanner:
             key.app_name, key.user_id, session_id=key.session_id
         )
         listed = ", ".join(f"'{r.interrupt_id}'" for r in still_open) or "none"
+        latest = max(rows, key=lambda r: r.created_at, default=None)
+        if latest is not None and latest.status is InterruptStatus.REWOUND:
+            raise InvocationRewoundError(
+                f"interrupt '{interrupt_id}' belongs to invocation '{latest.invocation_id}', "
+                f"which was rewound; nothing was changed. Open interrupts in this session: "
+                f"{listed}."
+            )
         if rows:
             self._fail_if_expired(rows[0])
             await self._fail_if_busy(InvocationId(rows[0].invocation_id))

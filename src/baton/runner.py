@@ -27,7 +27,9 @@ from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.planning import CallPlanner
+from baton.rewinding import Rewind, rewind_session
 from baton.schemas import check_state_delta
+from baton.sessions.ids import check_id
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
@@ -350,6 +352,40 @@ class Runner:
         return await self.store.list_invocations(
             SessionKey(self.app_name, user_id, SessionId(session_id))
         )
+
+    async def rewind_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        rewind_before_invocation_id: str,
+        run_config: object | None = None,
+    ) -> Event:
+        """Rewind the session to before an invocation, as the reference does: one user
+        event is appended carrying `rewind_before_invocation_id` and the state delta that
+        restores the state as it was before that invocation (`app:`, `user:` and `temp:`
+        keys untouched). Nothing is deleted; from then on that invocation and every event
+        after it no longer count: agents do not see them, and the runs they belong to are
+        marked rewound (their questions closed), so they can be neither answered nor
+        continued. Returns the rewind event.
+
+        Args:
+            user_id: the session's user.
+            session_id: the session.
+            rewind_before_invocation_id: the first invocation to undo.
+            run_config: accepted for compatibility; unused.
+
+        Raises:
+            SessionNotFoundError, InvocationNotFoundError (no event of that invocation in
+            the session), InvocationRewoundError (already undone), InvocationBusyError (a
+            run it would undo is executing): before anything changed.
+        """
+        del run_config
+        key = self.planner.session_key(user_id, session_id, None)
+        check_id("rewind_before_invocation_id", rewind_before_invocation_id)
+        owner = f"{own_prefix(self.worker_id)}rewind-{uuid.uuid4().hex[:8]}"
+        rewind = Rewind(key, InvocationId(rewind_before_invocation_id), owner, self.lease_ttl)
+        return await rewind_session(self.store, rewind)
 
     async def recover(self, claimed: Claimed) -> None:
         """Continue an invocation whose lease a recovery claim took (see `Worker`): from

@@ -512,11 +512,8 @@ async def unfinished_invocation(
             f"session '{key.session_id}' has no run '{invocation_id}' (its latest runs: {runs}); "
             "check the id with `baton inspect`."
         )
-    candidates = [
-        i
-        for i in invocations
-        if i.status is not InvocationStatus.COMPLETED and invocation_id in (None, i.id)
-    ]
+    over = (InvocationStatus.COMPLETED, InvocationStatus.REWOUND)  # ended, or rewound
+    candidates = [i for i in invocations if i.status not in over and invocation_id in (None, i.id)]
     if not candidates:
         which = f" with id {invocation_id!r}" if invocation_id else ""
         raise InvocationFinishedError(

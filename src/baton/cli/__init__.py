@@ -4,14 +4,14 @@ from baton.cli import running, serving, viewing
 
 # isort: split
 # After viewing: `sessions prune` is listed after `sessions list|show|delete`.
-from baton.cli import maintenance
+from baton.cli import maintenance, travel
 from baton.cli.base import cli
 
 __all__ = ["cli", "main"]
 
 # Importing the command modules registers their commands on `cli`.
 # In this order, which is the order `baton --help` lists them in.
-_COMMANDS = (running, serving, viewing, maintenance)
+_COMMANDS = (running, serving, viewing, maintenance, travel)
 
 
 def main() -> None:

@@ -49,6 +49,7 @@ from baton.server.catalog import AppCatalog, ShuttingDownError
 from baton.server.dev_routes import dev_routes
 from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
+from baton.server.history_routes import history_routes
 from baton.server.idempotency import IdempotentReplies
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
@@ -248,6 +249,8 @@ def create_app(
     app.include_router(_answer_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))
     app.include_router(_user_inbox_routes(server))
+    session_checks = [*_SECURITY, _user_guard(server), _IDS]
+    app.include_router(history_routes(catalog, session_checks, server.changes.notify))
     if web:
         app.include_router(_page_routes())
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

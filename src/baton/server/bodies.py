@@ -13,6 +13,7 @@ __all__ = [
     "CreateSessionRequest",
     "ErrorBody",
     "RespondRequest",
+    "RewindRequest",
     "RunAgentRequest",
     "StateUpdate",
     "VersionInfo",
@@ -89,3 +90,10 @@ class AppsDetail(WireModel):
     """`GET /list-apps?detailed=true`."""
 
     apps: list[AppSummary]
+
+
+class RewindRequest(WireModel):
+    """`POST .../sessions/{id}/rewind`: the invocation to go back before (the name
+    `Runner.rewind_async` takes)."""
+
+    rewind_before_invocation_id: str

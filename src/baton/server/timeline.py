@@ -11,6 +11,7 @@ from pydantic import Field, JsonValue
 
 from baton.events import Event
 from baton.history import TimelineEntry, describe_event
+from baton.sessions.rewind import live_events
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session
 from baton.types import WireModel
 
@@ -53,7 +54,8 @@ def build_timeline(
 ) -> Timeline:
     """The timeline of `session` (loaded with its events)."""
     by_id = {(i.invocation_id, i.interrupt_id): i for i in interrupts}
-    entries = [entry for event in session.events for entry in describe_event(event, by_id)]
+    live = live_events(session.events)  # what a rewind undid is not part of the story
+    entries = [entry for event in live for entry in describe_event(event, by_id)]
     return Timeline(
         session_id=session.id,
         app_name=session.app_name,
@@ -69,7 +71,7 @@ def build_timeline(
             )
             for i in invocations
         ],
-        nodes=_nodes(session.events, by_id),
+        nodes=_nodes(live, by_id),
         entries=entries,
     )
 

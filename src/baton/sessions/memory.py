@@ -238,6 +238,15 @@ class MemoryStore:
                     },
                     deep=True,
                 )
+        if commit.status is InvocationStatus.REWOUND:
+            self._close_rewound(data, commit.invocation_id)
+
+    @staticmethod
+    def _close_rewound(data: _SessionData, invocation_id: str) -> None:
+        """A rewound invocation's open questions can no longer be answered."""
+        for key, row in data.interrupts.items():
+            if key[0] == invocation_id and row.status is InterruptStatus.OPEN:
+                data.interrupts[key] = row.model_copy(update={"status": InterruptStatus.REWOUND})
 
     async def load_invocation(
         self, key: SessionKey, invocation_id: InvocationId

@@ -77,6 +77,10 @@ class InvocationStatus(enum.StrEnum):
     PAUSED = "paused"
     COMPLETED = "completed"
     FAILED = "failed"
+    # Undone by a rewind (`Runner.rewind_async`): its events no longer count, and it can
+    # be neither answered nor continued. A step committing this status also closes the
+    # invocation's open interrupts (as `InterruptStatus.REWOUND`).
+    REWOUND = "rewound"
 
 
 class Invocation(WireModel):
@@ -102,6 +106,7 @@ class Invocation(WireModel):
 class InterruptStatus(enum.StrEnum):
     OPEN = "open"
     ANSWERED = "answered"
+    REWOUND = "rewound"  # asked by an invocation that was rewound before it was answered
 
 
 class Interrupt(WireModel):

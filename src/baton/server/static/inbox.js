@@ -405,6 +405,7 @@ function entry(e) {
 
 async function showSession(app, sessionId) {
   const summary = state.sessions.find((s) => s.appName === app && s.id === sessionId);
+  if (!viewing || viewing.app !== app || viewing.sessionId !== sessionId) graphView.node = null;
   viewing = { app, sessionId, stamp: summary ? summary.lastUpdateTime : null };
   $("inbox-view").hidden = true;
   $("session-view").hidden = false;
@@ -413,8 +414,10 @@ async function showSession(app, sessionId) {
   try {
     const t = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
     bodyNode.replaceChildren(
+      el("h3", { text: "Graph" }),
+      graphSection(app, sessionId, t),
       el("h3", { text: "Runs" }),
-      table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", continueAction(app, sessionId, i)])),
+      table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", runActions(app, sessionId, i)])),
       el("h3", { text: "Nodes" }),
       table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), value(n.output)])),
       el("h3", { text: "Timeline" }),
@@ -440,6 +443,82 @@ function continueAction(app, sessionId, run) {
       const body = { appName: app, userId: state.user, sessionId, invocationId: run.id };
       const events = await api("/run", { method: "POST", body });
       await report(app, sessionId, "continued", events);
+      await showSession(app, sessionId);
+    } catch (e) {
+      error.textContent = e.message;
+      button.disabled = false;
+    }
+  });
+  return el("div", { class: "run-action" }, [button, error]);
+}
+
+// -- run graph: the latest run drawn, coloured live; a click shows what the node did ---------
+
+// Kept across reloads of the session view, so the node chosen stays chosen.
+const graphView = { node: null };
+
+function graphSection(app, sessionId, timeline) {
+  const box = el("div", { class: "graph-box", id: "graph" });
+  const detail = el("div", { class: "node-detail", id: "node-detail", hidden: true });
+  const holder = el("div", { class: "graph-section" }, [RunGraph.legend(), box, detail]);
+  loadGraph(app, sessionId, timeline, box, detail);
+  return holder;
+}
+
+async function loadGraph(app, sessionId, timeline, box, detail) {
+  try {
+    const graph = await api(`${userBase(app)}/sessions/${enc(sessionId)}/graph`);
+    const choose = (name) => { graphView.node = name; showNode(graph, timeline, box, detail); };
+    box.replaceChildren(RunGraph.draw(graph, choose));
+    if (graphView.node && graph.nodes.some((n) => n.name === graphView.node)) showNode(graph, timeline, box, detail);
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "error", text: `graph: ${e.message}` }));
+  }
+}
+
+function topNode(path) {
+  const segments = (path || "").split("/");
+  return segments.length > 1 ? segments[1].split("@")[0] : null;
+}
+
+// A node's story in the drawn run: its outputs, questions (with the answer and who gave
+// it), errors; a waiting node links to its question in the inbox.
+function showNode(graph, timeline, box, detail) {
+  const name = graphView.node;
+  for (const g of box.querySelectorAll(".node")) g.classList.toggle("selected", g.dataset.node === name);
+  const node = graph.nodes.find((n) => n.name === name);
+  const ofRun = timeline.entries.filter((e) => e.invocationId === graph.invocationId);
+  const asked = new Set(ofRun.filter((e) => e.kind === "asked" && topNode(e.path) === name).map((e) => e.detail.interruptId));
+  // Its own entries, and the answers (with who gave them) to the questions it asked.
+  const rows = ofRun.filter((e) => topNode(e.path) === name || (e.kind === "answered" && asked.has(e.detail.interruptId)));
+  const waiting = state.pending.filter((p) => p.sessionId === timeline.sessionId && topNode(p.nodePath) === name
+    && p.invocationId === graph.invocationId);
+  detail.hidden = false;
+  detail.replaceChildren(
+    el("h4", {}, [`${name} `, badge(node ? node.state : "idle"), el("span", { class: "kind", text: ` ${node ? node.kind : ""}` })]),
+    rows.length ? table(["when", "what", "by"], rows.map((e) => [when(e.time), entry(e), e.by || ""]))
+      : el("p", { class: "empty", text: `${name} has not run in this run yet.` }),
+    ...waiting.map((p) => el("p", {}, [el("a", { href: "#/", class: "answer-link", text: `answer “${title(p)}” in the inbox` })])),
+  );
+}
+
+// -- time travel: rewind a session to before a run (Runner.rewind_async) ------------------
+
+function runActions(app, sessionId, run) {
+  return el("div", { class: "run-actions" }, [continueAction(app, sessionId, run), rewindAction(app, sessionId, run)]);
+}
+
+function rewindAction(app, sessionId, run) {
+  if (run.status === "rewound" || run.status === "running") return "";
+  const error = el("div", { class: "error", role: "alert" });
+  const button = el("button", { type: "button", class: "rewind", text: "Rewind to before this run", "data-run": run.id });
+  button.addEventListener("click", async () => {
+    if (!window.confirm(`Undo run ${run.id} and every later run of this session? Nothing is deleted.`)) return;
+    button.disabled = true;
+    error.textContent = "";
+    try {
+      await api(`${userBase(app)}/sessions/${enc(sessionId)}/rewind`, { method: "POST", body: { rewindBeforeInvocationId: run.id } });
+      log(`${app} · session ${sessionId.slice(0, 8)}: rewound to before run ${run.id.slice(0, 10)}`, "rewound", `#/session/${enc(app)}/${enc(sessionId)}`);
       await showSession(app, sessionId);
     } catch (e) {
       error.textContent = e.message;

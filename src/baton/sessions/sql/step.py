@@ -73,6 +73,15 @@ _ADVANCE_FENCED = _ADVANCE_INVOCATION.where(invocations.c.lease_token == bindpar
 _INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(
     invocations.c.id == bindparam("key_id")
 )
+# A rewound invocation's open questions can no longer be answered.
+_CLOSE_REWOUND = (
+    update(interrupts)
+    .where(
+        interrupts.c.invocation_id == bindparam("key_invocation_id"),
+        interrupts.c.status == InterruptStatus.OPEN.value,
+    )
+    .values(status=InterruptStatus.REWOUND.value)
+)
 _ANSWER_INTERRUPT = update(interrupts).where(
     interrupts.c.invocation_id == bindparam("key_invocation_id"),
     interrupts.c.interrupt_id == bindparam("key_interrupt_id"),
@@ -98,6 +107,8 @@ def write_step(connection: Connection, commit: StepCommit, now: float) -> int:
     if commit.invocation_id is not None:
         _open_interrupts(connection, pk, commit, now)
         _answer_interrupts(connection, commit, now)
+        if commit.status is InvocationStatus.REWOUND:
+            run(connection, _CLOSE_REWOUND, {"key_invocation_id": commit.invocation_id})
     return version
 
 
@@ -309,6 +320,7 @@ def fits_one_statement(commit: StepCommit) -> bool:
         and commit.expected_version > 0
         and not commit.opened
         and not strip_temp_state(commit.state_delta)
+        and commit.status is not InvocationStatus.REWOUND  # closes its questions too
     )
 
 

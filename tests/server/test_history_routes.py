@@ -1,0 +1,67 @@
+"""Time travel over HTTP on SQLite and PostgreSQL: rewind, with its refusals changing nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.server.conftest import Live, StartLive
+
+
+async def paused_twice(live: Live) -> tuple[str, str, str]:
+    """A session whose first run completed (approved) and whose second waits."""
+    sid = await live.create("approval", "u")
+    first = (await live.start("approval", "u", sid, "one"))[-1]["invocationId"]
+    await respond(live, sid, {"approved": True})
+    second = (await live.start("approval", "u", sid, "two"))[-1]["invocationId"]
+    return sid, first, second
+
+
+async def respond(live: Live, sid: str, answer: Any) -> Any:
+    path = f"/apps/approval/users/u/sessions/{sid}/interrupts/approve/respond"
+    return await live.client.post(path, json={"response": answer})
+
+
+async def rewind(live: Live, sid: str, body: Any) -> Any:
+    return await live.client.post(f"/apps/approval/users/u/sessions/{sid}/rewind", json=body)
+
+
+async def test_rewind_route_undoes_a_waiting_run(start_live: StartLive, store_url: str) -> None:
+    live: Live = await start_live(db_url=store_url)
+    sid, first, second = await paused_twice(live)
+    base = f"/apps/approval/users/u/sessions/{sid}"
+    events = (await live.client.get(base)).json()["events"]
+
+    reply = await rewind(live, sid, {"rewindBeforeInvocationId": second})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["actions"]["rewindBeforeInvocationId"] == second
+    assert reply.json()["author"] == "user"
+    assert (await live.client.get("/apps/approval/users/u/pending")).json() == []
+    timeline = (await live.client.get(f"{base}/timeline")).json()
+    assert [(r["id"], r["status"]) for r in timeline["invocations"]] == [
+        (first, "completed"),
+        (second, "rewound"),
+    ]
+    assert all("two" not in str(e["detail"]) for e in timeline["entries"])
+    after = (await live.client.get(base)).json()["events"]
+    assert after[: len(events)] == events
+
+    # Refusals: specific, and nothing changes.
+    late = await respond(live, sid, {"approved": False})
+    assert late.status_code == 409
+    assert "rewound" in late.json()["detail"]
+    again = await rewind(live, sid, {"rewindBeforeInvocationId": second})
+    assert again.status_code == 409
+    assert "already rewound" in again.json()["detail"]
+    unknown = await rewind(live, sid, {"rewindBeforeInvocationId": "e-nope"})
+    assert unknown.status_code == 404
+    assert "'e-nope' has no event" in unknown.json()["detail"]
+    missing = await rewind(live, sid, {})
+    assert missing.status_code == 422
+    no_session = await rewind(live, "nope", {"rewindBeforeInvocationId": first})
+    assert no_session.status_code == 404
+    assert (await live.client.get(base)).json()["events"] == after
+
+    # A new run after the rewind asks again, and the new answer is the one used.
+    await live.start("approval", "u", sid, "three")
+    done = await respond(live, sid, {"approved": False})
+    assert done.json()[-1]["output"] == 'done:{"approved": false}'

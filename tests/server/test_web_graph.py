@@ -1,0 +1,119 @@
+"""The inbox's picture of a run and its time travel, in Debian's Chromium with Playwright:
+node colours follow the run live, a click shows what a node did, a button rewinds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Locator, Page, expect
+from pydantic import BaseModel
+
+from baton import App, RequestInput, ResumabilityConfig, Workflow
+from tests.server.conftest import Live, StartLive
+from tests.server.test_web_page import browser, screenshot
+
+__all__ = ["browser"]  # the fixture, shared with the other page tests
+
+pytestmark = pytest.mark.browser
+
+
+class Go(BaseModel):
+    proceed: bool
+
+
+def gated_app(gate: asyncio.Event) -> App:
+    """START -> prepare -> slow (waits for `gate`) -> confirm (asks) -> finish."""
+
+    def prepare(node_input: Any) -> str:
+        return f"prepared {node_input}"
+
+    async def slow(node_input: Any) -> str:
+        await gate.wait()
+        return "slow part done"
+
+    def confirm(node_input: Any) -> RequestInput:
+        return RequestInput(interrupt_id="go", message="Proceed?", response_schema=Go)
+
+    def finish(node_input: Any) -> str:
+        return f"finished proceed={node_input['proceed']}"
+
+    return App(
+        name="gated",
+        root_agent=Workflow(name="gated_wf", edges=[("START", prepare, slow, confirm, finish)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+def node(page: Page, name: str) -> Locator:
+    return page.locator(f"svg.run-graph g.node[data-node='{name}']")
+
+
+async def test_the_graph_colours_follow_the_run_and_a_click_shows_a_node(
+    start_live: StartLive, browser: Browser
+) -> None:
+    gate = asyncio.Event()
+    live: Live = await start_live(apps=[gated_app(gate)], web=True)
+    sid = await live.create("gated", "user")
+    page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    for name in ("prepare", "slow", "confirm", "finish"):
+        await expect(node(page, name)).to_have_attribute("data-state", "idle")
+
+    running = asyncio.create_task(live.start("gated", "user", sid, "order 7"))
+    await expect(node(page, "prepare")).to_have_attribute("data-state", "done")
+    await expect(node(page, "slow")).to_have_attribute("data-state", "running")
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "idle")
+    await screenshot(page, "graph-running")
+
+    gate.set()
+    await running
+    await expect(node(page, "slow")).to_have_attribute("data-state", "done")
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "waiting")
+    await expect(node(page, "finish")).to_have_attribute("data-state", "idle")
+
+    await node(page, "confirm").click()
+    detail = page.locator("#node-detail")
+    await expect(detail).to_contain_text("Proceed?")
+    await expect(detail.locator("a.answer-link")).to_contain_text("Proceed?")
+    await node(page, "prepare").click()
+    await expect(detail).to_contain_text("prepared order 7")
+    await screenshot(page, "graph-waiting")
+
+    respond = f"/apps/gated/users/user/sessions/{sid}/interrupts/go/respond"
+    answered = await live.client.post(respond, json={"response": {"proceed": True}})
+    assert answered.status_code == 200, answered.text
+    await expect(node(page, "finish")).to_have_attribute("data-state", "done")
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "done")
+    await expect(node(page, "__END__")).to_have_attribute("data-state", "done")
+    # The chosen node stays chosen across live reloads, with what it did.
+    await expect(detail).to_contain_text("prepared order 7")
+    await node(page, "confirm").click()
+    await expect(detail).to_contain_text("proceed")
+    await expect(detail).to_contain_text("user")  # who answered
+    await screenshot(page, "graph-done")
+
+
+async def test_the_rewind_button_undoes_a_run_and_closes_its_question(
+    start_live: StartLive, browser: Browser
+) -> None:
+    gate = asyncio.Event()
+    gate.set()
+    live: Live = await start_live(apps=[gated_app(gate)], web=True)
+    sid = await live.create("gated", "user")
+    first = (await live.start("gated", "user", sid, "one"))[-1]["invocationId"]
+    page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "waiting")
+
+    await page.locator(f"button.rewind[data-run='{first}']").click()
+    await expect(page.locator("#session-body tr", has_text=first).locator(".badge")).to_have_text(
+        "rewound"
+    )
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "idle")
+    await expect(page.locator(f"button.rewind[data-run='{first}']")).to_have_count(0)
+    await page.goto(f"{live.url}/#/")
+    await expect(page.locator("#count")).to_have_text("0")
+    await screenshot(page, "rewound")
