@@ -7,13 +7,9 @@ same guarantees as any step commit, checked on every backend.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from pydantic import JsonValue
-from sqlalchemy import event as sa_event
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -23,6 +19,7 @@ from baton.sessions.store import InvocationStatus, Store
 from baton.types import InvocationId, SessionId
 from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory
 from tests.store.builders import APP, USER, event, key, race_one_winner, snapshot, step, texts
+from tests.store.traffic import traffic
 
 RACERS = 6
 
@@ -147,34 +144,20 @@ async def test_concurrent_invocations_in_one_session_keep_every_state_key(
         assert mine == [f"{invocation_id}/{n}" for n in range(6)]
 
 
-@contextmanager
-def _statements(store: SqlStore) -> Iterator[list[str]]:
-    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
-    target = executor._engine.sync_engine
-    seen: list[str] = []
-
-    def record(*args: Any) -> None:
-        seen.append(args[2].split(None, 1)[0].upper())
-
-    sa_event.listen(target, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa_event.remove(target, "before_cursor_execute", record)
-
-
 async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> None:
     store = SqlStore(postgres_url)
     await _running(store)
 
-    with _statements(store) as seen:
+    with traffic(store) as seen:
         await store.commit_step(step(key(), "inv-1", 2, events=(event("x"), event("y"))))
         with pytest.raises(StaleVersionError):
             await store.commit_step(step(key(), "inv-1", 2, events=(event("z"),)))
 
     await store.close()
-    # the step; the stale one, then the version read for its message
-    assert seen == ["WITH", "WITH", "SELECT"]
+    # the step; the stale one, then the version read for its message: all straight to asyncpg
+    assert seen.statements == ["WITH", "WITH", "SELECT"]
+    assert seen.direct == 3
+    assert seen.commits == 0
 
 
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(

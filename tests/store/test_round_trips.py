@@ -4,51 +4,17 @@ BEGIN and COMMIT (see `sql.store`); a read of several statements keeps its snaps
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import event as sa_event
 
 from baton.errors import InvocationBusyError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step
+from tests.store.traffic import traffic
 
 TTL = timedelta(seconds=30)
-
-
-@dataclass
-class Traffic:
-    """The statements (first word) and transaction ends a store sent, in order."""
-
-    statements: list[str] = field(default_factory=list[str])
-    commits: int = 0
-
-
-@contextmanager
-def traffic(store: SqlStore) -> Iterator[Traffic]:
-    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
-    target = executor._engine.sync_engine
-    seen = Traffic()
-
-    def statement(*args: Any) -> None:
-        seen.statements.append(args[2].split(None, 1)[0].upper())
-
-    def commit(*_args: Any) -> None:
-        seen.commits += 1
-
-    listeners = (("before_cursor_execute", statement), ("commit", commit))
-    for name, listener in listeners:
-        sa_event.listen(target, name, listener)
-    try:
-        yield seen
-    finally:
-        for name, listener in listeners:
-            sa_event.remove(target, name, listener)
 
 
 async def _paused(store: SqlStore) -> None:
@@ -73,6 +39,8 @@ async def test_reads_of_one_statement_send_no_begin_or_commit(postgres_url: str)
 
     assert seen.statements == ["SELECT"] * 6
     assert seen.commits == 0
+    # the reads of a resume (session, invocation, interrupt) go to asyncpg directly
+    assert seen.direct == 3
     assert session is not None
     assert session.events == []
     assert invocation is not None
@@ -114,6 +82,7 @@ async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
         await store.release(again)
     # A lease lives on its invocation's row: every lease call is one UPDATE.
     assert seen.statements == ["UPDATE", "UPDATE", "UPDATE", "WITH"]  # release + NOTIFY if running
+    assert seen.direct == 4
     assert seen.commits == 0
 
     held = await store.claim(inv, "alice", TTL)
@@ -121,6 +90,7 @@ async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
         await store.claim(inv, "bob", TTL)
     # the refused claim, then the holder read for the message
     assert seen.statements == ["UPDATE", "SELECT"]
+    assert seen.direct == 2
     await store.release(held)
     await store.close()
 
@@ -141,4 +111,5 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
     # the step; the stale one, then the version read for its message; the transaction
     assert seen.statements[:3] == ["WITH", "WITH", "SELECT"]
     assert seen.statements[3:] == ["UPDATE", "UPDATE", "SELECT", "UPDATE"]
+    assert seen.direct == 3
     assert seen.commits == 1

@@ -34,6 +34,7 @@ __all__ = [
     "EncodedJson",
     "create_postgres_engine",
     "create_sqlite_engine",
+    "has_unread_input",
     "insert",
     "is_sqlite",
     "is_unavailable",
@@ -121,11 +122,13 @@ def _drop_if_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         raise DisconnectionError("the server closed this pooled connection")
     transport = driver._transport  # asyncpg has no public way to its socket
     sock = transport.get_extra_info("socket") if transport is not None else None
-    if sock is None or _has_input(sock.fileno()):
+    if sock is None or has_unread_input(sock.fileno()):
         raise DisconnectionError("the server sent a pooled connection something while idle")
 
 
-def _has_input(fd: int) -> bool:
+def has_unread_input(fd: int) -> bool:
+    """True when the socket has something to read: on an idle database connection, the
+    server's goodbye or end of stream (it closed the connection)."""
     # poll, not select: select cannot watch descriptors past 1023, which a busy server reaches.
     poller = select.poll()
     poller.register(fd, select.POLLIN)
@@ -260,7 +263,20 @@ def is_unavailable(error: BaseException) -> bool:
         if isinstance(error.orig, sqlite3.OperationalError):
             return "locked" in str(error.orig) or "busy" in str(error.orig)
         return isinstance(error, InterfaceError | OperationalError) or _is_socket_error(error.orig)
-    return isinstance(error, DisconnectionError) or _is_socket_error(error)
+    return (
+        isinstance(error, DisconnectionError)
+        or _is_socket_error(error)
+        or _is_asyncpg_unavailable(error)
+    )
+
+
+def _is_asyncpg_unavailable(error: BaseException) -> bool:
+    """The same question for asyncpg's own errors (PostgreSQL's direct path, `postgres`):
+    a SQLSTATE of a lost or refused connection, or a connection closed under the call."""
+    sqlstate = getattr(error, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate[:2] in _UNAVAILABLE_CLASSES
+    return type(error).__module__.startswith("asyncpg") and "closed" in str(error)
 
 
 def _is_socket_error(error: BaseException | None) -> bool:

@@ -1,12 +1,13 @@
-"""Running a Core statement on SQLite's driver directly: the hot path of every step.
+"""Running a Core statement on the database's driver directly: the hot path of every step.
 
 SQLAlchemy's `Connection.execute` spends several times what SQLite takes to run a
 small statement (cache keys, events, result objects). For the few statements a
 step commit runs, `run` keeps the statement a Core object, compiles it once per
-set of parameter names, and then hands SQLite the SQL and the parameters itself,
-converted by the column types' own bind and result processors, inside the
-transaction the connection already began. Other databases go through
-`Connection.execute` unchanged, so there is still one statement per operation.
+set of parameter names (`plan_for`), and then hands SQLite the SQL and the
+parameters itself, converted by the column types' own bind and result processors,
+inside the transaction the connection already began. PostgreSQL's hot path hands
+the same plans to asyncpg (see `postgres`); inside a SQLAlchemy transaction there,
+statements go through `Connection.execute` unchanged.
 """
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.selectable import Select
 
-Statement = UpdateBase | Select[Any]
+Statement = UpdateBase | Select[*tuple[Any, ...]]
 
-__all__ = ["Statement", "run"]
+__all__ = ["Plan", "Statement", "plan_for", "run"]
 
 _Processor = Callable[[Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
-    """A statement compiled for SQLite with one set of parameter names."""
+class Plan:
+    """A statement compiled for one dialect with one set of parameter names."""
 
     sql: str
     names: tuple[str, ...]
@@ -38,6 +39,7 @@ class _Plan:
     results: tuple[tuple[int, _Processor], ...]
 
     def arguments(self, params: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments of the SQL, converted for the driver."""
         constants = self.constants
         values = [params[n] if n in params else constants[n] for n in self.names]
         for i, process in self.binds:
@@ -46,6 +48,7 @@ class _Plan:
         return values
 
     def row(self, raw: Sequence[Any]) -> tuple[Any, ...]:
+        """A row the driver returned, converted back to Python values."""
         if not self.results:
             return tuple(raw)
         values = list(raw)
@@ -55,7 +58,7 @@ class _Plan:
         return tuple(values)
 
 
-_plans: dict[tuple[Statement, tuple[str, ...]], _Plan] = {}
+_plans: dict[tuple[Statement, tuple[str, ...], str, bool], Plan] = {}
 
 
 def run(
@@ -71,24 +74,37 @@ def run(
     raw = connection.connection.driver_connection
     assert raw is not None  # inside a transaction the connection is live
     if isinstance(params, Mapping):
-        plan = _plan(statement, tuple(params), connection.dialect)
+        plan = plan_for(statement, tuple(params), connection.dialect)
         cursor = raw.execute(plan.sql, plan.arguments(params))
         return [plan.row(r) for r in cursor.fetchall()]
     if params:
-        plan = _plan(statement, tuple(params[0]), connection.dialect)
+        plan = plan_for(statement, tuple(params[0]), connection.dialect)
         raw.executemany(plan.sql, [plan.arguments(p) for p in params])
     return []
 
 
-def _plan(statement: Statement, names: tuple[str, ...], dialect: Dialect) -> _Plan:
-    key = (statement, names)
+def plan_for(
+    statement: Statement,
+    names: tuple[str, ...],
+    dialect: Dialect,
+    *,
+    convert_results: bool = True,
+) -> Plan:
+    """`statement` compiled for `dialect` with parameters `names`, once per process.
+
+    `convert_results=False` for a driver that returns every column as its Python value
+    already (asyncpg), so rows pass through as they come.
+    """
+    key = (statement, names, dialect.driver, convert_results)
     plan = _plans.get(key)
     if plan is None:
-        plan = _plans[key] = _compile(statement, names, dialect)
+        plan = _plans[key] = _compile(statement, names, dialect, convert_results)
     return plan
 
 
-def _compile(statement: Statement, names: tuple[str, ...], dialect: Dialect) -> _Plan:
+def _compile(
+    statement: Statement, names: tuple[str, ...], dialect: Dialect, convert_results: bool
+) -> Plan:
     compiled = statement.compile(dialect=dialect, column_keys=list(names))
     positions = tuple(compiled.positiontup or ())
     binds = _present(
@@ -100,11 +116,15 @@ def _compile(statement: Statement, names: tuple[str, ...], dialect: Dialect) -> 
         if isinstance(statement, Select)
         else [c["type"] for c in statement.returning_column_descriptions]
     )
-    results = _present(t.dialect_impl(dialect).result_processor(dialect, None) for t in columns)
+    results = (
+        _present(t.dialect_impl(dialect).result_processor(dialect, None) for t in columns)
+        if convert_results
+        else ()
+    )
     constants = {
         name: compiled.binds[name].effective_value for name in positions if name not in names
     }
-    return _Plan(compiled.string, positions, constants, binds, results)
+    return Plan(compiled.string, positions, constants, binds, results)
 
 
 def _present(processors: Iterable[_Processor | None]) -> tuple[tuple[int, _Processor], ...]:

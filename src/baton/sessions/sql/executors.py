@@ -11,7 +11,8 @@ it to another thread and back. It must never wait there, so that connection has 
 busy timeout: when another process holds the write lock, BEGIN fails at once, before
 anything ran, and the transaction goes to a worker thread whose connection waits out
 the lock (busy_timeout). WAL checkpoints, which sync the file to disk, run on the
-worker too. On PostgreSQL the function runs through the asyncpg engine's `run_sync`.
+worker too. On PostgreSQL the function runs through the asyncpg engine's `run_sync`,
+and a single statement on the hot path (`one`) goes straight to asyncpg (see `postgres`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, TypeVar, TypeVarTuple, final
+from typing import Any, Protocol, TypeVar, TypeVarTuple, final
 
 from sqlalchemy.engine import URL, Connection
 
@@ -31,6 +32,8 @@ from baton.sessions.sql.dialect import (
     create_sqlite_engine,
     is_sqlite,
 )
+from baton.sessions.sql.direct import Statement, run
+from baton.sessions.sql.postgres import DirectConnections
 
 __all__ = ["Executor", "PostgresExecutor", "SqliteExecutor", "open_executor"]
 
@@ -49,17 +52,19 @@ class Executor(Protocol):
         """
         ...
 
-    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """Run `fn`, whose writes are one statement, atomically: on PostgreSQL without
-        BEGIN and COMMIT (a single statement is a transaction of its own).
-
-        Whatever `fn` runs after that statement sees later commits of others.
-        """
-        ...
-
     async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """Run `fn`, which reads with ONE statement: on PostgreSQL without BEGIN and COMMIT
         (the statement sees one snapshot by itself)."""
+        ...
+
+    async def one(
+        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+    ) -> list[tuple[Any, ...]]:
+        """Run one Core statement as a transaction of its own and return its rows.
+
+        The hot path of steps, lease calls and resume reads: on PostgreSQL it goes to
+        asyncpg directly, without SQLAlchemy's connection and result layers.
+        """
         ...
 
     async def close(self) -> None:
@@ -114,13 +119,15 @@ class SqliteExecutor:
         finally:
             self._waiting -= 1
 
-    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """A writing transaction, as `transact` runs it: inline, it costs no round trip."""
-        return await self.transact(fn, *args, write=True)
-
     async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         """A reading transaction, as `transact` runs it: inline, it costs no round trip."""
         return await self.transact(fn, *args, write=False)
+
+    async def one(
+        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+    ) -> list[tuple[Any, ...]]:
+        """The statement in a transaction, as `transact` runs it (inline when it can)."""
+        return await self.transact(_run_one, statement, params, write=write)
 
     async def close(self) -> None:
         """Close both connections and stop the worker thread."""
@@ -219,6 +226,12 @@ class _LockedError(Exception):
     """Another connection holds the SQLite write lock: the transaction must wait for it."""
 
 
+def _run_one(
+    connection: Connection, statement: Statement, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    return run(connection, statement, params)
+
+
 @final
 class PostgresExecutor:
     """The asyncpg engine; reads run at REPEATABLE READ so they see one snapshot.
@@ -233,21 +246,27 @@ class PostgresExecutor:
         # COMMITTED could let a commit land between them.
         self._reader = self._engine.execution_options(isolation_level="REPEATABLE READ")
         self._autocommit = self._engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._direct = DirectConnections(url, self._engine.dialect)
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
         """Run `fn` through `run_sync` in one transaction."""
         async with (self._engine if write else self._reader).begin() as connection:
             return await connection.run_sync(fn, *args)
 
-    async def at_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """Run `fn` through `run_sync` in autocommit mode: each statement commits itself."""
+    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn` through `run_sync` in autocommit mode: a read's one statement is its
+        own snapshot."""
         async with self._autocommit.connect() as connection:
             return await connection.run_sync(fn, *args)
 
-    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """As `at_once`: a read's one statement is its own snapshot."""
-        return await self.at_once(fn, *args)
+    async def one(
+        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+    ) -> list[tuple[Any, ...]]:
+        """The statement on one of the store's own asyncpg connections, prepared there."""
+        del write  # one statement is its own transaction either way
+        return await self._direct.fetch(statement, params)
 
     async def close(self) -> None:
-        """Dispose of the engine's pool."""
+        """Close the direct connections and dispose of the engine's pool."""
+        await self._direct.close()
         await self._engine.dispose()

@@ -17,6 +17,7 @@ from typing import Any, final
 
 from sqlalchemy.engine import URL
 
+from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.sessions.wakeups import Wakeups
 
 __all__ = ["CHANNEL", "PostgresListener"]
@@ -24,7 +25,6 @@ __all__ = ["CHANNEL", "PostgresListener"]
 CHANNEL = "baton"
 _RETRY_FIRST = 0.2
 _RETRY_MOST = 5.0
-_CONNECT_TIMEOUT = 5.0
 
 _log = logging.getLogger("baton")
 
@@ -64,7 +64,7 @@ class PostgresListener:
     async def _listen_once(self) -> None:
         # Imported by name: the postgres extra is installed whenever a PostgreSQL URL is used.
         asyncpg: Any = importlib.import_module("asyncpg")
-        connecting = asyncio.ensure_future(asyncpg.connect(**self._connect_args()))
+        connecting = asyncio.ensure_future(asyncpg.connect(**asyncpg_connect_args(self._url)))
         try:
             connection: Any = await asyncio.shield(connecting)
         except asyncio.CancelledError:
@@ -90,19 +90,3 @@ class PostgresListener:
 
     def _on_notify(self, *_args: object) -> None:
         self._wakeups.notify()
-
-    def _connect_args(self) -> dict[str, Any]:
-        url = self._url
-        args: dict[str, Any] = {
-            "host": url.host,
-            "port": url.port,
-            "user": url.username,
-            "password": url.password,
-            "database": url.database,
-            "timeout": _CONNECT_TIMEOUT,
-        }
-        search_path = url.query.get("search_path")
-        if search_path is not None:
-            value = search_path if isinstance(search_path, str) else ",".join(search_path)
-            args["server_settings"] = {"search_path": value}
-        return args

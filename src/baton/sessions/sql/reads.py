@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Row, RowMapping, bindparam, func, or_, select
+from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
@@ -32,17 +32,21 @@ from baton.sessions.store import (
     Session,
     SessionKey,
 )
-from baton.types import InterruptId, InvocationId, SessionId
+from baton.types import InvocationId, SessionId
 
 __all__ = [
+    "INTERRUPTS_BY_ID",
+    "INVOCATION",
+    "SESSION",
     "due_interrupts",
-    "find_interrupts",
     "get_session",
+    "interrupts_from",
+    "invocation_from",
     "list_interrupts",
     "list_invocations",
     "list_sessions",
-    "load_invocation",
     "next_due",
+    "session_from",
 ]
 
 # A step inside an invocation may leave the session row alone (SQLite; see `step`):
@@ -54,21 +58,27 @@ _LAST_STEP = (
     .label("last_step")
 )
 _SESSIONS = select(sessions, _LAST_STEP)
-_SESSION = _SESSIONS.where(IS_SESSION)
-_SESSION_COLUMNS = tuple(str(c.key) for c in _SESSION.selected_columns)
+SESSION = _SESSIONS.where(IS_SESSION)
+"""One session's row (bind `session_params`); `session_from` reads it."""
+_SESSION_COLUMNS = tuple(str(c.key) for c in SESSION.selected_columns)
 _INVOCATIONS = (
     select(invocations)
     .join(sessions, sessions.c.pk == invocations.c.session_pk)
     .where(IS_SESSION)
     .order_by(invocations.c.created_at, invocations.c.id)
 )
-_INVOCATION = _INVOCATIONS.where(invocations.c.id == bindparam("key_id"))
-_INTERRUPTS_BY_ID = (
+INVOCATION = _INVOCATIONS.where(invocations.c.id == bindparam("key_id"))
+"""One invocation of a session (bind `key_id` and `session_params`); `invocation_from`."""
+_INVOCATION_COLUMNS = tuple(str(c.key) for c in INVOCATION.selected_columns)
+INTERRUPTS_BY_ID = (
     select(interrupts)
     .join(sessions, sessions.c.pk == interrupts.c.session_pk)
     .where(IS_SESSION, interrupts.c.interrupt_id == bindparam("key_interrupt_id"))
     .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
 )
+"""A session's interrupt rows with one id, by index (bind `key_interrupt_id` and
+`session_params`); `interrupts_from` reads them."""
+_INTERRUPT_COLUMNS = tuple(str(c.key) for c in INTERRUPTS_BY_ID.selected_columns)
 _EVENTS = select(events.c.event).where(events.c.session_pk == bindparam("key_pk"))
 _ALL_EVENTS = _EVENTS.order_by(events.c.seq)
 # Newest first with LIMIT reads only N rows off the (session, seq) index.
@@ -79,14 +89,19 @@ def get_session(
     connection: Connection, key: SessionKey, with_events: bool, event_limit: int | None
 ) -> Session | None:
     """The session (its newest `event_limit` events, or all, or none), or None."""
-    rows = run(connection, _SESSION, session_params(key))
+    rows = run(connection, SESSION, session_params(key))
     if not rows:
         return None
-    row = dict(zip(_SESSION_COLUMNS, rows[0], strict=True))
-    session = _to_session(row)
+    session = session_from(rows[0])
     if with_events:
-        session.events = _load_events(connection, row["pk"], event_limit)
+        pk = rows[0][_SESSION_COLUMNS.index("pk")]
+        session.events = _load_events(connection, pk, event_limit)
     return session
+
+
+def session_from(row: tuple[Any, ...]) -> Session:
+    """The session (without events) in a row of `SESSION`."""
+    return _to_session(dict(zip(_SESSION_COLUMNS, row, strict=True)))
 
 
 def list_sessions(connection: Connection, app_name: str, user_id: str | None) -> list[Session]:
@@ -98,29 +113,20 @@ def list_sessions(connection: Connection, app_name: str, user_id: str | None) ->
     return [_to_session(row) for row in rows]
 
 
-def load_invocation(
-    connection: Connection, key: SessionKey, invocation_id: InvocationId
-) -> Invocation | None:
-    """The invocation with its checkpoint, or None."""
-    parameters = {"key_id": invocation_id, **session_params(key)}
-    row = connection.execute(_INVOCATION, parameters).first()
-    return None if row is None else _to_invocation(key, row)
+def invocation_from(key: SessionKey, row: tuple[Any, ...]) -> Invocation:
+    """The invocation in a row of `INVOCATION`."""
+    return _to_invocation(key, dict(zip(_INVOCATION_COLUMNS, row, strict=True)))
 
 
 def list_invocations(connection: Connection, key: SessionKey) -> list[Invocation]:
     """The session's invocations, oldest first."""
-    return [
-        _to_invocation(key, row) for row in connection.execute(_INVOCATIONS, session_params(key))
-    ]
+    rows = connection.execute(_INVOCATIONS, session_params(key)).mappings()
+    return [_to_invocation(key, row) for row in rows]
 
 
-def find_interrupts(
-    connection: Connection, key: SessionKey, interrupt_id: InterruptId
-) -> list[Interrupt]:
-    """Index rows with that id in the session (open or answered), by index, not scan."""
-    parameters = {"key_interrupt_id": interrupt_id, **session_params(key)}
-    rows = connection.execute(_INTERRUPTS_BY_ID, parameters).mappings()
-    return [_to_interrupt(row) for row in rows]
+def interrupts_from(rows: list[tuple[Any, ...]]) -> list[Interrupt]:
+    """The interrupts in rows of `INTERRUPTS_BY_ID`."""
+    return [_to_interrupt(dict(zip(_INTERRUPT_COLUMNS, row, strict=True))) for row in rows]
 
 
 def list_interrupts(
@@ -174,23 +180,23 @@ def _to_session(row: Mapping[Any, Any]) -> Session:
     )
 
 
-def _to_invocation(key: SessionKey, row: Row[Any]) -> Invocation:
+def _to_invocation(key: SessionKey, row: Mapping[Any, Any]) -> Invocation:
     return Invocation(
-        id=row.id,
+        id=row["id"],
         app_name=key.app_name,
         user_id=key.user_id,
         session_id=key.session_id,
-        status=InvocationStatus(row.status),
-        fingerprint=row.fingerprint,
-        checkpoint=row.checkpoint,
-        version=row.version,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        error=row.error,
+        status=InvocationStatus(row["status"]),
+        fingerprint=row["fingerprint"],
+        checkpoint=row["checkpoint"],
+        version=row["version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        error=row["error"],
     )
 
 
-def _to_interrupt(row: RowMapping) -> Interrupt:
+def _to_interrupt(row: Mapping[Any, Any]) -> Interrupt:
     return Interrupt.model_validate({k: v for k, v in row.items() if k != "session_pk"})
 
 

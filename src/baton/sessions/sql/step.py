@@ -43,7 +43,13 @@ from baton.sessions.store import (
     strip_temp_state,
 )
 
-__all__ = ["fits_one_statement", "stale_error", "write_step", "write_step_at_once"]
+__all__ = [
+    "INVOCATION_VERSION",
+    "fits_one_statement",
+    "stale_error",
+    "step_at_once",
+    "write_step",
+]
 
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
@@ -70,9 +76,10 @@ _ADVANCE_INVOCATION = (
 )
 # Fencing: the step lands only while its lease's token is the invocation's current one.
 _ADVANCE_FENCED = _ADVANCE_INVOCATION.where(invocations.c.lease_token == bindparam("key_token"))
-_INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(
+INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(
     invocations.c.id == bindparam("key_id")
 )
+"""The version and lease token of a commit that did not land (bind `key_id`): why not."""
 # A rewound invocation's open questions can no longer be answered.
 _CLOSE_REWOUND = (
     update(interrupts)
@@ -198,12 +205,14 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
 
 
 def _raise_stale(connection: Connection, commit: StepCommit) -> None:
-    row = connection.execute(_INVOCATION_VERSION, {"key_id": commit.invocation_id}).first()
-    raise stale_error(commit, row[0] if row else 0, row[1] if row else None)
+    rows = run(connection, INVOCATION_VERSION, {"key_id": commit.invocation_id})
+    raise stale_error(commit, rows)
 
 
-def stale_error(commit: StepCommit, version: int, token: int | None) -> BatonError:
-    """Why `commit` did not land: its lease was taken over, or its version is stale."""
+def stale_error(commit: StepCommit, rows: list[tuple[Any, ...]]) -> BatonError:
+    """Why `commit` did not land, from `INVOCATION_VERSION`'s rows read after it: its lease
+    was taken over, or its version is stale."""
+    version, token = rows[0] if rows else (0, None)
     lease = commit.lease
     if lease is not None and token is not None and token != lease.token:
         return lost_error(lease)
@@ -314,7 +323,7 @@ _ANSWERS = (
 
 
 def fits_one_statement(commit: StepCommit) -> bool:
-    """True when `write_step_at_once` can land `commit` (see above)."""
+    """True when `step_at_once` can land `commit` (see above)."""
     return (
         commit.invocation_id is not None
         and commit.expected_version > 0
@@ -324,13 +333,10 @@ def fits_one_statement(commit: StepCommit) -> bool:
     )
 
 
-def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -> int:
-    """Land a commit that `fits_one_statement` in one PostgreSQL statement; the new version.
-
-    Raises:
-        SessionNotFoundError: the session does not exist.
-        StaleVersionError: `expected_version` is not the invocation's version.
-    """
+def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str, Any]]:
+    """The one PostgreSQL statement landing a commit that `fits_one_statement`, with its
+    parameters. It returns no row when the session does not exist, and a row holding
+    None instead of the new version when the commit is stale (nothing landed then)."""
     changes = _invocation_changes(commit, now)
     parameters: dict[str, Any] = {
         "key_id": commit.invocation_id,
@@ -356,12 +362,7 @@ def write_step_at_once(connection: Connection, commit: StepCommit, now: float) -
     statement = _step_at_once(
         tuple(changes), answering=bool(commit.answered), fenced=commit.lease is not None
     )
-    rows = run(connection, statement, parameters)
-    if not rows:
-        raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
-    if rows[0][0] is None:
-        _raise_stale(connection, commit)
-    return commit.expected_version + 1
+    return statement, parameters
 
 
 @cache

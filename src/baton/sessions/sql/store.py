@@ -2,10 +2,12 @@
 
 Each method is one transaction: it picks a synchronous function over a `Connection`
 (`reads`, `writes`, `step`, `migrations`) and hands it to the database's executor
-(one worker-thread hop on SQLite, asyncpg's `run_sync` on PostgreSQL; see `executors`).
-Where that transaction is one statement (most reads, the lease calls, most steps),
-PostgreSQL runs it without BEGIN and COMMIT: a statement is atomic and sees one
-snapshot by itself, and those two round trips are most of a small call's cost.
+(inline or on a worker thread on SQLite, asyncpg's `run_sync` on PostgreSQL; see
+`executors`). The hot calls (most steps, the lease calls, the reads of a resume) are
+one statement: the store binds it and reads its rows itself, and the executor runs
+it as a transaction of its own (`Executor.one`), on PostgreSQL straight on asyncpg
+without BEGIN and COMMIT: a statement is atomic and sees one snapshot by itself, and
+those two round trips are most of a small call's cost.
 
 Concurrency rests on the database, not on this process: a step commit locks its
 session row and advances the invocation with `UPDATE ... WHERE version = expected`
@@ -18,20 +20,28 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import TypeVar, TypeVarTuple, final
+from typing import Any, TypeVar, TypeVarTuple, final
 
 from pydantic import JsonValue
 from sqlalchemy.engine import Connection
 
-from baton.errors import StoreUnavailableError
+from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.sessions.sql import reads, writes
 from baton.sessions.sql.dialect import is_sqlite, is_unavailable, normalize_url
+from baton.sessions.sql.direct import Statement
 from baton.sessions.sql.executors import open_executor
 from baton.sessions.sql.listener import PostgresListener
 from baton.sessions.sql.migrations import migrate
-from baton.sessions.sql.step import fits_one_statement, write_step, write_step_at_once
+from baton.sessions.sql.schema import session_params
+from baton.sessions.sql.step import (
+    INVOCATION_VERSION,
+    fits_one_statement,
+    stale_error,
+    step_at_once,
+    write_step,
+)
 from baton.sessions.store import (
     Claimed,
     Clock,
@@ -43,6 +53,7 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     Subscription,
+    lost_error,
     strip_temp_state,
 )
 from baton.sessions.wakeups import Wakeups
@@ -100,22 +111,23 @@ class SqlStore:
                 raise self._unavailable(error) from error
             raise
 
-    async def _read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """`_read` for a read of one statement: no BEGIN/COMMIT around it on PostgreSQL."""
+    async def _one(
+        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement as its own transaction (see `Executor.one`); its rows."""
         try:
             await self._ready()
-            return await self._executor.read_once(fn, *args)
+            return await self._executor.one(statement, params, write=write)
         except Exception as error:
             if is_unavailable(error):
                 raise self._unavailable(error) from error
             raise
 
-    async def _write_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
-        """`_write` for a write of one statement (whatever `fn` reads after it sees
-        later commits too): no BEGIN/COMMIT around it on PostgreSQL."""
+    async def _read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """`_read` for a read of one statement: no BEGIN/COMMIT around it on PostgreSQL."""
         try:
             await self._ready()
-            return await self._executor.at_once(fn, *args)
+            return await self._executor.read_once(fn, *args)
         except Exception as error:
             if is_unavailable(error):
                 raise self._unavailable(error) from error
@@ -172,7 +184,8 @@ class SqlStore:
         if with_events and event_limit != 0:
             # The session and its events: two statements, one snapshot.
             return await self._read(reads.get_session, key, with_events, event_limit)
-        return await self._read_once(reads.get_session, key, False, None)
+        rows = await self._one(reads.SESSION, session_params(key), write=False)
+        return reads.session_from(rows[0]) if rows else None
 
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
         """Sessions of an app (optionally of one user), without their events."""
@@ -190,18 +203,35 @@ class SqlStore:
             StaleVersionError: `expected_version` is not the invocation's version.
         """
         if self._steps_at_once and fits_one_statement(commit):
-            version = await self._write_once(write_step_at_once, commit, self._clock())
+            version = await self._commit_at_once(commit)
         else:
             version = await self._write(write_step, commit, self._clock())
         if commit.opened or commit.answered:
             self._wakeups.notify()
         return version
 
+    async def _commit_at_once(self, commit: StepCommit) -> int:
+        """Land a commit that `fits_one_statement` in its one statement; the new version."""
+        statement, parameters = step_at_once(commit, self._clock())
+        rows = await self._one(statement, parameters, write=True)
+        if not rows:
+            raise SessionNotFoundError(
+                f"session '{commit.session}' does not exist; create it first."
+            )
+        if rows[0][0] is None:
+            found = await self._one(
+                INVOCATION_VERSION, {"key_id": commit.invocation_id}, write=False
+            )
+            raise stale_error(commit, found)
+        return commit.expected_version + 1
+
     async def load_invocation(
         self, key: SessionKey, invocation_id: InvocationId
     ) -> Invocation | None:
         """The invocation with its checkpoint, or None."""
-        return await self._read_once(reads.load_invocation, key, invocation_id)
+        params = {"key_id": invocation_id, **session_params(key)}
+        rows = await self._one(reads.INVOCATION, params, write=False)
+        return reads.invocation_from(key, rows[0]) if rows else None
 
     async def list_invocations(self, key: SessionKey) -> list[Invocation]:
         """The session's invocations, oldest first."""
@@ -209,7 +239,8 @@ class SqlStore:
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         """Index rows with that id in the session (open or answered), by index, not scan."""
-        return await self._read_once(reads.find_interrupts, key, interrupt_id)
+        params = {"key_interrupt_id": interrupt_id, **session_params(key)}
+        return reads.interrupts_from(await self._one(reads.INTERRUPTS_BY_ID, params, write=False))
 
     async def list_interrupts(
         self,
@@ -242,22 +273,35 @@ class SqlStore:
         """Take an existing invocation's lease with a new token (see `Store.claim`)."""
         now = self._clock()
         wanted = Lease(invocation_id, owner, now + ttl.total_seconds())
-        return await self._write_once(writes.claim_lease, wanted, now)
+        rows = await self._one(writes.CLAIM, writes.claim_params(wanted, now), write=True)
+        if rows:
+            return Lease(invocation_id, owner, wanted.expires_at, int(rows[0][0]))
+        # Refused: who holds it, read after the claim (for the message only).
+        held = await self._one(writes.HOLDER, {"key_invocation_id": invocation_id}, write=False)
+        raise writes.refusal(invocation_id, held, now)
 
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
         """Extend a held lease; LeaseLostError when its token no longer holds it."""
         expires_at = self._clock() + ttl.total_seconds()
-        await self._write_once(writes.renew_lease, lease, expires_at)
+        params = writes.renew_params(lease, expires_at)
+        if not await self._one(writes.RENEW_LEASE, params, write=True):
+            raise lost_error(lease)
         return Lease(lease.invocation_id, lease.owner, expires_at, lease.token)
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up; a running invocation released so wakes recovery at once."""
-        if await self._write_once(writes.release_lease, lease):
+        # PostgreSQL tells other processes in the same statement (NOTIFY).
+        notifies = self._listener is not None
+        statement = writes.RELEASE_AND_NOTIFY if notifies else writes.RELEASE_LEASE
+        rows = await self._one(statement, writes.lease_params(lease), write=True)
+        if writes.released_running(rows, notified=notifies):
             self._wakeups.notify()
 
     async def holder(self, invocation_id: InvocationId) -> Lease | None:
         """The unexpired lease on the invocation, or None when nobody runs it."""
-        return await self._read_once(writes.read_holder, invocation_id, self._clock())
+        now = self._clock()
+        rows = await self._one(writes.HOLDER, {"key_invocation_id": invocation_id}, write=False)
+        return writes.holder_from(invocation_id, rows, now)
 
     async def claim_orphans(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, delete, func, literal, select, update
+from sqlalchemy import Select, bindparam, delete, func, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -24,7 +24,6 @@ from baton.errors import (
     SessionExistsError,
 )
 from baton.sessions.sql.dialect import is_unique_violation
-from baton.sessions.sql.direct import run
 from baton.sessions.sql.listener import CHANNEL
 from baton.sessions.sql.schema import IS_SESSION, invocations, session_params, sessions
 from baton.sessions.store import (
@@ -34,33 +33,40 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     busy_error,
-    lost_error,
 )
 from baton.types import InvocationId, SessionId
 
 __all__ = [
+    "CLAIM",
+    "HOLDER",
+    "RELEASE_AND_NOTIFY",
+    "RELEASE_LEASE",
+    "RENEW_LEASE",
     "OrphanClaim",
-    "claim_lease",
     "claim_orphans",
+    "claim_params",
     "delete_session",
+    "holder_from",
     "insert_session",
-    "read_holder",
-    "release_lease",
-    "renew_lease",
+    "lease_params",
+    "refusal",
+    "released_running",
+    "renew_params",
 ]
 
-# Built once with bound parameters; the lease statements, run on every call, go
-# through `direct.run` (see `step`).
+# Built once with bound parameters. The lease statements run on every call, each as a
+# transaction of its own (`Executor.one`): the store binds them with the `*_params`
+# functions below and reads their rows with the others.
 _INSERT_SESSION = sessions.insert()
 _SESSION_PK = select(sessions.c.pk).where(IS_SESSION)
 _IS_INVOCATION = invocations.c.id == bindparam("key_invocation_id")
 _IS_LEASE = _IS_INVOCATION & (invocations.c.lease_token == bindparam("key_token"))
-_HOLDER = select(
+HOLDER = select(
     invocations.c.lease_owner, invocations.c.lease_expires_at, invocations.c.lease_token
 ).where(_IS_INVOCATION)
 # Take the lease only when it lapsed, was released, or is already this owner's; the
 # token grows with every claim, which fences out the previous holder's commits.
-_CLAIM = (
+CLAIM = (
     update(invocations)
     .where(
         _IS_INVOCATION,
@@ -75,22 +81,22 @@ _CLAIM = (
     )
     .returning(invocations.c.lease_token)
 )
-_RENEW_LEASE = (
+RENEW_LEASE = (
     update(invocations)
     .where(_IS_LEASE, invocations.c.lease_owner == bindparam("key_owner"))
     .values(lease_expires_at=bindparam("key_expires_at"))
     .returning(invocations.c.lease_token)
 )
-_RELEASE_LEASE = (
+RELEASE_LEASE = (
     update(invocations)
     .where(_IS_LEASE)
     .values(lease_owner=None, lease_expires_at=0.0)
     .returning(invocations.c.status, invocations.c.session_pk)
 )
-_RELEASED = _RELEASE_LEASE.cte("released")
+_RELEASED = RELEASE_LEASE.cte("released")
 # PostgreSQL: release and, when the invocation is still running, NOTIFY other processes
 # that it can be continued, in one statement.
-_RELEASE_AND_NOTIFY = (
+RELEASE_AND_NOTIFY = (
     select(func.pg_notify(literal(CHANNEL), sessions.c.app_name))
     .select_from(_RELEASED.join(sessions, sessions.c.pk == _RELEASED.c.session_pk))
     .where(_RELEASED.c.status == InvocationStatus.RUNNING.value)
@@ -131,73 +137,63 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
     return True
 
 
-def claim_lease(connection: Connection, lease: Lease, now: float) -> Lease:
-    """Take the invocation's lease for `lease.owner` unless another live owner holds it;
-    return it with its new token.
-
-    Raises:
-        InvocationBusyError: another live owner has the invocation.
-        InvocationNotFoundError: no such invocation.
-    """
-    parameters = {
+def claim_params(lease: Lease, now: float) -> dict[str, Any]:
+    """What `CLAIM` binds to take the invocation's lease for `lease.owner`."""
+    return {
         "key_invocation_id": lease.invocation_id,
         "key_owner": lease.owner,
         "key_expires_at": lease.expires_at,
         "key_now": now,
     }
-    rows = run(connection, _CLAIM, parameters)
-    if rows:
-        return Lease(lease.invocation_id, lease.owner, lease.expires_at, int(rows[0][0]))
-    held = connection.execute(_HOLDER, {"key_invocation_id": lease.invocation_id}).first()
-    raise _refusal(lease.invocation_id, held, now)
 
 
-def renew_lease(connection: Connection, lease: Lease, expires_at: float) -> None:
-    """Move a held lease's expiry.
-
-    Raises:
-        LeaseLostError: the lease was taken over (or released).
-    """
-    parameters = {"key_expires_at": expires_at, "key_owner": lease.owner, **_lease_params(lease)}
-    if not run(connection, _RENEW_LEASE, parameters):
-        raise lost_error(lease)
+def renew_params(lease: Lease, expires_at: float) -> dict[str, Any]:
+    """What `RENEW_LEASE` binds to move a held lease's expiry to `expires_at`."""
+    return {"key_expires_at": expires_at, "key_owner": lease.owner, **lease_params(lease)}
 
 
-def release_lease(connection: Connection, lease: Lease) -> bool:
-    """Clear the lease if its token still holds it; True when the invocation is still
-    running, so recovery should continue it now (other processes are told on PostgreSQL)."""
-    if connection.dialect.name == "postgresql":
-        return bool(run(connection, _RELEASE_AND_NOTIFY, _lease_params(lease)))
-    rows = run(connection, _RELEASE_LEASE, _lease_params(lease))
-    return bool(rows) and rows[0][0] == InvocationStatus.RUNNING.value
-
-
-def read_holder(connection: Connection, invocation_id: InvocationId, now: float) -> Lease | None:
-    """The unexpired lease on the invocation, or None."""
-    held = connection.execute(_HOLDER, {"key_invocation_id": invocation_id}).first()
-    if held is None or held.lease_owner is None or held.lease_expires_at <= now:
-        return None
-    return Lease(invocation_id, held.lease_owner, held.lease_expires_at, held.lease_token)
-
-
-def _lease_params(lease: Lease) -> dict[str, Any]:
+def lease_params(lease: Lease) -> dict[str, Any]:
+    """What `RELEASE_LEASE` (and `RELEASE_AND_NOTIFY`) bind: the lease's invocation and token."""
     return {"key_invocation_id": lease.invocation_id, "key_token": lease.token}
 
 
-def _refusal(
-    invocation_id: InvocationId, held: Row[Any, Any, Any] | None, now: float
-) -> BatonError:
-    if held is None:
+def released_running(rows: list[tuple[Any, ...]], *, notified: bool) -> bool:
+    """Whether a released invocation is still running, from the release statement's rows
+    (`RELEASE_AND_NOTIFY` returns a row only then; `RELEASE_LEASE` returns the status)."""
+    if notified:
+        return bool(rows)
+    return bool(rows) and rows[0][0] == InvocationStatus.RUNNING.value
+
+
+def holder_from(
+    invocation_id: InvocationId, rows: list[tuple[Any, ...]], now: float
+) -> Lease | None:
+    """The unexpired lease in `HOLDER`'s rows, or None."""
+    if not rows:
+        return None
+    owner, expires_at, token = rows[0]
+    if owner is None or expires_at <= now:
+        return None
+    return Lease(invocation_id, owner, expires_at, token)
+
+
+def refusal(invocation_id: InvocationId, rows: list[tuple[Any, ...]], now: float) -> BatonError:
+    """Why a claim took nothing, from `HOLDER`'s rows read after it.
+
+    InvocationNotFoundError when there is no such invocation, else InvocationBusyError.
+    """
+    if not rows:
         return InvocationNotFoundError(
             f"invocation '{invocation_id}' does not exist, so it cannot be claimed."
         )
-    if held.lease_owner is None:
+    owner, expires_at, _token = rows[0]
+    if owner is None:
         # The holder released between our attempt and this read.
         return InvocationBusyError(
             f"invocation '{invocation_id}' was being run by another owner a moment ago; "
             "retry the claim."
         )
-    return busy_error(invocation_id, held.lease_owner, held.lease_expires_at, now)
+    return busy_error(invocation_id, owner, expires_at, now)
 
 
 def claim_orphans(connection: Connection, request: OrphanClaim, now: float) -> list[Claimed]:

@@ -1,0 +1,161 @@
+"""PostgreSQL's hot path: the statements of a step, a lease call or a resume read, sent
+straight to asyncpg as prepared statements.
+
+Through SQLAlchemy's async engine a one-statement call costs a pool checkout, a
+greenlet hop and result wrapping: several times the client CPU asyncpg itself spends.
+`DirectConnections` keeps a few asyncpg connections of its own and lends one per
+statement (a list pop, no events), and runs the statement's `direct.Plan` (compiled
+once from the same Core statement, with its types' bind and result processors)
+with `fetch`, which asyncpg prepares once per connection and then only binds.
+Each statement runs outside any explicit transaction: one statement is atomic and
+sees one snapshot by itself.
+
+SQLAlchemy still defines every statement and runs everything cold (migrations,
+listings, multi-statement transactions) through its own pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, final
+
+import pydantic_core
+from sqlalchemy import Dialect
+from sqlalchemy.engine import URL
+
+from baton.sessions.sql.dialect import has_unread_input, is_unavailable
+from baton.sessions.sql.direct import Statement, plan_for
+
+__all__ = ["DirectConnections", "asyncpg_connect_args"]
+
+_CONNECT_TIMEOUT = 5.0
+_MOST_CONNECTIONS = 10
+"""Connections a store lends at once; more concurrent statements wait for one."""
+
+
+def asyncpg_connect_args(url: URL) -> dict[str, Any]:
+    """`asyncpg.connect` arguments for a (normalized) PostgreSQL URL, with its
+    `?search_path=` as the connection's search_path."""
+    args: dict[str, Any] = {
+        "host": url.host,
+        "port": url.port,
+        "user": url.username,
+        "password": url.password,
+        "database": url.database,
+        "timeout": _CONNECT_TIMEOUT,
+    }
+    search_path = url.query.get("search_path")
+    if search_path is not None:
+        value = search_path if isinstance(search_path, str) else ",".join(search_path)
+        args["server_settings"] = {"search_path": value}
+    return args
+
+
+@final
+class DirectConnections:
+    """A store's own asyncpg connections, each lent for one statement at a time.
+
+    Connections belong to the event loop that opened them, like the engine's pool.
+    A connection the server closed (a restart) is noticed when it is next lent, without
+    a round trip, and replaced; one that fails mid-statement is dropped.
+    """
+
+    def __init__(self, url: URL, dialect: Dialect) -> None:
+        self._connect_args = asyncpg_connect_args(url)
+        self._dialect = dialect
+        self._idle: list[Any] = []
+        self._slots = asyncio.Semaphore(_MOST_CONNECTIONS)
+        self._closed = False
+        self._watchers: list[Callable[[str], None]] = []
+
+    @contextmanager
+    def watching(self, watcher: Callable[[str], None]) -> Iterator[None]:
+        """Call `watcher` with the SQL of every statement sent while inside (tests count
+        what reaches the database with it)."""
+        self._watchers.append(watcher)
+        try:
+            yield
+        finally:
+            self._watchers.remove(watcher)
+
+    async def fetch(self, statement: Statement, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run `statement` (one, its own transaction) and return its rows as tuples."""
+        # asyncpg returns each column as its Python value (JSON through the codec below).
+        plan = plan_for(statement, tuple(params), self._dialect, convert_results=False)
+        arguments = plan.arguments(params)
+        for watcher in self._watchers:
+            watcher(plan.sql)
+        async with self._slots:
+            connection = await self._lend()
+            try:
+                rows = await connection.fetch(plan.sql, *arguments)
+            except Exception as error:
+                self._after_error(connection, error)
+                raise
+            except BaseException:
+                connection.terminate()  # cancelled mid-statement: in an unknown state
+                raise
+            self._give_back(connection)
+        return [plan.row(row) for row in rows]
+
+    async def close(self) -> None:
+        """Close the idle connections; those lent now close when given back."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            with contextlib.suppress(Exception):
+                await connection.close(timeout=1)
+
+    async def _lend(self) -> Any:
+        while self._idle:
+            connection = self._idle.pop()
+            if _is_usable(connection):
+                return connection
+            connection.terminate()
+        self._closed = False
+        return await self._connect()
+
+    def _after_error(self, connection: Any, error: Exception) -> None:
+        """Lend the connection again after an error of the statement itself (the server
+        refused it and is ready for the next one); drop it after any other."""
+        if isinstance(getattr(error, "sqlstate", None), str) and not is_unavailable(error):
+            self._give_back(connection)
+        else:
+            connection.terminate()
+
+    def _give_back(self, connection: Any) -> None:
+        if self._closed:
+            connection.terminate()
+        else:
+            self._idle.append(connection)
+
+    async def _connect(self) -> Any:
+        # Imported by name: the postgres extra is installed whenever a PostgreSQL URL is used.
+        asyncpg: Any = importlib.import_module("asyncpg")
+        connection = await asyncpg.connect(**self._connect_args)
+        try:
+            # JSON columns arrive as text, decoded by pydantic-core, as the engine's do.
+            await connection.set_type_codec(
+                "json",
+                encoder=str.encode,
+                decoder=pydantic_core.from_json,
+                schema="pg_catalog",
+                format="binary",
+            )
+        except BaseException:
+            connection.terminate()
+            raise
+        return connection
+
+
+def _is_usable(connection: Any) -> bool:
+    """False when the server has closed the connection (see `dialect.has_unread_input`)."""
+    if connection.is_closed():
+        return False
+    transport = connection._transport  # asyncpg has no public way to its socket
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    return sock is not None and not has_unread_input(sock.fileno())

@@ -1,0 +1,53 @@
+"""Counting what a `SqlStore` sends PostgreSQL: statements through SQLAlchemy's engine and
+through the direct asyncpg path (see `sql.postgres`), and transaction commits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event as sa_event
+
+from baton.sessions.sql import SqlStore
+
+__all__ = ["Traffic", "traffic"]
+
+
+@dataclass
+class Traffic:
+    """The statements (first word) a store sent, in order; how many of them went to
+    asyncpg directly; and the transactions it committed through the engine."""
+
+    statements: list[str] = field(default_factory=list[str])
+    direct: int = 0
+    commits: int = 0
+
+
+@contextmanager
+def traffic(store: SqlStore) -> Iterator[Traffic]:
+    """Record the store's traffic while inside."""
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
+    target = executor._engine.sync_engine
+    seen = Traffic()
+
+    def statement(*args: Any) -> None:
+        seen.statements.append(args[2].split(None, 1)[0].upper())
+
+    def direct(sql: str) -> None:
+        seen.statements.append(sql.split(None, 1)[0].upper())
+        seen.direct += 1
+
+    def commit(*_args: Any) -> None:
+        seen.commits += 1
+
+    listeners = (("before_cursor_execute", statement), ("commit", commit))
+    for name, listener in listeners:
+        sa_event.listen(target, name, listener)
+    try:
+        with executor._direct.watching(direct):
+            yield seen
+    finally:
+        for name, listener in listeners:
+            sa_event.remove(target, name, listener)
