@@ -103,9 +103,13 @@ async def test_a_database_of_step_1_migrates_to_exactly_todays_schema(store_url:
     store = SqlStore(store_url)
     try:  # the running invocation of the old database lapsed: recovery may claim it
         claimed = await store.claim_orphans([APP], "w/1", timedelta(seconds=5), limit=5)
+        old = await store.load_invocation(key(), InvocationId("inv-old"))
     finally:
         await store.close()
     assert [c.lease.invocation_id for c in claimed] == ["inv-old"]
+    # its fingerprint moved to its own table (step 4) and still reads back
+    assert old is not None
+    assert old.fingerprint == "fp"
 
 
 def _seed_version_1(connection: Connection) -> None:

@@ -14,6 +14,7 @@ the next number and never edits an earlier one.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     select,
+    text,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import DDL, CreateIndex, CreateTable, ExecutableDDLElement
@@ -42,8 +44,11 @@ __all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "read_version
 
 _VERSION_ROW_ID = 1
 
-Statements = Callable[[str], Sequence[ExecutableDDLElement]]
-"""A step's DDL for the dialect of that name ("sqlite", "postgresql")."""
+DataChange = Callable[[Connection], None]
+"""A step's change to the rows themselves, run between its DDL statements."""
+
+Statements = Callable[[str], Sequence[ExecutableDDLElement | DataChange]]
+"""A step's DDL (and data changes) for the dialect of that name ("sqlite", "postgresql")."""
 
 
 @dataclass(frozen=True)
@@ -197,10 +202,53 @@ def _ddl(statement: str) -> ExecutableDDLElement:
     return DDL(statement)
 
 
+def _v4_statements(_dialect: str) -> Sequence[ExecutableDDLElement | DataChange]:
+    return [
+        _ddl(
+            "CREATE TABLE baton_fingerprints (digest VARCHAR(64) NOT NULL PRIMARY KEY, "
+            "fingerprint TEXT NOT NULL)"
+        ),
+        _ddl(
+            "ALTER TABLE baton_invocations "
+            "ADD COLUMN fingerprint_digest VARCHAR(64) DEFAULT '' NOT NULL"
+        ),
+        _v4_move_fingerprints,
+        _ddl("ALTER TABLE baton_invocations DROP COLUMN fingerprint"),
+    ]
+
+
+def _v4_move_fingerprints(connection: Connection) -> None:
+    """Each distinct fingerprint once in baton_fingerprints, under its SHA-256 (hex);
+    each invocation keeps only that digest."""
+    found = connection.execute(text("SELECT DISTINCT fingerprint FROM baton_invocations"))
+    for fingerprint in found.scalars().all():
+        digest = hashlib.sha256(fingerprint.encode()).hexdigest()
+        values = {"digest": digest, "fingerprint": fingerprint}
+        connection.execute(
+            text(
+                "INSERT INTO baton_fingerprints (digest, fingerprint) "
+                + "VALUES (:digest, :fingerprint)"
+            ),
+            values,
+        )
+        connection.execute(
+            text(
+                "UPDATE baton_invocations SET fingerprint_digest = :digest "
+                "WHERE fingerprint = :fingerprint"
+            ),
+            values,
+        )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
     Migration(3, "interrupt assignees", _v3_statements),
+    Migration(
+        4,
+        "workflow fingerprints stored once each, not in every invocation's row",
+        _v4_statements,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
@@ -224,7 +272,10 @@ def migrate(connection: Connection, *, up_to: int = LATEST_VERSION) -> list[int]
     pending = [m for m in MIGRATIONS if current < m.number <= up_to]
     for migration in pending:
         for statement in migration.statements(connection.dialect.name):
-            connection.execute(statement)
+            if isinstance(statement, ExecutableDDLElement):
+                connection.execute(statement)
+            else:
+                statement(connection)
     if pending:
         _write_version(connection, pending[-1].number)
     return [m.number for m in pending]

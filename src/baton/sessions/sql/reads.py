@@ -19,6 +19,7 @@ from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
+    fingerprints,
     interrupts,
     invocations,
     session_params,
@@ -61,9 +62,11 @@ _SESSIONS = select(sessions, _LAST_STEP)
 SESSION = _SESSIONS.where(IS_SESSION)
 """One session's row (bind `session_params`); `session_from` reads it."""
 _SESSION_COLUMNS = tuple(str(c.key) for c in SESSION.selected_columns)
+# The fingerprint comes from its own table (see `schema.invocations`).
 _INVOCATIONS = (
-    select(invocations)
+    select(invocations, fingerprints.c.fingerprint)
     .join(sessions, sessions.c.pk == invocations.c.session_pk)
+    .outerjoin(fingerprints, fingerprints.c.digest == invocations.c.fingerprint_digest)
     .where(IS_SESSION)
     .order_by(invocations.c.created_at, invocations.c.id)
 )
@@ -187,7 +190,7 @@ def _to_invocation(key: SessionKey, row: Mapping[Any, Any]) -> Invocation:
         user_id=key.user_id,
         session_id=key.session_id,
         status=InvocationStatus(row["status"]),
-        fingerprint=row["fingerprint"],
+        fingerprint=row["fingerprint"] or "",
         checkpoint=row["checkpoint"],
         version=row["version"],
         created_at=row["created_at"],

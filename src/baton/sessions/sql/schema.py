@@ -10,6 +10,8 @@ interrupts in one statement. Timestamps are seconds since the epoch (float).
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -35,6 +37,8 @@ from baton.sessions.store import SessionKey
 __all__ = [
     "IS_SESSION",
     "events",
+    "fingerprint_digest",
+    "fingerprints",
     "interrupts",
     "invocations",
     "metadata",
@@ -90,7 +94,6 @@ invocations = Table(
         index=True,
     ),
     Column("status", String(32), nullable=False),
-    Column("fingerprint", Text, nullable=False),  # the graph as JSON: any length
     Column("checkpoint", JSON(none_as_null=True), nullable=True),
     Column("version", Integer, nullable=False),
     Column("created_at", Double, nullable=False),
@@ -101,8 +104,18 @@ invocations = Table(
     Column("lease_owner", String(255), nullable=True),
     Column("lease_expires_at", Double, nullable=False, server_default="0"),
     Column("lease_token", BigInteger, nullable=False, server_default="0"),
+    # The workflow's fingerprint, in `fingerprints` under this digest: a step rewrites
+    # the row (PostgreSQL writes a new copy per UPDATE), so the graph is not in it.
+    Column("fingerprint_digest", String(64), nullable=False, server_default=""),
     # Recovery looks for running invocations whose lease expired.
     Index("ix_baton_invocations_status_lease", "status", "lease_expires_at"),
+)
+
+fingerprints = Table(
+    "baton_fingerprints",
+    metadata,
+    Column("digest", String(64), primary_key=True),  # see `fingerprint_digest`
+    Column("fingerprint", Text, nullable=False),  # the graph as JSON: any length
 )
 
 interrupts = Table(
@@ -161,6 +174,11 @@ IS_SESSION: ColumnElement[bool] = and_(
 Statements built once with bound parameters skip SQLAlchemy's per-statement
 construction and cache-key work, which costs more than SQLite running them.
 """
+
+
+def fingerprint_digest(fingerprint: str) -> str:
+    """The key of a workflow fingerprint in `fingerprints`: its SHA-256, in hex."""
+    return hashlib.sha256(fingerprint.encode()).hexdigest()
 
 
 def session_params(key: SessionKey) -> dict[str, str]:

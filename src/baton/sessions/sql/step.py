@@ -28,6 +28,8 @@ from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
+    fingerprint_digest,
+    fingerprints,
     interrupts,
     invocations,
     session_params,
@@ -150,6 +152,7 @@ def _advance_invocation(
     connection: Connection, session_pk: int, commit: StepCommit, now: float
 ) -> int:
     if commit.expected_version == 0:
+        _store_fingerprint(connection, commit.fingerprint)
         statement = _create_invocation(connection.dialect.name)
         parameters = _new_invocation(session_pk, commit, now)
     else:
@@ -165,6 +168,20 @@ def _advance_invocation(
     if not run(connection, statement, parameters):
         _raise_stale(connection, commit)
     return commit.expected_version + 1
+
+
+def _store_fingerprint(connection: Connection, fingerprint: str | None) -> None:
+    """Keep the workflow's fingerprint once, under its digest (a new invocation names it)."""
+    if fingerprint:
+        row = {"digest": fingerprint_digest(fingerprint), "fingerprint": fingerprint}
+        run(connection, _add_fingerprint(connection.dialect.name), row)
+
+
+@cache
+def _add_fingerprint(dialect: str) -> UpdateBase:
+    return insert(dialect, fingerprints).on_conflict_do_nothing(
+        index_elements=[fingerprints.c.digest]
+    )
 
 
 @cache
@@ -185,7 +202,7 @@ def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str
         "id": commit.invocation_id,
         "session_pk": session_pk,
         "status": (commit.status or InvocationStatus.RUNNING).value,
-        "fingerprint": commit.fingerprint or "",
+        "fingerprint_digest": fingerprint_digest(commit.fingerprint) if commit.fingerprint else "",
         "checkpoint": commit.checkpoint,
         "version": 1,
         "created_at": now,

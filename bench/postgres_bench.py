@@ -1,0 +1,230 @@
+"""baton on PostgreSQL against its floors, measured in the same run, interleaved.
+
+    .venv/bin/python bench/postgres_bench.py [--quick]
+
+- pg/raw-step: one step written by hand as ONE prepared asyncpg statement on one
+  connection (advance the run's row, append the event row), durable commit: the floor
+  of a chain step. pg/chain: baton's 100-node chain, µs per node (as baton_bench).
+- pg/raw-txn3: a hand-written resume as a 3-statement asyncpg transaction (lock and
+  read the checkpoint, append the answer's event, write the new checkpoint): the floor
+  of a resume. pg/resume: the `run_async` call answering a paused
+  `START -> a -> ask -> b` run (as baton_bench's resume@0), ms.
+- pg/resume-round-trips: statements baton sends during that call, plus BEGIN and
+  COMMIT of each explicit transaction.
+- pg/bytes-per-step: growth of baton's tables (`pg_total_relation_size`, after VACUUM)
+  over N chain steps, divided by N.
+
+Rounds alternate floor and baton so both see the same machine load; each figure is
+the median over rounds. Prints one JSON object per figure (see `bench/report.py`),
+ratios included (`ratio` = baton / floor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- the floor is asyncpg itself
+import baton_bench as bench
+import figures
+from sqlalchemy import event as sa_event
+
+from baton.sessions.services import DatabaseSessionService
+from baton.sessions.sql.dialect import normalize_url
+from baton.sessions.sql.postgres import asyncpg_connect_args
+
+CHECKPOINT = '{"node":"chain","path":"chain@1","run_id":"1","status":"running"}'
+EVENT = '{"id":"%s","author":"n1","content":{"role":"model","parts":[{"text":"x"}]}}'
+_FLOOR_TABLES = """
+CREATE TABLE runs (id text PRIMARY KEY, version int NOT NULL, checkpoint json NOT NULL);
+CREATE TABLE steps (seq bigserial PRIMARY KEY, run_id text NOT NULL, event json NOT NULL);
+INSERT INTO runs VALUES ('run-1', 0, '{}');
+"""
+_RAW_STEP = """
+WITH advanced AS (
+  UPDATE runs SET version = version + 1, checkpoint = $2::json WHERE id = $1 RETURNING id
+) INSERT INTO steps (run_id, event) SELECT id, $3::json FROM advanced
+"""
+_TXN = (
+    "SELECT version, checkpoint FROM runs WHERE id = $1 FOR UPDATE",
+    "INSERT INTO steps (run_id, event) VALUES ($1, $2::json)",
+    "UPDATE runs SET version = $2, checkpoint = $3::json WHERE id = $1",
+)
+
+
+def emit(workload: str, value: float | None, unit: str, **extra: float) -> None:
+    figures.emit("baton", workload, "postgres", value, unit, **extra)
+
+
+@asynccontextmanager
+async def floor_connection() -> AsyncIterator[Any]:
+    """An asyncpg connection in a schema of its own holding the floor's two tables."""
+    schema = f"baton_floor_{uuid.uuid4().hex[:8]}"
+    await bench.run_on_postgres(f'CREATE SCHEMA "{schema}"')
+    url = normalize_url(f"{bench.POSTGRES_URL}?search_path={schema}")
+    connection: Any = await asyncpg.connect(**asyncpg_connect_args(url))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        await connection.execute(_FLOOR_TABLES)
+        yield connection
+    finally:
+        await connection.close()
+        await bench.run_on_postgres(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+async def raw_steps(connection: Any, steps: int) -> float:
+    """Median µs of one step as one prepared statement."""
+    seconds: list[float] = []
+    for i in range(steps):
+        started = time.perf_counter()
+        await connection.execute(_RAW_STEP, "run-1", CHECKPOINT, EVENT % i)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1e6
+
+
+async def raw_transactions(connection: Any, count: int) -> float:
+    """Median ms of a 3-statement transaction (BEGIN, 3 statements, COMMIT)."""
+    seconds: list[float] = []
+    for i in range(count):
+        started = time.perf_counter()
+        async with connection.transaction():
+            row = await connection.fetchrow(_TXN[0], "run-1")
+            await connection.execute(_TXN[1], "run-1", EVENT % i)
+            await connection.execute(_TXN[2], "run-1", row["version"] + 1, CHECKPOINT)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1e3
+
+
+class RoundTrips:
+    """Counts what a store sends PostgreSQL: each statement (through the engine or
+    straight to asyncpg), and BEGIN and COMMIT of each explicit transaction."""
+
+    def __init__(self, service: DatabaseSessionService) -> None:
+        executor: Any = service.store._executor  # pyright: ignore[reportAttributeAccessIssue] -- counting what reaches the database
+        self._engine = executor._engine.sync_engine
+        self._direct = executor._direct
+        self.count = 0
+
+    def _statement(self, *_args: Any) -> None:
+        self.count += 1
+
+    def _commit(self, *_args: Any) -> None:
+        self.count += 2
+
+    @asynccontextmanager
+    async def counting(self) -> AsyncIterator[None]:
+        sa_event.listen(self._engine, "before_cursor_execute", self._statement)
+        sa_event.listen(self._engine, "commit", self._commit)
+        try:
+            with self._direct.watching(self._statement):
+                yield
+        finally:
+            sa_event.remove(self._engine, "before_cursor_execute", self._statement)
+            sa_event.remove(self._engine, "commit", self._commit)
+
+
+async def resume_once(service: DatabaseSessionService, runner: Any) -> tuple[float, int]:
+    """One paused run answered: (ms of the answering call, its round trips)."""
+    session = await service.create_session(app_name="bench", user_id="u")
+    await bench.drain(runner, session.id, bench.text_message("go"))
+    trips = RoundTrips(service)
+    async with trips.counting():
+        started = time.perf_counter()
+        await bench.drain(runner, session.id, bench.answer_message())
+        elapsed = time.perf_counter() - started
+    return elapsed * 1e3, trips.count
+
+
+async def table_bytes(service: DatabaseSessionService) -> int:
+    """baton's tables with their indexes and TOAST, after VACUUM, in bytes."""
+    engine: Any = service.store._executor._engine  # pyright: ignore[reportAttributeAccessIssue] -- the store's own schema
+    autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    async with autocommit.connect() as connection:
+        tables = (await connection.exec_driver_sql(_BATON_TABLES)).scalars().all()
+        for table in tables:
+            await connection.exec_driver_sql(f'VACUUM "{table}"')
+        sizes = await connection.exec_driver_sql(_SIZES)
+        return int(sizes.scalar() or 0)
+
+
+_BATON_TABLES = (
+    "SELECT tablename FROM pg_tables "
+    "WHERE schemaname = current_schema() AND tablename LIKE 'baton%'"
+)
+_SIZES = (
+    "SELECT sum(pg_total_relation_size(format('%I.%I', schemaname, tablename))) "
+    "FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'baton%'"
+)
+
+
+async def bytes_per_step(service: DatabaseSessionService, runs: int) -> float:
+    """Growth of the tables per chain step over `runs` chains (after one warm-up run)."""
+    runner = bench.runner_for(bench.chain_workflow(), service)
+    session = await service.create_session(app_name="bench", user_id="u")
+    await bench.drain(runner, session.id, bench.text_message("go"))
+    before = await table_bytes(service)
+    for _ in range(runs):
+        session = await service.create_session(app_name="bench", user_id="u")
+        await bench.drain(runner, session.id, bench.text_message("go"))
+    after = await table_bytes(service)
+    return (after - before) / (runs * bench.CHAIN_NODES)
+
+
+async def measure(rounds: int, size_runs: int) -> None:
+    chain: list[float] = []
+    floor_step: list[float] = []
+    resume: list[float] = []
+    floor_txn: list[float] = []
+    trips: list[int] = []
+    async with floor_connection() as floor, bench.open_service("postgres") as service:
+        assert isinstance(service, DatabaseSessionService)
+        resumer = bench.runner_for(bench.resume_workflow(), service)
+        await bench.bench_chain(service, 1)  # warm caches and connections
+        await raw_steps(floor, 20)
+        for _ in range(rounds):
+            floor_step.append(await raw_steps(floor, bench.CHAIN_NODES))
+            chain.append(await bench.bench_chain(service, 1))
+            floor_txn.append(await raw_transactions(floor, 5))
+            for _ in range(5):
+                ms, count = await resume_once(service, resumer)
+                resume.append(ms)
+                trips.append(count)
+    async with bench.open_service("postgres") as service:
+        assert isinstance(service, DatabaseSessionService)
+        per_step = await bytes_per_step(service, size_runs)
+    report(chain, floor_step, resume, floor_txn, trips, per_step)
+
+
+def report(
+    chain: list[float],
+    floor_step: list[float],
+    resume: list[float],
+    floor_txn: list[float],
+    trips: list[int],
+    per_step: float,
+) -> None:
+    step, raw_step = statistics.median(chain), statistics.median(floor_step)
+    emit("pg/raw-step", raw_step, "us")
+    emit("pg/chain", step, "us/node", ratio=step / raw_step, target=1.3)
+    answer, raw_txn = statistics.median(resume), statistics.median(floor_txn)
+    emit("pg/raw-txn3", raw_txn, "ms")
+    emit("pg/resume", answer, "ms", ratio=answer / raw_txn, target=2.0)
+    emit("pg/resume-round-trips", float(max(trips)), "round trips", target=3.0)
+    emit("pg/bytes-per-step", per_step, "bytes", target=600.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    args = parser.parse_args()
+    quick = bool(args.quick)
+    asyncio.run(measure(rounds=3 if quick else 10, size_runs=5 if quick else 20))
+
+
+if __name__ == "__main__":
+    main()
