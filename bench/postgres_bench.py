@@ -4,7 +4,8 @@
 
 - pg/raw-step: one step written by hand as ONE prepared asyncpg statement on one
   connection (advance the run's row, append the event row), durable commit: the floor
-  of a chain step. pg/chain: baton's 100-node chain, µs per node (as baton_bench).
+  of a chain step. pg/chain: baton's 100-node chain of async nodes (baton_bench's
+  chain-async: no thread hop, like the floor), µs per node.
 - pg/raw-txn3: a hand-written resume as a 3-statement asyncpg transaction (lock and
   read the checkpoint, append the answer's event, write the new checkpoint): the floor
   of a resume. pg/resume: the `run_async` call answering a paused
@@ -128,6 +129,16 @@ class RoundTrips:
             sa_event.remove(self._engine, "commit", self._commit)
 
 
+async def chain_once(service: DatabaseSessionService, runner: Any) -> float:
+    """µs per node of one 100-node chain run in a fresh session."""
+    session = await service.create_session(app_name="bench", user_id="u")
+    started = time.perf_counter()
+    events = await bench.drain(runner, session.id, bench.text_message("go"))
+    elapsed = time.perf_counter() - started
+    assert events == bench.CHAIN_NODES, f"expected {bench.CHAIN_NODES} events, got {events}"
+    return elapsed / bench.CHAIN_NODES * 1e6
+
+
 async def resume_once(service: DatabaseSessionService, runner: Any) -> tuple[float, int]:
     """One paused run answered: (ms of the answering call, its round trips)."""
     session = await service.create_session(app_name="bench", user_id="u")
@@ -164,15 +175,32 @@ _SIZES = (
 
 async def bytes_per_step(service: DatabaseSessionService, runs: int) -> float:
     """Growth of the tables per chain step over `runs` chains (after one warm-up run)."""
-    runner = bench.runner_for(bench.chain_workflow(), service)
-    session = await service.create_session(app_name="bench", user_id="u")
-    await bench.drain(runner, session.id, bench.text_message("go"))
+    runner = bench.runner_for(bench.async_chain_workflow(), service)
+    await chain_once(service, runner)
     before = await table_bytes(service)
     for _ in range(runs):
-        session = await service.create_session(app_name="bench", user_id="u")
-        await bench.drain(runner, session.id, bench.text_message("go"))
+        await chain_once(service, runner)
     after = await table_bytes(service)
     return (after - before) / (runs * bench.CHAIN_NODES)
+
+
+@asynccontextmanager
+async def own_database() -> AsyncIterator[DatabaseSessionService]:
+    """A service on a database of its own: VACUUM there removes every dead row version,
+    whatever snapshots other users of the shared test database hold."""
+    name = f"baton_bytes_{uuid.uuid4().hex[:8]}"
+    admin: Any = await asyncpg.connect(**asyncpg_connect_args(normalize_url(bench.POSTGRES_URL)))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')  # outside a transaction: autocommit
+        url = normalize_url(bench.POSTGRES_URL).set(database=name)
+        service = DatabaseSessionService(url.render_as_string(hide_password=False))
+        try:
+            yield service
+        finally:
+            await service.close()
+            await admin.execute(f'DROP DATABASE "{name}"')
+    finally:
+        await admin.close()
 
 
 async def measure(rounds: int, size_runs: int) -> None:
@@ -184,18 +212,19 @@ async def measure(rounds: int, size_runs: int) -> None:
     async with floor_connection() as floor, bench.open_service("postgres") as service:
         assert isinstance(service, DatabaseSessionService)
         resumer = bench.runner_for(bench.resume_workflow(), service)
-        await bench.bench_chain(service, 1)  # warm caches and connections
+        chainer = bench.runner_for(bench.async_chain_workflow(), service)
+        await chain_once(service, chainer)  # warm caches and connections
+        await resume_once(service, resumer)
         await raw_steps(floor, 20)
         for _ in range(rounds):
             floor_step.append(await raw_steps(floor, bench.CHAIN_NODES))
-            chain.append(await bench.bench_chain(service, 1))
+            chain.append(await chain_once(service, chainer))
             floor_txn.append(await raw_transactions(floor, 5))
             for _ in range(5):
                 ms, count = await resume_once(service, resumer)
                 resume.append(ms)
                 trips.append(count)
-    async with bench.open_service("postgres") as service:
-        assert isinstance(service, DatabaseSessionService)
+    async with own_database() as service:
         per_step = await bytes_per_step(service, size_runs)
     report(chain, floor_step, resume, floor_txn, trips, per_step)
 
@@ -223,7 +252,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     args = parser.parse_args()
     quick = bool(args.quick)
-    asyncio.run(measure(rounds=3 if quick else 10, size_runs=5 if quick else 20))
+    asyncio.run(measure(rounds=3 if quick else 10, size_runs=10 if quick else 20))
 
 
 if __name__ == "__main__":

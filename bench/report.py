@@ -4,8 +4,9 @@
 
 RESULTS_DIR holds `<system>.jsonl` files (one JSON figure per line, from
 baton_bench.py and peers/*_bench.py) and, for a peer that failed, `<system>.err`;
-and `recovery.jsonl` (from recovery_bench.py). A ratio is the peer's figure divided
-by baton's: 10x means the peer took ten times as long.
+`recovery.jsonl` (from recovery_bench.py) and `postgres.jsonl` (postgres_bench.py).
+A ratio is the peer's figure divided by baton's: 10x means the peer took ten times as
+long (in the PostgreSQL table, baton's figure divided by its floor's).
 
 bench/results.md has a section per table; `--write` replaces the sections it has
 figures for and keeps the others, so one benchmark can be run again on its own.
@@ -28,6 +29,13 @@ RECOVERY_WORKLOADS = (
     "recovery/restarted-holder",
     "deadline/same-process",
     "deadline/other-process",
+)
+POSTGRES = "postgres"  # postgres.jsonl: baton on PostgreSQL against its raw asyncpg floors
+POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor is
+    ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
+    ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
+    ("pg/resume-round-trips", "resume round trips", "", ""),
+    ("pg/bytes-per-step", "bytes stored per step", "", ""),
 )
 TTL_BOUND = ("recovery/dead-holder",)  # figures whose target is the lease TTL + 1 s
 BACKENDS = ("memory", "sqlite", "postgres")
@@ -57,7 +65,7 @@ def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
     """Every figure in the folder, and why a system produced none (its stderr's tail)."""
     figures: list[Figure] = []
     problems: dict[str, str] = {}
-    for system in (*SYSTEMS, RECOVERY):
+    for system in (*SYSTEMS, RECOVERY, POSTGRES):
         path = folder / f"{system}.jsonl"
         found = 0
         lines = path.read_text().splitlines() if path.exists() else []
@@ -80,7 +88,7 @@ def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
                 )
                 found += 1
         errors = folder / f"{system}.err"
-        if not found and (system != RECOVERY or path.exists()):
+        if not found and (system not in (RECOVERY, POSTGRES) or path.exists()):
             tail = errors.read_text().strip().splitlines()[-1:] if errors.exists() else []
             problems[system] = tail[0] if tail else "no figures produced"
     return figures, problems
@@ -117,7 +125,11 @@ def verdict(baton: Figure | None) -> str:
 def table(figures: list[Figure]) -> list[str]:
     index = {(f.system, f.workload, f.backend): f for f in figures}
     workloads = sorted(
-        {f.workload for f in figures if f.workload not in RECOVERY_WORKLOADS},
+        {
+            f.workload
+            for f in figures
+            if f.workload not in RECOVERY_WORKLOADS and not f.workload.startswith("pg/")
+        },
         key=_workload_order,
     )
     if not workloads:
@@ -153,6 +165,40 @@ def recovery_table(figures: list[Figure]) -> list[str]:
             if figure is not None:
                 rows.append(_recovery_row(figure))
     return rows if len(rows) > 2 else []
+
+
+def postgres_table(figures: list[Figure]) -> list[str]:
+    """baton on PostgreSQL, each figure with its raw asyncpg floor from the same run,
+    the ratio and the target (a ratio to the floor, or an absolute bound)."""
+    index = {f.workload: f for f in figures if f.workload.startswith("pg/")}
+    rows = [
+        "| figure | baton | floor | floor figure | baton / floor | target | verdict |",
+        "|" + "---|" * 7,
+    ]
+    for workload, label, floor_workload, floor_label in POSTGRES_ROWS:
+        figure = index.get(workload)
+        if figure is not None:
+            rows.append(_postgres_row(figure, label, index.get(floor_workload), floor_label))
+    return rows if len(rows) > 2 else []
+
+
+def _postgres_row(figure: Figure, label: str, floor: Figure | None, floor_label: str) -> str:
+    if figure.value is None:
+        return f"| {label} | {cell(figure)} | {floor_label} | - | - | - | - |"
+    measured = figure.value
+    target = figure.target
+    if floor is not None and floor.value:
+        measured = figure.value / floor.value
+        wanted = f"≤ {target:g}x" if target is not None else ""
+        shown = f"{measured:.2f}x"
+    else:
+        wanted = f"≤ {target:g}" if target is not None else ""
+        shown = "-"
+    verdict = "" if target is None else ("met" if measured <= target else "MISSED")
+    return (
+        f"| {label} | {cell(figure)} | {floor_label} | {cell(floor)} | {shown} | {wanted} "
+        f"| {verdict} |"
+    )
 
 
 def _recovery_row(figure: Figure) -> str:
@@ -209,9 +255,10 @@ def main() -> None:
     figures, problems = load(args.folder)
     lines = table(figures)
     recovery = recovery_table(figures)
+    postgres = postgres_table(figures)
     notes = [f"- {system}: no figures: {why}" for system, why in problems.items()]
     notes = notes if lines or RECOVERY in problems else []
-    print("\n".join([*lines, *notes, "", *recovery]))
+    print("\n".join([*lines, *notes, "", *recovery, "", *postgres]))
     if args.write:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         sections = read_sections(args.write)
@@ -221,6 +268,9 @@ def main() -> None:
         if recovery:
             measured = f"Measured {when} by `bench/recovery_bench.py` on {machine()}."
             sections[RECOVERY_HEADING] = [measured, *RECOVERY_TEXT, "", *recovery]
+        if postgres:
+            measured = f"Measured {when} by `bench/postgres_bench.py` on {machine()}."
+            sections[POSTGRES_HEADING] = [measured, *POSTGRES_TEXT, "", *postgres]
         write_sections(args.write, sections)
 
 
@@ -229,6 +279,15 @@ SPEED_TEXT = [
     "Chain: median µs per node of a 100-node run; resume@H: median ms of the call",
     "that answers a paused run in a session holding H earlier events (LangGraph:",
     "H earlier checkpoints in the thread). Ratios are peer / baton.",
+]
+POSTGRES_HEADING = "PostgreSQL against its floor"
+POSTGRES_TEXT = [
+    "One run, rounds interleaved: baton's 100-node async chain (µs per node) against one",
+    "step written by hand as ONE prepared asyncpg statement; the call answering a paused",
+    "`START -> a -> ask -> b` run (ms) against a hand-written 3-statement asyncpg",
+    "transaction; the statements (plus BEGIN/COMMIT of explicit transactions) baton sends",
+    "during that call; and the growth of baton's tables per chain step",
+    "(`pg_total_relation_size` after VACUUM, a database of its own). Durable commits.",
 ]
 RECOVERY_HEADING = "Recovery and deadlines"
 RECOVERY_TEXT = [

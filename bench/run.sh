@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: baton's figures, then google-adk's and LangGraph's from bench/.venv
 # (a separate venv: baton never imports them), side by side in bench/results.md;
-# then baton's recovery and deadline figures (real processes, a few minutes).
+# then baton's recovery and deadline figures (real processes, a few minutes), and
+# baton on PostgreSQL against raw asyncpg floors.
 #   bash bench/run.sh [--quick]     --quick: fewer runs, histories up to 1,000 events
 set -u
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ echo "== baton" >&2
 .venv/bin/python bench/baton_bench.py "${args[@]}" | tee "$out/baton.jsonl"
 echo "== baton: recovery and deadlines" >&2
 .venv/bin/python bench/recovery_bench.py "${args[@]}" | tee "$out/recovery.jsonl"
+echo "== baton: PostgreSQL against its floor" >&2
+.venv/bin/python bench/postgres_bench.py "${args[@]}" | tee "$out/postgres.jsonl"
 
 if [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv || echo "bench: could not create bench/.venv; peers skipped" >&2
