@@ -1,0 +1,70 @@
+"""What a resume sends PostgreSQL: every statement of the answering call goes to asyncpg
+directly (see `sql.postgres`), each a transaction of its own, with no BEGIN or COMMIT.
+
+The round trips are counted, not timed: the checks, the claim, the checkpoint read,
+one statement per step the engine commits, and the release.
+"""
+
+from __future__ import annotations
+
+from pydantic import JsonValue
+
+from baton import App, FunctionNode, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton.events import REQUEST_INPUT_FUNCTION
+from baton.sessions.services import DatabaseSessionService
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import InvocationStatus
+from tests.store.traffic import traffic
+
+
+def _ask_workflow() -> Workflow:
+    def a(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    def ask(node_input: JsonValue) -> RequestInput:
+        return RequestInput(interrupt_id="ask", message="ok?", response_schema=bool)
+
+    def b(node_input: JsonValue) -> JsonValue:
+        return node_input
+
+    nodes = [FunctionNode(f) for f in (a, ask, b)]
+    return Workflow(name="resume", edges=[("START", *nodes)])
+
+
+def _answer() -> types.Content:
+    response = types.FunctionResponse(
+        id="ask", name=REQUEST_INPUT_FUNCTION, response={"result": True}
+    )
+    return types.Content(role="user", parts=[types.Part(function_response=response)])
+
+
+async def _drain(runner: Runner, session_id: str, message: types.Content) -> None:
+    async for _ in runner.run_async(user_id="u", session_id=session_id, new_message=message):
+        pass
+
+
+async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: str) -> None:
+    service = DatabaseSessionService(postgres_url)
+    app = App(
+        name="app",
+        root_agent=_ask_workflow(),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    runner = Runner(app=app, session_service=service)
+    session = await service.create_session(app_name="app", user_id="u")
+    await _drain(runner, session.id, types.Content(role="user", parts=[types.Part(text="go")]))
+    store = service.store
+    assert isinstance(store, SqlStore)
+
+    with traffic(store) as seen:
+        await _drain(runner, session.id, _answer())
+    [invocation] = await runner.invocations(user_id="u", session_id=session.id)
+    await runner.close()
+
+    assert invocation.status is InvocationStatus.COMPLETED
+    # the session and the answered interrupt (the call's checks), the claim, the
+    # checkpoint; four steps (the answer, ask's output, b's output, the status); the
+    # release (with NOTIFY when still running)
+    assert seen.statements == ["SELECT", "SELECT", "UPDATE", "SELECT", *["WITH"] * 4, "WITH"]
+    assert seen.direct == len(seen.statements)
+    assert seen.commits == 0
