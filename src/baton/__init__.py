@@ -9,6 +9,12 @@ from baton.agents import (
     ParallelAgent,
     SequentialAgent,
 )
+from baton.artifacts import (
+    BaseArtifactService,
+    DatabaseArtifactService,
+    InMemoryArtifactService,
+    SqliteArtifactService,
+)
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
 from baton.runner import App, InMemoryRunner, ResumabilityConfig, Runner
@@ -36,14 +42,17 @@ __all__ = [
     "App",
     "BaseAgent",
     "BaseAgentState",
+    "BaseArtifactService",
     "BaseNode",
     "Context",
+    "DatabaseArtifactService",
     "DatabaseSessionService",
     "Edge",
     "Event",
     "EventActions",
     "FunctionNode",
     "FunctionTool",
+    "InMemoryArtifactService",
     "InMemoryRunner",
     "InMemorySessionService",
     "InvocationContext",
@@ -57,6 +66,7 @@ __all__ = [
     "RetryConfig",
     "Runner",
     "SequentialAgent",
+    "SqliteArtifactService",
     "SqliteSessionService",
     "Workflow",
     "node",

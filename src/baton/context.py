@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from pydantic import BaseModel, JsonValue
 
+from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.events import Event, RouteValue, to_json_value
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
@@ -103,6 +104,7 @@ class InvocationContext:
     load_history: Callable[[], Awaitable[list[Event]]]
     commit: CommitFn
     agent_name: str = ""
+    artifact_service: BaseArtifactService | None = None
     # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
     tracer: Tracer | None = None
 
@@ -130,8 +132,12 @@ class ChildRuns(Protocol):
         ...
 
 
-class Context:
-    """One node run's view of the invocation: state, answers, ids, and what it produced."""
+class Context(ArtifactMethods):
+    """One node run's view of the invocation: state, answers, ids, and what it produced.
+
+    Its artifact methods (`save_artifact`, `load_artifact`, `list_artifacts`,
+    `get_artifact_version`) reach the Runner's artifact service in this session.
+    """
 
     def __init__(
         self,
@@ -165,6 +171,26 @@ class Context:
         )
         self.agent_states: dict[str, JsonValue] = dict(agent_states or {})
         self.ended_agents: set[str] = set(ended_agents or ())
+        self._artifact_scope: ArtifactScope | None = None
+
+    @property
+    def artifact_scope(self) -> ArtifactScope:
+        """This run's artifacts; made on first use, which most node runs never make."""
+        if self._artifact_scope is None:
+            ic = self._invocation_context
+            self._artifact_scope = ArtifactScope(
+                ic.artifact_service,
+                app_name=ic.app_name,
+                user_id=ic.user_id,
+                session_id=ic.session.id,
+                saver=f"{ic.invocation_id}/{self.node_path}@{self.run_id}",
+            )
+        return self._artifact_scope
+
+    def take_artifact_delta(self) -> dict[str, int]:
+        """Versions saved since the last event (they go on the next one)."""
+        scope = self._artifact_scope
+        return scope.take_delta() if scope is not None and scope.delta else {}
 
     @property
     def invocation_context(self) -> InvocationContext:

@@ -10,11 +10,13 @@ from __future__ import annotations
 __all__ = [
     "AlreadyAnsweredError",
     "AppNotFoundError",
+    "ArtifactNotFoundError",
     "BatonError",
     "ExtraNotInstalledError",
     "GraphValidationError",
     "InputExpiredError",
     "InputTimeoutError",
+    "InvalidArtifactError",
     "InvalidIdError",
     "InvalidMessageError",
     "InvalidResponseError",
@@ -56,6 +58,14 @@ class SessionExistsError(BatonError, ValueError):
 
 class AppNotFoundError(BatonError, LookupError):
     """No app of that name is served."""
+
+
+class ArtifactNotFoundError(BatonError, LookupError):
+    """No artifact (or no such version of it) by that name in that scope."""
+
+
+class InvalidArtifactError(BatonError, ValueError):
+    """An artifact's name, content or scope is refused; nothing was saved."""
 
 
 class InvocationNotFoundError(BatonError, LookupError):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from pydantic import JsonValue
 
+from baton.artifacts import BaseArtifactService
 from baton.context import InvocationContext, StepParts
 from baton.errors import (
     AlreadyAnsweredError,
@@ -92,6 +93,7 @@ class RunSettings:
     fingerprint: str
     is_resumable: bool
     lease_ttl: timedelta
+    artifact_service: BaseArtifactService | None = None
 
 
 class InvocationRun:
@@ -123,6 +125,7 @@ class InvocationRun:
             load_history=self._history,
             commit=self._land,
             agent_name=settings.root.name,
+            artifact_service=settings.artifact_service,
         )
 
     async def _history(self) -> list[Event]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from baton.agents import BaseAgent, LlmAgent
 from baton.answering import answers_message
+from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
@@ -130,6 +131,9 @@ class Runner:
         agent: a root agent or workflow, when no App is given.
         node: a root node, when no App is given.
         session_service: where sessions, checkpoints and interrupts are kept.
+        artifact_service: where `ctx.save_artifact` keeps files (None: saving raises,
+            as in the reference). `BaseArtifactService(session_service.store)` keeps them
+            in the session store, deleted with their session.
         auto_create_session: create a missing session instead of raising.
         lease_ttl: how long a crashed runner's lease blocks others before it expires.
         worker_id: this process's identity in lease owners (`worker_id/call`). A process
@@ -146,6 +150,7 @@ class Runner:
         agent: Node | None = None,
         node: Node | None = None,
         session_service: BaseSessionService,
+        artifact_service: BaseArtifactService | None = None,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
         worker_id: str | None = None,
@@ -161,6 +166,7 @@ class Runner:
         self.app = app
         self.app_name = app_name or app.name
         self.session_service = session_service
+        self.artifact_service = _checked_artifact_service(artifact_service)
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
         self.worker_id = default_worker_id() if worker_id is None else check_worker_id(worker_id)
@@ -515,6 +521,7 @@ class Runner:
             fingerprint=self.fingerprint,
             is_resumable=self.is_resumable,
             lease_ttl=self.lease_ttl,
+            artifact_service=self.artifact_service,
         )
 
     def _check_fingerprint(self, invocation: Invocation) -> None:
@@ -595,12 +602,15 @@ class InMemoryRunner(Runner):
         app_name: str | None = None,
         app: App | None = None,
     ) -> None:
+        sessions = InMemorySessionService()
         super().__init__(
             app=app,
             agent=agent,
             node=node,
             app_name=app_name or (None if app else "InMemoryRunner"),
-            session_service=InMemorySessionService(),
+            session_service=sessions,
+            # As the reference's: artifacts in memory too (here, in the sessions' store).
+            artifact_service=BaseArtifactService(sessions.store),
         )
 
     @property
@@ -612,3 +622,13 @@ class InMemoryRunner(Runner):
     def session_service(self, service: BaseSessionService) -> None:
         assert isinstance(service, InMemorySessionService)
         self._sessions = service
+
+
+def _checked_artifact_service(service: object) -> BaseArtifactService | None:
+    if service is None or isinstance(service, BaseArtifactService):
+        return service
+    raise TypeError(
+        f"artifact_service must be a baton artifact service (InMemoryArtifactService(), "
+        f"SqliteArtifactService(path), DatabaseArtifactService(url)), got "
+        f"{type(service).__name__}."
+    )

@@ -6,13 +6,17 @@ dropped), and accept snake_case or camelCase when parsed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Literal, NewType, Self
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "Blob",
     "Content",
+    "FileData",
     "FunctionCall",
     "FunctionResponse",
     "InterruptId",
@@ -67,13 +71,59 @@ class FunctionResponse(WireModel):
     response: dict[str, JsonValue] | None = None
 
 
+class Blob(WireModel):
+    """Bytes with their MIME type; `data` is base64 on the wire (URL-safe or standard
+    alphabet accepted, as the reference's client sends either)."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    mime_type: str | None = None
+    data: bytes | None = None
+    display_name: str | None = None
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _decode_base64(cls, value: object) -> object:
+        # A JSON text is decoded by `val_json_bytes`; a dict parsed from JSON arrives
+        # here with the base64 text still in it.
+        if not isinstance(value, str):
+            return value
+        padded = value + "=" * (-len(value) % 4)
+        try:
+            return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        except binascii.Error as error:
+            raise ValueError(
+                f"data is not base64 ({error}); send the bytes base64-encoded."
+            ) from error
+
+
+class FileData(WireModel):
+    """A file kept elsewhere, by URI."""
+
+    file_uri: str | None = None
+    mime_type: str | None = None
+    display_name: str | None = None
+
+
 class Part(WireModel):
-    """One part of a message: text, a function call or a function response."""
+    """One part of a message: text, bytes, a file reference, a function call or response."""
 
     text: str | None = None
+    inline_data: Blob | None = None
+    file_data: FileData | None = None
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None
     thought: bool | None = None
+
+    @classmethod
+    def from_bytes(cls, *, data: bytes, mime_type: str) -> Part:
+        """A part holding bytes (an image, a PDF, ...)."""
+        return cls(inline_data=Blob(mime_type=mime_type, data=data))
+
+    @classmethod
+    def from_uri(cls, *, file_uri: str, mime_type: str | None = None) -> Part:
+        """A part naming a file by URI."""
+        return cls(file_data=FileData(file_uri=file_uri, mime_type=mime_type))
 
     @classmethod
     def from_text(cls, *, text: str) -> Part:

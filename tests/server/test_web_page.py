@@ -17,6 +17,7 @@ from baton.tools import FunctionTool
 from baton.tools.confirmation import REJECTED
 from baton.types import FunctionCall
 from tests.server.conftest import Live, StartLive, example_app
+from tests.server.test_artifacts import PDF, report_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -602,3 +603,39 @@ async def test_dark_mode_follows_the_system_setting(
     assert background == "rgb(18, 21, 28)"
     assert card == "rgb(27, 32, 43)"
     await screenshot(page, "dark-inbox")
+
+
+async def test_a_reviewer_downloads_the_runs_files_from_the_card_and_the_session(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(
+        apps=[report_app()], keys=["user:k1"], web=True, headers={"X-API-Key": "k1"}
+    )
+    sid = await live.create("reports", "user")
+    await live.start("reports", "user", sid)
+    page = await browser.new_page(accept_downloads=True)
+    await page.goto(live.url)
+    await page.locator("#api-key").fill("k1")
+    await page.locator("#api-key").press("Enter")
+
+    card = page.locator(f"form.card[data-session='{sid}']")
+    links = card.locator(".artifacts a.artifact")
+    await expect(links).to_have_text(["reports/q3.pdf", "user:notes.txt"])
+    async with page.expect_download() as downloading:
+        await links.first.click()
+    saved = await (await downloading.value).path()
+    assert Path(saved).read_bytes() == PDF
+    assert (await downloading.value).suggested_filename == "q3.pdf"
+
+    await card.locator(".meta a").click()
+    files = page.locator("#session-body table").last
+    await expect(files.locator("td[data-label=file]")).to_have_text(
+        ["reports/q3.pdf", "user:notes.txt"]
+    )
+    await expect(files.locator("td[data-label=type]")).to_have_text(
+        ["application/pdf", "text/plain"]
+    )
+    async with page.expect_download() as downloading:
+        await files.locator("td[data-label=versions] a", has_text="v0").last.click()
+    assert Path(await (await downloading.value).path()).read_text() == "remember"
+    await screenshot(page, "session-files")

@@ -247,12 +247,15 @@ class BaseAgent(BaseModel):
             agent_name=self.name,
             invocation_id=ctx.invocation_id,
             user_content=ctx.user_content,
+            artifacts=await ctx.artifacts_for(f"{self.name}/agent"),
         )
         reply = await run_callbacks(callbacks, callback_context=callback_context)
-        if reply is None and not callback_context.actions.state_delta:
+        actions = callback_context.actions
+        if reply is None and not actions.state_delta and not actions.artifact_delta:
             return None
         event = self._create_agent_state_event(ctx, end_of_agent=ends and reply is not None)
-        event.actions.state_delta = dict(callback_context.actions.state_delta)
+        event.actions.state_delta = dict(actions.state_delta)
+        event.actions.artifact_delta = dict(actions.artifact_delta)
         if reply is not None:
             event.content = _reply_content(self.name, reply)
         return event

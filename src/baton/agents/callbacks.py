@@ -28,6 +28,7 @@ from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
+from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.events import EventActions, to_json_value
 from baton.models import LlmResponse
 from baton.tools import BaseTool, ToolContext, to_response_dict
@@ -42,7 +43,7 @@ Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
 
 
 @final
-class CallbackContext(StateWriter):
+class CallbackContext(StateWriter, ArtifactMethods):
     """What an agent or model callback sees: the state (writes are recorded), ids, input.
 
     Args:
@@ -50,6 +51,8 @@ class CallbackContext(StateWriter):
         agent_name: the agent the callback belongs to.
         invocation_id: the invocation.
         user_content: the message that started the invocation, if any.
+        artifacts: the artifacts the callback reaches (none by default: its artifact
+            methods then say how to set an artifact service).
     """
 
     def __init__(
@@ -59,12 +62,22 @@ class CallbackContext(StateWriter):
         agent_name: str,
         invocation_id: str,
         user_content: Content | None,
+        artifacts: ArtifactScope | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.invocation_id = invocation_id
         self.user_content = user_content
         self.actions = EventActions()
         self._state = ToolState(state, self.actions.state_delta)
+        self._artifact_scope = artifacts or ArtifactScope(
+            None, app_name="", user_id="", session_id="", saver=""
+        )
+        self._artifact_scope.delta = self.actions.artifact_delta
+
+    @property
+    def artifact_scope(self) -> ArtifactScope:
+        """The artifacts the callback reaches (its session's and its user's)."""
+        return self._artifact_scope
 
     def __repr__(self) -> str:
         return f"CallbackContext(agent_name={self.agent_name!r})"

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext, State
 from baton.events import Event
 from baton.sessions.store import Interrupt
@@ -81,6 +82,7 @@ class AgentContext(InvocationContext):
             load_history=ic.load_history,
             commit=ic.commit,
             agent_name=ic.agent_name,
+            artifact_service=ic.artifact_service,
         )
         self.run = run
         self.node_input = node_input
@@ -143,6 +145,19 @@ class AgentContext(InvocationContext):
     @property
     def run_id(self) -> str:
         return self.run.run_id
+
+    async def artifacts_for(self, saver: str) -> ArtifactScope:
+        """The artifacts a callback of this run reaches. Its saves are keyed by `saver`
+        and by how many events the session had committed when it ran, which is the same
+        when the run executes again after a crash (a committed callback is not rerun)."""
+        committed = len(await self.log.events())
+        return ArtifactScope(
+            self.artifact_service,
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=self.session.id,
+            saver=f"{self.idempotency_key}/{saver}@{committed}",
+        )
 
     def reset_agent_states(self, names: Iterable[str]) -> None:
         """Forget the checkpoints and ended marks of these agents (before running them anew).

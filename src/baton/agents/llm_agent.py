@@ -282,6 +282,7 @@ class LlmAgent(BaseAgent):
             agent_name=self.name,
             invocation_id=ctx.invocation_id,
             user_content=ctx.user_content,
+            artifacts=await ctx.artifacts_for(f"{self.name}/model"),
         )
         response = llm_response(
             self.name,
@@ -302,6 +303,10 @@ class LlmAgent(BaseAgent):
         event.actions.state_delta = {
             **callback_context.actions.state_delta,
             **event.actions.state_delta,
+        }
+        event.actions.artifact_delta = {
+            **callback_context.actions.artifact_delta,
+            **event.actions.artifact_delta,
         }
         return event
 
@@ -449,6 +454,10 @@ class LlmAgent(BaseAgent):
             agent_name=self.name,
             idempotency_key=f"{ctx.idempotency_key}/{call.id}",
             tool_confirmation=None if answer is None else ToolConfirmation.from_answer(answer),
+            artifact_service=ctx.artifact_service,
+            app_name=ctx.app_name,
+            user_id=ctx.user_id,
+            session_id=ctx.session.id,
         )
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:

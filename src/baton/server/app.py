@@ -36,6 +36,7 @@ from pydantic import JsonValue
 
 from baton.errors import InvalidMessageError, SessionNotFoundError
 from baton.events import Event, EventActions
+from baton.server.artifact_routes import artifact_routes
 from baton.server.bodies import (
     AppsDetail,
     AppSummary,
@@ -248,6 +249,7 @@ def create_app(
     app.include_router(_inbox_routes(server))
     app.include_router(_answer_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))
+    app.include_router(artifact_routes(catalog, [*_SECURITY, _user_guard(server), _IDS]))
     app.include_router(_user_inbox_routes(server))
     session_checks = [*_SECURITY, _user_guard(server), _IDS]
     app.include_router(history_routes(catalog, session_checks, server.changes.notify))

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import final
 
+from baton.artifacts import BaseArtifactService
 from baton.errors import AppNotFoundError, BatonError, StoreUnavailableError
 from baton.runner import App, Runner, default_worker_id
 from baton.sessions.services import (
@@ -186,11 +187,17 @@ class AppCatalog:
         """A catalog of the given apps, their Runners sharing one worker identity."""
         catalog = cls(session_service)
         worker_id = worker_id or default_worker_id()
+        artifacts = BaseArtifactService(session_service.store)
         for app in apps:
             if app.name in catalog.runners:
                 raise AppLoadError(f"two app folders define an app named '{app.name}'.")
             catalog.runners[app.name] = Runner(
-                app=app, session_service=session_service, lease_ttl=lease_ttl, worker_id=worker_id
+                app=app,
+                session_service=session_service,
+                # Artifacts live in the sessions' store: deleted with their session.
+                artifact_service=artifacts,
+                lease_ttl=lease_ttl,
+                worker_id=worker_id,
             )
         return catalog
 

@@ -24,9 +24,11 @@ from baton.agents import MissingStateKeyError
 from baton.errors import (
     AlreadyAnsweredError,
     AppNotFoundError,
+    ArtifactNotFoundError,
     BatonError,
     GraphValidationError,
     InputExpiredError,
+    InvalidArtifactError,
     InvalidIdError,
     InvalidMessageError,
     InvalidResponseError,
@@ -56,6 +58,8 @@ __all__ = ["ERROR_RESPONSES", "RETRY_AFTER_SECONDS", "STATUS", "install_refusals
 # The one place HTTP statuses of baton errors are decided; any other is a 500.
 STATUS: Final[dict[type[BatonError], int]] = {
     AppNotFoundError: 404,
+    ArtifactNotFoundError: 404,
+    InvalidArtifactError: 400,
     SessionNotFoundError: 404,
     InvocationNotFoundError: 404,
     UnknownInterruptError: 404,

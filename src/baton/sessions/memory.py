@@ -25,6 +25,8 @@ from baton.errors import (
     StaleVersionError,
 )
 from baton.events import Event
+from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
+from baton.sessions.memory_artifacts import MemoryArtifacts
 from baton.sessions.store import (
     Claimed,
     Clock,
@@ -81,6 +83,7 @@ class MemoryStore:
         self._wakeups = Wakeups()
         # Every session's invocation rows by id, for lease calls that name only the id.
         self._rows: dict[str, _InvocationRow] = {}
+        self._artifacts = MemoryArtifacts(clock)
 
     async def create_session(
         self,
@@ -133,7 +136,25 @@ class MemoryStore:
             return False
         for invocation_id in data.invocations:
             self._rows.pop(invocation_id, None)
+        self._artifacts.drop_session(key)
         return True
+
+    async def save_artifact(self, save: ArtifactSave) -> int:
+        return self._artifacts.save(save)
+
+    async def load_artifact(self, key: ArtifactKey, version: int | None) -> StoredArtifact | None:
+        return self._artifacts.load(key, version)
+
+    async def list_artifact_versions(self, key: ArtifactKey) -> list[StoredArtifact]:
+        return self._artifacts.versions(key)
+
+    async def list_artifact_names(
+        self, app_name: str, user_id: str, session_id: str | None
+    ) -> list[str]:
+        return self._artifacts.names(app_name, user_id, session_id)
+
+    async def delete_artifact(self, key: ArtifactKey) -> int:
+        return self._artifacts.delete(key)
 
     async def commit_step(self, commit: StepCommit) -> int:
         data = self._require(commit.session)

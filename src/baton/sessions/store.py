@@ -17,6 +17,7 @@ from pydantic import Field, JsonValue, computed_field
 
 from baton.errors import InvocationBusyError, LeaseLostError
 from baton.events import Event
+from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
@@ -346,6 +347,30 @@ class Store(Protocol):
         """True when every process that can share this store is heard by `subscribe`
         (PostgreSQL's NOTIFY; the memory store has no other process); False when other
         processes' changes must be polled for (SQLite)."""
+        ...
+
+    async def save_artifact(self, save: ArtifactSave) -> int:
+        """Add a version of an artifact (numbered from 0) and return its number; a save
+        whose `save_key` was used before for that name replaces that version's content
+        and returns its number (see `ArtifactSave`)."""
+        ...
+
+    async def load_artifact(self, key: ArtifactKey, version: int | None) -> StoredArtifact | None:
+        """That version with its content (the latest when `version` is None), or None."""
+        ...
+
+    async def list_artifact_versions(self, key: ArtifactKey) -> list[StoredArtifact]:
+        """Every version's metadata (no content), oldest first; [] when there is none."""
+        ...
+
+    async def list_artifact_names(
+        self, app_name: str, user_id: str, session_id: str | None
+    ) -> list[str]:
+        """The names saved in the session (when given) and the user's `user:` names, sorted."""
+        ...
+
+    async def delete_artifact(self, key: ArtifactKey) -> int:
+        """Delete every version of the artifact; how many there were (0: none)."""
         ...
 
     async def close(self) -> None:

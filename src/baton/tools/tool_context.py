@@ -12,6 +12,7 @@ from typing import final
 
 from pydantic import JsonValue
 
+from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.events import EventActions, to_json_value
 from baton.tools.confirmation import ToolConfirmation
 
@@ -73,7 +74,7 @@ class StateWriter:
 
 
 @final
-class ToolContext(StateWriter):
+class ToolContext(StateWriter, ArtifactMethods):
     """The context of one tool call.
 
     Args:
@@ -87,6 +88,12 @@ class ToolContext(StateWriter):
             deduplicate side effects such as payments.
         actions: the actions the tool's response event will carry (a fresh one by default).
         tool_confirmation: the person's answer, when this call waited for confirmation.
+        artifact_service: the Runner's artifact service, for `save_artifact` and its
+            siblings (saves are keyed by `idempotency_key`, so a call run again after a
+            crash saves onto the versions it saved before).
+        app_name: the app, for artifacts.
+        user_id: the user, for artifacts.
+        session_id: the session, for artifacts.
     """
 
     def __init__(
@@ -99,6 +106,10 @@ class ToolContext(StateWriter):
         idempotency_key: str | None = None,
         actions: EventActions | None = None,
         tool_confirmation: ToolConfirmation | None = None,
+        artifact_service: BaseArtifactService | None = None,
+        app_name: str = "",
+        user_id: str = "",
+        session_id: str = "",
     ) -> None:
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
@@ -107,6 +118,19 @@ class ToolContext(StateWriter):
         self.actions = actions if actions is not None else EventActions()
         self._state = ToolState(state if state is not None else {}, self.actions.state_delta)
         self.tool_confirmation = tool_confirmation
+        self._artifact_scope = ArtifactScope(
+            artifact_service,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            saver=self.idempotency_key,
+            delta=self.actions.artifact_delta,
+        )
+
+    @property
+    def artifact_scope(self) -> ArtifactScope:
+        """The call's artifacts: its session's and its user's."""
+        return self._artifact_scope
 
     def request_confirmation(self, *, hint: str | None = None, payload: JsonValue = None) -> None:
         """Ask a person to confirm this call before its result counts.

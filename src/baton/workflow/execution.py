@@ -195,6 +195,9 @@ class _Collector:
         pending = ctx.state.take_pending()
         if pending or event.actions.state_delta:
             event.actions.state_delta = pending
+        saved = ctx.take_artifact_delta()
+        if saved:
+            event.actions.artifact_delta = {**event.actions.artifact_delta, **saved}
         self._note_long_running(event)
         self._note_agent_state(event)
         self.events.append(event)

@@ -194,6 +194,7 @@ function confirmationCard(item) {
   const node = el("form", { class: "card confirmation", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
     meta(item), el("h3", { text: `${call.name || "a tool"} needs your approval` }),
     item.message ? el("p", { class: "hint", text: item.message }) : null, args,
+    artifactLinks(item.appName, item.sessionId),
     el("div", { class: "actions" }, [approve, reject, error]),
   ]);
   const decide = async (confirmed) => {
@@ -264,6 +265,70 @@ function deadline(item) {
   return el("span", { class: "deadline", title: at, text: `${due} (${then})` });
 }
 
+// -- artifacts ----------------------------------------------------------------------------
+// The files a run saved (the document to approve...), each a download link. A link cannot
+// carry the API key header, so a click fetches the file with it and saves the bytes.
+
+function artifactPath(app, sessionId, kind) {
+  return `${userBase(app)}/sessions/${enc(sessionId)}/${kind}`;
+}
+
+function fileUrl(app, sessionId, name, version) {
+  const path = `${artifactPath(app, sessionId, "artifact-files")}/${name.split("/").map(enc).join("/")}`;
+  return version === undefined ? path : `${path}?version=${version}`;
+}
+
+async function download(event, url, name) {
+  event.preventDefault();
+  const link = event.currentTarget;
+  try {
+    const response = await fetch(url, { headers: headers(false) });
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).detail || response.statusText);
+    const blobUrl = URL.createObjectURL(await response.blob());
+    const save = el("a", { href: blobUrl, download: name.split("/").pop() });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(blobUrl), 10000);
+    link.removeAttribute("title");
+  } catch (e) {
+    link.title = `download failed: ${e.message}`;
+    link.classList.add("failed");
+  }
+}
+
+function fileLink(app, sessionId, name, version, text) {
+  const url = fileUrl(app, sessionId, name, version);
+  const link = el("a", { class: "artifact", href: url, download: name.split("/").pop(), text: text || name });
+  link.addEventListener("click", (event) => download(event, url, name));
+  return link;
+}
+
+// The session's files under a card: filled in once they are listed.
+function artifactLinks(app, sessionId) {
+  const box = el("div", { class: "artifacts", hidden: true });
+  api(artifactPath(app, sessionId, "artifacts")).then((names) => {
+    if (!names.length) return;
+    box.replaceChildren(el("span", { text: "Files:" }), ...names.map((n) => fileLink(app, sessionId, n)));
+    box.hidden = false;
+  }).catch(() => {});
+  return box;
+}
+
+// The session view's table: each file, its versions, each version downloadable.
+async function artifactTable(app, sessionId) {
+  const names = await api(artifactPath(app, sessionId, "artifacts")).catch(() => []);
+  if (!names.length) return [];
+  const rows = await Promise.all(names.map(async (name) => {
+    const base = `${artifactPath(app, sessionId, "artifacts")}/${name.split("/").map(enc).join("/")}`;
+    const versions = await api(`${base}/versions/metadata`).catch(() => []);
+    const links = versions.map((v) => fileLink(app, sessionId, name, v.version, `v${v.version}`));
+    const latest = versions[versions.length - 1] || {};
+    return [fileLink(app, sessionId, name), latest.mimeType || "", el("span", { class: "versions" }, links), latest.createTime ? when(latest.createTime) : ""];
+  }));
+  return [el("h3", { text: "Files" }), table(["file", "type", "versions", "saved"], rows)];
+}
+
 async function respond(item, value) {
   // The occurrence makes the answer answer this asking only: if the question was answered
   // and asked again meanwhile, the server refuses it (409) instead of answering the new one.
@@ -282,7 +347,7 @@ function card(item) {
   const payload = item.payload === undefined || item.payload === null
     ? null : el("pre", { class: "payload", text: JSON.stringify(item.payload, null, 2) });
   const node = el("form", { class: "card", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
-    meta(item), el("h3", { text: title(item) }), payload, form.element,
+    meta(item), el("h3", { text: title(item) }), payload, artifactLinks(item.appName, item.sessionId), form.element,
     el("div", { class: "actions" }, [submit, error]),
   ]);
   node.addEventListener("submit", async (event) => {
@@ -413,6 +478,7 @@ async function showSession(app, sessionId) {
   const bodyNode = $("session-body");
   try {
     const t = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
+    const files = await artifactTable(app, sessionId);
     bodyNode.replaceChildren(
       el("h3", { text: "Graph" }),
       graphSection(app, sessionId, t),
@@ -424,6 +490,7 @@ async function showSession(app, sessionId) {
       table(["when", "node", "what", "by"], t.entries.map((e) => [when(e.time), e.node, entry(e), e.by || ""])),
       el("h3", { text: "State" }),
       el("div", { class: "state" }, [Render.json(t.state, 2)]),
+      ...files,
     );
   } catch (e) {
     bodyNode.replaceChildren(el("p", { class: "error", text: e.message }));

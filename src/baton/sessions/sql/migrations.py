@@ -34,6 +34,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import DDL, CreateIndex, CreateTable, ExecutableDDLElement
 
@@ -240,6 +241,33 @@ def _v4_move_fingerprints(connection: Connection) -> None:
         )
 
 
+# Step 5: artifacts, as first released.
+_v5 = MetaData()
+_V5_ARTIFACTS = Table(
+    "baton_artifacts",
+    _v5,
+    Column("pk", _V1_SERIAL, primary_key=True, autoincrement=True),
+    Column("artifact_key", String(64), nullable=False),
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("filename", String(1024), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("mime_type", String(255), nullable=True),
+    Column("custom_metadata", JSON(none_as_null=True), nullable=True),
+    Column("part", Text().with_variant(mysql.LONGTEXT(), "mysql"), nullable=False),
+    Column("save_key", String(64), nullable=True),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint("artifact_key", "version", name="uq_baton_artifacts_version"),
+    UniqueConstraint("artifact_key", "save_key", name="uq_baton_artifacts_save"),
+    Index("ix_baton_artifacts_scope", "app_name", "user_id", "session_id"),
+)
+
+
+def _v5_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    return [CreateTable(_V5_ARTIFACTS), *(CreateIndex(i) for i in _V5_ARTIFACTS.indexes)]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -249,6 +277,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "workflow fingerprints stored once each, not in every invocation's row",
         _v4_statements,
     ),
+    Migration(5, "artifacts: versioned files per session or user", _v5_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -31,11 +31,13 @@ from sqlalchemy import (
     bindparam,
     false,
 )
+from sqlalchemy.dialects import mysql
 
 from baton.sessions.store import SessionKey
 
 __all__ = [
     "IS_SESSION",
+    "artifacts",
     "events",
     "fingerprint_digest",
     "fingerprints",
@@ -154,6 +156,33 @@ interrupts = Table(
     # Workers look for open interrupts whose deadline passed.
     Index("ix_baton_interrupts_status_expires", "status", "expires_at"),
     Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),
+)
+
+# An artifact's content is its Part's wire JSON (bytes as base64): any size, so MySQL's
+# 64 KB TEXT is widened to LONGTEXT.
+_LONG_TEXT = Text().with_variant(mysql.LONGTEXT(), "mysql")
+
+artifacts = Table(
+    "baton_artifacts",
+    metadata,
+    Column("pk", _SERIAL, primary_key=True, autoincrement=True),
+    # sha256 of app, user, session and filename: the four together are wider than
+    # MySQL lets an index be, and a fixed-width key keeps the indexes small.
+    Column("artifact_key", String(64), nullable=False),
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),  # '' for a `user:` name
+    Column("filename", String(1024), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("mime_type", String(255), nullable=True),
+    Column("custom_metadata", JSON(none_as_null=True), nullable=True),
+    Column("part", _LONG_TEXT, nullable=False),
+    # The save within a node run or tool call (a digest); see `ArtifactSave.save_key`.
+    Column("save_key", String(64), nullable=True),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint("artifact_key", "version", name="uq_baton_artifacts_version"),
+    UniqueConstraint("artifact_key", "save_key", name="uq_baton_artifacts_save"),
+    Index("ix_baton_artifacts_scope", "app_name", "user_id", "session_id"),
 )
 
 schema_version = Table(

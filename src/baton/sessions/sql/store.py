@@ -26,10 +26,17 @@ from typing import Any, TypeVar, TypeVarTuple, final
 
 from pydantic import JsonValue
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from baton.errors import SessionNotFoundError, StoreUnavailableError
-from baton.sessions.sql import reads, writes
-from baton.sessions.sql.dialect import is_sqlite, is_unavailable, normalize_url
+from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
+from baton.sessions.sql import artifacts, reads, writes
+from baton.sessions.sql.dialect import (
+    is_sqlite,
+    is_unavailable,
+    is_unique_violation,
+    normalize_url,
+)
 from baton.sessions.sql.direct import Statement
 from baton.sessions.sql.executors import open_executor
 from baton.sessions.sql.listener import PostgresListener
@@ -62,6 +69,9 @@ from baton.types import InterruptId, InvocationId, SessionId
 __all__ = ["SqlStore"]
 
 T = TypeVar("T")
+
+# Saves of one artifact racing in several processes: each retry sees one more winner.
+_SAVE_ATTEMPTS = 20
 Ts = TypeVarTuple("Ts")
 
 
@@ -333,6 +343,35 @@ class SqlStore:
         if not app_names:
             return None
         return await self._read_once(reads.next_due, tuple(app_names))
+
+    async def save_artifact(self, save: ArtifactSave) -> int:
+        """Add a version of an artifact (see `Store.save_artifact`)."""
+        for _ in range(_SAVE_ATTEMPTS - 1):
+            try:
+                return await self._write(artifacts.save_artifact, save, self._clock())
+            except IntegrityError as error:
+                # Another process took the version number first: number it again.
+                if not is_unique_violation(error):
+                    raise
+        return await self._write(artifacts.save_artifact, save, self._clock())
+
+    async def load_artifact(self, key: ArtifactKey, version: int | None) -> StoredArtifact | None:
+        """That version with its content (the latest when `version` is None), or None."""
+        return await self._read_once(artifacts.load_artifact, key, version)
+
+    async def list_artifact_versions(self, key: ArtifactKey) -> list[StoredArtifact]:
+        """Every version's metadata, oldest first."""
+        return await self._read_once(artifacts.list_artifact_versions, key)
+
+    async def list_artifact_names(
+        self, app_name: str, user_id: str, session_id: str | None
+    ) -> list[str]:
+        """Names in the session (when given) and the user's `user:` names, sorted."""
+        return await self._read_once(artifacts.list_artifact_names, app_name, user_id, session_id)
+
+    async def delete_artifact(self, key: ArtifactKey) -> int:
+        """Delete every version of the artifact; how many there were."""
+        return await self._write(artifacts.delete_artifact, key)
 
     def subscribe(self) -> Subscription:
         """Wake-ups from this store and, on PostgreSQL, from every process on the database."""

@@ -23,6 +23,7 @@ from baton.errors import (
     InvocationNotFoundError,
     SessionExistsError,
 )
+from baton.sessions.sql.artifacts import delete_session_artifacts
 from baton.sessions.sql.dialect import is_unique_violation
 from baton.sessions.sql.listener import CHANNEL
 from baton.sessions.sql.schema import IS_SESSION, invocations, session_params, sessions
@@ -134,6 +135,7 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
         return False
     # Events, invocations (with their leases) and interrupts go with it: ON DELETE CASCADE.
     connection.execute(delete(sessions).where(sessions.c.pk == pk))
+    delete_session_artifacts(connection, key)
     return True
 
 

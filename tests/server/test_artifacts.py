@@ -1,0 +1,174 @@
+"""The reference's artifact routes on a live server, over SQLite and PostgreSQL: what a
+node saved is listed, loaded (latest, by version), described and downloaded; clients
+save and delete; bad requests are refused with the reason and change nothing."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from baton import App, Context, RequestInput, ResumabilityConfig, Workflow, types
+from tests.server.conftest import Live, StartLive
+
+PDF = b"%PDF-1.7\n\x00\xff\xfe binary"
+
+
+async def write_report(ctx: Context) -> int:
+    await ctx.save_artifact(
+        "reports/q3.pdf",
+        types.Part.from_bytes(data=PDF, mime_type="application/pdf"),
+        custom_metadata={"pages": 1},
+    )
+    return await ctx.save_artifact("user:notes.txt", types.Part.from_text(text="remember"))
+
+
+def approve(node_input: int) -> RequestInput:
+    return RequestInput(interrupt_id="ok", message="Approve the report?")
+
+
+def report_app() -> App:
+    return App(
+        name="reports",
+        root_agent=Workflow(name="reports_wf", edges=[("START", write_report, approve)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+@pytest.fixture
+async def served(start_live: StartLive, store_url: str) -> tuple[Live, str]:
+    live: Live = await start_live([report_app()], db_url=store_url)
+    session = await live.create("reports", "ann")
+    await live.start("reports", "ann", session)
+    return live, f"/apps/reports/users/ann/sessions/{session}/artifacts"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode()
+
+
+async def test_what_a_node_saved_is_listed_loaded_and_described(served: tuple[Live, str]) -> None:
+    live, base = served
+    c = live.client
+
+    assert (await c.get(base)).json() == ["reports/q3.pdf", "user:notes.txt"]
+    latest = await c.get(f"{base}/reports/q3.pdf")
+    assert latest.json() == {"inlineData": {"mimeType": "application/pdf", "data": _b64(PDF)}}
+    assert (await c.get(f"{base}/reports/q3.pdf/versions/latest")).json() == latest.json()
+    assert (await c.get(f"{base}/reports/q3.pdf/versions/0")).json() == latest.json()
+    assert (await c.get(f"{base}/reports/q3.pdf/versions")).json() == [0]
+    meta = (await c.get(f"{base}/reports/q3.pdf/versions/0/metadata")).json()
+    session = base.split("/")[-2]
+    assert meta == {
+        "version": 0,
+        "canonicalUri": (
+            f"artifact://apps/reports/users/ann/sessions/{session}/artifacts/reports/q3.pdf"
+            "/versions/0"
+        ),
+        "customMetadata": {"pages": 1},
+        "createTime": meta["createTime"],
+        "mimeType": "application/pdf",
+    }
+    assert (await c.get(f"{base}/reports/q3.pdf/versions/metadata")).json() == [meta]
+    assert (await c.get(f"{base}/user:notes.txt")).json() == {"text": "remember"}
+
+
+async def test_a_client_saves_versions_downloads_and_deletes(served: tuple[Live, str]) -> None:
+    live, base = served
+    c = live.client
+    body: dict[str, Any] = {
+        "filename": "reports/q3.pdf",
+        "artifact": {"inlineData": {"mimeType": "application/pdf", "data": _b64(b"v2")}},
+        "customMetadata": {"by": "ann"},
+    }
+
+    saved = await c.post(base, json=body)
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["version"] == 1
+    assert saved.json()["customMetadata"] == {"by": "ann"}
+    assert (await c.get(f"{base}/reports/q3.pdf", params={"version": 0})).json()["inlineData"][
+        "data"
+    ] == _b64(PDF)
+    files = base.replace("/artifacts", "/artifact-files")
+    download = await c.get(f"{files}/reports/q3.pdf", params={"version": 0})
+    assert download.status_code == 200
+    assert download.content == PDF
+    assert download.headers["content-type"] == "application/pdf"
+    assert download.headers["content-disposition"] == "attachment; filename*=UTF-8''q3.pdf"
+    assert download.headers["content-security-policy"] == "sandbox"
+    assert (await c.get(f"{files}/reports/q3.pdf")).content == b"v2"
+    text = await c.get(f"{files}/user:notes.txt")
+    assert text.text == "remember"
+    assert text.headers["content-type"] == "text/plain; charset=utf-8"
+
+    deleted = await c.delete(f"{base}/reports/q3.pdf")
+    assert deleted.status_code == 204
+    assert (await c.get(base)).json() == ["user:notes.txt"]
+    gone = await c.get(f"{base}/reports/q3.pdf")
+    assert gone.status_code == 404
+    assert gone.json()["error"] == "ArtifactNotFoundError"
+
+
+BAD = [
+    pytest.param("GET", "/reports/q3.pdf/versions/abc", None, 400, "'abc'", id="version-word"),
+    pytest.param("GET", "/reports/q3.pdf/versions/7", None, 404, "version 7", id="no-version"),
+    pytest.param("GET", "/reports/q3.pdf/versions/7/metadata", None, 404, "version 7", id="meta"),
+    pytest.param("GET", "/nothing.txt", None, 404, "'nothing.txt'", id="no-name"),
+    pytest.param("GET", "/reports/q3.pdf?version=-1", None, 422, "version", id="negative"),
+    pytest.param(
+        "POST", "", {"filename": "", "artifact": {"text": "x"}}, 400, "is empty", id="empty-name"
+    ),
+    pytest.param(
+        "POST",
+        "",
+        {"filename": "a.bin", "artifact": {"inlineData": {"data": "%%%"}}},
+        400,
+        "base64",
+        id="bad-base64",
+    ),
+    pytest.param("POST", "", {"filename": "a", "artifact": {}}, 400, "no content", id="empty"),
+    pytest.param(
+        "POST", "", {"filename": "a\x07", "artifact": {"text": "x"}}, 400, "U+0007", id="ctl"
+    ),
+    pytest.param("POST", "", {"artifact": {"text": "x"}}, 422, "filename", id="no-filename"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "named"), BAD)
+async def test_bad_requests_are_refused_with_the_reason_and_change_nothing(
+    served: tuple[Live, str],
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    status: int,
+    named: str,
+) -> None:
+    live, base = served
+    before = (await live.client.get(base)).json()
+
+    refused = await live.client.request(method, f"{base}{path}", json=body)
+
+    assert refused.status_code == status, refused.text
+    assert named in refused.text
+    assert (await live.client.get(base)).json() == before
+    assert (await live.client.get(f"{base}/reports/q3.pdf/versions")).json() == [0]
+
+
+async def test_an_unknown_session_or_app_is_404_and_nothing_is_saved(
+    served: tuple[Live, str],
+) -> None:
+    live, _ = served
+    missing = "/apps/reports/users/ann/sessions/nope/artifacts"
+    body = {"filename": "a.txt", "artifact": {"text": "x"}}
+
+    for refused in (
+        await live.client.post(missing, json=body),
+        await live.client.get(missing),
+        await live.client.get(f"{missing}/a.txt"),
+        await live.client.post("/apps/other/users/ann/sessions/s/artifacts", json=body),
+    ):
+        assert refused.status_code == 404, refused.text
+    saved_for = await live.client.get(missing.replace("nope", "nope"))
+    assert saved_for.json()["error"] == "SessionNotFoundError"
+    assert "'nope'" in saved_for.json()["detail"]
