@@ -113,3 +113,33 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
     assert seen.statements[3:] == ["UPDATE", "UPDATE", "SELECT", "UPDATE"]
     assert seen.direct == 3
     assert seen.commits == 1
+
+
+async def test_a_step_asking_questions_is_one_statement(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await store.create_session(APP, USER, session_id=key().session_id)
+    await store.commit_step(step(key(), "inv-1", 0, events=(event("hi"),)))
+
+    with traffic(store) as seen:
+        asked = (question(key(), "inv-1", "q"), question(key(), "inv-1", "r"))
+        assert await store.commit_step(step(key(), "inv-1", 1, opened=asked)) == 2
+        with pytest.raises(StaleVersionError):  # a stale step asks nothing
+            await store.commit_step(
+                step(key(), "inv-1", 1, opened=(question(key(), "inv-1", "s"),))
+            )
+        # answering q and asking q again in one step goes to a transaction (see `sql.step`)
+        again = (question(key(), "inv-1", "q"),)
+        assert (
+            await store.commit_step(step(key(), "inv-1", 2, answered={"q": 1}, opened=again)) == 3
+        )
+    found = await store.list_interrupts(APP, USER, session_id=key().session_id, status=None)
+    await store.close()
+
+    assert seen.statements[:3] == ["WITH", "WITH", "SELECT"]
+    assert seen.direct == 3
+    assert seen.commits == 1
+    # the transaction opens before it answers (see `write_step`), so q ends answered
+    assert sorted((i.interrupt_id, i.status.value) for i in found) == [
+        ("q", "answered"),
+        ("r", "open"),
+    ]

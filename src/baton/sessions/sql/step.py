@@ -304,8 +304,8 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
     run(connection, _ANSWER_INTERRUPT, answers)
 
 
-# PostgreSQL: most steps (an invocation already running, no state change, no interrupt
-# opened; answering is fine, see below) land in ONE statement, outside any explicit
+# PostgreSQL: most steps (an invocation already running, no state change; asking and
+# answering are fine, see below) land in ONE statement, outside any explicit
 # transaction: a single statement is atomic by itself, so BEGIN and COMMIT, two of its
 # round trips, go too.
 # The order is the same as `write_step`'s: the session row is locked first (FOR NO KEY
@@ -344,10 +344,19 @@ def fits_one_statement(commit: StepCommit) -> bool:
     return (
         commit.invocation_id is not None
         and commit.expected_version > 0
-        and not commit.opened
         and not strip_temp_state(commit.state_delta)
         and commit.status is not InvocationStatus.REWOUND  # closes its questions too
+        and not _reopens_an_answer(commit)
     )
+
+
+def _reopens_an_answer(commit: StepCommit) -> bool:
+    """A step that answers and asks again the same id would change one row twice in one
+    statement, which PostgreSQL does not order: `write_step` lands it."""
+    if not commit.opened or not commit.answered:
+        return False
+    answered = {interrupt_id for interrupt_id, _ in commit.answered}
+    return any(row.interrupt_id in answered for row in commit.opened)
 
 
 def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str, Any]]:
@@ -374,16 +383,70 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters["answer_status"] = InterruptStatus.ANSWERED.value
         parameters["answer_at"] = now
         parameters["answer_by"] = commit.answered_by
+    if commit.opened:
+        parameters.update(_opened_params(commit, now))
     if commit.lease is not None:
         parameters["key_token"] = commit.lease.token
     statement = _step_at_once(
-        tuple(changes), answering=bool(commit.answered), fenced=commit.lease is not None
+        tuple(changes),
+        answering=bool(commit.answered),
+        fenced=commit.lease is not None,
+        opening=bool(commit.opened),
     )
     return statement, parameters
 
 
+def _opened_params(commit: StepCommit, now: float) -> dict[str, Any]:
+    """The opened interrupts' rows as one array per column (JSON columns as JSON text)."""
+    rows = [_interrupt_row(0, commit.session, row, now) for row in commit.opened]
+    return {
+        f"opened_{name}": [_json_text(r[name]) if name in _JSON_COLUMNS else r[name] for r in rows]
+        for name in _OPENED_COLUMNS
+    }
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else pydantic_core.to_json(value).decode()
+
+
+# A step that asks (opens interrupts) inserts them from the advanced row as well, each
+# column as an array; reopening an id replaces its earlier row, as `_reopen_interrupts`.
+_OPENED_COLUMNS = tuple(c.name for c in interrupts.c if c.name != "session_pk")
+_JSON_COLUMNS = frozenset(c.name for c in interrupts.c if isinstance(c.type, JSON))
+_OPENED = (
+    func.unnest(
+        *(
+            bindparam(
+                f"opened_{name}",
+                type_=postgresql.ARRAY(Text if name in _JSON_COLUMNS else interrupts.c[name].type),
+            )
+            for name in _OPENED_COLUMNS
+        )
+    )
+    .table_valued(*_OPENED_COLUMNS)
+    .render_derived()
+)
+
+
+def _open_at_once(advanced: Any) -> UpdateBase:
+    values = [
+        cast(_OPENED.c[name], JSON) if name in _JSON_COLUMNS else _OPENED.c[name]
+        for name in _OPENED_COLUMNS
+    ]
+    rows = select(advanced.c.session_pk, *values).select_from(advanced.join(_OPENED, true()))
+    statement = postgresql.insert(interrupts).from_select(["session_pk", *_OPENED_COLUMNS], rows)
+    replaced = {
+        c.name: statement.excluded[c.name] for c in interrupts.c if c.name not in _INTERRUPT_KEY
+    }
+    return statement.on_conflict_do_update(
+        index_elements=[interrupts.c.invocation_id, interrupts.c.interrupt_id], set_=replaced
+    )
+
+
 @cache
-def _step_at_once(changed: tuple[str, ...], *, answering: bool, fenced: bool) -> Select[Any]:
+def _step_at_once(
+    changed: tuple[str, ...], *, answering: bool, fenced: bool, opening: bool
+) -> Select[Any]:
     advanced = (
         update(invocations)
         .where(
@@ -412,6 +475,8 @@ def _step_at_once(changed: tuple[str, ...], *, answering: bool, fenced: bool) ->
         .select_from(_LOCKED.outerjoin(advanced, true()))
         .add_cte(appended.cte("appended"))
     )
+    if opening:
+        statement = statement.add_cte(_open_at_once(advanced).cte("opened"))
     if not answering:
         return statement
     answered = (
