@@ -12,6 +12,8 @@ __all__ = [
     "AppNotFoundError",
     "ArtifactNotFoundError",
     "BatonError",
+    "CheckpointNotFoundError",
+    "CheckpointUnavailableError",
     "ExtraNotInstalledError",
     "GraphValidationError",
     "InputExpiredError",
@@ -75,6 +77,15 @@ class InvocationNotFoundError(BatonError, LookupError):
 class InvocationRewoundError(BatonError, ValueError):
     """The invocation was rewound (`Runner.rewind_async`): it cannot be answered,
     continued or rewound again; start a new run instead."""
+
+
+class CheckpointNotFoundError(BatonError, LookupError):
+    """The session has no checkpoint of that id (`Runner.checkpoints` lists them)."""
+
+
+class CheckpointUnavailableError(BatonError, ValueError):
+    """A fork cannot start at that checkpoint: a run was executing there, so its state at
+    that point is not kept."""
 
 
 class UnknownInterruptError(BatonError, LookupError, ValueError):

@@ -26,10 +26,12 @@ from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
+from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.planning import CallPlanner
 from baton.rewinding import Rewind, rewind_session
 from baton.schemas import check_state_delta
+from baton.sessions.checkpoints import Checkpoint, list_checkpoints
 from baton.sessions.ids import check_id
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import (
@@ -392,6 +394,41 @@ class Runner:
         owner = f"{own_prefix(self.worker_id)}rewind-{uuid.uuid4().hex[:8]}"
         rewind = Rewind(key, InvocationId(rewind_before_invocation_id), owner, self.lease_ttl)
         return await rewind_session(self.store, rewind)
+
+    async def checkpoints(self, *, user_id: str, session_id: str) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first: before each run (`start`: rewind or
+        fork there), at each question a run asked (`question`: fork there to answer it
+        differently), after each run that ended (`end`). Rewound history has none.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        key = self.planner.session_key(user_id, session_id, None)
+        _, history = await read_history(self.store, key)
+        return list_checkpoints(history)
+
+    async def fork(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        checkpoint_id: str,
+        new_session_id: str | None = None,
+    ) -> Session:
+        """A new session of the same user holding this one's history up to a checkpoint
+        (`checkpoints` lists them), with the state as it was there; a run that was waiting
+        at that question waits there again, to be answered differently. This session is
+        not changed.
+
+        Raises:
+            SessionNotFoundError, CheckpointNotFoundError, CheckpointUnavailableError (a
+            run was executing at that point), SessionExistsError (`new_session_id` is
+            taken): before anything was written.
+        """
+        key = self.planner.session_key(user_id, session_id, None)
+        if new_session_id is not None:
+            check_id("new_session_id", new_session_id)
+        return await fork_session(self.store, key, checkpoint_id, new_session_id)
 
     async def recover(self, claimed: Claimed) -> None:
         """Continue an invocation whose lease a recovery claim took (see `Worker`): from

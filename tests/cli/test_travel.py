@@ -40,3 +40,35 @@ def test_rewind_undoes_a_waiting_run_and_refuses_a_second_time(tmp_path: Path) -
     assert "InvocationNotFoundError" in out
     code, out = baton("resume", sid, "-p", APP, "--answer", '{"approved": true}', db=db)
     assert code == 1, out
+
+
+def test_checkpoints_and_a_fork_answered_differently(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _, out = baton("run", APP, "80 lunch", db=db)
+    sid = session_of(out)
+    code, out = baton("resume", sid, "-p", APP, "--answer", '{"approved": true}', db=db)
+    assert "paid 80.00 for 'lunch'" in out
+
+    code, out = baton("sessions", "checkpoints", sid, "-p", APP, db=db)
+    assert code == 0, out
+    flat = "".join(out.split())
+    # The table folds long ids over several lines: join its first column's pieces.
+    first_column = "".join(line.split("│")[1].strip() for line in out.splitlines() if "│" in line)
+    question = re.search(r"question:[0-9a-f]{32}", first_column)
+    assert question, out
+    assert "start:e-" in flat
+    assert "end:e-" in flat
+    assert "review_0=" in flat
+
+    code, out = baton(
+        "sessions", "fork", sid, question.group(0), "-p", APP, "--new-session", "f1", db=db
+    )
+    assert code == 0, out
+    assert "into session f1" in out
+    assert "waits on review_0" in " ".join(out.split())
+    code, out = baton("resume", "f1", "-p", APP, "--answer", '{"approved": false}', db=db)
+    assert code in (0, 2), out
+    assert "paid 80.00" not in out
+    code, out = baton("sessions", "fork", sid, "start:e-nope", "-p", APP, db=db)
+    assert code == 1
+    assert "CheckpointNotFoundError" in out

@@ -65,3 +65,53 @@ async def test_rewind_route_undoes_a_waiting_run(start_live: StartLive, store_ur
     await live.start("approval", "u", sid, "three")
     done = await respond(live, sid, {"approved": False})
     assert done.json()[-1]["output"] == 'done:{"approved": false}'
+
+
+async def test_checkpoints_and_fork_routes(start_live: StartLive, store_url: str) -> None:
+    live: Live = await start_live(db_url=store_url)
+    sid, first, second = await paused_twice(live)
+    base = f"/apps/approval/users/u/sessions/{sid}"
+    listed = await live.client.get(f"{base}/checkpoints")
+    assert listed.status_code == 200, listed.text
+    points = listed.json()
+    assert [(p["kind"], p["invocationId"]) for p in points] == [
+        ("start", first),
+        ("question", first),
+        ("end", first),
+        ("start", second),
+        ("question", second),
+    ]
+    assert points[1]["answers"] == {"approve": {"approved": True}}
+    assert points[1]["answeredBy"] == {"approve": "u"}
+    source = (await live.client.get(base)).json()["events"]
+
+    forked = await live.client.post(
+        f"{base}/fork", json={"checkpointId": points[1]["id"], "newSessionId": "f1"}
+    )
+    assert forked.status_code == 200, forked.text
+    assert forked.json()["id"] == "f1"
+    [waiting] = (await live.client.get("/apps/approval/users/u/pending?session_id=f1")).json()
+    assert waiting["interruptId"] == "approve"
+    path = "/apps/approval/users/u/sessions/f1/interrupts/approve/respond"
+    done = await live.client.post(path, json={"response": {"approved": False}})
+    assert done.json()[-1]["output"] == 'done:{"approved": false}'
+    assert (await live.client.get(base)).json()["events"] == source
+
+    # Refusals: specific, and no session is made.
+    sessions = (await live.client.get("/apps/approval/users/u/sessions")).json()
+    unknown = await live.client.post(f"{base}/fork", json={"checkpointId": "start:e-nope"})
+    assert unknown.status_code == 404
+    assert "no checkpoint 'start:e-nope'" in unknown.json()["detail"]
+    taken = await live.client.post(
+        f"{base}/fork", json={"checkpointId": points[0]["id"], "newSessionId": "f1"}
+    )
+    assert taken.status_code == 409
+    bad_id = await live.client.post(
+        f"{base}/fork", json={"checkpointId": points[0]["id"], "newSessionId": "a\u0000b"}
+    )
+    assert bad_id.status_code == 422
+    assert (await live.client.post(f"{base}/fork", json={})).status_code == 422
+    missing = await live.client.get("/apps/approval/users/u/sessions/nope/checkpoints")
+    assert missing.status_code == 404
+    after = (await live.client.get("/apps/approval/users/u/sessions")).json()
+    assert sorted(s["id"] for s in after) == sorted(s["id"] for s in sessions)

@@ -147,4 +147,5 @@ async def test_schemathesis_oversized_and_deep_bodies_are_json_refusals(
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/interrupts/"
         "{interrupt_id}/respond": (413, 400),
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind": (413, 400),
+        "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/fork": (413, 400),
     }

@@ -46,6 +46,16 @@ def gated_app(gate: asyncio.Event) -> App:
     )
 
 
+async def waiting_at_go(start_live: StartLive) -> tuple[Live, str, str]:
+    """A server whose one session's run waits at 'go': the server, session and run."""
+    gate = asyncio.Event()
+    gate.set()
+    live: Live = await start_live(apps=[gated_app(gate)], web=True)
+    sid = await live.create("gated", "user")
+    run = (await live.start("gated", "user", sid, "one"))[-1]["invocationId"]
+    return live, sid, str(run)
+
+
 def node(page: Page, name: str) -> Locator:
     return page.locator(f"svg.run-graph g.node[data-node='{name}']")
 
@@ -98,17 +108,13 @@ async def test_the_graph_colours_follow_the_run_and_a_click_shows_a_node(
 async def test_the_rewind_button_undoes_a_run_and_closes_its_question(
     start_live: StartLive, browser: Browser
 ) -> None:
-    gate = asyncio.Event()
-    gate.set()
-    live: Live = await start_live(apps=[gated_app(gate)], web=True)
-    sid = await live.create("gated", "user")
-    first = (await live.start("gated", "user", sid, "one"))[-1]["invocationId"]
+    live, sid, first = await waiting_at_go(start_live)
     page = await browser.new_page(viewport={"width": 1280, "height": 1000})
     page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
     await page.goto(f"{live.url}/#/session/gated/{sid}")
     await expect(node(page, "confirm")).to_have_attribute("data-state", "waiting")
 
-    await page.locator(f"button.rewind[data-run='{first}']").click()
+    await page.locator(f"#checkpoints button.rewind[data-run='{first}']").click()
     await expect(page.locator("#session-body tr", has_text=first).locator(".badge")).to_have_text(
         "rewound"
     )
@@ -117,3 +123,42 @@ async def test_the_rewind_button_undoes_a_run_and_closes_its_question(
     await page.goto(f"{live.url}/#/")
     await expect(page.locator("#count")).to_have_text("0")
     await screenshot(page, "rewound")
+
+
+async def test_a_fork_at_a_question_opens_a_session_answered_differently(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live, sid, _ = await waiting_at_go(start_live)
+    respond = f"/apps/gated/users/user/sessions/{sid}/interrupts/go/respond"
+    assert (
+        await live.client.post(respond, json={"response": {"proceed": True}})
+    ).status_code == 200
+    page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    await expect(node(page, "finish")).to_have_attribute("data-state", "done")
+    rows = page.locator("#checkpoints tbody tr")
+    await expect(rows).to_have_count(3)  # before the run, its question, after it
+    await expect(rows.nth(1)).to_contain_text("proceed")
+    await expect(rows.nth(1)).to_contain_text("by user")
+
+    await rows.nth(1).locator("button.fork").click()
+    await expect(page).not_to_have_url(f"{live.url}/#/session/gated/{sid}")
+    fork = page.url.rsplit("/", 1)[-1]
+    await expect(page.locator("#session-title")).to_contain_text(fork)
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "waiting")
+    await expect(node(page, "finish")).to_have_attribute("data-state", "idle")
+    await screenshot(page, "forked")
+
+    await page.goto(f"{live.url}/#/")
+    card = page.locator(f"form.card[data-session='{fork}'][data-interrupt='go']")
+    await card.locator("input[name=proceed][value=no]").check()
+    await card.locator("button[type=submit]").click()
+    await expect(card).to_have_count(0)  # answered: the question is no longer open
+    await page.goto(f"{live.url}/#/session/gated/{fork}")
+    await expect(node(page, "finish")).to_have_attribute("data-state", "done")
+    await node(page, "finish").click()
+    await expect(page.locator("#node-detail")).to_contain_text("finished proceed=False")
+    # The source session still shows its own answer.
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    await node(page, "finish").click()
+    await expect(page.locator("#node-detail")).to_contain_text("finished proceed=True")

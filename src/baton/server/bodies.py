@@ -12,6 +12,7 @@ __all__ = [
     "AppsDetail",
     "CreateSessionRequest",
     "ErrorBody",
+    "ForkRequest",
     "RespondRequest",
     "RewindRequest",
     "RunAgentRequest",
@@ -97,3 +98,11 @@ class RewindRequest(WireModel):
     `Runner.rewind_async` takes)."""
 
     rewind_before_invocation_id: str
+
+
+class ForkRequest(WireModel):
+    """`POST .../sessions/{id}/fork`: the checkpoint to fork at (`GET .../checkpoints`
+    lists them) and, optionally, the new session's id."""
+
+    checkpoint_id: str
+    new_session_id: str | None = None

@@ -2,6 +2,10 @@
 
 - `GET .../sessions/{id}/graph?invocation=`: the picture of a run (the latest by
   default): the app's graph laid out, each node's state in that run (`run_graph`).
+- `GET .../sessions/{id}/checkpoints`: the points a run can be taken back to
+  (`Runner.checkpoints`): before each run, at each question, after each ended run.
+- `POST .../sessions/{id}/fork` `{"checkpointId": ..., "newSessionId"?: ...}`: a new
+  session holding the history up to that checkpoint (`Runner.fork`); the reply is it.
 - `POST .../sessions/{id}/rewind` `{"rewindBeforeInvocationId": ...}`: the reference's
   `Runner.rewind_async` over HTTP (the reference serves no route for it); the reply is
   the rewind event.
@@ -18,12 +22,13 @@ from fastapi import APIRouter, params
 
 from baton.errors import InvocationNotFoundError, SessionNotFoundError
 from baton.events import Event
-from baton.server.bodies import RewindRequest
+from baton.server.bodies import ForkRequest, RewindRequest
 from baton.server.catalog import AppCatalog
 from baton.server.refusals import ERROR_RESPONSES
 from baton.server.run_graph import RunGraph, build_run_graph
+from baton.sessions.checkpoints import Checkpoint
 from baton.sessions.rewind import live_events
-from baton.sessions.store import InvocationStatus, SessionKey
+from baton.sessions.store import InvocationStatus, Session, SessionKey
 from baton.types import SessionId
 
 __all__ = ["history_routes"]
@@ -49,6 +54,30 @@ def history_routes(
         return await _run_graph(
             catalog, SessionKey(app_name, user_id, SessionId(session_id)), invocation
         )
+
+    @router.get("/checkpoints", response_model=list[Checkpoint])
+    async def checkpoints(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, session_id: str
+    ) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first (rewound history has none)."""
+        runner = catalog.runner(app_name)
+        return await runner.checkpoints(user_id=user_id, session_id=session_id)
+
+    @router.post("/fork", response_model=Session, response_model_exclude_none=True)
+    async def fork(  # pyright: ignore[reportUnusedFunction] -- a route
+        app_name: str, user_id: str, session_id: str, body: ForkRequest
+    ) -> Session:
+        """A new session holding this one's history up to the checkpoint; a run waiting
+        at its question waits there again. 404 for an unknown checkpoint, 409 when the
+        new id is taken or a run was executing there; nothing is written then."""
+        forked = await catalog.runner(app_name).fork(
+            user_id=user_id,
+            session_id=session_id,
+            checkpoint_id=body.checkpoint_id,
+            new_session_id=body.new_session_id,
+        )
+        changed()
+        return forked
 
     @router.post("/rewind", response_model=Event, response_model_exclude_none=True)
     async def rewind(  # pyright: ignore[reportUnusedFunction] -- a route

@@ -71,6 +71,10 @@ class _SessionData:
     interrupts: dict[tuple[str, str], Interrupt] = field(
         default_factory=dict[tuple[str, str], Interrupt]
     )
+    # (invocation id, interrupt id) -> the checkpoint (JSON) the question was asked at
+    question_checkpoints: dict[tuple[str, str], bytes] = field(
+        default_factory=dict[tuple[str, str], bytes]
+    )
 
 
 @final
@@ -122,6 +126,11 @@ class MemoryStore:
             events = data.events if event_limit is None else data.events[-event_limit:]
             copy.events = [Event.model_validate_json(e) for e in events] if event_limit != 0 else []
         return copy
+
+    async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
+        data = self._sessions.get(key)
+        kept = data.question_checkpoints if data else {}
+        return {ids: from_json(checkpoint) for ids, checkpoint in kept.items()}
 
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
         return [
@@ -243,10 +252,13 @@ class MemoryStore:
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
         assert commit.invocation_id is not None  # checked by the caller
+        kept = None if commit.checkpoint is None else to_json(commit.checkpoint)
         for row in commit.opened:
             expires_at = None if row.timeout is None else now + row.timeout
             stored = row.model_copy(update={"created_at": now, "expires_at": expires_at}, deep=True)
             data.interrupts[(row.invocation_id, row.interrupt_id)] = stored
+            if kept is not None:  # the checkpoint this question is asked at, for forks
+                data.question_checkpoints[(row.invocation_id, row.interrupt_id)] = kept
         for interrupt_id, answer in commit.answered:
             row = data.interrupts.get((commit.invocation_id, interrupt_id))
             if row is not None:

@@ -237,6 +237,12 @@ class Store(Protocol):
         """Sessions of an app (optionally of one user), without their events."""
         ...
 
+    async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
+        """(invocation id, interrupt id) -> the invocation's checkpoint as it was when that
+        question was last asked (written with the step that asked it); a fork at the
+        question starts from it."""
+        ...
+
     async def delete_session(self, key: SessionKey) -> bool:
         """Delete a session and everything in it; False when there was none."""
         ...

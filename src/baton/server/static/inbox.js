@@ -482,6 +482,8 @@ async function showSession(app, sessionId) {
     bodyNode.replaceChildren(
       el("h3", { text: "Graph" }),
       graphSection(app, sessionId, t),
+      el("h3", { text: "Checkpoints" }),
+      checkpointSection(app, sessionId),
       el("h3", { text: "Runs" }),
       table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", runActions(app, sessionId, i)])),
       el("h3", { text: "Nodes" }),
@@ -577,6 +579,12 @@ function runActions(app, sessionId, run) {
 
 function rewindAction(app, sessionId, run) {
   if (run.status === "rewound" || run.status === "running") return "";
+  return rewindButton(app, sessionId, run.id);
+}
+
+// Refusals (a run still executing, one already rewound) are shown under the button.
+function rewindButton(app, sessionId, runId) {
+  const run = { id: runId };
   const error = el("div", { class: "error", role: "alert" });
   const button = el("button", { type: "button", class: "rewind", text: "Rewind to before this run", "data-run": run.id });
   button.addEventListener("click", async () => {
@@ -593,6 +601,52 @@ function rewindAction(app, sessionId, run) {
     }
   });
   return el("div", { class: "run-action" }, [button, error]);
+}
+
+// -- time travel: checkpoints, each with its rewind and fork ------------------------------
+
+function checkpointSection(app, sessionId) {
+  const box = el("div", { class: "checkpoints", id: "checkpoints" }, [el("p", { class: "empty", text: "loading…" })]);
+  loadCheckpoints(app, sessionId, box);
+  return box;
+}
+
+async function loadCheckpoints(app, sessionId, box) {
+  try {
+    const points = await api(`${userBase(app)}/sessions/${enc(sessionId)}/checkpoints`);
+    if (!points.length) { box.replaceChildren(el("p", { class: "empty", text: "No checkpoints yet: no run has started." })); return; }
+    box.replaceChildren(table(["when", "checkpoint", "answered", ""], points.map((p) => [
+      when(p.time), el("span", { text: p.label }), answeredText(p), checkpointActions(app, sessionId, p),
+    ])));
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "error", text: `checkpoints: ${e.message}` }));
+  }
+}
+
+function answeredText(point) {
+  return Object.entries(point.answers).map(([id, v]) =>
+    `${id} = ${short(v, 60)}${point.answeredBy[id] ? ` by ${point.answeredBy[id]}` : ""}`).join("; ");
+}
+
+// A fork makes a new session (this one is not changed) and opens it; at a question, the
+// run waits there again in the fork, so it can be answered differently.
+function checkpointActions(app, sessionId, point) {
+  const error = el("div", { class: "error", role: "alert" });
+  const fork = el("button", { type: "button", class: "fork", text: point.kind === "question" ? "Fork here to answer again" : "Fork here", "data-checkpoint": point.id });
+  fork.addEventListener("click", async () => {
+    fork.disabled = true;
+    error.textContent = "";
+    try {
+      const forked = await api(`${userBase(app)}/sessions/${enc(sessionId)}/fork`, { method: "POST", body: { checkpointId: point.id } });
+      log(`${app} · session ${sessionId.slice(0, 8)}: forked at ${point.label} into ${forked.id.slice(0, 8)}`, "forked", `#/session/${enc(app)}/${enc(forked.id)}`);
+      location.hash = `#/session/${enc(app)}/${enc(forked.id)}`;
+    } catch (e) {
+      error.textContent = e.message;
+      fork.disabled = false;
+    }
+  });
+  const rewind = point.kind === "start" ? rewindButton(app, sessionId, point.invocationId) : "";
+  return el("div", { class: "run-actions" }, [fork, rewind, error]);
 }
 
 // The stream sends a frame only when something changed; the session shown is reloaded

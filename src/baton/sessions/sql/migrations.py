@@ -268,6 +268,32 @@ def _v5_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     return [CreateTable(_V5_ARTIFACTS), *(CreateIndex(i) for i in _V5_ARTIFACTS.indexes)]
 
 
+# Step 6: each question's checkpoint, frozen as written (with the sessions table as far
+# as its foreign key needs it).
+_v6 = MetaData()
+_V6_SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+Table("baton_sessions", _v6, Column("pk", _V6_SERIAL, primary_key=True))
+_V6_QUESTION_CHECKPOINTS = Table(
+    "baton_question_checkpoints",
+    _v6,
+    Column("invocation_id", String(255), primary_key=True),
+    Column("interrupt_id", String(255), primary_key=True),
+    Column(
+        "session_pk",
+        _V6_SERIAL,
+        ForeignKey("baton_sessions.pk", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("checkpoint", JSON(none_as_null=True), nullable=True),
+)
+
+
+def _v6_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    table = _V6_QUESTION_CHECKPOINTS
+    return [CreateTable(table), *(CreateIndex(i) for i in table.indexes)]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -278,6 +304,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _v4_statements,
     ),
     Migration(5, "artifacts: versioned files per session or user", _v5_statements),
+    Migration(6, "each question's checkpoint, for forks", _v6_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -22,6 +22,7 @@ from baton.sessions.sql.schema import (
     fingerprints,
     interrupts,
     invocations,
+    question_checkpoints,
     session_params,
     sessions,
 )
@@ -130,6 +131,25 @@ def list_invocations(connection: Connection, key: SessionKey) -> list[Invocation
 def interrupts_from(rows: list[tuple[Any, ...]]) -> list[Interrupt]:
     """The interrupts in rows of `INTERRUPTS_BY_ID`."""
     return [_to_interrupt(dict(zip(_INTERRUPT_COLUMNS, row, strict=True))) for row in rows]
+
+
+_QUESTION_CHECKPOINTS = (
+    select(
+        question_checkpoints.c.invocation_id,
+        question_checkpoints.c.interrupt_id,
+        question_checkpoints.c.checkpoint,
+    )
+    .join(sessions, sessions.c.pk == question_checkpoints.c.session_pk)
+    .where(IS_SESSION)
+)
+
+
+def list_question_checkpoints(
+    connection: Connection, key: SessionKey
+) -> dict[tuple[str, str], Any]:
+    """(invocation id, interrupt id) -> the checkpoint that question was asked at."""
+    rows = connection.execute(_QUESTION_CHECKPOINTS, session_params(key))
+    return {(row[0], row[1]): row[2] for row in rows}
 
 
 def list_interrupts(

@@ -44,6 +44,7 @@ __all__ = [
     "interrupts",
     "invocations",
     "metadata",
+    "question_checkpoints",
     "schema_version",
     "session_params",
     "sessions",
@@ -183,6 +184,23 @@ artifacts = Table(
     UniqueConstraint("artifact_key", "version", name="uq_baton_artifacts_version"),
     UniqueConstraint("artifact_key", "save_key", name="uq_baton_artifacts_save"),
     Index("ix_baton_artifacts_scope", "app_name", "user_id", "session_id"),
+)
+
+# The invocation's checkpoint as it was when each question was (last) asked: a fork
+# at that question (`Runner.fork`) starts from it, to answer differently.
+question_checkpoints = Table(
+    "baton_question_checkpoints",
+    metadata,
+    Column("invocation_id", String(255), primary_key=True),
+    Column("interrupt_id", String(255), primary_key=True),
+    Column(
+        "session_pk",
+        _SERIAL,
+        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("checkpoint", JSON(none_as_null=True), nullable=True),
 )
 
 schema_version = Table(

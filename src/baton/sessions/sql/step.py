@@ -32,6 +32,7 @@ from baton.sessions.sql.schema import (
     fingerprints,
     interrupts,
     invocations,
+    question_checkpoints,
     session_params,
     sessions,
 )
@@ -247,6 +248,27 @@ def _open_interrupts(
         return
     rows = [_interrupt_row(session_pk, commit.session, row, now) for row in commit.opened]
     run(connection, _reopen_interrupts(connection.dialect.name), rows)
+    if commit.checkpoint is not None:
+        kept = [
+            {
+                "invocation_id": row.invocation_id,
+                "interrupt_id": row.interrupt_id,
+                "session_pk": session_pk,
+                "checkpoint": commit.checkpoint,
+            }
+            for row in commit.opened
+        ]
+        run(connection, _keep_question_checkpoints(connection.dialect.name), kept)
+
+
+@cache
+def _keep_question_checkpoints(dialect: str) -> UpdateBase:
+    """The checkpoint each question was asked at; asked again, the newer one replaces it."""
+    statement = insert(dialect, question_checkpoints)
+    return statement.on_conflict_do_update(
+        index_elements=[question_checkpoints.c.invocation_id, question_checkpoints.c.interrupt_id],
+        set_={"checkpoint": statement.excluded.checkpoint},
+    )
 
 
 @cache

@@ -197,6 +197,10 @@ class SqlStore:
         rows = await self._one(reads.SESSION, session_params(key), write=False)
         return reads.session_from(rows[0]) if rows else None
 
+    async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
+        """(invocation id, interrupt id) -> the invocation's checkpoint when it asked that."""
+        return await self._read_once(reads.list_question_checkpoints, key)
+
     async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
         """Sessions of an app (optionally of one user), without their events."""
         return await self._read_once(reads.list_sessions, app_name, user_id)
