@@ -480,12 +480,12 @@ async function showSession(app, sessionId) {
     const t = await api(`${userBase(app)}/sessions/${enc(sessionId)}/timeline`);
     const files = await artifactTable(app, sessionId);
     bodyNode.replaceChildren(
+      el("h3", { text: "Runs" }),
+      table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", runActions(app, sessionId, i)])),
       el("h3", { text: "Graph" }),
       graphSection(app, sessionId, t),
       el("h3", { text: "Checkpoints" }),
       checkpointSection(app, sessionId),
-      el("h3", { text: "Runs" }),
-      table(["run", "status", "started", "updated", "error", ""], t.invocations.map((i) => [i.id, badge(i.status), when(i.createdAt), when(i.updatedAt), i.error || "", runActions(app, sessionId, i)])),
       el("h3", { text: "Nodes" }),
       table(["node", "status", "output"], t.nodes.map((n) => [n.path, badge(n.status), value(n.output)])),
       el("h3", { text: "Timeline" }),
@@ -615,7 +615,7 @@ async function loadCheckpoints(app, sessionId, box) {
   try {
     const points = await api(`${userBase(app)}/sessions/${enc(sessionId)}/checkpoints`);
     if (!points.length) { box.replaceChildren(el("p", { class: "empty", text: "No checkpoints yet: no run has started." })); return; }
-    box.replaceChildren(table(["when", "checkpoint", "answered", ""], points.map((p) => [
+    box.replaceChildren(table(["when", "checkpoint", "answers given", ""], points.map((p) => [
       when(p.time), el("span", { text: p.label }), answeredText(p), checkpointActions(app, sessionId, p),
     ])));
   } catch (e) {
