@@ -15,6 +15,7 @@ from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.events import Event, RouteValue, to_json_value
+from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
@@ -105,6 +106,7 @@ class InvocationContext:
     commit: CommitFn
     agent_name: str = ""
     artifact_service: BaseArtifactService | None = None
+    plugins: PluginManager = NO_PLUGINS
     # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
     tracer: Tracer | None = None
 

@@ -11,7 +11,7 @@ import asyncio
 import enum
 from collections import deque
 from collections.abc import AsyncGenerator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -27,6 +27,7 @@ from baton.errors import (
     StoreUnavailableError,
 )
 from baton.events import Event, EventActions
+from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.sessions.rewind import live_events
 from baton.sessions.store import (
     Interrupt,
@@ -94,6 +95,7 @@ class RunSettings:
     is_resumable: bool
     lease_ttl: timedelta
     artifact_service: BaseArtifactService | None = None
+    plugins: PluginManager = NO_PLUGINS
 
 
 class InvocationRun:
@@ -126,6 +128,7 @@ class InvocationRun:
             commit=self._land,
             agent_name=settings.root.name,
             artifact_service=settings.artifact_service,
+            plugins=settings.plugins,
         )
 
     async def _history(self) -> list[Event]:
@@ -133,6 +136,7 @@ class InvocationRun:
         return live_events(session.events) if session else []
 
     async def begin(self, answered_by: str | None) -> None:
+        await self._offer_user_message()
         plan = self.plan
         if plan.kind is PlanKind.START:
             await self._land(
@@ -147,6 +151,17 @@ class InvocationRun:
             await self._record_expiry(answered_by)
         elif plan.state_delta or plan.message is not None:
             await self._land(self._user_parts(), lambda: None)
+
+    async def _offer_user_message(self) -> None:
+        """Plugins may replace a text message that starts or continues the run (answers,
+        which are checked against their questions, are not offered)."""
+        plan = self.plan
+        if not self.settings.plugins or plan.message is None or plan.kind is PlanKind.ANSWER:
+            return
+        replaced = await self.settings.plugins.on_user_message(self.invocation, plan.message)
+        if replaced is not None:
+            self.plan = replace(plan, message=replaced)
+            self.invocation.user_content = replaced
 
     def _user_parts(self) -> StepParts:
         plan = self.plan
@@ -225,6 +240,8 @@ class InvocationRun:
         answered_by: str | None = None,
         error: str | None = None,
     ) -> None:
+        if self.settings.plugins and parts.events:
+            parts = await self._offer_events(parts)
         async with self.lock:
             mutate()
             if status is None and self.final_status is not None:
@@ -259,6 +276,21 @@ class InvocationRun:
             # The caller gets the step's events before the next step starts; one that
             # stops reading holds the run here, one that closes the stream cancels it here.
             await self.outbox.handed_over()
+
+    async def _offer_events(self, parts: StepParts) -> StepParts:
+        """Plugins may replace each event (but the user's message) before it is stored."""
+        offered: list[Event] = []
+        for event in parts.events:
+            replaced = None
+            if event is not self.user_event:
+                replaced = await self.settings.plugins.on_event(self.invocation, event)
+            offered.append(event if replaced is None else replaced)
+        return StepParts(
+            events=tuple(offered),
+            state_delta=parts.state_delta,
+            opened=parts.opened,
+            answered=parts.answered,
+        )
 
     async def _commit_again(self, step: StepCommit, unavailable: StoreUnavailableError) -> int:
         """Commit `step`, whose first attempt found the database unreachable: retry with
@@ -315,8 +347,9 @@ class InvocationRun:
 
     async def _run_to_a_stop(self) -> None:
         try:
-            await self._execute_root()
-            await self._finish()
+            if not await self._ended_by_plugin():
+                await self._execute_root()
+                await self._finish()
         except NodeRunFailedError as failure:
             self.error = failure.error
             await self._land(
@@ -327,7 +360,30 @@ class InvocationRun:
             # the invocation stays as its last commit left it, resumable by its id.
             self.error = _cause(broken)
         finally:
+            await self._tell_plugins()
             self.outbox.close()
+
+    async def _ended_by_plugin(self) -> bool:
+        """A plugin's before-run reply ends the run: it lands as the run's last event."""
+        plugins = self.settings.plugins
+        reply = await plugins.before_run(self.invocation) if plugins else None
+        if reply is None:
+            return False
+        event = Event(invocation_id=self.plan.invocation_id, author="model", content=reply)
+        await self._land(
+            StepParts(events=(event,)), lambda: None, status=InvocationStatus.COMPLETED
+        )
+        return True
+
+    async def _tell_plugins(self) -> None:
+        plugins = self.settings.plugins
+        if not plugins:
+            return
+        error = self.error
+        if isinstance(error, Exception):
+            await plugins.on_run_error(self.invocation, error)
+        else:
+            await plugins.after_run(self.invocation)
 
     def _span_attributes(self) -> dict[str, str]:
         key = self.plan.key

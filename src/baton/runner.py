@@ -13,7 +13,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing, suppress
 from datetime import timedelta
 from typing import Any, Final, cast, final
@@ -29,6 +29,7 @@ from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
 from baton.planning import CallPlanner
+from baton.plugins import BasePlugin, PluginManager
 from baton.rewinding import Rewind, rewind_session
 from baton.schemas import check_state_delta
 from baton.sessions.checkpoints import Checkpoint, list_checkpoints
@@ -136,6 +137,8 @@ class Runner:
         artifact_service: where `ctx.save_artifact` keeps files (None: saving raises,
             as in the reference). `BaseArtifactService(session_service.store)` keeps them
             in the session store, deleted with their session.
+        plugins: runner-wide callbacks (`baton.plugins.BasePlugin`), asked before the
+            agents' own; or give them as `App(plugins=[...])`, not both.
         auto_create_session: create a missing session instead of raising.
         lease_ttl: how long a crashed runner's lease blocks others before it expires.
         worker_id: this process's identity in lease owners (`worker_id/call`). A process
@@ -153,6 +156,7 @@ class Runner:
         node: Node | None = None,
         session_service: BaseSessionService,
         artifact_service: BaseArtifactService | None = None,
+        plugins: Sequence[BasePlugin] | None = None,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
         worker_id: str | None = None,
@@ -169,6 +173,12 @@ class Runner:
         self.app_name = app_name or app.name
         self.session_service = session_service
         self.artifact_service = _checked_artifact_service(artifact_service)
+        if plugins is not None and app.plugins:
+            raise ValueError(
+                "plugins were given to both the App and the Runner; give them to one (the "
+                "reference takes them from App(plugins=[...]))."
+            )
+        self.plugin_manager = PluginManager(plugins if plugins is not None else app.plugins)
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
         self.worker_id = default_worker_id() if worker_id is None else check_worker_id(worker_id)
@@ -207,7 +217,8 @@ class Runner:
         return bool(config and config.is_resumable)
 
     async def close(self) -> None:
-        """Close the session service (and the loop thread of sync `run` calls)."""
+        """Close the plugins, the session service (and the loop thread of sync calls)."""
+        await self.plugin_manager.close()
         await self.session_service.close()
         self._loop_thread.stop()
 
@@ -559,6 +570,7 @@ class Runner:
             is_resumable=self.is_resumable,
             lease_ttl=self.lease_ttl,
             artifact_service=self.artifact_service,
+            plugins=self.plugin_manager,
         )
 
     def _check_fingerprint(self, invocation: Invocation) -> None:

@@ -26,10 +26,11 @@ from pydantic import (
     field_validator,
 )
 
-from baton.agents.callbacks import CallbackContext, Callbacks, run_callbacks
+from baton.agents.callbacks import CallbackContext, Callbacks, chain, run_callbacks
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
+from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
 from baton.events import Event, EventActions, RequestInput
@@ -201,32 +202,43 @@ class BaseAgent(BaseModel):
             yield before
             if before.actions.end_of_agent:
                 return  # the callback answered for the agent
-        async with aclosing(self._run_async_impl(ctx)) as events:
-            async for item in events:
-                # A custom agent may ask a person directly, as a function node does.
-                event = item.to_event(author=self.name) if isinstance(item, RequestInput) else item
-                if ctx.branch is not None and event.branch is None:
-                    event.branch = ctx.branch
-                yield event
+        try:
+            async with aclosing(self._run_async_impl(ctx)) as events:
+                async for item in events:
+                    # A custom agent may ask a person directly, as a function node does.
+                    is_ask = isinstance(item, RequestInput)
+                    event = item.to_event(author=self.name) if is_ask else item
+                    if ctx.branch is not None and event.branch is None:
+                        event.branch = ctx.branch
+                    yield event
+        except Exception as error:
+            if ctx.plugins:
+                await ctx.plugins.on_agent_error(self, self._callback_context(ctx), error)
+            raise
         closing = await self._closing_event(ctx)
         if closing is not None:
             yield closing
 
     async def _before_event(self, ctx: AgentContext) -> Event | None:
         """The before-agent callbacks' event, on a start (not a resume) of the agent."""
-        if self.before_agent_callback is None or await self._has_started(ctx):
+        callbacks = chain(ctx.plugins.agent_hooks("before", self), self.before_agent_callback)
+        if callbacks is None or await self._has_started(ctx):
             return None
-        return await self._callback_event(ctx, self.before_agent_callback)
+        return await self._callback_event(ctx, callbacks)
 
     async def _closing_event(self, ctx: AgentContext) -> Event | None:
         """After `_run_async_impl` returned: the end of the agent (unless it waits), with
         its after-callback's reply."""
         if self.name not in ctx.ended_agents:
             return None if await self.is_waiting(ctx) else await self._end_event(ctx)
-        if self.after_agent_callback is None:
+        callbacks = self._after_callbacks(ctx)
+        if callbacks is None:
             return None
         # The agent ended itself: the callback's reply follows in an event of its own.
-        return await self._callback_event(ctx, self.after_agent_callback, ends=False)
+        return await self._callback_event(ctx, callbacks, ends=False)
+
+    def _after_callbacks(self, ctx: AgentContext) -> Callbacks:
+        return chain(ctx.plugins.agent_hooks("after", self), self.after_agent_callback)
 
     async def _has_started(self, ctx: AgentContext) -> bool:
         """Whether this call of the agent already began (a resume, not a start)."""
@@ -242,12 +254,8 @@ class BaseAgent(BaseModel):
 
         A reply from a before-callback ends the agent in the same event (`ends`).
         """
-        callback_context = CallbackContext(
-            state=ctx.state,
-            agent_name=self.name,
-            invocation_id=ctx.invocation_id,
-            user_content=ctx.user_content,
-            artifacts=await ctx.artifacts_for(f"{self.name}/agent"),
+        callback_context = self._callback_context(
+            ctx, await ctx.artifacts_for(f"{self.name}/agent")
         )
         reply = await run_callbacks(callbacks, callback_context=callback_context)
         actions = callback_context.actions
@@ -260,14 +268,27 @@ class BaseAgent(BaseModel):
             event.content = _reply_content(self.name, reply)
         return event
 
+    def _callback_context(
+        self, ctx: AgentContext, artifacts: ArtifactScope | None = None
+    ) -> CallbackContext:
+        return CallbackContext(
+            state=ctx.state,
+            agent_name=self.name,
+            invocation_id=ctx.invocation_id,
+            user_content=ctx.user_content,
+            artifacts=artifacts,
+        )
+
     async def _end_event(self, ctx: AgentContext) -> Event:
         """The event ending the agent, with its after-callback's reply and writes."""
         end = self._create_agent_state_event(ctx, end_of_agent=True)
-        if self.after_agent_callback is not None:
-            after = await self._callback_event(ctx, self.after_agent_callback, ends=False)
+        callbacks = self._after_callbacks(ctx)
+        if callbacks is not None:
+            after = await self._callback_event(ctx, callbacks, ends=False)
             if after is not None:
                 end.content = after.content
                 end.actions.state_delta = after.actions.state_delta
+                end.actions.artifact_delta = after.actions.artifact_delta
         return end
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:

@@ -23,7 +23,7 @@ as it is, and an agent that started (or ended) is not started again.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
@@ -36,7 +36,14 @@ from baton.tools.confirmation import asked_confirmation
 from baton.tools.tool_context import StateWriter, ToolState
 from baton.types import Content
 
-__all__ = ["CallbackContext", "Callbacks", "llm_response", "run_callbacks", "tool_result"]
+__all__ = [
+    "CallbackContext",
+    "Callbacks",
+    "chain",
+    "llm_response",
+    "run_callbacks",
+    "tool_result",
+]
 
 Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
 """One callback, a list of them (the first non-None result wins), or none."""
@@ -83,6 +90,14 @@ class CallbackContext(StateWriter, ArtifactMethods):
         return f"CallbackContext(agent_name={self.agent_name!r})"
 
 
+def chain(hooks: Sequence[Callable[..., Any]], own: Callbacks) -> Callbacks:
+    """Plugin hooks first, then the agent's own callbacks (None when there are none)."""
+    if not hooks:
+        return own
+    mine = [] if own is None else own if isinstance(own, list) else [own]
+    return [*hooks, *mine]
+
+
 async def run_callbacks(callbacks: Callbacks, **kwargs: Any) -> Any:
     """Call the callbacks in order with `kwargs`; the first result that is not None.
 
@@ -107,8 +122,10 @@ async def tool_result(
     *,
     before: Callbacks,
     after: Callbacks,
+    error: Callbacks = None,
 ) -> JsonValue:
-    """A tool call's result: a before-callback's, or the tool's, then an after-callback's.
+    """A tool call's result: a before-callback's, or the tool's (an error callback's when
+    it raised), then an after-callback's.
 
     A call that now waits for confirmation returns the tool's result untouched (it is
     not sent to the model).
@@ -117,7 +134,7 @@ async def tool_result(
     if early is not None:
         result = to_json_value(early, what=f"the before_tool_callback result of '{tool.name}'")
     else:
-        result = await tool.run(args, tool_context)
+        result = await _run_tool(tool, args, tool_context, error)
         call_id = tool_context.function_call_id or ""
         asked = asked_confirmation(call_id, tool_context.actions.requested_tool_confirmations)
         if asked is not None and tool_context.tool_confirmation is None:
@@ -132,6 +149,24 @@ async def tool_result(
     if late is None:
         return result
     return to_json_value(late, what=f"the after_tool_callback result of '{tool.name}'")
+
+
+async def _run_tool(
+    tool: BaseTool, args: dict[str, JsonValue], tool_context: ToolContext, error: Callbacks
+) -> JsonValue:
+    """The tool's result; when it raises, the first error callback's result instead (the
+    error is raised when none answers)."""
+    try:
+        return await tool.run(args, tool_context)
+    except Exception as failure:
+        if error is None:
+            raise
+        handled = await run_callbacks(
+            error, tool=tool, args=args, tool_context=tool_context, error=failure
+        )
+        if handled is None:
+            raise
+        return to_json_value(handled, what=f"the on_tool_error_callback result of '{tool.name}'")
 
 
 def llm_response(agent: str, value: object) -> LlmResponse | None:

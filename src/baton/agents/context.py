@@ -83,6 +83,7 @@ class AgentContext(InvocationContext):
             commit=ic.commit,
             agent_name=ic.agent_name,
             artifact_service=ic.artifact_service,
+            plugins=ic.plugins,
         )
         self.run = run
         self.node_input = node_input

@@ -25,6 +25,7 @@ from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import (
     CallbackContext,
     Callbacks,
+    chain,
     llm_response,
     run_callbacks,
     tool_result,
@@ -43,6 +44,7 @@ from baton.context import InvocationContext
 from baton.errors import BatonError
 from baton.events import RESPONSE_SCHEMAS_KEY, Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
+from baton.plugins.manager import PluginManager
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
 from baton.tools.confirmation import (
@@ -119,6 +121,10 @@ class LlmAgent(BaseAgent):
             `baton.agents.callbacks`).
         before_tool_callback, after_tool_callback: called around each tool call; a
             returned dict is used as the tool's result.
+        on_model_error_callback: called (callback_context, llm_request, error) when the
+            model call raises; a returned LlmResponse is used instead of the error.
+        on_tool_error_callback: called (tool, args, tool_context, error) when a tool
+            raises; a returned dict is the tool's result instead of the error.
 
     Raises:
         ValueError: two tools have the same name.
@@ -136,6 +142,8 @@ class LlmAgent(BaseAgent):
     after_model_callback: Callbacks = None
     before_tool_callback: Callbacks = None
     after_tool_callback: Callbacks = None
+    on_model_error_callback: Callbacks = None
+    on_tool_error_callback: Callbacks = None
 
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
@@ -240,17 +248,18 @@ class LlmAgent(BaseAgent):
         )
 
     async def _run_tool(
-        self, tool: BaseTool, args: dict[str, JsonValue], tool_context: ToolContext
+        self,
+        tool: BaseTool,
+        args: dict[str, JsonValue],
+        tool_context: ToolContext,
+        plugins: PluginManager,
     ) -> JsonValue:
-        if self.before_tool_callback is None and self.after_tool_callback is None:
+        before = chain(plugins.tool_hooks("before"), self.before_tool_callback)
+        after = chain(plugins.tool_hooks("after"), self.after_tool_callback)
+        error = chain(plugins.tool_hooks("error"), self.on_tool_error_callback)
+        if before is None and after is None and error is None:
             return await tool.run(args, tool_context)
-        return await tool_result(
-            tool,
-            args,
-            tool_context,
-            before=self.before_tool_callback,
-            after=self.after_tool_callback,
-        )
+        return await tool_result(tool, args, tool_context, before=before, after=after, error=error)
 
     def _pending(
         self, ctx: AgentContext, progress: _Progress, lro_ids: set[str]
@@ -284,18 +293,23 @@ class LlmAgent(BaseAgent):
             user_content=ctx.user_content,
             artifacts=await ctx.artifacts_for(f"{self.name}/model"),
         )
+        plugins = ctx.plugins
         response = llm_response(
             self.name,
             await run_callbacks(
-                self.before_model_callback, callback_context=callback_context, llm_request=request
+                chain(plugins.model_hooks("before"), self.before_model_callback),
+                callback_context=callback_context,
+                llm_request=request,
             ),
         )
         if response is None:
-            response = await self._generate(request)
+            response = await self._generate_or_recover(request, callback_context, ctx)
         replaced = llm_response(
             self.name,
             await run_callbacks(
-                self.after_model_callback, callback_context=callback_context, llm_response=response
+                chain(plugins.model_hooks("after"), self.after_model_callback),
+                callback_context=callback_context,
+                llm_response=response,
             ),
         )
         event = self._turn_event(ctx, replaced or response)
@@ -309,6 +323,27 @@ class LlmAgent(BaseAgent):
             **event.actions.artifact_delta,
         }
         return event
+
+    async def _generate_or_recover(
+        self, request: LlmRequest, callback_context: CallbackContext, ctx: AgentContext
+    ) -> LlmResponse:
+        """The model's response; when the call fails, the first model-error callback's
+        response instead (plugins first), or the error when none answers."""
+        try:
+            return await self._generate(request)
+        except Exception as error:
+            callbacks = chain(ctx.plugins.model_hooks("error"), self.on_model_error_callback)
+            if callbacks is None:
+                raise
+            recovered = llm_response(
+                self.name,
+                await run_callbacks(
+                    callbacks, callback_context=callback_context, llm_request=request, error=error
+                ),
+            )
+            if recovered is None:
+                raise
+            return recovered
 
     async def _generate(self, request: LlmRequest) -> LlmResponse:
         llm = self.canonical_model
@@ -464,7 +499,7 @@ class LlmAgent(BaseAgent):
             known = ", ".join(self.canonical_tools) or "none"
             result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
         else:
-            result = await self._run_tool(tool, call.args or {}, tool_context)
+            result = await self._run_tool(tool, call.args or {}, tool_context, ctx.plugins)
         event = Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
