@@ -405,8 +405,11 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters["answer_status"] = InterruptStatus.ANSWERED.value
         parameters["answer_at"] = now
         parameters["answer_by"] = commit.answered_by
+    keeping = bool(commit.opened) and commit.checkpoint is not None
     if commit.opened:
         parameters.update(_opened_params(commit, now))
+    if keeping:
+        parameters["asked_checkpoint"] = _json_text(commit.checkpoint)
     if commit.lease is not None:
         parameters["key_token"] = commit.lease.token
     statement = _step_at_once(
@@ -414,6 +417,7 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         answering=bool(commit.answered),
         fenced=commit.lease is not None,
         opening=bool(commit.opened),
+        keeping=keeping,
     )
     return statement, parameters
 
@@ -465,9 +469,22 @@ def _open_at_once(advanced: Any) -> UpdateBase:
     )
 
 
+def _keep_at_once(advanced: Any) -> UpdateBase:
+    """The checkpoint each opened question is asked at, as `_keep_question_checkpoints`."""
+    asked_at = cast(bindparam("asked_checkpoint", type_=Text), JSON)
+    rows = select(advanced.c.session_pk, advanced.c.id, _OPENED.c.interrupt_id, asked_at)
+    rows = rows.select_from(advanced.join(_OPENED, true()))
+    names = ["session_pk", "invocation_id", "interrupt_id", "checkpoint"]
+    statement = postgresql.insert(question_checkpoints).from_select(names, rows)
+    return statement.on_conflict_do_update(
+        index_elements=[question_checkpoints.c.invocation_id, question_checkpoints.c.interrupt_id],
+        set_={"checkpoint": statement.excluded.checkpoint},
+    )
+
+
 @cache
 def _step_at_once(
-    changed: tuple[str, ...], *, answering: bool, fenced: bool, opening: bool
+    changed: tuple[str, ...], *, answering: bool, fenced: bool, opening: bool, keeping: bool
 ) -> Select[Any]:
     advanced = (
         update(invocations)
@@ -499,6 +516,8 @@ def _step_at_once(
     )
     if opening:
         statement = statement.add_cte(_open_at_once(advanced).cte("opened"))
+    if keeping:  # the checkpoint the questions are asked at, for forks
+        statement = statement.add_cte(_keep_at_once(advanced).cte("kept"))
     if not answering:
         return statement
     answered = (
