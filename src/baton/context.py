@@ -15,6 +15,7 @@ from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.events import Event, RouteValue, to_json_value
+from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
@@ -106,6 +107,7 @@ class InvocationContext:
     commit: CommitFn
     agent_name: str = ""
     artifact_service: BaseArtifactService | None = None
+    memory_service: BaseMemoryService | None = None
     plugins: PluginManager = NO_PLUGINS
     # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
     tracer: Tracer | None = None
@@ -123,6 +125,20 @@ class InvocationContext:
     def session_id(self) -> str:
         return self.session.id
 
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory; `add_session_to_memory` adds the session as committed."""
+
+        async def committed() -> Session:
+            return self.session.model_copy(update={"events": await self.load_history()})
+
+        return MemoryScope(
+            self.memory_service,
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=self.session.id,
+            load_session=committed,
+        )
+
 
 class ChildRuns(Protocol):
     """Runs a node run's dynamic children (the engine's `baton.workflow.dynamic`)."""
@@ -134,11 +150,12 @@ class ChildRuns(Protocol):
         ...
 
 
-class Context(ArtifactMethods):
+class Context(ArtifactMethods, MemoryMethods):
     """One node run's view of the invocation: state, answers, ids, and what it produced.
 
     Its artifact methods (`save_artifact`, `load_artifact`, `list_artifacts`,
-    `get_artifact_version`) reach the Runner's artifact service in this session.
+    `get_artifact_version`) reach the Runner's artifact service in this session, its
+    memory methods (`search_memory`, `add_session_to_memory`, ...) its memory service.
     """
 
     def __init__(
@@ -188,6 +205,11 @@ class Context(ArtifactMethods):
                 saver=f"{ic.invocation_id}/{self.node_path}@{self.run_id}",
             )
         return self._artifact_scope
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory, as the Runner's memory service keeps it."""
+        return self._invocation_context.memory_scope()
 
     def take_artifact_delta(self) -> dict[str, int]:
         """Versions saved since the last event (they go on the next one)."""

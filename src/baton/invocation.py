@@ -27,6 +27,7 @@ from baton.errors import (
     StoreUnavailableError,
 )
 from baton.events import Event, EventActions
+from baton.memory import BaseMemoryService
 from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.sessions.rewind import live_events
 from baton.sessions.store import (
@@ -95,6 +96,7 @@ class RunSettings:
     is_resumable: bool
     lease_ttl: timedelta
     artifact_service: BaseArtifactService | None = None
+    memory_service: BaseMemoryService | None = None
     plugins: PluginManager = NO_PLUGINS
 
 
@@ -128,6 +130,7 @@ class InvocationRun:
             commit=self._land,
             agent_name=settings.root.name,
             artifact_service=settings.artifact_service,
+            memory_service=settings.memory_service,
             plugins=settings.plugins,
         )
 

@@ -28,6 +28,7 @@ from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
+from baton.memory import BaseMemoryService, InMemoryMemoryService
 from baton.planning import CallPlanner
 from baton.plugins import BasePlugin, PluginManager
 from baton.rewinding import Rewind, rewind_session
@@ -137,6 +138,8 @@ class Runner:
         artifact_service: where `ctx.save_artifact` keeps files (None: saving raises,
             as in the reference). `BaseArtifactService(session_service.store)` keeps them
             in the session store, deleted with their session.
+        memory_service: what `search_memory` / `add_session_to_memory` and the memory
+            tools use (None: they raise, as in the reference).
         plugins: runner-wide callbacks (`baton.plugins.BasePlugin`), asked before the
             agents' own; or give them as `App(plugins=[...])`, not both.
         auto_create_session: create a missing session instead of raising.
@@ -157,6 +160,7 @@ class Runner:
         session_service: BaseSessionService,
         artifact_service: BaseArtifactService | None = None,
         plugins: Sequence[BasePlugin] | None = None,
+        memory_service: BaseMemoryService | None = None,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
         worker_id: str | None = None,
@@ -178,6 +182,14 @@ class Runner:
                 "plugins were given to both the App and the Runner; give them to one (the "
                 "reference takes them from App(plugins=[...]))."
             )
+        if memory_service is not None and not isinstance(
+            cast(object, memory_service), BaseMemoryService
+        ):
+            raise TypeError(
+                f"memory_service must be a baton memory service (InMemoryMemoryService(), or "
+                f"a BaseMemoryService subclass), got {type(memory_service).__name__}."
+            )
+        self.memory_service = memory_service
         self.plugin_manager = PluginManager(plugins if plugins is not None else app.plugins)
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
@@ -570,6 +582,7 @@ class Runner:
             is_resumable=self.is_resumable,
             lease_ttl=self.lease_ttl,
             artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
             plugins=self.plugin_manager,
         )
 
@@ -660,6 +673,7 @@ class InMemoryRunner(Runner):
             session_service=sessions,
             # As the reference's: artifacts in memory too (here, in the sessions' store).
             artifact_service=BaseArtifactService(sessions.store),
+            memory_service=InMemoryMemoryService(),
         )
 
     @property

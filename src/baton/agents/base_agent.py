@@ -277,6 +277,7 @@ class BaseAgent(BaseModel):
             invocation_id=ctx.invocation_id,
             user_content=ctx.user_content,
             artifacts=artifacts,
+            memory=ctx.memory_scope(),
         )
 
     async def _end_event(self, ctx: AgentContext) -> Event:

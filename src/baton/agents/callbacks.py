@@ -30,6 +30,7 @@ from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.events import EventActions, to_json_value
+from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.models import LlmResponse
 from baton.tools import BaseTool, ToolContext, to_response_dict
 from baton.tools.confirmation import asked_confirmation
@@ -50,7 +51,7 @@ Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
 
 
 @final
-class CallbackContext(StateWriter, ArtifactMethods):
+class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
     """What an agent or model callback sees: the state (writes are recorded), ids, input.
 
     Args:
@@ -60,6 +61,7 @@ class CallbackContext(StateWriter, ArtifactMethods):
         user_content: the message that started the invocation, if any.
         artifacts: the artifacts the callback reaches (none by default: its artifact
             methods then say how to set an artifact service).
+        memory: the user's memory (none by default, likewise).
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class CallbackContext(StateWriter, ArtifactMethods):
         invocation_id: str,
         user_content: Content | None,
         artifacts: ArtifactScope | None = None,
+        memory: MemoryScope | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.invocation_id = invocation_id
@@ -80,6 +83,12 @@ class CallbackContext(StateWriter, ArtifactMethods):
             None, app_name="", user_id="", session_id="", saver=""
         )
         self._artifact_scope.delta = self.actions.artifact_delta
+        self._memory_scope = memory or no_memory()
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory."""
+        return self._memory_scope
 
     @property
     def artifact_scope(self) -> ArtifactScope:

@@ -18,7 +18,8 @@ from pydantic import JsonValue
 from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext, State
 from baton.events import Event
-from baton.sessions.store import Interrupt
+from baton.memory import MemoryScope
+from baton.sessions.store import Interrupt, Session
 
 __all__ = ["AgentContext", "EventLog", "as_agent_context"]
 
@@ -83,6 +84,7 @@ class AgentContext(InvocationContext):
             commit=ic.commit,
             agent_name=ic.agent_name,
             artifact_service=ic.artifact_service,
+            memory_service=ic.memory_service,
             plugins=ic.plugins,
         )
         self.run = run
@@ -158,6 +160,21 @@ class AgentContext(InvocationContext):
             user_id=self.user_id,
             session_id=self.session.id,
             saver=f"{self.idempotency_key}/{saver}@{committed}",
+        )
+
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory; `add_session_to_memory` adds the session as committed so far
+        (this run's events included)."""
+
+        async def committed() -> Session:
+            return self.session.model_copy(update={"events": list(await self.log.events())})
+
+        return MemoryScope(
+            self.memory_service,
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=self.session.id,
+            load_session=committed,
         )
 
     def reset_agent_states(self, names: Iterable[str]) -> None:

@@ -292,6 +292,7 @@ class LlmAgent(BaseAgent):
             invocation_id=ctx.invocation_id,
             user_content=ctx.user_content,
             artifacts=await ctx.artifacts_for(f"{self.name}/model"),
+            memory=ctx.memory_scope(),
         )
         plugins = ctx.plugins
         response = llm_response(
@@ -381,7 +382,23 @@ class LlmAgent(BaseAgent):
                 [transfer_instruction([(a.name, a.description) for a in self.sub_agents])]
             )
         request.append_tools(self.canonical_tools.values())
+        await self._let_tools_shape(ctx, request)
         return request
+
+    async def _let_tools_shape(self, ctx: AgentContext, request: LlmRequest) -> None:
+        """Each tool's `process_llm_request` (preload_memory adds what memory recalls)."""
+        tool_context = ToolContext(
+            state=ctx.state,
+            invocation_id=ctx.invocation_id,
+            agent_name=self.name,
+            app_name=ctx.app_name,
+            user_id=ctx.user_id,
+            session_id=ctx.session.id,
+            memory=ctx.memory_scope(),
+            user_content=ctx.user_content,
+        )
+        for tool in self.canonical_tools.values():
+            await tool.process_llm_request(tool_context=tool_context, llm_request=request)
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
         """Where the node's input goes in the conversation: before the node run's first event.
@@ -493,6 +510,8 @@ class LlmAgent(BaseAgent):
             app_name=ctx.app_name,
             user_id=ctx.user_id,
             session_id=ctx.session.id,
+            memory=ctx.memory_scope(),
+            user_content=ctx.user_content,
         )
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:

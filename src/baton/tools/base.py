@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 from pydantic import JsonValue
 
-from baton.models.llm import FunctionDeclaration
+from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.tools.tool_context import ToolContext
 from baton.types import FunctionCall, FunctionResponse
 
@@ -52,6 +52,13 @@ class BaseTool(ABC):
         Returns:
             The result as JSON; see `to_response_dict` for how it is sent back.
         """
+
+    async def process_llm_request(
+        self, *, tool_context: ToolContext, llm_request: LlmRequest
+    ) -> None:
+        """Change a model request before it is sent (nothing by default); the reference's
+        hook, used by `preload_memory` and `load_memory`."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

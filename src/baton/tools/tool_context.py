@@ -14,7 +14,9 @@ from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.events import EventActions, to_json_value
+from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.tools.confirmation import ToolConfirmation
+from baton.types import Content
 
 __all__ = ["StateWriter", "ToolContext", "ToolState"]
 
@@ -74,7 +76,7 @@ class StateWriter:
 
 
 @final
-class ToolContext(StateWriter, ArtifactMethods):
+class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
     """The context of one tool call.
 
     Args:
@@ -94,6 +96,8 @@ class ToolContext(StateWriter, ArtifactMethods):
         app_name: the app, for artifacts.
         user_id: the user, for artifacts.
         session_id: the session, for artifacts.
+        memory: the user's memory (the Runner's memory service), for `search_memory`.
+        user_content: the message that started the invocation, if any.
     """
 
     def __init__(
@@ -110,6 +114,8 @@ class ToolContext(StateWriter, ArtifactMethods):
         app_name: str = "",
         user_id: str = "",
         session_id: str = "",
+        memory: MemoryScope | None = None,
+        user_content: Content | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
@@ -126,6 +132,13 @@ class ToolContext(StateWriter, ArtifactMethods):
             saver=self.idempotency_key,
             delta=self.actions.artifact_delta,
         )
+        self._memory_scope = memory or no_memory()
+        self.user_content = user_content
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory."""
+        return self._memory_scope
 
     @property
     def artifact_scope(self) -> ArtifactScope:
