@@ -46,7 +46,17 @@ __all__ = [
     "SqliteArtifactService",
     "artifact_key",
     "artifact_uri",
+    "rewind_tombstone",
 ]
+
+
+def rewind_tombstone() -> Part:
+    """What a rewind saves as the newest version of an artifact that did not exist at the
+    point it rewinds to: the versions saved after that point stay in its history, and
+    this one loads as absent. The reference's marker (empty octet-stream bytes), so an
+    artifact saved with exactly that content loads as absent too, as it does there."""
+    return Part.from_bytes(data=b"", mime_type="application/octet-stream")
+
 
 MAX_FILENAME_LENGTH = 1024
 """The longest artifact filename, in characters (the stores' column width)."""
@@ -133,7 +143,8 @@ class BaseArtifactService:
         session_id: str | None = None,
         version: int | None = None,
     ) -> Part | None:
-        """That version of the artifact (the latest when `version` is None), or None.
+        """That version of the artifact (the latest when `version` is None), or None
+        (also for a version a rewind saved to remove it, see `rewind_tombstone`).
 
         Raises:
             InvalidArtifactError: the name or scope is refused, or `version` is not an int.
@@ -142,7 +153,8 @@ class BaseArtifactService:
         stored = await self.store.load_artifact(key, _version_of(version))
         if stored is None or stored.part is None:
             return None
-        return Part.from_wire(stored.part)
+        part = Part.from_wire(stored.part)
+        return None if part == rewind_tombstone() else part
 
     async def list_artifact_keys(
         self, *, app_name: str, user_id: str, session_id: str | None = None

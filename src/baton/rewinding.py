@@ -12,11 +12,13 @@ and a run executing right now is never rewound under its feet.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import final
 
+from baton.artifacts import BaseArtifactService, rewind_tombstone
 from baton.errors import (
     InvocationBusyError,
     InvocationNotFoundError,
@@ -25,6 +27,7 @@ from baton.errors import (
     StoreUnavailableError,
 )
 from baton.events import Event, EventActions
+from baton.sessions.artifacts import USER_PREFIX
 from baton.sessions.rewind import first_index, live_events, rewind_state_delta
 from baton.sessions.store import (
     Invocation,
@@ -50,6 +53,7 @@ class Rewind:
     before: InvocationId
     owner: str
     lease_ttl: timedelta
+    artifacts: BaseArtifactService | None = None
 
 
 async def rewind_session(store: Store, rewind: Rewind) -> Event:
@@ -81,6 +85,7 @@ async def rewind_session(store: Store, rewind: Rewind) -> Event:
             actions=EventActions(
                 rewind_before_invocation_id=rewind.before,
                 state_delta=rewind_state_delta(session.events, start, session.state),
+                artifact_delta=await _restore_artifacts(rewind, session, start),
             ),
         )
         await store.commit_step(
@@ -97,6 +102,46 @@ async def rewind_session(store: Store, rewind: Rewind) -> Event:
         for lease in leases:
             with suppress(StoreUnavailableError):
                 await store.release(lease)
+
+
+async def _restore_artifacts(rewind: Rewind, session: Session, start: int) -> dict[str, int]:
+    """Save, as a new version, each session artifact as it was before `events[start]` (a
+    tombstone, loading as absent, for one that did not exist then); `user:` artifacts are
+    left alone, as in the reference. The artifact delta of the rewind event."""
+    service = rewind.artifacts
+    if service is None:
+        return {}
+    then = _versions(session.events[:start])
+    delta: dict[str, int] = {}
+    for filename, now in _versions(session.events).items():
+        version = then.get(filename)
+        if filename.startswith(USER_PREFIX) or version == now:
+            continue
+        part = None
+        if version is not None:
+            part = await service.load_artifact(
+                app_name=session.app_name,
+                user_id=session.user_id,
+                session_id=session.id,
+                filename=filename,
+                version=version,
+            )
+        delta[filename] = await service.save_artifact(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            session_id=session.id,
+            filename=filename,
+            artifact=part or rewind_tombstone(),
+        )
+    return delta
+
+
+def _versions(events: Sequence[Event]) -> dict[str, int]:
+    """Each artifact's version after `events`, from their artifact deltas."""
+    found: dict[str, int] = {}
+    for event in events:
+        found.update(event.actions.artifact_delta)
+    return found
 
 
 async def _load(store: Store, key: SessionKey) -> Session:

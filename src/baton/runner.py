@@ -395,10 +395,12 @@ class Runner:
         """Rewind the session to before an invocation, as the reference does: one user
         event is appended carrying `rewind_before_invocation_id` and the state delta that
         restores the state as it was before that invocation (`app:`, `user:` and `temp:`
-        keys untouched). Nothing is deleted; from then on that invocation and every event
-        after it no longer count: agents do not see them, and the runs they belong to are
-        marked rewound (their questions closed), so they can be neither answered nor
-        continued. Returns the rewind event.
+        keys untouched), plus, with an artifact service, the artifact delta of a new
+        version restoring each session artifact as it was then (one created since loads
+        as absent; `user:` artifacts untouched). Nothing is deleted; from then on that
+        invocation and every event after it no longer count: agents do not see them,
+        and the runs they belong to are marked rewound (their questions closed), so they
+        can be neither answered nor continued. Returns the rewind event.
 
         Args:
             user_id: the session's user.
@@ -415,7 +417,13 @@ class Runner:
         key = self.planner.session_key(user_id, session_id, None)
         check_id("rewind_before_invocation_id", rewind_before_invocation_id)
         owner = f"{own_prefix(self.worker_id)}rewind-{uuid.uuid4().hex[:8]}"
-        rewind = Rewind(key, InvocationId(rewind_before_invocation_id), owner, self.lease_ttl)
+        rewind = Rewind(
+            key,
+            InvocationId(rewind_before_invocation_id),
+            owner,
+            self.lease_ttl,
+            artifacts=self.artifact_service,
+        )
         return await rewind_session(self.store, rewind)
 
     async def checkpoints(self, *, user_id: str, session_id: str) -> list[Checkpoint]:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from baton import Context, LlmAgent, RequestInput, Workflow
+from baton import App, Context, LlmAgent, RequestInput, Runner, Workflow, types
+from baton.artifacts import BaseArtifactService
 from baton.errors import (
     InvocationBusyError,
     InvocationNotFoundError,
@@ -19,8 +20,10 @@ from baton.errors import (
 )
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.rewind import live_events
+from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus
 from baton.types import InvocationId
+from tests.conftest import StoreFactory
 from tests.harness import Harness, MakeHarness
 
 
@@ -187,3 +190,48 @@ async def test_an_agent_after_a_rewind_does_not_see_the_rewound_turn(
     )
     await h.start("third question")
     assert seen[-1] == ["first question", "reply 1", "third question"]
+
+
+async def test_rewind_restores_session_artifacts_and_leaves_the_users(
+    stores: StoreFactory,
+) -> None:
+    async def write(ctx: Context, node_input: Any) -> str:
+        await ctx.save_artifact("notes.txt", types.Part.from_text(text=f"notes {node_input}"))
+        await ctx.save_artifact("user:profile", types.Part.from_text(text=f"me {node_input}"))
+        if node_input == "two":
+            await ctx.save_artifact("extra.txt", types.Part.from_text(text="only in two"))
+        return str(node_input)
+
+    store = stores.open()
+    artifacts = BaseArtifactService(store)
+    runner = Runner(
+        app=App(name="app", root_agent=Workflow(name="wf", edges=[("START", write)])),
+        session_service=BaseSessionService(store),
+        artifact_service=artifacts,
+    )
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    h = Harness(runner, runner.session_service, session.id)
+    await h.start("one")
+    await h.start("two")
+    second = (await h.invocation()).id
+
+    event = await runner.rewind_async(
+        user_id="u", session_id=session.id, rewind_before_invocation_id=second
+    )
+
+    assert set(event.actions.artifact_delta) == {"notes.txt", "extra.txt"}
+
+    async def load(filename: str, version: int | None = None) -> types.Part | None:
+        return await artifacts.load_artifact(
+            app_name="app", user_id="u", session_id=session.id, filename=filename, version=version
+        )
+
+    notes = await load("notes.txt")
+    assert notes is not None
+    assert notes.text == "notes one"
+    assert await load("extra.txt") is None
+    older = await load("extra.txt", 0)
+    assert older is not None  # nothing deleted: the rewound version stays in the history
+    profile = await load("user:profile")
+    assert profile is not None
+    assert profile.text == "me two"  # the user's artifacts are not rewound
