@@ -285,9 +285,9 @@ class Event(WireModel):
         """The function calls in this event's content."""
         return self.content.function_calls if self.content else []
 
-    @property
     def is_final_response(self) -> bool:
-        """True for a model message that ends a turn (no pending calls, not partial)."""
+        """True for a model message that ends a turn (no pending calls, not partial); a
+        method, as the reference's (`event.is_final_response()`)."""
         return (
             not self.partial
             and not self.function_calls

@@ -406,7 +406,7 @@ def _is_final_text(event: Event) -> bool:
     return bool(
         content is not None
         and content.role == "model"
-        and event.is_final_response
+        and event.is_final_response()
         and _text_of(event)
     )
 
