@@ -483,6 +483,9 @@ def test_bad_operation_options_are_refused_naming_the_option(command: str, tmp_p
         ("--worker-id", "web/1"): "may not hold '/'",
         ("--worker-id", "web\t1"): "control characters",
         ("--worker-id", "w" * 201): "at most 200 characters",
+        ("--notify-url", "ftp://hooks/x", "--notify-secret", "s"): "not an http(s) URL",
+        ("--notify-url", "http://127.0.0.1:9/x"): "give a secret",
+        ("--notify-secret", "s"): "no --notify-url",
     }
     for args, says in refused.items():
         port = () if command == "worker" else ("--port", "0")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ from baton.cli.base import (
     open_catalog,
 )
 from baton.errors import ExtraNotInstalledError
+from baton.notifier import Notifier, NotifySettings
 from baton.runner import check_worker_id
 from baton.server.settings import (
     Limits,
@@ -133,6 +135,46 @@ WorkerIdOption = Annotated[
 ]
 
 
+NotifyUrlOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--notify-url",
+        metavar="URL",
+        help="POST a signed JSON notification here when a question opens, is answered or "
+        "expires, and when a run completes or fails (repeat for several receivers; needs "
+        "--notify-secret). Delivered in order, at least once, with retries.",
+        show_default=False,
+    ),
+]
+NotifySecretOption = Annotated[
+    str | None,
+    typer.Option(
+        "--notify-secret",
+        metavar="SECRET",
+        envvar="BATON_NOTIFY_SECRET",
+        help="The HMAC-SHA256 key notifications are signed with (Baton-Signature header).",
+        show_default=False,
+    ),
+]
+
+
+def _notify(urls: list[str] | None, secret: str | None) -> NotifySettings | None:
+    """The webhook settings the options give (None without --notify-url); bad ones are
+    refused naming the option."""
+    if not urls:
+        if secret:
+            raise typer.BadParameter(
+                "--notify-secret is given but no --notify-url; add the receiver's URL.",
+                param_hint="--notify-url",
+            )
+        return None
+    try:
+        return NotifySettings(tuple(urls), secret or "")
+    except ValueError as error:
+        hint = "--notify-secret" if "secret" in str(error) else "--notify-url"
+        raise typer.BadParameter(str(error), param_hint=hint) from None
+
+
 @cli.command("api_server")
 def api_server(
     agents_dir: Annotated[
@@ -151,6 +193,8 @@ def api_server(
     no_recover: NoRecoverOption = False,
     grace: GraceOption = 30.0,
     worker_id: WorkerIdOption = None,
+    notify_url: NotifyUrlOption = None,
+    notify_secret: NotifySecretOption = None,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -167,7 +211,7 @@ def api_server(
     """
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=False)
-    settings = replace(settings, trace_to_ui=trace_to_ui)
+    settings = replace(settings, trace_to_ui=trace_to_ui, notify=_notify(notify_url, notify_secret))
     named = _checked_worker_id(worker_id)
     with _listen(host, port) as listener:
         operation = Operation(lease_ttl, not no_recover, grace, _identity(named, listener))
@@ -192,6 +236,8 @@ def web(
     no_recover: NoRecoverOption = False,
     grace: GraceOption = 30.0,
     worker_id: WorkerIdOption = None,
+    notify_url: NotifyUrlOption = None,
+    notify_secret: NotifySecretOption = None,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -205,7 +251,7 @@ def web(
     """
     limits = _limits(max_body, read_timeout, max_connections)
     settings = _settings(agents_dir, db, host, port, api_key, allow_origin, limits, web=True)
-    settings = replace(settings, trace_to_ui=trace_to_ui)
+    settings = replace(settings, trace_to_ui=trace_to_ui, notify=_notify(notify_url, notify_secret))
     named = _checked_worker_id(worker_id)
     with _listen(host, port) as listener:
         operation = Operation(lease_ttl, not no_recover, grace, _identity(named, listener))
@@ -221,6 +267,8 @@ def worker(
     lease_ttl: LeaseTtlOption = 30.0,
     grace: GraceOption = 30.0,
     worker_id: WorkerIdOption = None,
+    notify_url: NotifyUrlOption = None,
+    notify_secret: NotifySecretOption = None,
 ) -> None:
     """Continue runs of AGENTS_DIR's apps whose process died, and enforce question
     deadlines, without serving HTTP. Run as many as you like against one database.
@@ -235,7 +283,7 @@ def worker(
     """
     identity = _checked_worker_id(worker_id) or f"{_host()}:{os.getpid()}"
     operation = Operation(lease_ttl, True, grace, identity)
-    execute(_work(agents_dir, db, operation))
+    execute(_work(agents_dir, db, operation, _notify(notify_url, notify_secret)))
 
 
 @final
@@ -250,6 +298,7 @@ class _Settings:
     limits: Limits
     web: bool
     trace_to_ui: bool = False
+    notify: NotifySettings | None = None
 
 
 def _settings(
@@ -338,12 +387,16 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from None
 
 
-async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
+async def _work(
+    agents_dir: Path, db: str | None, operation: Operation, notify: NotifySettings | None
+) -> None:
     async with open_catalog(
         agents_dir, db, lease_ttl=operation.ttl, worker_id=operation.worker_id
     ) as catalog:
         worker = Worker(catalog.runners.values(), worker_id=operation.worker_id)
         task = asyncio.create_task(worker.run())
+        store = catalog.session_service.store
+        notifying = asyncio.create_task(Notifier(store, notify).run()) if notify else None
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, worker.drain, operation.grace)
@@ -353,7 +406,13 @@ async def _work(agents_dir: Path, db: str | None, operation: Operation) -> None:
             highlight=False,
             soft_wrap=True,
         )
-        await task
+        try:
+            await task
+        finally:
+            if notifying is not None:
+                notifying.cancel()  # what is left waits in the outbox for any sender
+                with contextlib.suppress(asyncio.CancelledError):
+                    await notifying
 
 
 async def _serve(settings: _Settings, operation: Operation, listener: socket.socket) -> None:
@@ -383,6 +442,7 @@ async def _serve(settings: _Settings, operation: Operation, listener: socket.soc
             traces=traces,
             recover=operation.recover,
             grace=operation.grace,
+            notify=settings.notify,
         )
         config = server_config(
             app,

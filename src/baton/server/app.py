@@ -36,6 +36,7 @@ from pydantic import JsonValue
 
 from baton.errors import InvalidMessageError, SessionNotFoundError
 from baton.events import Event, EventActions
+from baton.notifier import Notifier, NotifySettings
 from baton.server.artifact_routes import artifact_routes
 from baton.server.bodies import (
     AppsDetail,
@@ -190,6 +191,7 @@ def create_app(
     traces: SessionTraces | None = None,
     recover: bool = True,
     grace: float = 30.0,
+    notify: NotifySettings | None = None,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -209,6 +211,9 @@ def create_app(
             and enforce question deadlines.
         grace: at shutdown (`drain_server`), how long runs may go on before they are cut
             off and handed over.
+        notify: webhook receivers of question and run notifications (see
+            `baton.notifier`); None: notifications wait in the store for a process that
+            delivers them.
     """
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
@@ -220,12 +225,16 @@ def create_app(
                 server.worker = Worker(catalog.runners.values(), poll=poll_interval)
                 group.create_task(server.worker.run())
             forwarding = group.create_task(_forward_wakeups(server))
+            store = catalog.session_service.store
+            notifying = group.create_task(Notifier(store, notify).run()) if notify else None
             try:
                 yield
             finally:
                 server.drain(grace)
                 forwarding.cancel()
                 await server.finish_runs()
+                if notifying is not None:
+                    notifying.cancel()  # what is left waits in the outbox for any sender
                 server.group = None
 
     app = FastAPI(

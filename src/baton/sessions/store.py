@@ -29,6 +29,7 @@ __all__ = [
     "Invocation",
     "InvocationStatus",
     "Lease",
+    "Notification",
     "Session",
     "SessionKey",
     "StepCommit",
@@ -174,6 +175,28 @@ class StepCommit:
     # lease; advancing one lands only while its token still holds the lease (fencing),
     # else LeaseLostError and nothing lands. None: an unfenced administrative write.
     lease: Lease | None = None
+
+
+@dataclass(slots=True)
+class Notification:
+    """One message for the webhook receivers, as the outbox holds it.
+
+    `body` is the JSON document POSTed (it carries `id`, so a receiver can drop a
+    notification it already handled). `delivered_to` lists the receivers that accepted
+    it already; `attempts` counts failed delivery rounds; it is not tried again before
+    `next_at` (seconds since the epoch).
+    """
+
+    id: str
+    body: dict[str, JsonValue]
+    created_at: float
+    attempts: int = 0
+    next_at: float = 0.0
+    delivered_to: list[str] = field(default_factory=list[str])
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["type"])
 
 
 @dataclass(frozen=True)
@@ -346,6 +369,31 @@ class Store(Protocol):
 
     def subscribe(self) -> Subscription:
         """Wake-ups about interrupts, deadlines and released leases (see `Subscription`)."""
+        ...
+
+    async def claim_notifications(
+        self, owner: str, *, ttl: timedelta, limit: int
+    ) -> list[Notification]:
+        """Claim the oldest undelivered notifications, up to `limit`, for `owner` to
+        deliver within `ttl`; in the order they were recorded.
+
+        Nothing is claimed while another owner's claim on any notification runs (one
+        sender at a time, so receivers get them in order; a dead sender's claim lapses),
+        nor while the oldest one is not due again (`next_at`).
+        """
+        ...
+
+    async def finish_notification(self, notification_id: str, owner: str) -> None:
+        """Forget a notification every receiver accepted (only while `owner` claims it)."""
+        ...
+
+    async def defer_notification(self, notification: Notification, owner: str) -> None:
+        """Record a failed delivery round (`attempts`, `next_at`, `delivered_to` as
+        given) and release `owner`'s claims, so the next round starts from it."""
+        ...
+
+    async def release_notifications(self, owner: str) -> None:
+        """Give up `owner`'s claims on notifications (a sender stopping)."""
         ...
 
     @property

@@ -294,6 +294,27 @@ def _v6_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     return [CreateTable(table), *(CreateIndex(i) for i in table.indexes)]
 
 
+# Step 7: the notification outbox, written out as it was.
+_v7 = MetaData()
+_V7_NOTIFICATIONS = Table(
+    "baton_notifications",
+    _v7,
+    Column("seq", _V1_SERIAL, primary_key=True, autoincrement=True),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("body", JSON, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", Double, nullable=False),
+    Column("delivered_to", JSON, nullable=False),
+    Column("claimed_by", String(255), nullable=True),
+    Column("claimed_until", Double, nullable=False),
+)
+
+
+def _v7_statements(_dialect: str) -> Sequence[ExecutableDDLElement | DataChange]:
+    return [CreateTable(_V7_NOTIFICATIONS)]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -305,6 +326,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(5, "artifacts: versioned files per session or user", _v5_statements),
     Migration(6, "each question's checkpoint, for forks", _v6_statements),
+    Migration(7, "notification outbox", _v7_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -44,6 +44,7 @@ __all__ = [
     "interrupts",
     "invocations",
     "metadata",
+    "notifications",
     "question_checkpoints",
     "schema_version",
     "session_params",
@@ -201,6 +202,23 @@ question_checkpoints = Table(
         index=True,
     ),
     Column("checkpoint", JSON(none_as_null=True), nullable=True),
+)
+
+# The outbox: notifications recorded by the step that caused them, until delivered (see
+# `baton.sessions.notifications`). No foreign key to the session: a notification about a
+# session deleted since is still delivered.
+notifications = Table(
+    "baton_notifications",
+    metadata,
+    Column("seq", _SERIAL, primary_key=True, autoincrement=True),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("body", JSON, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", Double, nullable=False),
+    Column("delivered_to", JSON, nullable=False),
+    Column("claimed_by", String(255), nullable=True),
+    Column("claimed_until", Double, nullable=False),
 )
 
 schema_version = Table(

@@ -15,16 +15,31 @@ from functools import cache
 from typing import Any
 
 import pydantic_core
-from sqlalchemy import JSON, Double, String, Text, bindparam, cast, func, select, true, update
+from sqlalchemy import (
+    JSON,
+    Double,
+    String,
+    Text,
+    bindparam,
+    cast,
+    func,
+    literal,
+    null,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.dml import UpdateBase
-from sqlalchemy.sql.selectable import Select
+from sqlalchemy.sql.dml import Insert, UpdateBase
+from sqlalchemy.sql.selectable import CTE, Select
 
 from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
+from baton.sessions.notifications import notifications_of
 from baton.sessions.sql.dialect import EncodedJson, insert
 from baton.sessions.sql.direct import run
+from baton.sessions.sql.outbox import record_notifications
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
@@ -32,6 +47,7 @@ from baton.sessions.sql.schema import (
     fingerprints,
     interrupts,
     invocations,
+    notifications,
     question_checkpoints,
     session_params,
     sessions,
@@ -119,6 +135,7 @@ def write_step(connection: Connection, commit: StepCommit, now: float) -> int:
         _answer_interrupts(connection, commit, now)
         if commit.status is InvocationStatus.REWOUND:
             run(connection, _CLOSE_REWOUND, {"key_invocation_id": commit.invocation_id})
+        record_notifications(connection, commit, now)
     return version
 
 
@@ -361,6 +378,38 @@ _ANSWERS = (
 )
 
 
+# A step's notifications (an answer, a run's end) are inserted from the advanced row
+# too, in their order: a stale step records none.
+_NOTES = (
+    func.unnest(
+        bindparam("key_note_ids", type_=postgresql.ARRAY(String)),
+        bindparam("key_note_bodies", type_=postgresql.ARRAY(Text)),
+        bindparam("key_note_times", type_=postgresql.ARRAY(Double)),
+    )
+    .table_valued("id", "body", "created_at", with_ordinality="n")
+    .render_derived()
+)
+
+
+def _noted(advanced: CTE) -> Insert:
+    rows = (
+        select(
+            _NOTES.c.id,
+            cast(_NOTES.c.body, JSON),
+            _NOTES.c.created_at,
+            literal(0),
+            _NOTES.c.created_at,
+            cast(literal("[]"), JSON),
+            null(),
+            literal(0.0),
+        )
+        .select_from(advanced.join(_NOTES, true()))
+        .order_by(_NOTES.c.n)
+    )
+    columns = ["id", "body", "created_at", "attempts", "next_at", "delivered_to"]
+    return notifications.insert().from_select([*columns, "claimed_by", "claimed_until"], rows)
+
+
 def fits_one_statement(commit: StepCommit) -> bool:
     """True when `step_at_once` can land `commit` (see above)."""
     return (
@@ -412,12 +461,18 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters["asked_checkpoint"] = _json_text(commit.checkpoint)
     if commit.lease is not None:
         parameters["key_token"] = commit.lease.token
+    notes = notifications_of(commit, now)
+    if notes:
+        parameters["key_note_ids"] = [n.id for n in notes]
+        parameters["key_note_bodies"] = [pydantic_core.to_json(n.body).decode() for n in notes]
+        parameters["key_note_times"] = [n.created_at for n in notes]
     statement = _step_at_once(
         tuple(changes),
         answering=bool(commit.answered),
         fenced=commit.lease is not None,
         opening=bool(commit.opened),
         keeping=keeping,
+        notifying=bool(notes),
     )
     return statement, parameters
 
@@ -484,7 +539,13 @@ def _keep_at_once(advanced: Any) -> UpdateBase:
 
 @cache
 def _step_at_once(
-    changed: tuple[str, ...], *, answering: bool, fenced: bool, opening: bool, keeping: bool
+    changed: tuple[str, ...],
+    *,
+    answering: bool,
+    fenced: bool,
+    opening: bool,
+    keeping: bool,
+    notifying: bool,
 ) -> Select[Any]:
     advanced = (
         update(invocations)
@@ -518,6 +579,8 @@ def _step_at_once(
         statement = statement.add_cte(_open_at_once(advanced).cte("opened"))
     if keeping:  # the checkpoint the questions are asked at, for forks
         statement = statement.add_cte(_keep_at_once(advanced).cte("kept"))
+    if notifying:
+        statement = statement.add_cte(_noted(advanced).cte("noted"))
     if not answering:
         return statement
     answered = (

@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
-from baton.sessions.sql import artifacts, reads, writes
+from baton.sessions.sql import artifacts, outbox, reads, writes
 from baton.sessions.sql.dialect import (
     is_sqlite,
     is_unavailable,
@@ -56,6 +56,7 @@ from baton.sessions.store import (
     InterruptStatus,
     Invocation,
     Lease,
+    Notification,
     Session,
     SessionKey,
     StepCommit,
@@ -278,6 +279,26 @@ class SqlStore:
             assignee,
             include_assigned,
         )
+
+    async def claim_notifications(
+        self, owner: str, *, ttl: timedelta, limit: int
+    ) -> list[Notification]:
+        """The oldest undelivered notifications, claimed (see `Store.claim_notifications`)."""
+        now = self._clock()
+        until = now + ttl.total_seconds()
+        return await self._write(outbox.claim_notifications, owner, until, now, limit)
+
+    async def finish_notification(self, notification_id: str, owner: str) -> None:
+        """Forget a delivered notification."""
+        await self._write(outbox.finish_notification, notification_id, owner)
+
+    async def defer_notification(self, notification: Notification, owner: str) -> None:
+        """Record a failed delivery round and release `owner`'s claims."""
+        await self._write(outbox.defer_notification, notification, owner)
+
+    async def release_notifications(self, owner: str) -> None:
+        """Give up `owner`'s claims."""
+        await self._write(outbox.release_notifications, owner)
 
     def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
         """The lease a new invocation starts with (token 1), written by its first step."""

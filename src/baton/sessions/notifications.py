@@ -1,0 +1,95 @@
+"""Notifications: what a step commit tells the outside world, recorded in its transaction.
+
+A step that opens a question, answers one (a person, or its deadline) or ends a run
+records one notification per such change in the store's outbox, atomically with the
+change itself: a crash never loses a notification of something that happened, nor
+records one of something that did not. A `Notifier` (see `baton.notifier`) delivers
+them later, in order, at least once, each with its own id for deduplication.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from typing import Any
+
+from pydantic import JsonValue
+
+from baton.sessions.store import TIMEOUT_ANSWERER, InvocationStatus, Notification, StepCommit
+
+__all__ = ["NotificationKind", "notifications_of"]
+
+
+class NotificationKind(enum.StrEnum):
+    QUESTION_OPENED = "question.opened"
+    QUESTION_ANSWERED = "question.answered"
+    QUESTION_EXPIRED = "question.expired"
+    RUN_COMPLETED = "run.completed"
+    RUN_FAILED = "run.failed"
+
+
+_FINAL = {
+    InvocationStatus.COMPLETED: NotificationKind.RUN_COMPLETED,
+    InvocationStatus.FAILED: NotificationKind.RUN_FAILED,
+}
+
+
+def _ends_run(commit: StepCommit) -> bool:
+    """Whether `commit` is the one that ends its run. A failing run lands FAILED twice:
+    with the failing node's step, then once more with the failure's text; the second
+    tells receivers why, so it is the one that notifies."""
+    if commit.status is InvocationStatus.FAILED:
+        return commit.error is not None
+    return commit.status is InvocationStatus.COMPLETED
+
+
+def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
+    """The notifications `commit` records, in the order its changes happened: answers
+    (and expiries) first, then questions opened, then the run's end."""
+    if commit.invocation_id is None:
+        return []
+    found: list[Notification] = []
+    expired = commit.answered_by == TIMEOUT_ANSWERER
+    for interrupt_id, answer in commit.answered:
+        kind = NotificationKind.QUESTION_EXPIRED if expired else NotificationKind.QUESTION_ANSWERED
+        question: dict[str, JsonValue] = {"interruptId": interrupt_id}
+        if not expired or answer is not None:
+            question["answer"] = answer
+        question["answeredBy"] = commit.answered_by
+        found.append(_notification(commit, kind, now, question=question))
+    for row in commit.opened:
+        question = {
+            "interruptId": row.interrupt_id,
+            "occurrence": row.occurrence,
+            "nodePath": row.node_path,
+            "functionName": row.function_name,
+            "message": row.message,
+            "payload": row.payload,
+            "responseSchema": row.response_schema,
+            "assignee": row.assignee,
+            "expiresAt": None if row.timeout is None else now + row.timeout,
+        }
+        found.append(
+            _notification(commit, NotificationKind.QUESTION_OPENED, now, question=question)
+        )
+    if commit.status is not None and _ends_run(commit):
+        run: dict[str, JsonValue] = {"status": commit.status.value, "error": commit.error}
+        found.append(_notification(commit, _FINAL[commit.status], now, run=run))
+    return found
+
+
+def _notification(
+    commit: StepCommit, kind: NotificationKind, now: float, **details: Any
+) -> Notification:
+    ident = uuid.uuid4().hex
+    body: dict[str, JsonValue] = {
+        "id": ident,
+        "type": kind.value,
+        "createdAt": now,
+        "appName": commit.session.app_name,
+        "userId": commit.session.user_id,
+        "sessionId": commit.session.session_id,
+        "invocationId": commit.invocation_id,
+        **details,
+    }
+    return Notification(ident, body, now, next_at=now)

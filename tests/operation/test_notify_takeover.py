@@ -1,0 +1,74 @@
+"""Notifications survive the process that was sending them: real processes, SIGKILL.
+
+An api_server sends to a receiver that accepts connections but never answers, so it
+is in the middle of a delivery, holding its claim, when it is SIGKILLed. A `baton
+worker` on the same database, pointed at a live receiver, delivers the question's
+notification once that claim lapses: signed, nothing lost.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from baton.notifier import verify
+from tests.operation.processes import (
+    WITHIN,
+    new_session,
+    start_baton,
+    start_run,
+    waits_for_approval,
+    write_app,
+)
+from tests.receiver import Receiver
+
+SECRET = "takeover-secret"
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """A URL whose server accepts connections (the backlog) and never answers."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(16)
+        yield f"http://127.0.0.1:{listening.getsockname()[1]}/hook"
+
+
+async def test_a_killed_servers_notifications_are_sent_by_another_process(
+    tmp_path: Path, store_url: str, black_hole: str
+) -> None:
+    agents, log = write_app(tmp_path)
+    notify = ["--notify-secret", SECRET, "--db", store_url]
+    server = await start_baton(
+        "api_server", str(agents), "--port", "0", "--notify-url", black_hole, *notify, log=log
+    )
+    receiver = Receiver()
+    worker = None
+    try:
+        session = await new_session(server)
+        running = await start_run(server, session, "go")
+        await waits_for_approval(server, session)
+        await running
+        server.signal(signal.SIGKILL)
+        await server.exit_code(WITHIN)
+        url = await receiver.start()
+        worker = await start_baton("worker", str(agents), "--notify-url", url, *notify, log=log)
+        # The dead server's claim lapses (its 10 s timeout + 5 s), then the worker sends.
+        [opened] = await receiver.wait_for(1, within=WITHIN + 15)
+    finally:
+        if worker is not None:
+            worker.signal(signal.SIGTERM)
+            await worker.exit_code(WITHIN)
+        if server.process.returncode is None:
+            server.signal(signal.SIGKILL)
+            await server.exit_code(WITHIN)
+        await receiver.stop()
+    assert opened.json["type"] == "question.opened"
+    assert opened.json["sessionId"] == session
+    assert opened.json["question"]["interruptId"] == "approve"
+    assert verify(SECRET, httpx.Headers(opened.headers), opened.body)

@@ -1,0 +1,151 @@
+"""The notification outbox, on every backend: what each step records, and the claims.
+
+A question opened, answered, expired and a run's end each record one notification in
+the step's own commit; a refused answer records none; senders claim one at a time, in
+order, and a sender's claim keeps the others out until it lapses.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow
+from baton.errors import InvalidResponseError
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import Notification, Store
+from tests.conftest import StoreFactory
+from tests.harness import Harness
+
+TTL = timedelta(seconds=30)
+
+
+def ask(node_input: Any) -> RequestInput:
+    return RequestInput(
+        interrupt_id="ok", message="OK?", response_schema=bool, assignee="bob", timeout=60
+    )
+
+
+def done(node_input: Any) -> str:
+    return f"ok={node_input}"
+
+
+async def _harness(stores: StoreFactory) -> Harness:
+    """A runner reading the stores' clock (deadlines are judged by it), and a session."""
+    service = BaseSessionService(stores.open())
+    app = App(
+        name="app",
+        root_agent=Workflow(name="wf", edges=[("START", ask, done)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    runner = Runner(app=app, session_service=service, clock=stores.clock)
+    session = await service.create_session(app_name="app", user_id="u")
+    return Harness(runner, service, session.id)
+
+
+async def _drain(store: Store, owner: str = "sender") -> list[Notification]:
+    """Claim and finish every due notification, oldest first."""
+    taken: list[Notification] = []
+    while claimed := await store.claim_notifications(owner, ttl=TTL, limit=1):
+        taken += claimed
+        await store.finish_notification(claimed[0].id, owner)
+    return taken
+
+
+async def test_each_change_records_one_notification_in_order(
+    stores: StoreFactory,
+) -> None:
+    h = await _harness(stores)
+    store = h.runner.store
+    await h.start("go")
+    [opened] = await _drain(store)
+    body = opened.body
+    assert body["type"] == "question.opened"
+    assert body["id"] == opened.id
+    assert (body["appName"], body["userId"], body["sessionId"]) == (
+        "app",
+        h.user_id,
+        h.session_id,
+    )
+    question = body["question"]
+    assert isinstance(question, dict)
+    assert (question["interruptId"], question["message"], question["assignee"]) == (
+        "ok",
+        "OK?",
+        "bob",
+    )
+    assert question["expiresAt"] == pytest.approx(body["createdAt"] + 60)  # pyright: ignore[reportOperatorIssue, reportUnknownMemberType] -- JSON numbers
+
+    # A refused answer changes nothing, so it notifies nobody.
+    with pytest.raises(InvalidResponseError):
+        await h.runner.answer(
+            user_id=h.user_id, session_id=h.session_id, answers={"ok": "x"}, answered_by="bob"
+        ).__anext__()
+    assert await _drain(store) == []
+
+    events = h.runner.answer(
+        user_id=h.user_id, session_id=h.session_id, answers={"ok": True}, answered_by="bob"
+    )
+    assert [e async for e in events][-1].output == "ok=True"
+    answered, completed = await _drain(store)
+    assert answered.kind == "question.answered"
+    assert answered.body["question"] == {"interruptId": "ok", "answer": True, "answeredBy": "bob"}
+    assert completed.kind == "run.completed"
+    assert completed.body["run"] == {"status": "completed", "error": None}
+    assert answered.body["invocationId"] == completed.body["invocationId"]
+
+
+async def test_an_expired_question_notifies_expiry_and_failure(
+    stores: StoreFactory,
+) -> None:
+    h = await _harness(stores)
+    store = h.runner.store
+    await h.start("go")
+    await _drain(store)
+    stores.clock.advance(61)
+    [row] = await h.runner.pending(user_id=h.user_id)
+    with pytest.raises(Exception, match="no on_timeout answer"):
+        await h.runner.expire(row)
+    kinds = [(n.kind, n.body.get("question"), n.body.get("run")) for n in await _drain(store)]
+    assert kinds[0] == (
+        "question.expired",
+        {"interruptId": "ok", "answeredBy": "system:timeout"},
+        None,
+    )
+    assert kinds[1][0] == "run.failed"
+    run = kinds[1][2]
+    assert isinstance(run, dict)
+    assert run["status"] == "failed"
+    assert len(kinds) == 2
+
+
+async def test_one_sender_at_a_time_and_a_lapsed_claim_frees_the_outbox(
+    stores: StoreFactory,
+) -> None:
+    h = await _harness(stores)
+    await h.start("go")
+    events = h.runner.answer(
+        user_id=h.user_id, session_id=h.session_id, answers={"ok": False}, answered_by="bob"
+    )
+    _ = [e async for e in events]
+    first = stores.open()  # another engine on the same database, like another process
+    second = stores.open()
+    [head] = await first.claim_notifications("a", ttl=TTL, limit=1)
+    assert head.kind == "question.opened"
+    assert await second.claim_notifications("b", ttl=TTL, limit=5) == []  # a is sending
+    # a's round failed: the head is due again in 10 s, nobody takes anything before then.
+    head.attempts, head.next_at, head.delivered_to = 1, stores.clock.now + 10, ["http://x"]
+    await first.defer_notification(head, "a")
+    assert await second.claim_notifications("b", ttl=TTL, limit=5) == []
+    stores.clock.advance(11)
+    claimed = await second.claim_notifications("b", ttl=TTL, limit=5)
+    assert [n.kind for n in claimed] == ["question.opened", "question.answered", "run.completed"]
+    assert (claimed[0].attempts, claimed[0].delivered_to) == (1, ["http://x"])
+    # b dies holding its claims: a waits for them to lapse, then takes over, in order.
+    assert await first.claim_notifications("a", ttl=TTL, limit=1) == []
+    await first.finish_notification(claimed[0].id, "a")  # not a's: nothing happens
+    stores.clock.advance(31)
+    assert [n.id for n in await _drain(first, "a")] == [n.id for n in claimed]
+    assert await _drain(second, "b") == []
