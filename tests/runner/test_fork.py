@@ -3,13 +3,22 @@ again to be answered differently, the source never changes, refusals write nothi
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
-from baton.errors import CheckpointNotFoundError, SessionExistsError, SessionNotFoundError
+from baton import Workflow
+from baton.errors import (
+    CheckpointNotFoundError,
+    CheckpointUnavailableError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from baton.sessions.store import SessionKey
 from baton.types import SessionId
 from tests.harness import Harness, MakeHarness
-from tests.runner.test_rewind import asking_workflow, session_events
+from tests.runner.test_rewind import ask, asking_workflow, remember, session_events
 
 
 async def two_runs(make_harness: MakeHarness) -> tuple[Harness, str, str]:
@@ -119,3 +128,35 @@ async def test_bad_forks_write_nothing(make_harness: MakeHarness) -> None:
         await h.runner.checkpoints(user_id="u", session_id="nope")
     after = await h.service.store.list_sessions("app", "u")
     assert [s.id for s in after] == [s.id for s in before]
+
+
+async def test_no_fork_where_another_run_was_executing(make_harness: MakeHarness) -> None:
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def slow(node_input: Any) -> str:
+        entered.set()
+        await gate.wait()
+        return "slow done"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", remember, ask, slow)]))
+    await h.start("a")
+    first = (await h.invocation()).id
+    # The first run is answered and executes `slow` while a second run starts and pauses.
+    resumed = asyncio.create_task(h.answer(("ok", {"approved": True}), invocation_id=first))
+    await entered.wait()
+    await h.start("b")
+    second = (await h.invocation()).id
+    gate.set()
+    await resumed
+    sessions = await h.service.store.list_sessions("app", "u")
+
+    with pytest.raises(CheckpointUnavailableError, match=f"run '{first}' was executing"):
+        await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=f"start:{second}")
+    assert len(await h.service.store.list_sessions("app", "u")) == len(sessions)
+    # At the first run's question it had paused: a fork there works.
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    asked = next(p for p in points if p.kind == "question" and p.invocation_id == first)
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=asked.id)
+    [waiting] = await h.runner.pending(user_id="u", session_id=fork.id)
+    assert waiting.interrupt_id == "ok"
