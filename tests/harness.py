@@ -13,6 +13,7 @@ from pydantic import JsonValue
 
 from baton import App, ResumabilityConfig, Runner, types
 from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.history import acting_node
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import Invocation, SessionKey
 from baton.types import InvocationId, SessionId
@@ -99,8 +100,18 @@ def asked(events: list[Event]) -> list[str]:
 
 
 def outputs(events: list[Event]) -> list[tuple[str, JsonValue]]:
-    """(author, output) of every event that carries an output, in order."""
-    return [(e.author, e.output) for e in events if e.output is not None]
+    """(node, output) of every event that carries a node run's output, in order.
+
+    The node is named as people read it (`acting_node`: a function node's events are
+    signed with its workflow's name); an agent's reply marked as its output counts.
+    """
+    found: list[tuple[str, JsonValue]] = []
+    for e in events:
+        if e.output is not None:
+            found.append((acting_node(e), e.output))
+        elif e.node_info and e.node_info.message_as_output and e.content:
+            found.append((acting_node(e), e.content.text))
+    return found
 
 
 MakeHarness = Callable[..., Awaitable[Harness]]

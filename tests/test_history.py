@@ -67,8 +67,7 @@ async def test_an_llm_runs_history_names_calls_results_questions_and_answers() -
         (EntryKind.ASKED, 'asks [c2]: may issue_refund(order_id="7", amount=20.0) go ahead?', None),
         (EntryKind.RESULT, 'issue_refund returned {"status":"waiting for approval"}', None),
         (EntryKind.ANSWERED, 'answered [c2]: {"approved":true}', "boss"),
-        (EntryKind.MESSAGE, "The refund is done.", None),
-        (EntryKind.OUTPUT, '→ "The refund is done."', None),
+        (EntryKind.MESSAGE, "The refund is done.", None),  # said once, not again as output
     ]
     asked = next(e for e in timeline.entries if e.kind is EntryKind.ASKED)
     assert asked.detail == {

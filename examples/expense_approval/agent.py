@@ -49,7 +49,7 @@ class Expense(BaseModel):
     revision: int = 0
 
 
-def submit(node_input: Any) -> Expense:
+def submit(node_input: str) -> Expense:
     """Read the amount (the first number) and the description (the rest) from the message."""
     text = str(node_input or "")
     found = re.search(r"\d+(?:\.\d+)?", text)

@@ -58,7 +58,7 @@ def ask_reviewer(node_input: dict[str, Any]) -> RequestInput:
 
 
 @node(rerun_on_resume=True)
-async def review(ctx: Context, node_input: Any) -> list[dict[str, Any]]:
+async def review(ctx: Context, node_input: str) -> list[dict[str, Any]]:
     """One dynamic child per section, all at once."""
     sections = [s.strip() for s in str(node_input or "").split("\n\n") if s.strip()]
     return list(

@@ -93,24 +93,84 @@ CommitFn: TypeAlias = Callable[[StepParts, Callable[[], None]], Awaitable[None]]
 """Lands a step: runs the checkpoint mutation, then commits it with the parts atomically."""
 
 
-@dataclass
 class InvocationContext:
-    """What every node run of one invocation shares."""
+    """What every node run of one invocation shares.
 
-    invocation_id: InvocationId
-    app_name: str
-    user_id: str
-    session: Session
-    user_content: Content | None
-    is_resumable: bool
-    load_history: Callable[[], Awaitable[list[Event]]]
-    commit: CommitFn
-    agent_name: str = ""
-    artifact_service: BaseArtifactService | None = None
-    memory_service: BaseMemoryService | None = None
-    plugins: PluginManager = NO_PLUGINS
-    # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
-    tracer: Tracer | None = None
+    The engine builds one per invocation. A caller may build one too, as the
+    reference's tests do, to drive an agent directly with `agent.run_async(ctx)`:
+    `InvocationContext(invocation_id=..., agent=agent, session=session,
+    session_service=service, resumability_config=ResumabilityConfig(is_resumable=True))`.
+    Such a run keeps its events and checkpoints in memory (nothing is stored, as in
+    the reference): `ctx.agent_states` and `ctx.end_of_agents` show where it stands, and
+    a second `agent.run_async(ctx)` resumes from them.
+
+    Args:
+        invocation_id: the invocation's id.
+        session: the session it runs in.
+        app_name, user_id: default to the session's.
+        user_content: the message that started it.
+        is_resumable: the app is resumable (default: `resumability_config.is_resumable`).
+        load_history: loads the session's committed events (default: `session.events`).
+        commit: lands a step (default: none; a caller-built context stores nothing).
+        artifact_service: where `save_artifact` / `load_artifact` keep files.
+        memory_service: the user's memory (`search_memory`, `add_session_to_memory`).
+        plugins: the Runner's plugins.
+        agent, session_service, run_config: kept for code written for the reference.
+        resumability_config: a `ResumabilityConfig`.
+        agent_states, end_of_agents: agents' checkpoints and ended marks to resume from.
+        branch: the conversation branch.
+    """
+
+    def __init__(
+        self,
+        *,
+        invocation_id: str,
+        session: Session,
+        app_name: str = "",
+        user_id: str = "",
+        user_content: Content | None = None,
+        is_resumable: bool | None = None,
+        load_history: Callable[[], Awaitable[list[Event]]] | None = None,
+        commit: CommitFn | None = None,
+        agent_name: str = "",
+        artifact_service: BaseArtifactService | None = None,
+        memory_service: BaseMemoryService | None = None,
+        plugins: PluginManager = NO_PLUGINS,
+        tracer: Tracer | None = None,
+        agent: object = None,
+        session_service: object = None,
+        resumability_config: object = None,
+        run_config: object = None,
+        agent_states: dict[str, JsonValue] | None = None,
+        end_of_agents: dict[str, bool] | None = None,
+        branch: str | None = None,
+    ) -> None:
+        self.invocation_id = InvocationId(invocation_id)
+        self.session = session
+        self.app_name = app_name or session.app_name
+        self.user_id = user_id or session.user_id
+        self.user_content = user_content
+        if is_resumable is None:
+            is_resumable = bool(getattr(resumability_config, "is_resumable", False))
+        self.is_resumable = is_resumable
+        self.load_history = load_history or self._session_events
+        self.commit: CommitFn = commit or _store_nothing
+        self.agent = agent
+        self.agent_name = agent_name or str(getattr(agent, "name", ""))
+        self.artifact_service = artifact_service
+        self.memory_service = memory_service
+        self.plugins = plugins
+        self.session_service = session_service
+        self.resumability_config = resumability_config
+        self.run_config = run_config
+        # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
+        self.tracer = tracer
+        self.branch = branch
+        self._agent_states: dict[str, JsonValue] = agent_states if agent_states is not None else {}
+        self._end_of_agents: dict[str, bool] = end_of_agents if end_of_agents is not None else {}
+
+    async def _session_events(self) -> list[Event]:
+        return list(self.session.events)
 
     @property
     def session_key(self) -> SessionKey:
@@ -138,6 +198,34 @@ class InvocationContext:
             session_id=self.session.id,
             load_session=committed,
         )
+
+    @property
+    def agent_states(self) -> dict[str, JsonValue]:
+        """Each agent's last checkpoint (its `agent_state`), by agent name."""
+        return self._agent_states
+
+    @property
+    def end_of_agents(self) -> dict[str, bool]:
+        """The agents whose run ended (`end_of_agent`), by agent name."""
+        return self._end_of_agents
+
+    def populate_invocation_agent_states(self) -> None:
+        """Read this invocation's checkpoints back from the session's events, as the
+        reference does: the last `agent_state` of each agent, and which agents ended."""
+        for event in self.session.events:
+            if event.invocation_id != self.invocation_id:
+                continue
+            if event.actions.end_of_agent:
+                self._end_of_agents[event.author] = True
+                self._agent_states.pop(event.author, None)
+            elif event.actions.agent_state is not None:
+                self._agent_states[event.author] = event.actions.agent_state
+                self._end_of_agents.pop(event.author, None)
+
+
+async def _store_nothing(parts: StepParts, mutate: Callable[[], None]) -> None:
+    """A caller-built context's commit: apply the checkpoint change, store nothing."""
+    mutate()
 
 
 class ChildRuns(Protocol):

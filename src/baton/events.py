@@ -132,6 +132,8 @@ class NodeInfo(WireModel):
     path: str = ""
     run_id: str | None = None
     output_for: list[str] | None = None
+    # The event's message is the node run's output (an agent's reply), as in the reference.
+    message_as_output: bool | None = None
 
     @property
     def name(self) -> str:

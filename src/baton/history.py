@@ -20,7 +20,7 @@ from baton.events import REQUEST_INPUT_FUNCTION, Event
 from baton.sessions.store import Interrupt, InterruptStatus
 from baton.types import FunctionCall, FunctionResponse, WireModel
 
-__all__ = ["AnswerIndex", "EntryKind", "TimelineEntry", "compact", "describe_event"]
+__all__ = ["AnswerIndex", "EntryKind", "TimelineEntry", "acting_node", "compact", "describe_event"]
 
 AnswerIndex = Mapping[tuple[str, str], Interrupt]
 """Interrupt rows by (invocation id, interrupt id): who answered what, and when."""
@@ -57,7 +57,7 @@ def describe_event(event: Event, index: AnswerIndex | None = None) -> list[Timel
         TimelineEntry(
             time=event.timestamp,
             invocation_id=event.invocation_id,
-            node=event.author,
+            node=acting_node(event),
             path=event.node_info.path if event.node_info else "",
             kind=kind,
             summary=summary,
@@ -66,6 +66,19 @@ def describe_event(event: Event, index: AnswerIndex | None = None) -> list[Timel
         )
         for kind, summary, detail, by in found
     ]
+
+
+def acting_node(event: Event) -> str:
+    """Who did what `event` records: its author, or the node when the author is a workflow.
+
+    A function node's events are signed with its workflow's name, as in the reference;
+    people want to read the node's.
+    """
+    info = event.node_info
+    if info is None or not info.path:
+        return event.author
+    enclosing = {segment.split("@", 1)[0] for segment in info.path.split("/")[:-1]}
+    return info.name if event.author in enclosing else event.author
 
 
 _Found = tuple[EntryKind, str, JsonValue, str | None]

@@ -570,7 +570,11 @@ class Runner:
                 node=self.root.name,
                 path=f"{self.root.name}@1",
                 run_id="1",
-                input=plan.message.text if plan.message and plan.message.text else None,
+                # The user's message, handed on as a Content (see Trigger.message).
+                input=plan.message.model_dump(mode="json", exclude_none=True)
+                if plan.message
+                else None,
+                message_input=plan.message is not None,
             )
             run = InvocationRun(self._settings(), plan, lease, root, version=0)
             await run.begin(answered_by)

@@ -31,7 +31,7 @@ from baton.errors import (
     InvocationNotFoundError,
 )
 from baton.events import Event
-from baton.history import EntryKind, TimelineEntry, describe_event
+from baton.history import EntryKind, TimelineEntry, acting_node, describe_event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
 from baton.types import Content, SessionId
@@ -278,7 +278,7 @@ async def _run_once(
             first = first or event.invocation_id
             _show(terminal, event)
             if spinner is not None:
-                spinner.update(f"running {runner.app_name}: after {event.author}…")
+                spinner.update(f"running {runner.app_name}: after {acting_node(event)}…")
     return first
 
 

@@ -35,11 +35,12 @@ CALLBACKS = Counter(
 TRANSFER = Counter({"triage": 1, "refunds": 1, "t1": 1, "refunds-final": 1})
 # (root, executions, commits of an uninterrupted run)
 ROOTS = [
-    # the start, the marker, two turns, the tool result, the end, the node run
-    pytest.param("callbacks", CALLBACKS, 7, id="callbacks"),
-    # the start, triage's marker, turn and transfer, refunds' marker, two turns, the tool
-    # result, the two ends, the node run
-    pytest.param("transfer", TRANSFER, 11, id="transfer"),
+    # the start, two turns (the first with the agent's checkpoint), the tool result, the
+    # end, the node run
+    pytest.param("callbacks", CALLBACKS, 6, id="callbacks"),
+    # the start, triage's turn and transfer, refunds' two turns, the tool result, the two
+    # ends, the node run
+    pytest.param("transfer", TRANSFER, 9, id="transfer"),
 ]
 
 

@@ -29,7 +29,7 @@ from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
 from tests.agents.examples import load_example
-from tests.harness import Harness, asked
+from tests.harness import Harness, asked, outputs
 
 
 def tools_counted(runs: Runs, *names: str) -> list[FunctionTool]:
@@ -71,7 +71,7 @@ async def test_a_failed_tool_reruns_alone_and_finished_tools_are_reused(make: Ma
         "call-c": {"result": "c(2) run 2"},
     }
     assert texts(events)[-1] == ("agent", "all done")
-    assert events[-1].output == "all done"
+    assert outputs(events)[-1][1] == "all done"
 
 
 async def test_a_recorded_model_turn_is_not_asked_again_when_its_tools_fail(
@@ -152,7 +152,7 @@ async def test_regular_and_long_running_calls_in_one_turn(make: MakeRunner) -> N
         "l1": {"result": "yes"},
         "l2": {"result": "no"},
     }
-    assert done[-1].output == "both answered"
+    assert outputs(done)[-1][1] == "both answered"
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -170,7 +170,7 @@ async def test_a_long_running_call_with_invalid_arguments_does_not_pause(
     assert asked(events) == []
     error = str(responses(model.requests[1])["l1"])
     assert "invalid arguments for tool 'ask'" in error
-    assert events[-1].output == "sorry"
+    assert outputs(events)[-1][1] == "sorry"
 
 
 async def test_unknown_tools_get_an_error_the_model_can_read(make: MakeRunner) -> None:
@@ -262,7 +262,7 @@ async def test_seed_004_llm_agent_with_approval_in_a_workflow(
     assert (call.id, call.name) == ("c1", "approval_tool")
     assert len(model.requests) == 2
     assert responses(model.requests[1]) == {"c1": {"approved": True}}
-    assert [(e.author, e.output) for e in resumed if e.output is not None] == [
+    assert outputs(resumed) == [
         ("agent_with_approval", "The purchase was approved."),
         ("next_step", "next: The purchase was approved."),
     ]
@@ -407,7 +407,7 @@ async def test_the_approval_example_pauses_for_the_refund_and_finishes_after_it(
         "amount": 120.0,
         "reason": "Please refund order 7, it arrived broken.",
     }
-    assert done[-1].output == "The refund for order 7 was approved."
+    assert outputs(done)[-1][1] == "The refund for order 7 was approved."
 
 
 async def test_answering_one_parallel_branch_does_not_rerun_the_other(make: MakeRunner) -> None:
@@ -443,7 +443,7 @@ async def test_two_long_running_calls_one_after_the_other(make: MakeRunner) -> N
     assert asked(await h.answer(("first", "ok"), name="approval_tool")) == ["second"]
     done = await h.answer(("second", "ok"), name="approval_tool")
 
-    assert done[-1].output == "both approved"
+    assert texts(done)[-1][1] == "both approved"
     assert len(model.requests) == 3
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
@@ -461,7 +461,7 @@ async def test_a_tool_that_escalates_ends_the_loop(make: MakeRunner) -> None:
     events = await h.start()
 
     assert len(model.requests) == 2
-    assert events[-1].output == "stopped"
+    assert texts(events)[-1][1] == "stopped"
 
 
 async def test_a_model_error_fails_the_run_and_a_resume_asks_again(make: MakeRunner) -> None:
@@ -474,7 +474,7 @@ async def test_a_model_error_fails_the_run_and_a_resume_asks_again(make: MakeRun
         await h.start()
     events = await h.collect(invocation_id=(await h.invocation()).id)
 
-    assert events[-1].output == "ok"
+    assert outputs(events)[-1][1] == "ok"
     assert len(model.requests) == 2
 
 
@@ -499,7 +499,7 @@ async def test_a_long_running_tool_that_failed_to_start_is_started_on_resume(
 
     assert runs.count == {"notify": 2}
     assert len(model.requests) == 2
-    assert done[-1].output == "ann said yes"
+    assert outputs(done)[-1][1] == "ann said yes"
 
 
 async def snapshot(h: Harness) -> tuple[object, ...]:
@@ -527,7 +527,7 @@ async def test_bad_answers_to_a_long_running_call_change_nothing(make: MakeRunne
         await h.answer(("c1", "no"), name="approval_tool")
 
     assert await snapshot(h) == finished
-    assert done[-1].output == "done"
+    assert outputs(done)[-1][1] == "done"
     assert len(model.requests) == 2
 
 
@@ -586,7 +586,7 @@ async def test_a_custom_model_written_for_the_reference_drives_an_agent(
     events = await h.start()
 
     assert runs.count == {"a": 1}
-    assert events[-1].output == "the tool said a(7) run 1"
+    assert outputs(events)[-1][1] == "the tool said a(7) run 1"
 
 
 async def test_a_long_running_tool_declares_the_answer_it_waits_for(
@@ -606,7 +606,7 @@ async def test_a_long_running_tool_declares_the_answer_it_waits_for(
         await h.answer((call.id or "", {"note": "fine"}), name="issue_refund", wrap=False)
     assert len(await h.runner.store.list_interrupts(h.runner.app_name, h.user_id)) == 1
     done = await h.answer((call.id or "", {"approved": False}), name="issue_refund", wrap=False)
-    assert done[-1].output == "The refund for order 7 was declined."
+    assert outputs(done)[-1][1] == "The refund for order 7 was declined."
 
 
 def test_a_response_schema_that_is_no_schema_is_refused() -> None:

@@ -42,7 +42,7 @@ async def test_the_approval_example_runs_against_a_chat_completions_server(
     assert len(chat_server.requests) == 2
     done = await h.answer(("c2", {"approved": True}), name="issue_refund", wrap=False)
 
-    assert done[-1].output == "Your refund of 35.0 was approved."
+    assert outputs(done)[-1][1] == "Your refund of 35.0 was approved."
     assert len(chat_server.requests) == 3
     messages = chat_server.requests[2]["messages"]
     tool_messages = [

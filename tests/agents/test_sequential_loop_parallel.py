@@ -24,8 +24,8 @@ async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) ->
     events = await h.start()
 
     assert texts(events) == [("a", "a done"), ("b", "b done"), ("c", "c done")]
-    assert (events[-2].author, events[-2].actions.end_of_agent) == ("seq", True)
-    assert events[-1].output == "c done"
+    assert (events[-1].author, events[-1].actions.end_of_agent) == ("seq", True)
+    assert texts(events)[-1][1] == "c done"
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -101,7 +101,7 @@ async def test_parallel_resume_runs_only_unfinished_branches(make: MakeRunner) -
 
     assert runs.count == {"a": 1, "b": 2, "c": 1}
     assert texts(events) == [("b", "b done")]
-    assert events[-1].output == "b done"
+    assert texts(events)[-1][1] == "b done"
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -115,7 +115,7 @@ async def test_parallel_branches_are_tagged_and_all_finish(make: MakeRunner) -> 
 
     branches = {e.author: e.branch for e in events if e.content}
     assert branches == {"a": "par.a", "x": "par.inner"}
-    assert (events[-2].author, events[-2].actions.end_of_agent) == ("par", True)
+    assert (events[-1].author, events[-1].actions.end_of_agent) == ("par", True)
 
 
 @pytest.mark.parametrize("max_iterations", [0, -1])

@@ -98,7 +98,7 @@ async def test_the_example_app_runs_offline(
     h = await make(cast(BaseAgent, module.root_agent))
     events = await h.start("a cat who sails")
 
-    assert events[-1].output == "positive"
+    assert texts(events)[-1][1] == "positive"
 
 
 class WorkflowStep(int, Enum):

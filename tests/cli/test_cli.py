@@ -101,7 +101,12 @@ def test_run_json_prints_wire_events(tmp_path: Path) -> None:
     code, out = baton("run", APP, "7 pens", "--json", db=tmp_path / "s.db")
     assert code == 2
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert [e["author"] for e in events] == ["submit", "review"]
+    # Signed by the workflow, as in the reference; the node is the last part of the path.
+    assert [e["author"] for e in events] == ["expense_workflow", "expense_workflow"]
+    assert [e["nodeInfo"]["path"] for e in events] == [
+        "expense_workflow@1/submit@1",
+        "expense_workflow@1/review@1",
+    ]
     assert events[-1]["longRunningToolIds"] == ["review_0"]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
+from baton.history import acting_node
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InterruptStatus, InvocationStatus, SessionKey
 from baton.types import SessionId
@@ -247,7 +248,7 @@ async def committed_nodes(store: SqlStore, key: SessionKey) -> frozenset[str]:
     """Leaves whose step (an output or the interrupt it asked) was committed."""
     session = await store.get_session(key)
     assert session is not None
-    return frozenset(e.author for e in session.events if e.author in LEAVES)
+    return frozenset(acting_node(e) for e in session.events if acting_node(e) in LEAVES)
 
 
 async def outcome_of(store: SqlStore, case: Case, committed: frozenset[str] | None) -> Outcome:
@@ -259,7 +260,7 @@ async def outcome_of(store: SqlStore, case: Case, committed: frozenset[str] | No
     return Outcome(
         result=root.output,
         outputs=sorted(
-            ((e.author, e.output) for e in session.events if e.output is not None),
+            ((acting_node(e), e.output) for e in session.events if e.output is not None),
             key=lambda pair: pair[0],
         ),
         executions=read_counts(case.work / "counts"),

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from baton.events import REQUEST_INPUT_FUNCTION
+from baton.history import acting_node
 from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
@@ -196,7 +197,7 @@ async def _check_store(db: str, sessions: list[str], log: Path) -> None:
             loaded = await store.get_session(key)
             assert loaded is not None
             shown = [e.model_dump(exclude_none=True) for e in loaded.events]
-            outputs = Counter(e.author for e in loaded.events if e.output is not None)
+            outputs = Counter(acting_node(e) for e in loaded.events if e.output is not None)
             assert outputs == Counter({"prepare": 1, "ask": 1, "finish": 1}), shown
             asked = [e for e in loaded.events if e.long_running_tool_ids]
             assert len(asked) == 1, shown

@@ -10,6 +10,7 @@ import signal
 from collections import Counter
 from pathlib import Path
 
+from baton.history import acting_node
 from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
@@ -153,7 +154,7 @@ async def test_a_stalled_holder_commits_nothing_after_another_took_its_run(
         }
     )
 
-    outputs = [(e.author, e.output) for e in loaded.events if e.output is not None]
+    outputs = [(acting_node(e), e.output) for e in loaded.events if e.output is not None]
     # Every node completed exactly once in the store: A's step before it stalled, then
     # only B's — A's late `block` output (and anything after) was refused.
     assert outputs == [

@@ -21,6 +21,7 @@ from baton import (
 )
 from baton.errors import UnknownInterruptError
 from baton.events import NodeInfo
+from baton.history import acting_node
 from baton.sessions.services import InMemorySessionService, SqliteSessionService
 
 
@@ -49,7 +50,7 @@ def test_sync_run_and_sync_session_methods_drive_a_pause_and_an_answer() -> None
     first = list(runner.run(user_id="u", session_id=session.id, new_message=_text("hi")))
     assert [e.long_running_tool_ids for e in first] == [{"q"}]
     second = list(runner.run(user_id="u", session_id=session.id, new_message=_answer("q", "yes")))
-    assert [(e.author, e.output) for e in second] == [("ask", "yes"), ("done", "done yes")]
+    assert [(acting_node(e), e.output) for e in second] == [("ask", "yes"), ("done", "done yes")]
 
     stored = sessions.get_session_sync(app_name=runner.app_name, user_id="u", session_id=session.id)
     assert stored is not None

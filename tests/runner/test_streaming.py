@@ -6,6 +6,7 @@ import asyncio
 from contextlib import aclosing
 
 from baton import Workflow, types
+from baton.history import acting_node
 from baton.sessions.store import InvocationStatus
 from baton.types import InvocationId
 from tests.harness import MakeHarness
@@ -33,7 +34,7 @@ async def test_each_event_reaches_the_caller_before_the_next_node_starts(
     log: list[str] = []
     h = await make_harness(_chain(log))
     async for event in h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go()):
-        log.append(f"got {event.author}")
+        log.append(f"got {acting_node(event)}")
     assert log == [entry for i in range(1, 5) for entry in (f"ran n{i}", f"got n{i}")]
 
 

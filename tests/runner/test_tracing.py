@@ -175,7 +175,7 @@ _WITHOUT_OTEL = """
 import asyncio, sys
 sys.modules["opentelemetry"] = None
 from baton import InMemoryRunner, Workflow, types
-def a(node_input):
+def a(node_input: str):
     return f"a({node_input})"
 async def main():
     runner = InMemoryRunner(Workflow(name="flow", edges=[("START", a)]))

@@ -50,7 +50,7 @@ async def test_racing_answers_one_wins_the_other_is_refused(live: Live) -> None:
     assert len(answers) == 2  # the start message and the one answer that won
 
 
-def explode(node_input: Any) -> str:
+def explode(node_input: str) -> str:
     raise RuntimeError(f"cannot handle {node_input!r}")
 
 

@@ -52,7 +52,7 @@ async def test_schema_failure_is_422_and_changes_nothing(live: Live) -> None:
     assert await snapshot(live.service.store, "approval", "u", sid) == before
     # Still resumable with a valid answer.
     done = await live.client.post(respond_url(sid), json={"response": {"approved": True}})
-    assert done.json()[-1]["author"] == "finish"
+    assert done.json()[-1]["nodeInfo"]["path"] == "approval_wf@1/finish@1"
 
 
 @pytest.mark.parametrize(

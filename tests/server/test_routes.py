@@ -66,7 +66,7 @@ async def test_session_crud_accepts_camel_and_snake_case(live: Live) -> None:
     assert sorted(s["id"] for s in listed) == sorted(["s1", "s2", fresh])
     await live.start("approval", "u", "s1")
     got = (await live.client.get(f"{base}/s1")).json()
-    assert [e["author"] for e in got["events"]] == ["user", "ask_approval"]
+    assert [e["author"] for e in got["events"]] == ["user", "approval_wf"]  # as the reference
     assert (await live.client.delete(f"{base}/s1")).json() is None
     missing = await live.client.get(f"{base}/s1")
     assert missing.status_code == 404
@@ -85,7 +85,8 @@ async def test_run_pauses_then_function_response_completes(live: Live) -> None:
     }
     done = await live.run("approval", "u", sid, new_message=answer("approve", {"approved": True}))
     assert {e["invocationId"] for e in done} == {paused[0]["invocationId"]}
-    assert done[-1]["author"] == "finish"
+    assert done[-1]["author"] == "approval_wf"  # signed by the workflow, as the reference
+    assert done[-1]["nodeInfo"]["path"] == "approval_wf@1/finish@1"
     assert done[-1]["output"] == 'done:{"approved": true}'
 
 
@@ -111,7 +112,10 @@ async def test_run_sse_streams_one_data_frame_per_event_and_resumes(live: Live) 
     }
     async with live.client.stream("POST", "/run_sse", json=resume) as response:
         second = await read_sse(response)
-    assert [e["author"] for e in second] == ["ask_approval", "finish"]
+    assert [e["nodeInfo"]["path"] for e in second] == [
+        "approval_wf@1/ask_approval@1",
+        "approval_wf@1/finish@1",
+    ]
     assert {e["invocationId"] for e in second} == {invocation}
 
 

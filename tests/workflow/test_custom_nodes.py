@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from baton import App, BaseNode, Context, RequestInput, ResumabilityConfig, Runner, Workflow
+from baton import (
+    App,
+    BaseNode,
+    Context,
+    RequestInput,
+    ResumabilityConfig,
+    Runner,
+    Workflow,
+    types,
+)
 from baton.sessions.services import InMemorySessionService
 from tests.harness import Harness, MakeHarness, asked, outputs
 
@@ -17,7 +26,9 @@ class Scale(BaseNode):
     factor: int = 2
 
     async def _run_impl(self, *, ctx: Context, node_input: Any) -> AsyncGenerator[Any, None]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
-        yield int(node_input) * self.factor
+        # After START a custom node gets the user's message, a types.Content, as in the reference.
+        text = node_input.text if isinstance(node_input, types.Content) else str(node_input)
+        yield int(text) * self.factor
 
 
 class Ask(BaseNode):

@@ -11,6 +11,7 @@ from pydantic import JsonValue
 
 from baton import Context, RequestInput, Workflow, node
 from baton.errors import WorkflowChangedError
+from baton.history import acting_node
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus
 from baton.workflow.nodes import Node
@@ -267,5 +268,5 @@ async def test_the_parallel_review_example_asks_per_section_and_publishes(
         "publish",
         {"published": False, "approved": [1, 3], "rejected": [2]},
     )
-    summaries = [e for e in h.seen if e.author == "summarize" and e.output is not None]
+    summaries = [e for e in h.seen if acting_node(e) == "summarize" and e.output is not None]
     assert len(summaries) == 3

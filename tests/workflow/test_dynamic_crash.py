@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from baton.history import acting_node
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
@@ -63,7 +64,7 @@ async def outcome(url: str, key: SessionKey) -> tuple[InvocationStatus, str | No
         [invocation] = await store.list_invocations(key)
         session = await store.get_session(key)
         assert session is not None
-        outputs = [e.output for e in session.events if e.author == "parent" and e.output]
+        outputs = [e.output for e in session.events if acting_node(e) == "parent" and e.output]
         return invocation.status, str(outputs[-1]) if outputs else None
     finally:
         await store.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from baton import Context, Workflow, types
+import pytest
+
+from baton import Context, FunctionNode, LlmAgent, RequestInput, Workflow, types
+from baton.models import ScriptedModel
 from tests.harness import MakeHarness, outputs
 
 
@@ -15,8 +18,8 @@ async def test_a_node_returning_content_emits_a_message_not_an_output(
     h = await make_harness(Workflow(name="wf", edges=[("START", reply)]))
     events = await h.start("ann")
     assert outputs(events) == []
-    messages = [e for e in events if e.author == "reply"]
-    assert len(messages) == 1
+    messages = [e for e in events if e.node_info and e.node_info.name == "reply"]
+    assert [e.author for e in messages] == ["wf"]  # a function node's events: its workflow's
     assert messages[0].content is not None
     assert messages[0].content.text == "hello ann"
 
@@ -29,7 +32,8 @@ async def test_a_node_that_only_writes_state_emits_an_event_with_the_delta(
 
     h = await make_harness(Workflow(name="wf", edges=[("START", remember)]))
     events = await h.start("x")
-    written = [e for e in events if e.author == "remember"]
+    written = [e for e in events if e.node_info and e.node_info.name == "remember"]
+    assert [e.author for e in written] == ["wf"]
     assert [e.actions.state_delta for e in written] == [{"seen": "x"}]
     assert written[0].node_info is not None
     assert written[0].node_info.name == "remember"
@@ -44,3 +48,68 @@ async def test_a_node_that_writes_nothing_emits_nothing(make_harness: MakeHarnes
 
     h = await make_harness(Workflow(name="wf", edges=[("START", quiet)]))
     assert [e for e in await h.start("x") if e.author == "quiet"] == []
+
+
+async def test_events_are_signed_by_the_enclosing_workflow_as_in_the_reference(
+    make_harness: MakeHarness,
+) -> None:
+    def note(ctx: Context, node_input: str) -> str:
+        ctx.state["noted"] = node_input
+        return f"noted {node_input}"
+
+    def ask(node_input: str) -> RequestInput:
+        return RequestInput(interrupt_id="ok", message=f"{node_input}?")
+
+    inner = Workflow(name="inner", edges=[("START", note, ask)])
+    h = await make_harness(Workflow(name="outer", edges=[("START", inner)]))
+    events = await h.start("x")
+    signed = [(e.author, e.node_info.path) for e in events if e.node_info]
+    assert signed == [
+        ("inner", "outer@1/inner@1/note@1"),
+        ("inner", "outer@1/inner@1/ask@1"),
+    ]
+    assert outputs(events) == [("note", "noted x")]  # people still read the node's name
+
+
+async def test_a_failure_is_signed_by_the_workflow_and_a_lone_node_by_itself(
+    make_harness: MakeHarness,
+) -> None:
+    def boom(node_input: str) -> str:
+        raise ValueError(f"bad {node_input}")
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", boom)]))
+    with pytest.raises(ValueError, match="bad x"):
+        await h.start("x")
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    failed = [e for e in session.events if e.error_code]
+    assert [(e.author, e.error_code) for e in failed] == [("wf", "ValueError")]
+
+    def alone(node_input: str) -> str:
+        return "alone"
+
+    h = await make_harness(FunctionNode(alone, name="solo"))
+    assert [(e.author, e.output) for e in await h.start("x")] == [("solo", "alone")]
+
+
+async def test_an_agents_reply_is_said_once_and_is_its_output(
+    make_harness: MakeHarness,
+) -> None:
+    agent = LlmAgent(name="helper", model=ScriptedModel(responses=["hello there"]))
+
+    def after(node_input: str) -> str:
+        return f"after {node_input}"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", agent, after)]))
+    events = await h.start("hi")
+
+    replies = [e for e in events if e.content and e.content.text == "hello there"]
+    assert [e.author for e in replies] == ["helper"]  # an agent signs its own events
+    [reply] = replies
+    assert reply.node_info is not None
+    assert reply.node_info.message_as_output is True
+    assert reply.node_info.output_for == ["wf@1/helper@1"]
+    assert [e.output for e in events if e.output is not None] == ["after hello there"]
+    assert outputs(events) == [("helper", "hello there"), ("after", "after hello there")]
+    wire = reply.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["nodeInfo"]["messageAsOutput"] is True

@@ -50,7 +50,7 @@ async def test_interrupt_event_has_the_reference_wire_shape(make_harness: MakeHa
         ],
     }
     assert wire["longRunningToolIds"] == ["approve"]
-    assert wire["author"] == "approval"
+    assert wire["author"] == "wf"  # the enclosing workflow signs it, as in the reference
     assert wire["nodeInfo"] == {"path": "wf@1/approval@1", "runId": "1"}
     assert (await h.invocation()).status == InvocationStatus.PAUSED
 

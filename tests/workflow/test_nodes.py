@@ -8,7 +8,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from baton import Context, Event, FunctionNode, JoinNode, RequestInput, RetryConfig, Workflow, node
+from baton import (
+    Context,
+    Event,
+    FunctionNode,
+    JoinNode,
+    RequestInput,
+    RetryConfig,
+    Workflow,
+    node,
+    types,
+)
 from baton.errors import MissingParameterError, NodeTimeoutError, OutputAlreadySetError
 from tests.harness import MakeHarness, asked, outputs
 
@@ -267,7 +277,9 @@ async def test_a_node_reached_by_two_edges_runs_once_per_trigger_with_its_own_ru
     h = await make_harness(wf)
     events = await h.start("x")
     merged = sorted(
-        (e.node_info.path, e.output) for e in events if e.author == "merge" and e.node_info
+        (e.node_info.path, e.output)
+        for e in events
+        if e.node_info and e.node_info.name == "merge" and e.output is not None
     )
     # left and right run in parallel worker threads: which one arrives first is not fixed.
     assert [path for path, _ in merged] == ["wf@1/merge@1", "wf@1/merge@2"]
@@ -313,8 +325,9 @@ async def test_custom_base_node_subclass(make_harness: MakeHarness) -> None:
     from baton import BaseNode
 
     class Doubler(BaseNode):
-        async def _run_impl(self, *, ctx: Context, node_input: Any):  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
-            yield int(node_input) * 2
+        async def _run_impl(self, *, ctx: Context, node_input: types.Content):  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
+            # After START: the user's message, as in the reference.
+            yield int((node_input.parts or [])[0].text or "") * 2
 
     h = await make_harness(Workflow(name="wf", edges=[("START", Doubler(name="double"))]))
     assert outputs(await h.start("21")) == [("double", 42)]

@@ -181,4 +181,6 @@ async def test_review_loop_routes_approved_and_rejected(make_harness: MakeHarnes
     assert asked(events) == ["review_1"]
     done = await answer_like_the_seed(h, events[-1], {"approved": True})
     assert outputs(done)[-1] == ("ship", "shipped")
-    assert drafts == ["offsite", {"approved": False}]
+    # The first draft gets the user's message itself (untyped, as in the reference).
+    user_message = types.Content(role="user", parts=[types.Part(text="offsite")])
+    assert drafts == [user_message, {"approved": False}]

@@ -6,6 +6,7 @@ import pytest
 
 from baton import Event, Workflow
 from baton.errors import WorkflowConfigurationError
+from baton.history import acting_node
 from tests.harness import MakeHarness, outputs
 
 
@@ -34,7 +35,7 @@ async def test_two_terminal_nodes_with_output_fail_the_run_naming_both(
         await h.start("x")
     assert "inner" in str(raised.value)
     # Neither branch's value reached the parent as the inner workflow's output.
-    assert not [e for e in h.seen if e.author == "quiet"]
+    assert not [e for e in h.seen if acting_node(e) == "quiet"]
     assert (await h.invocation()).status.value == "failed"
 
 

@@ -18,7 +18,6 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
-    JsonValue,
     PrivateAttr,
     StrictInt,
     StrictStr,
@@ -28,14 +27,15 @@ from pydantic import (
 
 from baton.agents.callbacks import CallbackContext, Callbacks, chain, run_callbacks
 from baton.agents.context import AgentContext, as_agent_context
+from baton.agents.direct import run_directly
 from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
-from baton.events import Event, EventActions, RequestInput
+from baton.events import Event, EventActions, NodeInfo, RequestInput
 from baton.types import Content
-from baton.workflow.nodes import RetryConfig, check_version
+from baton.workflow.nodes import NodeInput, RetryConfig, check_version
 
 __all__ = ["BaseAgent"]
 
@@ -73,6 +73,13 @@ class BaseAgent(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     commits_each_event: ClassVar[bool] = True
+    # An agent signs its own events, in a workflow too (function nodes' carry the workflow's
+    # name), and its reply is its output: the engine adds no output event of its own.
+    authors_own_events: ClassVar[bool] = True
+    emits_output: ClassVar[bool] = False
+    # The reference ends only its own agent classes with an event; a custom agent that
+    # returns is ended for it, quietly (the event is stored, not shown to direct callers).
+    ends_quietly: ClassVar[bool] = True
 
     name: str
     description: str = ""
@@ -151,9 +158,11 @@ class BaseAgent(BaseModel):
 
     # --- running as a node -------------------------------------------------------------
 
-    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         """Run the agent tree as one node run (the Node protocol)."""
-        agent_ctx = AgentContext(ctx, node_input=node_input)
+        # An agent reads the user's message as text (a model turn), as in the reference.
+        text_input = node_input.text if isinstance(node_input, Content) else node_input
+        agent_ctx = AgentContext(ctx, node_input=text_input)
         if self.name in ctx.ended_agents:
             # It ended before a crash cut the node run short: only the output is missing.
             if ctx.output is None:
@@ -165,6 +174,8 @@ class BaseAgent(BaseModel):
         explicit_output = False
         async with aclosing(self.run_async(agent_ctx)) as events:
             async for event in events:
+                if event.author == self.name and _is_final_text(event):
+                    _mark_as_output(event, ctx)
                 yield event
                 # The engine committed it while we were suspended at the yield.
                 agent_ctx.log.add(event)
@@ -186,11 +197,19 @@ class BaseAgent(BaseModel):
         the call yields nothing: its events and state changes are already recorded.
 
         Args:
-            parent_context: the ctx the calling agent received.
+            parent_context: the ctx the calling agent received; or an InvocationContext
+                the caller built, to drive the agent directly (see `baton.agents.direct`).
 
         Raises:
-            TypeError: `parent_context` is not an agent's ctx.
+            TypeError: `parent_context` is not a context.
         """
+        direct = isinstance(parent_context, InvocationContext)  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers pass anything
+        if direct and not isinstance(parent_context, AgentContext):
+            # Driven directly, with a context the caller built (as the reference's tests do).
+            async with aclosing(run_directly(self, parent_context)) as direct:
+                async for event in direct:
+                    yield event
+            return
         ctx = as_agent_context(parent_context)
         if self.name in ctx.ended_agents:
             if ctx.replays[self.name] > 0:
@@ -230,7 +249,12 @@ class BaseAgent(BaseModel):
         """After `_run_async_impl` returned: the end of the agent (unless it waits), with
         its after-callback's reply."""
         if self.name not in ctx.ended_agents:
-            return None if await self.is_waiting(ctx) else await self._end_event(ctx)
+            if await self.is_waiting(ctx):
+                return None
+            end = await self._end_event(ctx)
+            if type(self).ends_quietly and end.content is None:
+                ctx.quiet.add(end.id)
+            return end
         callbacks = self._after_callbacks(ctx)
         if callbacks is None:
             return None
@@ -385,6 +409,13 @@ async def _last_text(ctx: AgentContext) -> str | None:
     """The last reply recorded by this node run, or None."""
     mine = await _run_events(ctx)
     return next((_text_of(e) for e in reversed(mine) if _is_final_text(e)), None)
+
+
+def _mark_as_output(event: Event, ctx: Context) -> None:
+    """Mark the node's agent's reply as the node run's output (clients show it once)."""
+    event.node_info = NodeInfo(
+        path=ctx.node_path, run_id=ctx.run_id, output_for=[ctx.node_path], message_as_output=True
+    )
 
 
 def _reply_content(agent: str, reply: object) -> Content:

@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, final
+from typing import Any, ClassVar, Literal, final
 
 from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
 
@@ -69,7 +69,8 @@ class ModelCallError(BatonError, RuntimeError):
 
 
 class LlmAgentState(BaseAgentState):
-    """An LlmAgent's checkpoint: where its run began, and the long-running calls started."""
+    """An LlmAgent's checkpoint: where its run began (after the event `run_start`), and
+    the long-running calls started."""
 
     run_start: str
     started_calls: list[str] = Field(default_factory=list[str])
@@ -145,6 +146,8 @@ class LlmAgent(BaseAgent):
     on_model_error_callback: Callbacks = None
     on_tool_error_callback: Callbacks = None
 
+    ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
+
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
 
@@ -182,11 +185,23 @@ class LlmAgent(BaseAgent):
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
         state = self._load_agent_state(ctx, LlmAgentState)
-        if state is None:
-            marker = self._create_agent_state_event(ctx)
-            state = LlmAgentState(run_start=marker.id)
-            marker.actions.agent_state = state.model_dump(mode="json")
-            yield marker
+        if state is not None:
+            async for event in self._turns(ctx, agent_ctx, state):
+                yield event
+            return
+        # A fresh run: its checkpoint rides on its first event (the first model turn), so
+        # the run emits no content-less event of its own, as the reference emits none.
+        state = LlmAgentState(run_start=await _last_event_id(agent_ctx))
+        checkpoint: JsonValue = state.model_dump(mode="json")
+        async for event in self._turns(ctx, agent_ctx, state):
+            if checkpoint is not None and event.actions.agent_state is None:
+                event.actions.agent_state, checkpoint = checkpoint, None
+            yield event
+
+    async def _turns(
+        self, ctx: InvocationContext, agent_ctx: AgentContext, state: LlmAgentState
+    ) -> AsyncGenerator[Event, None]:
+        """Model turns and tool calls until the model answers or a call waits."""
         calls = 0
         while True:
             progress = await self._progress(agent_ctx, state)
@@ -196,8 +211,8 @@ class LlmAgent(BaseAgent):
                 return
             lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
             pending, confirming = self._pending(agent_ctx, progress, lro_ids)
-            if confirming and not pending:
-                return  # waits for a person to confirm (or reject) a tool call
+            if self._stops_here(progress, pending, confirming):
+                return
             target = self._transfer_target(progress) if not pending else None
             if target is not None:
                 # Handed over (now, or before a pause or crash): the sub-agent answers.
@@ -229,8 +244,13 @@ class LlmAgent(BaseAgent):
 
     async def _progress(self, ctx: AgentContext, state: LlmAgentState) -> _Progress:
         events = await ctx.log.events()
-        start = next(
-            (i for i in range(len(events) - 1, -1, -1) if events[i].id == state.run_start), None
+        start = (
+            -1  # the run began in an empty session
+            if not state.run_start
+            else next(
+                (i for i in range(len(events) - 1, -1, -1) if events[i].id == state.run_start),
+                None,
+            )
         )
         if start is None:
             raise ValueError(
@@ -269,6 +289,21 @@ class LlmAgent(BaseAgent):
             return [], set()
         done = progress.answered(lro_ids) | (confirming := self._confirming(ctx, progress))
         return [c for c in progress.turn.function_calls if c.id not in done], confirming
+
+    def _stops_here(
+        self, progress: _Progress, pending: list[FunctionCall], confirming: set[str]
+    ) -> bool:
+        """The run stops without asking the model: a tool result ended the turn (e.g.
+        exit_loop), or a call waits for a person to confirm (or reject) it."""
+        if progress.turn is not None and not pending and self._skips_summary(progress):
+            return True
+        return bool(confirming) and not pending
+
+    def _skips_summary(self, progress: _Progress) -> bool:
+        """Whether a tool result of the last turn asked to end without the model's summary."""
+        return any(
+            e.author == self.name and e.actions.skip_summarization for e in progress.after_turn()
+        )
 
     def _transfer_target(self, progress: _Progress) -> BaseAgent | None:
         """The sub-agent the last turn's calls transferred to, if any."""
@@ -532,6 +567,12 @@ class LlmAgent(BaseAgent):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
         return event
+
+
+async def _last_event_id(ctx: AgentContext) -> str:
+    """The id of the session's last event: the run begins after it ('' in an empty session)."""
+    events = await ctx.log.events()
+    return events[-1].id if events else ""
 
 
 def _index_tools(

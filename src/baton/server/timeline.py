@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field, JsonValue
 
 from baton.events import Event
-from baton.history import TimelineEntry, describe_event
+from baton.history import TimelineEntry, acting_node, describe_event
 from baton.sessions.rewind import live_events
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session
 from baton.types import WireModel
@@ -86,7 +86,7 @@ def _nodes(events: list[Event], index: _Index) -> list[NodeSummary]:
             continue
         path = event.node_info.path
         summary = nodes.setdefault(
-            path, NodeSummary(path=path, node=event.author, status="running")
+            path, NodeSummary(path=path, node=acting_node(event), status="running")
         )
         if event.error_code:
             summary.status = "failed"
@@ -100,4 +100,7 @@ def _nodes(events: list[Event], index: _Index) -> list[NodeSummary]:
         elif event.output is not None:
             summary.status = "completed"
             summary.output = event.output
+        elif event.node_info.message_as_output and event.content:
+            summary.status = "completed"  # an agent's reply is its output
+            summary.output = event.content.text
     return list(nodes.values())

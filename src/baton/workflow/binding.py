@@ -9,10 +9,12 @@ annotated type.
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from types import UnionType
+from typing import Any, Final, TypeAlias, Union, get_args, get_origin
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
@@ -20,9 +22,12 @@ from baton.context import Context
 from baton.errors import MissingParameterError
 from baton.types import Content, Part
 
-__all__ = ["Binder"]
+__all__ = ["Binder", "NodeInput"]
 
 _EMPTY: Final = inspect.Parameter.empty
+
+NodeInput: TypeAlias = JsonValue | Content
+"""What a node run receives: a predecessor's output, or (after START) the user's message."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ class Binder:
     def takes_ctx(self) -> bool:
         return bool(self._ctx_params)
 
-    def bind(self, ctx: Context, node_input: JsonValue) -> dict[str, Any]:
+    def bind(self, ctx: Context, node_input: NodeInput) -> dict[str, Any]:
         """The arguments for one call.
 
         Raises:
@@ -87,7 +92,7 @@ class Binder:
             kwargs[param.name] = self._bind_state(param, ctx, node_input)
         return kwargs
 
-    def _bind_state(self, param: _Param, ctx: Context, node_input: JsonValue) -> Any:
+    def _bind_state(self, param: _Param, ctx: Context, node_input: NodeInput) -> Any:
         if param.name in ctx.state:
             return self._convert(param, ctx.state[param.name])
         if self._input_fallback and node_input is not None:
@@ -101,7 +106,11 @@ class Binder:
             + f"; set state['{param.name}'] before this node runs or give the parameter a default."
         )
 
-    def _convert(self, param: _Param, value: JsonValue) -> Any:
+    def _convert(self, param: _Param, value: NodeInput) -> Any:
+        if isinstance(value, Content):
+            value = _from_message(param.annotation, value)
+            if isinstance(value, Content):
+                return value
         if param.annotation is Content:
             return _as_content(value)
         if param.adapter is None or value is None:
@@ -125,6 +134,40 @@ def _resolved_hints(func: Callable[..., object]) -> dict[str, Any]:
         return typing.get_type_hints(func)
     except Exception:  # unresolvable forward references: fall back to raw annotations
         return {}
+
+
+def _from_message(annotation: Any, message: Content) -> NodeInput:
+    """A user's message as a parameter annotated `annotation` takes it, as the reference
+    binds it: the message itself where a Content fits (no annotation, Any, object,
+    Content), its text for `str`, else its text read as JSON (or the text itself)."""
+    if _expects_text(annotation):
+        return message.text
+    if _accepts_message(annotation):
+        return message
+    try:
+        return json.loads(message.text)
+    except ValueError:
+        return message.text
+
+
+def _expects_text(annotation: Any) -> bool:
+    """`str`, or a union of `str` with None or Content only."""
+    if annotation is str:
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        args = get_args(annotation)
+        return any(_expects_text(a) for a in args) and all(
+            _expects_text(a) or a is type(None) or a is Content for a in args
+        )
+    return False
+
+
+def _accepts_message(annotation: Any) -> bool:
+    if annotation in (_EMPTY, Any, object, Content):
+        return True
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_accepts_message(a) for a in get_args(annotation))
+    return False
 
 
 def _as_content(value: JsonValue) -> Content:

@@ -49,6 +49,8 @@ class Trigger:
 
     node: str
     input: JsonValue = None
+    # The input is a user's message (`Content` as JSON): START's successors get it as one.
+    message: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +62,8 @@ class RunRecord:
     run_id: str
     status: RunStatus = RunStatus.RUNNING
     input: JsonValue = None
+    # `input` is a user's message (`Content` as JSON), handed to the node as a Content.
+    message_input: bool = False
     output: JsonValue = None
     # Plain `list`/`dict` factories: calling an alias like `list[str]` costs 10x, every step.
     routes: list[RouteValue] = field(default_factory=list)
@@ -93,6 +97,8 @@ class RunRecord:
         # Field by field, not a loop over (key, value) tuples: this runs on every step.
         if self.input is not None:
             data["input"] = self.input
+        if self.message_input:
+            data["message_input"] = True
         if self.output is not None:
             data["output"] = self.output
         if self.error is not None:
@@ -183,7 +189,7 @@ class WorkflowState:
         if self.counters:
             data["counters"] = dict(self.counters)
         if self.queue:
-            data["queue"] = [{"node": t.node, "input": t.input} for t in self.queue]
+            data["queue"] = [_trigger_json(t) for t in self.queue]
         if self.runs:
             data["runs"] = {key: run.to_json() for key, run in self.runs.items()}
         if self.joins:
@@ -206,6 +212,13 @@ class WorkflowState:
                 for c in self.calls
             ]
         return data
+
+
+def _trigger_json(trigger: Trigger) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = {"node": trigger.node, "input": trigger.input}
+    if trigger.message:
+        data["message"] = True
+    return data
 
 
 _RECORD = TypeAdapter[RunRecord](RunRecord)  # pyright: ignore[reportArgumentType] -- pyright 1.1.391 predates the TypeForm parameter pydantic declares

@@ -10,6 +10,7 @@ finished tool call or sub-agent is durable before the next one starts.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,21 +37,38 @@ from baton.types import Content
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
 from baton.workflow.loopwatch import enter_node, leave_node
-from baton.workflow.nodes import FunctionNode, Node
+from baton.workflow.nodes import FunctionNode, Node, NodeInput
 
 __all__ = [
     "NodeRunFailedError",
     "carried_interrupt",
     "complete_with_answers",
     "current_record",
+    "current_workflow",
+    "event_author",
     "execute_run",
+    "message_value",
     "wants_execution",
 ]
 
 current_record: Final[ContextVar[RunRecord]] = ContextVar("baton_current_record")
 """The record of the node run executing in this task (read by workflows for their state)."""
 
+current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
+"""The name of the workflow whose children run in this task (None outside any workflow)."""
+
 Finish = Callable[[RunRecord], None]
+
+
+def event_author(node: Node) -> str:
+    """The author of the events the engine makes for `node`'s runs.
+
+    As in the reference: the enclosing workflow's name, or the node's own at the top;
+    an agent (`authors_own_events`) signs its own events.
+    """
+    if getattr(node, "authors_own_events", False):
+        return node.name
+    return current_workflow.get() or node.name
 
 
 class NodeRunFailedError(Exception):
@@ -82,7 +100,7 @@ async def complete_with_answers(
     output: JsonValue = next(iter(answers.values())) if len(answers) == 1 else dict(answers)
     event = Event(
         invocation_id=invocation.invocation_id,
-        author=node.name,
+        author=event_author(node),
         output=output,
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
     )
@@ -128,7 +146,7 @@ class _Collector:
             event = Event.of_output(
                 to_json_value(item, what=f"the output of node '{self.node.name}'"),
                 invocation_id=self.ctx.invocation_id,
-                author=self.node.name,
+                author=event_author(self.node),
                 path=self.record.path,
                 run_id=self.record.run_id,
             )
@@ -143,7 +161,7 @@ class _Collector:
         iid = request.interrupt_id
         if iid in self.ctx.open_interrupts or iid in self.ctx.resume_inputs:
             return None  # asked again on a rerun: already open, or answered
-        event = request.to_event(author=self.node.name)
+        event = request.to_event(author=event_author(self.node))
         self._note_long_running(event)
         return event
 
@@ -177,7 +195,7 @@ class _Collector:
         if event.invocation_id != ctx.invocation_id:
             event.invocation_id = ctx.invocation_id
         if not event.author:
-            event.author = self.node.name
+            event.author = event_author(self.node)
         if event.node_info is None:
             event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
         if event.output is not None:
@@ -247,7 +265,7 @@ class _Collector:
         """An event carrying this run's state writes, for a run that emitted nothing else."""
         event = Event(
             invocation_id=self.ctx.invocation_id,
-            author=self.node.name,
+            author=event_author(self.node),
             node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
         )
         event.actions.state_delta = dict(delta)
@@ -397,9 +415,12 @@ async def _execute(
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     schemas = getattr(node, "schemas", None)
-    node_input = record.input
+    node_input: NodeInput = record.input
     if schemas is not None:
-        node_input = check_node_data(schemas[0], node_input, node=node.name, what="input")
+        checked = message_value(record.input) if record.message_input else record.input
+        node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
+    elif record.message_input:
+        node_input = Content.model_validate(record.input)
     if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
         # Most nodes: one call, one result, no generator to drive or close.
         collector.add(await node.call(ctx, node_input))  # commits at the end
@@ -440,7 +461,17 @@ async def run_child(
         await complete_with_answers(node, record, invocation, finish)
 
 
-async def _drive(node: Node, ctx: Context, node_input: JsonValue, collector: _Collector) -> None:
+def message_value(message: JsonValue) -> JsonValue:
+    """What a user's message (`Content` as JSON) says as a value: its text read as JSON,
+    or the text itself, as the reference hands it to a typed parameter."""
+    text = Content.model_validate(message).text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+async def _drive(node: Node, ctx: Context, node_input: NodeInput, collector: _Collector) -> None:
     timeout = node.timeout
     if timeout is None:
         await _consume(node.run(ctx, node_input), collector)
@@ -476,7 +507,7 @@ def _error_event(
 ) -> Event:
     return Event(
         invocation_id=invocation.invocation_id,
-        author=node.name,
+        author=event_author(node),
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
         error_code=type(error).__name__,
         error_message=str(error),
@@ -542,7 +573,7 @@ async def _commit_end(
             Event.of_output(
                 ctx.output,
                 invocation_id=ctx.invocation_id,
-                author=node.name,
+                author=event_author(node),
                 path=record.path,
                 run_id=record.run_id,
             )

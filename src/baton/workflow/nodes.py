@@ -27,7 +27,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    JsonValue,
     PrivateAttr,
     SkipValidation,
     field_validator,
@@ -37,7 +36,7 @@ from pydantic import (
 from baton.context import Context
 from baton.schemas import SchemaType
 from baton.threads import SyncSteps, run_sync
-from baton.workflow.binding import Binder
+from baton.workflow.binding import Binder, NodeInput
 
 __all__ = [
     "START",
@@ -45,6 +44,7 @@ __all__ = [
     "FunctionNode",
     "JoinNode",
     "Node",
+    "NodeInput",
     "RetryConfig",
     "StartNode",
     "check_version",
@@ -156,7 +156,7 @@ class Node(Protocol):
     retry_config: RetryConfig | None
     timeout: float | None
 
-    def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:
+    def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
         """Yield events, values or RequestInputs for one run."""
         ...
 
@@ -242,10 +242,10 @@ class BaseNode(BaseModel):
     def __hash__(self) -> int:
         return id(self)
 
-    def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:
+    def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
         return self._run_impl(ctx=ctx, node_input=node_input)
 
-    def _run_impl(self, *, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:
+    def _run_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
         raise NotImplementedError(
             f"{type(self).__name__} must implement _run_impl(ctx=, node_input=)."
         )
@@ -355,11 +355,11 @@ class FunctionNode(BaseNode):
         so one that blocks never holds the event loop."""
         return self._calling[1] == "plain"
 
-    async def call(self, ctx: Context, node_input: JsonValue) -> object:
+    async def call(self, ctx: Context, node_input: NodeInput) -> object:
         """Run a plain function in a worker thread: what `run` would yield, without a generator."""
         return await run_sync(partial(self.func, **self._calling[0].bind(ctx, node_input)))
 
-    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         binder, kind = self._calling
         kwargs = binder.bind(ctx, node_input)
         func = self.func
@@ -389,7 +389,7 @@ class JoinNode(BaseNode):
     def __init__(self, *, name: str, description: str = "") -> None:
         super().__init__(name=name, description=description)
 
-    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         yield node_input
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, JsonValue, SkipValidation
 from baton.context import Context, InvocationContext
 from baton.errors import GraphValidationError, WorkflowConfigurationError
 from baton.schemas import SchemaType, current_state_schema
+from baton.types import Content
 from baton.workflow.checkpoint import (
     Outcome,
     RunRecord,
@@ -30,11 +31,12 @@ from baton.workflow.execution import (
     carried_interrupt,
     complete_with_answers,
     current_record,
+    current_workflow,
     execute_run,
     wants_execution,
 )
 from baton.workflow.graph import Graph, parse_graph
-from baton.workflow.nodes import BaseNode, Node, RetryConfig
+from baton.workflow.nodes import BaseNode, Node, NodeInput, RetryConfig
 
 __all__ = ["Workflow"]
 
@@ -115,7 +117,7 @@ class Workflow(BaseNode):
     def nodes(self) -> dict[str, Node]:
         return self.graph.nodes
 
-    async def run(self, ctx: Context, node_input: JsonValue) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         record = current_record.get()
         state = record.child if record.child is not None else WorkflowState()
         record.child = state
@@ -124,14 +126,14 @@ class Workflow(BaseNode):
         frontier = _restart(state) if restarted else []
         if not state.started or restarted:
             state.started = True
-            state.queue.extend(
-                Trigger(node=n, input=node_input) for n in self.graph.successors(_START, [])
-            )
+            state.queue.extend(_start_triggers(self.graph.successors(_START, []), node_input))
         schema = self.state_schema or current_state_schema.get()
         token = current_state_schema.set(schema)  # the children's tasks inherit it
+        author = current_workflow.set(self.name)  # its children's events are signed with it
         try:
             await _Scheduler(self, ctx, record, state, replay=replay, frontier=frontier).run()
         finally:
+            current_workflow.reset(author)
             current_state_schema.reset(token)
         ctx.open_interrupts = {
             iid: carried_interrupt(ctx.invocation_context, record, iid)
@@ -159,6 +161,15 @@ class Workflow(BaseNode):
         if produced:
             return next(iter(produced.values()))
         return state.output  # a checkpoint written before terminal outputs were recorded
+
+
+def _start_triggers(successors: list[str], node_input: NodeInput) -> list[Trigger]:
+    """START's successors' triggers: a user's message goes on as one (`Content`), as in the
+    reference; anything else as it is."""
+    if isinstance(node_input, Content):
+        message = node_input.model_dump(mode="json", exclude_none=True)
+        return [Trigger(node=n, input=message, message=True) for n in successors]
+    return [Trigger(node=n, input=node_input) for n in successors]
 
 
 def _is_model_class(value: object) -> bool:
@@ -252,6 +263,7 @@ class _Scheduler:
                 path=f"{self.record.path}/{trigger.node}@{run_id}",
                 run_id=str(run_id),
                 input=trigger.input,
+                message_input=trigger.message,
             )
             self.state.runs[run.key] = run
             self.running += 1
@@ -273,6 +285,7 @@ class _Scheduler:
                 run_id=outcome.run_id,
                 status=RunStatus.COMPLETED,
                 input=trigger.input,
+                message_input=trigger.message,
                 output=outcome.output,
                 routes=list(outcome.routes),
             )

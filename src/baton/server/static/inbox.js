@@ -375,10 +375,26 @@ async function report(app, sessionId, what, events) {
     const last = timeline.invocations[timeline.invocations.length - 1];
     if (last) { status = last.status; failure = last.error || ""; }
   } catch { /* the session may be gone; report what we know */ }
-  const output = [...events].reverse().find((e) => e.output !== undefined);
-  const outcome = failure ? ` · ${failure}` : output ? ` · ${output.author}: ${short(output.output)}` : "";
+  const output = [...events].reverse().find(isOutput);
+  const outcome = failure ? ` · ${failure}` : output ? ` · ${nodeOf(output)}: ${short(outputOf(output))}` : "";
   const text = `${app} · session ${sessionId.slice(0, 8)}: ${what} → run ${status}${outcome}`;
   log(text, status, `#/session/${enc(app)}/${enc(sessionId)}`);
+}
+
+// A node's output: an output event, or an agent's reply marked as its node's output.
+function isOutput(e) {
+  return e.output !== undefined || Boolean(e.nodeInfo && e.nodeInfo.messageAsOutput);
+}
+
+function outputOf(e) {
+  if (e.output !== undefined) return e.output;
+  return ((e.content && e.content.parts) || []).map((p) => p.text || "").join("");
+}
+
+// The node an event is about (a function node's events are signed by its workflow).
+function nodeOf(e) {
+  const path = e.nodeInfo && e.nodeInfo.path;
+  return path ? path.split("/").pop().split("@")[0] : e.author;
 }
 
 function log(text, status, href) {

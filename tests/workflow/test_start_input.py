@@ -1,0 +1,137 @@
+"""What START's successors receive: the user's message, bound by annotation as the reference does.
+
+Untyped, `Any`, `object` and `types.Content` parameters get the `types.Content` itself;
+`str` (and `str | None`) its text; other types its text read as JSON. A nested
+workflow's first nodes get the same message, and so does a node that runs again after
+a pause or a restart, on every backend.
+"""
+
+# Untyped parameters are what these tests are about: their functions stay untyped.
+# pyright: reportUnknownArgumentType=false, reportUnknownVariableType=false
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from baton import BaseNode, Context, RequestInput, Workflow, node, types
+from baton.errors import MissingParameterError
+from tests.conftest import StoreFactory
+from tests.harness import MakeHarness, asked, outputs
+from tests.workflow.test_dynamic import open_harness, restarted
+
+MESSAGE = '{"item": "pen", "qty": 2}'
+USER_MESSAGE = types.Content(role="user", parts=[types.Part(text=MESSAGE)])
+
+
+class Order(BaseModel):
+    item: str
+    qty: int
+
+
+async def test_each_annotation_gets_the_message_as_the_reference_binds_it(
+    make_harness: MakeHarness,
+) -> None:
+    seen: dict[str, object] = {}
+
+    def untyped(node_input):  # pyright: ignore[reportMissingParameterType, reportUnknownParameterType] -- untyped on purpose
+        seen["untyped"] = node_input
+
+    def any_(node_input: Any) -> None:
+        seen["any"] = node_input
+
+    def object_(node_input: object) -> None:
+        seen["object"] = node_input
+
+    def text(node_input: str) -> None:
+        seen["str"] = node_input
+
+    def maybe_text(node_input: str | None) -> None:
+        seen["str | None"] = node_input
+
+    def mapping(node_input: dict[str, Any]) -> None:
+        seen["dict"] = node_input
+
+    def model(node_input: Order) -> None:
+        seen["model"] = node_input
+
+    def content(node_input: types.Content) -> None:
+        seen["content"] = node_input
+
+    def inner_first(node_input):  # pyright: ignore[reportMissingParameterType, reportUnknownParameterType] -- untyped on purpose
+        seen["inner"] = node_input
+
+    inner = Workflow(name="inner", edges=[("START", inner_first)])
+    readers = (untyped, any_, object_, text, maybe_text, mapping, model, content, inner)
+    h = await make_harness(Workflow(name="wf", edges=[("START", readers)]))
+    await h.start(MESSAGE)
+
+    assert seen == {
+        "untyped": USER_MESSAGE,
+        "any": USER_MESSAGE,
+        "object": USER_MESSAGE,
+        "str": MESSAGE,
+        "str | None": MESSAGE,
+        "dict": {"item": "pen", "qty": 2},
+        "model": Order(item="pen", qty=2),
+        "content": USER_MESSAGE,
+        "inner": USER_MESSAGE,
+    }
+
+
+async def test_a_custom_node_and_a_returned_message_pass_the_content_on(
+    make_harness: MakeHarness,
+) -> None:
+    class Echo(BaseNode):
+        async def _run_impl(self, *, ctx: Context, node_input: Any):  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
+            assert isinstance(node_input, types.Content)
+            yield types.Content(role="model", parts=[types.Part(text=f"echo {MESSAGE}")])
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", Echo(name="echo"))]))
+    events = await h.start(MESSAGE)
+    assert [e.content.text for e in events if e.content and e.author == "wf"] == [f"echo {MESSAGE}"]
+    assert outputs(events) == []  # a message, not a JSON output
+
+
+async def test_text_that_is_not_json_reaches_a_typed_parameter_as_text_or_a_clear_error(
+    make_harness: MakeHarness,
+) -> None:
+    def count(node_input: int) -> int:
+        return node_input + 1
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", count)]))
+    assert outputs(await h.start("41")) == [("count", 42)]
+    h = await make_harness(Workflow(name="wf", edges=[("START", count)]))
+    with pytest.raises(MissingParameterError, match="'forty-one'"):
+        await h.start("forty-one")
+
+
+def asks_then_reports(seen: list[object]) -> Workflow:
+    @node(rerun_on_resume=True)
+    async def ask(ctx: Context, node_input: Any):
+        seen.append(node_input)
+        answer = ctx.resume_inputs.get("ok")
+        if answer is None:
+            yield RequestInput(interrupt_id="ok", message="go on?")
+            return
+        yield f"{answer}: {node_input.parts[0].text}"
+
+    return Workflow(name="wf", edges=[("START", ask)])
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_a_rerun_after_a_restart_gets_the_same_message(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    seen: list[object] = []
+    h = await open_harness(stores, asks_then_reports(seen), resumable)
+    assert asked(await h.start("ship it")) == ["ok"]
+
+    later = restarted(h, stores, asks_then_reports(seen), resumable)
+    done = await later.answer(("ok", "yes"))
+
+    message = types.Content(role="user", parts=[types.Part(text="ship it")])
+    assert seen == [message, message]
+    assert outputs(done) == [("ask", "yes: ship it")]
