@@ -31,7 +31,7 @@ class Terms(BaseModel):
     details: str
 
 
-def read_terms(node_input: Any) -> Terms:
+def read_terms(node_input: str) -> Terms:
     """The client is what comes before the first comma; the rest are the terms."""
     client, _, details = str(node_input or "").partition(",")
     return Terms(client=client.strip() or "client", details=details.strip() or "standard terms")

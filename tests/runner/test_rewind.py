@@ -31,7 +31,7 @@ class Decision(BaseModel):
     approved: bool
 
 
-def remember(ctx: Context, node_input: Any) -> str:
+def remember(ctx: Context, node_input: str) -> str:
     ctx.state[f"saw_{node_input}"] = True
     ctx.state["last"] = node_input
     return str(node_input)

@@ -206,11 +206,15 @@ class BaseAgent(BaseModel):
         direct = isinstance(parent_context, InvocationContext)  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers pass anything
         if direct and not isinstance(parent_context, AgentContext):
             # Driven directly, with a context the caller built (as the reference's tests do).
-            async with aclosing(run_directly(self, parent_context)) as direct:
-                async for event in direct:
-                    yield event
-            return
-        ctx = as_agent_context(parent_context)
+            events = run_directly(self, parent_context)
+        else:
+            events = self._run_in(as_agent_context(parent_context))
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+    async def _run_in(self, ctx: AgentContext) -> AsyncGenerator[Event, None]:
+        """Run this agent inside a node run (or a direct run), as `run_async` describes."""
         if self.name in ctx.ended_agents:
             if ctx.replays[self.name] > 0:
                 ctx.replays[self.name] -= 1
