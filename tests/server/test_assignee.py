@@ -35,7 +35,8 @@ def manager_app() -> App:
     )
 
 
-async def _paused(live: Live, headers: dict[str, str]) -> str:
+async def paused_for_bob(live: Live, headers: dict[str, str]) -> str:
+    """A session of Ann's whose run waits on Bob's answer."""
     r = await live.client.post("/apps/refunds/users/ann/sessions", headers=headers)
     sid = str(r.json()["id"])
     run = {"appName": "refunds", "userId": "ann", "sessionId": sid}
@@ -52,7 +53,7 @@ def _respond(sid: str, interrupt: str = "approve") -> str:
 async def test_the_assignee_answers_with_their_key(start_live: StartLive, store_url: str) -> None:
     live: Live = await start_live([manager_app()], keys=KEYS, db_url=store_url)
     client = live.client
-    sid = await _paused(live, ANN)
+    sid = await paused_for_bob(live, ANN)
 
     # Ann sees whom her run waits on; Bob sees the question in his listing and inbox.
     [own] = (await client.get("/apps/refunds/users/ann/pending", headers=ANN)).json()
@@ -115,7 +116,7 @@ async def test_the_assignee_answers_with_their_key(start_live: StartLive, store_
 async def test_open_server_and_operator_name_the_answerer(start_live: StartLive) -> None:
     live: Live = await start_live([manager_app()], keys=["op-key"], headers=OPERATOR)
     client = live.client
-    sid = await _paused(live, OPERATOR)
+    sid = await paused_for_bob(live, OPERATOR)
     answer = {"response": {"approved": False}}
     refused = await client.post(_respond(sid), json=answer)
     assert refused.status_code == 403

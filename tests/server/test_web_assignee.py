@@ -9,7 +9,7 @@ from playwright.async_api import Browser, Page, expect
 from baton.sessions.store import InterruptStatus, SessionKey
 from baton.types import SessionId
 from tests.server.conftest import Live, StartLive
-from tests.server.test_assignee import KEYS, manager_app
+from tests.server.test_assignee import ANN, KEYS, manager_app, paused_for_bob
 from tests.server.test_web_page import browser, screenshot
 
 __all__ = ["browser"]  # the fixture, imported for this module's tests
@@ -31,13 +31,7 @@ async def test_ann_sees_whom_it_waits_on_and_bob_answers_with_his_key(
     start_live: StartLive, browser: Browser
 ) -> None:
     live: Live = await start_live([manager_app()], keys=KEYS, web=True)
-    ann = {"X-API-Key": "ann-key"}
-    r = await live.client.post("/apps/refunds/users/ann/sessions", headers=ann)
-    sid = str(r.json()["id"])
-    run = {"appName": "refunds", "userId": "ann", "sessionId": sid}
-    message = {"role": "user", "parts": [{"text": "refund 40"}]}
-    r = await live.client.post("/run", json={**run, "newMessage": message}, headers=ann)
-    assert r.status_code == 200, r.text
+    sid = await paused_for_bob(live, ANN)
 
     anns = await _inbox_of(browser, live, "ann", "ann-key")
     waiting = anns.locator(f".card.waiting[data-session='{sid}']")
