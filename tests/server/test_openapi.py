@@ -144,6 +144,7 @@ async def test_schemathesis_oversized_and_deep_bodies_are_json_refusals(
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}": (413, 400),
         "PATCH /apps/{app_name}/users/{user_id}/sessions/{session_id}": (413, 400),
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/artifacts": (413, 400),
+        "PATCH /apps/{app_name}/users/{user_id}/memory": (413, 400),
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/interrupts/"
         "{interrupt_id}/respond": (413, 400),
         "POST /apps/{app_name}/users/{user_id}/sessions/{session_id}/rewind": (413, 400),

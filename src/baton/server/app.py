@@ -55,6 +55,7 @@ from baton.server.history_routes import history_routes
 from baton.server.idempotency import IdempotentReplies
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
+from baton.server.memory_routes import memory_routes
 from baton.server.origins import allow_origins
 from baton.server.paging import NEXT_CURSOR_HEADER, page
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
@@ -259,6 +260,7 @@ def create_app(
     app.include_router(_answer_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))
     app.include_router(artifact_routes(catalog, [*_SECURITY, _user_guard(server), _IDS]))
+    app.include_router(memory_routes(catalog, [*_SECURITY, _user_guard(server), _IDS]))
     app.include_router(_user_inbox_routes(server))
     session_checks = [*_SECURITY, _user_guard(server), _IDS]
     app.include_router(history_routes(catalog, session_checks, server.changes.notify))

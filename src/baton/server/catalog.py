@@ -12,6 +12,7 @@ from typing import final
 
 from baton.artifacts import BaseArtifactService
 from baton.errors import AppNotFoundError, BatonError, StoreUnavailableError
+from baton.memory import InMemoryMemoryService
 from baton.runner import App, Runner, default_worker_id
 from baton.sessions.services import (
     BaseSessionService,
@@ -188,6 +189,8 @@ class AppCatalog:
         catalog = cls(session_service)
         worker_id = worker_id or default_worker_id()
         artifacts = BaseArtifactService(session_service.store)
+        # As the reference's server: one in-memory memory service for the served apps.
+        memory = InMemoryMemoryService()
         for app in apps:
             if app.name in catalog.runners:
                 raise AppLoadError(f"two app folders define an app named '{app.name}'.")
@@ -196,6 +199,7 @@ class AppCatalog:
                 session_service=session_service,
                 # Artifacts live in the sessions' store: deleted with their session.
                 artifact_service=artifacts,
+                memory_service=memory,
                 lease_ttl=lease_ttl,
                 worker_id=worker_id,
             )
