@@ -11,7 +11,7 @@ import pytest
 from baton.errors import InvocationBusyError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.types import InterruptId, InvocationId
-from tests.store.builders import APP, USER, event, key, question, step
+from tests.store.builders import APP, USER, event, key, question, step, texts
 from tests.store.traffic import traffic
 
 TTL = timedelta(seconds=30)
@@ -113,6 +113,28 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
     assert seen.statements[3:] == ["UPDATE", "UPDATE", "SELECT", "UPDATE"]
     assert seen.direct == 3
     assert seen.commits == 1
+
+
+async def test_creating_an_invocation_is_one_statement(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await store.create_session(APP, USER, session_id=key().session_id)
+
+    with traffic(store) as seen:
+        assert await store.commit_step(step(key(), "inv-1", 0, events=(event("hi"),))) == 1
+        with pytest.raises(StaleVersionError):  # the id exists: nothing lands
+            await store.commit_step(step(key(), "inv-1", 0, events=(event("again"),)))
+    created = await store.load_invocation(key(), InvocationId("inv-1"))
+    session = await store.get_session(key())
+    await store.close()
+
+    # the step (with its fingerprint kept once); the stale one, then the version read
+    assert seen.statements == ["WITH", "WITH", "SELECT"]
+    assert seen.direct == 3
+    assert seen.commits == 0
+    assert created is not None
+    assert (created.version, created.fingerprint) == (1, "fp")
+    assert session is not None
+    assert texts(session.events) == ["hi"]
 
 
 async def test_a_step_asking_questions_is_one_statement(postgres_url: str) -> None:

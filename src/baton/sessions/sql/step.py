@@ -414,7 +414,7 @@ def fits_one_statement(commit: StepCommit) -> bool:
     """True when `step_at_once` can land `commit` (see above)."""
     return (
         commit.invocation_id is not None
-        and commit.expected_version > 0
+        and (commit.expected_version > 0 or bool(commit.fingerprint))
         and not strip_temp_state(commit.state_delta)
         and commit.status is not InvocationStatus.REWOUND  # closes its questions too
         and not _reopens_an_answer(commit)
@@ -434,7 +434,12 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
     """The one PostgreSQL statement landing a commit that `fits_one_statement`, with its
     parameters. It returns no row when the session does not exist, and a row holding
     None instead of the new version when the commit is stale (nothing landed then)."""
-    changes = _invocation_changes(commit, now)
+    creating = commit.expected_version == 0
+    if creating:
+        changes = _new_invocation(0, commit, now)
+        del changes["session_pk"]  # the locked session's
+    else:
+        changes = _invocation_changes(commit, now)
     parameters: dict[str, Any] = {
         "key_id": commit.invocation_id,
         "key_version": commit.expected_version,
@@ -459,6 +464,9 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters.update(_opened_params(commit, now))
     if keeping:
         parameters["asked_checkpoint"] = _json_text(commit.checkpoint)
+    if creating and commit.fingerprint:
+        parameters["fp_digest"] = fingerprint_digest(commit.fingerprint)
+        parameters["fp_text"] = commit.fingerprint
     if commit.lease is not None:
         parameters["key_token"] = commit.lease.token
     notes = notifications_of(commit, now)
@@ -469,10 +477,11 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
     statement = _step_at_once(
         tuple(changes),
         answering=bool(commit.answered),
-        fenced=commit.lease is not None,
+        fenced=commit.lease is not None and not creating,
         opening=bool(commit.opened),
         keeping=keeping,
         notifying=bool(notes),
+        creating=creating,
     )
     return statement, parameters
 
@@ -537,6 +546,43 @@ def _keep_at_once(advanced: Any) -> UpdateBase:
     )
 
 
+_ADVANCED_COLUMNS = (invocations.c.version, invocations.c.session_pk, invocations.c.id)
+
+
+def _advance_at_once(changed: tuple[str, ...], *, fenced: bool) -> Any:
+    """The CTE moving the invocation to its next version (see `_ADVANCE_FENCED`)."""
+    return (
+        update(invocations)
+        .where(
+            invocations.c.id == bindparam("key_id"),
+            invocations.c.session_pk == _LOCKED.c.pk,
+            invocations.c.version == bindparam("key_version"),
+            invocations.c.lease_token == bindparam("key_token") if fenced else true(),
+        )
+        .values({name: bindparam(f"new_{name}") for name in changed})
+        .returning(*_ADVANCED_COLUMNS)
+        .cte("advanced")
+    )
+
+
+def _create_at_once(columns: tuple[str, ...]) -> Any:
+    """The CTE creating the invocation in the locked session (nothing on a conflict: the
+    id exists, the commit is stale), its fingerprint kept once beside it."""
+    values = [bindparam(f"new_{name}", type_=invocations.c[name].type) for name in columns]
+    created = (
+        postgresql.insert(invocations)
+        .from_select(["session_pk", *columns], select(_LOCKED.c.pk, *values))
+        .on_conflict_do_nothing(index_elements=[invocations.c.id])
+        .returning(*_ADVANCED_COLUMNS)
+    )
+    kept = (
+        postgresql.insert(fingerprints)
+        .values(digest=bindparam("fp_digest"), fingerprint=bindparam("fp_text"))
+        .on_conflict_do_nothing(index_elements=[fingerprints.c.digest])
+    )
+    return created.add_cte(kept.cte("fingerprint")).cte("advanced")
+
+
 @cache
 def _step_at_once(
     changed: tuple[str, ...],
@@ -546,19 +592,9 @@ def _step_at_once(
     opening: bool,
     keeping: bool,
     notifying: bool,
+    creating: bool,
 ) -> Select[Any]:
-    advanced = (
-        update(invocations)
-        .where(
-            invocations.c.id == bindparam("key_id"),
-            invocations.c.session_pk == _LOCKED.c.pk,
-            invocations.c.version == bindparam("key_version"),
-            invocations.c.lease_token == bindparam("key_token") if fenced else true(),
-        )
-        .values({name: bindparam(f"new_{name}") for name in changed})
-        .returning(invocations.c.version, invocations.c.session_pk, invocations.c.id)
-        .cte("advanced")
-    )
+    advanced = _create_at_once(changed) if creating else _advance_at_once(changed, fenced=fenced)
     rows = select(
         advanced.c.session_pk,
         _NEW_EVENTS.c.invocation_id,
