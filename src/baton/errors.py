@@ -19,7 +19,9 @@ __all__ = [
     "InputExpiredError",
     "InputTimeoutError",
     "InvalidArtifactError",
+    "InvalidCursorError",
     "InvalidIdError",
+    "InvalidLimitError",
     "InvalidMessageError",
     "InvalidResponseError",
     "InvocationBusyError",
@@ -146,6 +148,14 @@ class InvalidResponseError(BatonError, ValueError):
 
 class InvalidIdError(BatonError, ValueError):
     """An id (user, session, invocation, interrupt) is too long or holds control characters."""
+
+
+class InvalidCursorError(BatonError, ValueError):
+    """A page cursor is not one this listing gave (garbled, or from another listing)."""
+
+
+class InvalidLimitError(BatonError, ValueError):
+    """A page size is not between 1 and the largest page a listing returns."""
 
 
 class InvalidMessageError(BatonError, ValueError):

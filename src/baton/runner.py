@@ -28,6 +28,7 @@ from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
+from baton.listings import invocations_page, pending_page, sessions_page
 from baton.memory import BaseMemoryService, InMemoryMemoryService
 from baton.planning import CallPlanner
 from baton.plugins import BasePlugin, PluginManager
@@ -35,6 +36,7 @@ from baton.rewinding import Rewind, rewind_session
 from baton.schemas import check_state_delta
 from baton.sessions.checkpoints import Checkpoint, list_checkpoints
 from baton.sessions.ids import check_id
+from baton.sessions.paging import DEFAULT_PAGE, Page
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
@@ -378,6 +380,51 @@ class Runner:
             include_assigned=include_assigned,
         )
 
+    async def pending_page(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        invocation_id: str | None = None,
+        status: InterruptStatus | None = InterruptStatus.OPEN,
+        assignee: str | None = None,
+        include_assigned: bool = False,
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+    ) -> Page[Interrupt]:
+        """A page of `pending` (same filters): at most `limit` questions after `cursor`
+        (the `next_cursor` of the page before; None for the first page).
+
+        Raises:
+            InvalidLimitError: `limit` is not from 1 to 1000.
+            InvalidCursorError: `cursor` is not one a pending page gave.
+        """
+        return await pending_page(
+            self.store,
+            self.app_name,
+            user_id=user_id,
+            session_id=session_id,
+            invocation_id=invocation_id,
+            status=status,
+            assignee=assignee,
+            include_assigned=include_assigned,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    async def sessions_page(
+        self, *, user_id: str | None = None, limit: int = DEFAULT_PAGE, cursor: str | None = None
+    ) -> Page[Session]:
+        """A page of this app's sessions (one user's, or everyone's), by user then id,
+        without their events; pass `next_cursor` back as `cursor` for the next.
+
+        Raises:
+            InvalidLimitError, InvalidCursorError: as `pending_page`.
+        """
+        return await sessions_page(
+            self.store, self.app_name, user_id=user_id, limit=limit, cursor=cursor
+        )
+
     async def invocations(self, *, user_id: str, session_id: str) -> list[Invocation]:
         """The session's runs, oldest first, each with its status."""
         return await self.store.list_invocations(
@@ -460,6 +507,17 @@ class Runner:
         if new_session_id is not None:
             check_id("new_session_id", new_session_id)
         return await fork_session(self.store, key, checkpoint_id, new_session_id)
+
+    async def invocations_page(
+        self, *, user_id: str, session_id: str, limit: int = DEFAULT_PAGE, cursor: str | None = None
+    ) -> Page[Invocation]:
+        """A page of `invocations`; pass `next_cursor` back as `cursor` for the next.
+
+        Raises:
+            InvalidLimitError, InvalidCursorError: as `pending_page`.
+        """
+        key = SessionKey(self.app_name, user_id, SessionId(session_id))
+        return await invocations_page(self.store, key, limit=limit, cursor=cursor)
 
     async def recover(self, claimed: Claimed) -> None:
         """Continue an invocation whose lease a recovery claim took (see `Worker`): from

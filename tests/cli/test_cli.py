@@ -552,3 +552,35 @@ def test_a_question_for_another_person_waits_for_them(tmp_path: Path) -> None:
     code, out = baton("resume", sid, "-p", str(folder), "--answer", "true", "--as", "bob", db=db)
     assert code == 0, out
     assert "approved=True" in out
+
+
+def test_pending_and_sessions_list_a_page_at_a_time(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    made = [session_of(baton("run", APP, f"{n + 1} pens", db=db)[1]) for n in range(3)]
+    seen: list[str] = []
+    args = ["pending", "-p", str(EXAMPLES), "--limit", "2"]
+    while True:
+        code, out = baton(*args, db=db)
+        assert code == 0, out
+        seen += [sid for sid in made if sid[:8] in out]
+        more = re.search(r"more: add --cursor (\S+)", out)
+        if more is None:
+            break
+        args = ["pending", "-p", str(EXAMPLES), "--limit", "2", "--cursor", more.group(1)]
+    assert seen == made  # oldest first, each once, over two pages
+    code, out = baton("sessions", "list", "-p", str(EXAMPLES), "-n", "1", db=db)
+    assert code == 0, out
+    assert sum(sid[:8] in out for sid in made) == 1
+    assert "more: add --cursor" in out
+
+
+@pytest.mark.parametrize("command", [["pending"], ["sessions", "list"]])
+def test_a_bad_page_is_refused_naming_it(command: list[str], tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    code, out = baton(*command, "-p", str(EXAMPLES), "--cursor", "bogus", db=db)
+    assert code == 1
+    assert "InvalidCursorError" in out
+    assert "cursor 'bogus'" in out
+    code, out = baton(*command, "-p", str(EXAMPLES), "--limit", "0", db=db)
+    assert code == 2
+    assert "--limit" in out

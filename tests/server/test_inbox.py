@@ -21,6 +21,36 @@ async def next_frame(lines: Any) -> dict[str, Any]:
     raise AssertionError("the stream ended")
 
 
+_KEY_FIELDS = ("appName", "sessionId", "invocationId", "interruptId", "occurrence")
+
+
+def key_of(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(row[name] for name in _KEY_FIELDS)
+
+
+class View:
+    """A client's copy of a live view: the first frame, with every later change applied."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.parts: dict[str, Any] = {}
+
+    def apply(self, frame: dict[str, Any]) -> None:
+        if "pending" in frame:
+            self.pending = {key_of(row): row for row in frame["pending"]}
+        for row in frame.get("removed", []):
+            del self.pending[key_of(row)]
+        for row in frame.get("changed", []):
+            self.pending[key_of(row)] = row
+        for part, value in frame.items():
+            if part not in ("pending", "changed", "removed"):
+                self.parts[part] = value
+
+    @property
+    def interrupts(self) -> list[str]:
+        return sorted(row["interruptId"] for row in self.pending.values())
+
+
 async def test_pending_lists_open_interrupts_with_schema_and_time(live: Live) -> None:
     s1 = await live.create("form", "u")
     s2 = await live.create("approval", "u")
@@ -64,17 +94,19 @@ async def test_respond_answers_by_id_and_records_who(live: Live) -> None:
     assert [(n["node"], n["status"]) for n in timeline["nodes"]] == [("ask_twice", "completed")]
 
 
-async def test_pending_stream_pushes_each_change(live: Live) -> None:
+async def test_pending_stream_sends_the_list_then_only_its_changes(live: Live) -> None:
     sid = await live.create("approval", "u")
     async with live.client.stream("GET", "/apps/approval/users/u/pending/stream") as response:
         lines = response.aiter_lines()
         assert await next_frame(lines) == {"pending": []}
         await live.start("approval", "u", sid)
         opened = await next_frame(lines)
-        assert [p["interruptId"] for p in opened["pending"]] == ["approve"]
+        assert list(opened) == ["changed"]  # the new question alone, not the list
+        (row,) = opened["changed"]
+        assert (row["sessionId"], row["interruptId"]) == (sid, "approve")
         base = f"/apps/approval/users/u/sessions/{sid}/interrupts/approve/respond"
         await live.client.post(base, json={"response": {"approved": True}})
-        assert await next_frame(lines) == {"pending": []}
+        assert await next_frame(lines) == {"removed": [{name: row[name] for name in _KEY_FIELDS}]}
 
 
 async def test_pending_stream_sees_changes_made_by_another_process(live: Live) -> None:
@@ -94,14 +126,16 @@ async def test_pending_stream_sees_changes_made_by_another_process(live: Live) -
                 },
             )
         opened = await next_frame(lines)
-        assert [p["interruptId"] for p in opened["pending"]] == ["approve"]
+        assert [p["interruptId"] for p in opened["changed"]] == ["approve"]
 
 
-async def frame_with(lines: Any, interrupts: list[str]) -> dict[str, Any]:
-    """The first frame whose open questions are `interrupts` (a run's steps send several)."""
+async def frame_with(lines: Any, view: View, interrupts: list[str]) -> dict[str, Any]:
+    """The frame after which `view` holds the open questions `interrupts` (a run's steps
+    send several)."""
     while True:
         found = await next_frame(lines)
-        if sorted(p["interruptId"] for p in found["pending"]) == interrupts:
+        view.apply(found)
+        if view.interrupts == interrupts:
             return found
 
 
@@ -111,21 +145,29 @@ async def test_one_inbox_stream_carries_every_apps_questions_and_sessions(live: 
     await live.create("approval", "someone-else")
     async with live.client.stream("GET", "/users/u/inbox/stream") as response:
         lines = response.aiter_lines()
+        view = View()
         first = await next_frame(lines)
+        view.apply(first)
         assert first["pending"] == []
         assert {(s["appName"], s["id"]) for s in first["sessions"]} == {
             ("form", s_form),
             ("approval", s_appr),
         }
         await live.start("approval", "u", s_appr)
-        opened = await frame_with(lines, ["approve"])
-        assert [p["appName"] for p in opened["pending"]] == ["approval"]
-        assert opened["sessions"][0]["id"] == s_appr  # the most recently updated first
+        await frame_with(lines, view, ["approve"])
+        assert [p["appName"] for p in view.pending.values()] == ["approval"]
+        while view.parts["sessions"][0]["status"] != "paused":  # a run's steps send several
+            view.apply(await next_frame(lines))
+        assert view.parts["sessions"][0]["id"] == s_appr  # the most recently updated first
         await live.start("form", "u", s_form)
-        await frame_with(lines, ["age", "approve", "name"])
+        await frame_with(lines, view, ["age", "approve", "name"])
         base = f"/apps/approval/users/u/sessions/{s_appr}/interrupts/approve/respond"
         await live.client.post(base, json={"response": {"approved": True}})
-        await frame_with(lines, ["age", "name"])
+        answered = await frame_with(lines, view, ["age", "name"])
+        assert "pending" not in answered  # changes only: the answered question's key
+        assert [(r["sessionId"], r["interruptId"]) for r in answered["removed"]] == [
+            (s_appr, "approve")
+        ]
 
 
 async def test_inbox_snapshot_filters_by_app_and_refuses_unknown_apps(live: Live) -> None:
@@ -198,4 +240,5 @@ async def test_pending_is_paged_with_a_cursor_and_filtered_by_status(live: Live)
         r = await live.client.get(base, params=params)
         assert r.status_code == status, (params, r.text)
     bad = await live.client.get(base, params={"cursor": "not-a-cursor"})
-    assert "is not one this server gave" in bad.json()["detail"]
+    assert bad.json()["error"] == "InvalidCursorError"
+    assert "cursor 'not-a-cursor' is not one this pending listing gave" in bad.json()["detail"]

@@ -205,7 +205,7 @@ async def find_session(catalog: AppCatalog, user: str | None, session_id: str) -
             session = await store.get_session(SessionKey(name, user, SessionId(session_id)))
             found += [session] if session is not None else []
         else:
-            found += [s for s in await store.list_sessions(name) if s.id == session_id]
+            found += await store.list_sessions(name, session_id=SessionId(session_id))
     if len(found) > 1:
         owners = ", ".join(sorted(f"{s.app_name}/{s.user_id}" for s in found))
         raise SessionNotFoundError(

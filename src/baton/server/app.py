@@ -57,9 +57,10 @@ from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.memory_routes import memory_routes
 from baton.server.origins import allow_origins
-from baton.server.paging import NEXT_CURSOR_HEADER, page
+from baton.server.paging import Cursor, Limit, OptionalLimit, shown
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
-from baton.server.run_replies import invocation_of_call, run_reply, shown
+from baton.server.run_replies import invocation_of_call, run_reply
+from baton.server.run_replies import shown as is_shown
 from baton.server.security import ANY_USER, ApiKeys, other_user
 from baton.server.session_import import carries_run_data, import_session
 from baton.server.settings import Limits
@@ -67,7 +68,8 @@ from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepaliv
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_id
-from baton.sessions.store import Interrupt, InterruptStatus, Session, SessionKey
+from baton.sessions.paging import DEFAULT_PAGE
+from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session, SessionKey
 from baton.types import SessionId
 from baton.worker import Worker
 
@@ -146,9 +148,10 @@ class _Server:
         return await asyncio.shield(self.spawn(work))
 
     def watch(
-        self, read: Callable[[], Coroutine[object, object, JsonValue]]
+        self, read: Callable[[], Coroutine[object, object, dict[str, JsonValue]]]
     ) -> AsyncIterator[bytes]:
-        """The SSE frames of a stream showing `read()` as it changes, until the server drains.
+        """The SSE frames of a stream showing the view `read()` returns, then its changes,
+        until the server drains.
 
         Where the store tells of other processes' changes (PostgreSQL), the stream waits
         for that instead of polling.
@@ -255,6 +258,7 @@ def create_app(
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
     app.include_router(_public_routes(server))
     app.include_router(_session_routes(server))
+    app.include_router(_listing_routes(server))
     app.include_router(_run_routes(server))
     app.include_router(_inbox_routes(server))
     app.include_router(_answer_routes(server))
@@ -409,11 +413,6 @@ def _session_routes(server: _Server) -> APIRouter:
             await service.append_event(session, event)
         return session
 
-    @router.get("", response_model=list[Session], response_model_exclude_none=True)
-    async def list_sessions(app_name: str, user_id: str) -> list[Session]:  # pyright: ignore[reportUnusedFunction] -- a route
-        server.catalog.runner(app_name)
-        return (await service.list_sessions(app_name=app_name, user_id=user_id)).sessions
-
     @router.get("/{session_id}", response_model=Session, response_model_exclude_none=True)
     async def get_session(app_name: str, user_id: str, session_id: str) -> Session:  # pyright: ignore[reportUnusedFunction] -- a route
         return await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
@@ -464,9 +463,63 @@ def _session_routes(server: _Server) -> APIRouter:
     return router
 
 
-async def _session(server: _Server, key: SessionKey) -> Session:
+def _listing_routes(server: _Server) -> APIRouter:
+    """A user's sessions, and a session's runs, a page at a time."""
+    router = APIRouter(
+        prefix="/apps/{app_name}/users/{user_id}/sessions",
+        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        responses=ERROR_RESPONSES,
+    )
+    service = server.catalog.session_service
+
+    @router.get("", response_model=list[Session], response_model_exclude_none=True)
+    async def list_sessions(  # pyright: ignore[reportUnusedFunction] -- a route
+        response: Response,
+        app_name: str,
+        user_id: str,
+        limit: OptionalLimit = None,
+        cursor: Cursor = None,
+    ) -> list[Session]:
+        """The user's sessions, by id, without events: all of them (as the reference
+        server answers), or with `limit` a page, the next at `cursor=<X-Next-Cursor>`."""
+        runner = server.catalog.runner(app_name)
+        if limit is None and cursor is None:
+            return (await service.list_sessions(app_name=app_name, user_id=user_id)).sessions
+        page = await runner.sessions_page(
+            user_id=user_id, limit=limit or DEFAULT_PAGE, cursor=cursor
+        )
+        return shown(response, page)
+
+    @router.get(
+        "/{session_id}/invocations",
+        response_model=list[Invocation],
+        response_model_exclude_none=True,
+        response_model_exclude={"__all__": {"checkpoint", "fingerprint"}},
+    )
+    async def invocations(  # pyright: ignore[reportUnusedFunction] -- a route
+        response: Response,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        limit: Limit = DEFAULT_PAGE,
+        cursor: Cursor = None,
+    ) -> list[Invocation]:
+        """The session's runs, oldest first, with their status (not their checkpoints):
+        a page; the next is at `cursor=<X-Next-Cursor header>`."""
+        await _session_exists(server, SessionKey(app_name, user_id, SessionId(session_id)))
+        runner = server.catalog.runner(app_name)
+        page = await runner.invocations_page(
+            user_id=user_id, session_id=session_id, limit=limit, cursor=cursor
+        )
+        return shown(response, page)
+
+    return router
+
+
+async def _session(server: _Server, key: SessionKey, *, with_events: bool = True) -> Session:
     server.catalog.runner(key.app_name)
-    session = await server.catalog.session_service.store.get_session(key)
+    store = server.catalog.session_service.store
+    session = await store.get_session(key, with_events=with_events)
     if session is None:
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
@@ -474,6 +527,11 @@ async def _session(server: _Server, key: SessionKey) -> Session:
             f"/apps/{key.app_name}/users/{key.user_id}/sessions."
         )
     return session
+
+
+async def _session_exists(server: _Server, key: SessionKey) -> None:
+    """Raises SessionNotFoundError (404) unless the session exists; reads no events."""
+    await _session(server, key, with_events=False)
 
 
 def _run_routes(server: _Server) -> APIRouter:
@@ -546,7 +604,7 @@ async def _invocation_meant(server: _Server, body: RunAgentRequest) -> str | Non
 
 async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
     async for item in feed.items(idle_after=keepalive):
-        if not shown(item):
+        if not is_shown(item):
             continue
         if item is None:
             yield keepalive_frame()
@@ -569,26 +627,26 @@ def _inbox_routes(server: _Server) -> APIRouter:
         user_id: str,
         session_id: str | None = None,
         status: PendingStatus = "open",
-        limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
-        cursor: str | None = None,
+        limit: Limit = DEFAULT_PAGE,
+        cursor: Cursor = None,
         assignee: AssigneeFilter = None,
     ) -> list[Interrupt]:
         """Questions of the user's runs and those assigned to the user, oldest first: the
         open ones, or `status=answered` / `all`; `assignee` keeps those assigned to that
-        user. With `limit`, a page: the next one is at `cursor=<X-Next-Cursor header>`."""
+        user. A page of `limit` (100 by default): the next one is at
+        `cursor=<X-Next-Cursor header>`, absent on the last page."""
         if session_id is not None:  # a filter on a session that is not there is a mistake
-            await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
-        rows = await server.catalog.runner(app_name).pending(
+            await _session_exists(server, SessionKey(app_name, user_id, SessionId(session_id)))
+        page = await server.catalog.runner(app_name).pending_page(
             user_id=user_id,
             session_id=session_id,
             status=_STATUSES[status],
             assignee=assignee,
             include_assigned=session_id is None,
+            limit=limit,
+            cursor=cursor,
         )
-        shown, after = page(rows, limit=limit, cursor=cursor)
-        if after is not None:
-            response.headers[NEXT_CURSOR_HEADER] = after
-        return shown
+        return shown(response, page)
 
     @router.get(
         "/pending/stream",
@@ -596,7 +654,9 @@ def _inbox_routes(server: _Server) -> APIRouter:
         responses={200: {"content": {"text/event-stream": {}}}},
     )
     async def pending_stream(app_name: str, user_id: str) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
-        await _pending(server, app_name, user_id, None)
+        """The first page of open questions, then only what changed: `changed` (new or
+        changed questions) and `removed` (the keys of those answered or gone)."""
+        server.catalog.runner(app_name)
         return StreamingResponse(
             _pending_frames(server, app_name, user_id), media_type="text/event-stream"
         )
@@ -604,18 +664,16 @@ def _inbox_routes(server: _Server) -> APIRouter:
     return router
 
 
-async def _pending(
-    server: _Server, app_name: str, user_id: str, session_id: str | None
-) -> list[Interrupt]:
-    return await server.catalog.runner(app_name).pending(
-        user_id=user_id, session_id=session_id, include_assigned=session_id is None
-    )
-
-
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
-    async def read() -> JsonValue:
-        rows = await _pending(server, app_name, user_id, None)
-        return {"pending": [row.to_wire() for row in rows]}
+    """The first page of the user's open questions, then its changes (see `watch`)."""
+    runner = server.catalog.runner(app_name)
+
+    async def read() -> dict[str, JsonValue]:
+        page = await runner.pending_page(user_id=user_id, include_assigned=True)
+        view: dict[str, JsonValue] = {"pending": [row.to_wire() for row in page.items]}
+        if page.next_cursor is not None:
+            view["nextCursor"] = page.next_cursor
+        return view
 
     async for chunk in server.watch(read):
         yield chunk
@@ -733,8 +791,13 @@ def _user_inbox_routes(server: _Server) -> APIRouter:
     )
 
     @router.get("", response_model=InboxSnapshot, response_model_exclude_none=True)
-    async def inbox(user_id: str, app: AppFilter) -> InboxSnapshot:  # pyright: ignore[reportUnusedFunction] -- a route
-        return await read_inbox(server.catalog, user_id, chosen_apps(server.catalog, app))
+    async def inbox(  # pyright: ignore[reportUnusedFunction] -- a route
+        user_id: str, app: AppFilter, limit: Limit = DEFAULT_PAGE, cursor: Cursor = None
+    ) -> InboxSnapshot:
+        """A page of the user's open questions across apps (the next at
+        `cursor=<nextCursor>`) and their recently updated sessions."""
+        names = chosen_apps(server.catalog, app)
+        return await read_inbox(server.catalog, user_id, names, limit=limit, cursor=cursor)
 
     @router.get(
         "/stream",
@@ -744,7 +807,7 @@ def _user_inbox_routes(server: _Server) -> APIRouter:
     async def inbox_stream(user_id: str, app: AppFilter) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
         names = chosen_apps(server.catalog, app)
 
-        async def read() -> JsonValue:
+        async def read() -> dict[str, JsonValue]:
             snapshot = await read_inbox(server.catalog, user_id, names)
             return snapshot.to_wire()
 

@@ -2,22 +2,28 @@
 
 A browser allows six connections per host: a page that opened one stream per app froze
 once six were open. The page opens this one stream instead; it carries everything the
-page shows that can change (open questions and recently updated sessions, of every app),
-and ends when the server drains.
+page shows that can change (the first page of open questions and the recently updated
+sessions, of every app), and ends when the server drains.
+
+Its first frame is the whole view; each later frame holds only what changed (see
+`changes`), so a busy inbox does not resend every question on every step.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Final
+import heapq
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Final, cast
 
 from pydantic import Field, JsonValue
 
+from baton.listings import pending_across
 from baton.server.catalog import AppCatalog
 from baton.server.sse import ChangeSignal, frame, keepalive_frame
-from baton.sessions.store import Interrupt, SessionKey
-from baton.types import SessionId, WireModel
+from baton.sessions.paging import DEFAULT_PAGE
+from baton.sessions.store import Interrupt
+from baton.types import WireModel
 
 __all__ = [
     "MAX_SESSIONS",
@@ -25,6 +31,7 @@ __all__ = [
     "SessionSummary",
     "chosen_apps",
     "read_inbox",
+    "view_changes",
     "watch",
 ]
 
@@ -43,10 +50,13 @@ class SessionSummary(WireModel):
 
 
 class InboxSnapshot(WireModel):
-    """Everything the inbox page shows that can change, for one user across apps."""
+    """Everything the inbox page shows that can change, for one user across apps: a page
+    of open questions (oldest first; `next_cursor` names the next page) and the recently
+    updated sessions."""
 
     pending: list[Interrupt] = Field(default_factory=list[Interrupt])
     sessions: list[SessionSummary] = Field(default_factory=list[SessionSummary])
+    next_cursor: str | None = None
 
 
 def chosen_apps(catalog: AppCatalog, apps: Sequence[str]) -> list[str]:
@@ -60,51 +70,100 @@ def chosen_apps(catalog: AppCatalog, apps: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(apps)) or list(catalog.names)
 
 
-async def read_inbox(catalog: AppCatalog, user_id: str, apps: Sequence[str]) -> InboxSnapshot:
-    """The user's open questions in `apps` (with those assigned to them), oldest first,
-    and their recent sessions."""
+async def read_inbox(
+    catalog: AppCatalog,
+    user_id: str,
+    apps: Sequence[str],
+    *,
+    limit: int = DEFAULT_PAGE,
+    cursor: str | None = None,
+) -> InboxSnapshot:
+    """A page of the user's open questions in `apps` (with those assigned to them),
+    oldest first, and their recent sessions: a page read and `MAX_SESSIONS` per app,
+    however big the store.
+
+    Raises:
+        InvalidLimitError, InvalidCursorError: before anything is read.
+    """
     store = catalog.session_service.store
-    pending: list[Interrupt] = []
-    sessions: list[SessionSummary] = []
-    for name in apps:
-        # The user's own questions and those assigned to them in others' sessions.
-        pending += await catalog.runner(name).pending(user_id=user_id, include_assigned=True)
-        sessions += [
-            SessionSummary(app_name=name, id=s.id, last_update_time=s.last_update_time)
-            for s in await store.list_sessions(name, user_id)
+    # The user's own questions and those assigned to them in others' sessions.
+    page = await pending_across(
+        store, apps, user_id=user_id, include_assigned=True, limit=limit, cursor=cursor
+    )
+    recent = [
+        [
+            SessionSummary(
+                app_name=name,
+                id=found.session.id,
+                last_update_time=found.session.last_update_time,
+                status=found.latest_run.value if found.latest_run else "none",
+            )
+            for found in await store.recent_sessions(name, user_id, limit=MAX_SESSIONS)
         ]
-    pending.sort(key=lambda row: row.created_at)
-    sessions.sort(key=lambda s: s.last_update_time, reverse=True)
-    recent = sessions[:MAX_SESSIONS]
-    for summary in recent:
-        runs = await store.list_invocations(
-            SessionKey(summary.app_name, user_id, SessionId(summary.id))
-        )
-        summary.status = runs[-1].status.value if runs else "none"
-    return InboxSnapshot(pending=pending, sessions=recent)
+        for name in apps
+    ]
+    sessions = heapq.merge(*recent, key=lambda s: -s.last_update_time)
+    return InboxSnapshot(
+        pending=page.items, sessions=list(sessions)[:MAX_SESSIONS], next_cursor=page.next_cursor
+    )
 
 
 async def watch(
-    read: Callable[[], Awaitable[JsonValue]],
+    read: Callable[[], Awaitable[dict[str, JsonValue]]],
     *,
     changes: ChangeSignal,
     interval: float,
     stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
-    """SSE frames of `read()`: the first at once, then each time it differs.
+    """SSE frames of the view `read()` returns: all of it at once, then what changed.
 
     `read` is called again on every change signal, and every `interval` seconds to see
     changes made by other processes; when nothing changed a keep-alive comment is sent
     instead, so a client can tell a live stream from a dead one. Ends once `stopping`
     is set (the server is draining).
     """
-    sent: JsonValue = None
-    first = True
+    sent: dict[str, JsonValue] | None = None
     while not stopping.is_set():
         current = await read()
-        if first or current != sent:
-            first, sent = False, current
-            yield frame(current)
-        else:
-            yield keepalive_frame()
+        change = current if sent is None else view_changes(sent, current)
+        sent = current
+        yield frame(change) if change else keepalive_frame()
         await changes.wait(interval)
+
+
+def view_changes(
+    before: Mapping[str, JsonValue], after: Mapping[str, JsonValue]
+) -> dict[str, JsonValue]:
+    """What a client holding the view `before` needs to hold `after` (empty: nothing).
+
+    Questions (`pending`) are sent one by one: `changed` holds those new or changed,
+    `removed` the keys (app, session, invocation, interrupt, occurrence) of those gone (answered,
+    or moved past the first page). Any other part of the view is sent whole when it
+    changed, and left out when not (a part that went away is sent as null).
+    """
+    change: dict[str, JsonValue] = {}
+    old = _by_key(before.get("pending"))
+    new = _by_key(after.get("pending"))
+    changed: list[JsonValue] = [row for key, row in new.items() if old.get(key) != row]
+    removed: list[JsonValue] = [_key_fields(old[key]) for key in old if key not in new]
+    if changed:
+        change["changed"] = changed
+    if removed:
+        change["removed"] = removed
+    for part in (after.keys() | before.keys()) - {"pending"}:
+        if before.get(part) != after.get(part):
+            change[part] = after.get(part)
+    return change
+
+
+# A question's key on the page: a loop asking one id again asks a new occurrence.
+_KEY_FIELDS: Final = ("appName", "sessionId", "invocationId", "interruptId", "occurrence")
+
+
+def _by_key(rows: JsonValue) -> dict[tuple[str, ...], dict[str, JsonValue]]:
+    found = cast(list[dict[str, JsonValue]], rows or [])
+    return {tuple(str(row.get(name)) for name in _KEY_FIELDS): row for row in found}
+
+
+def _key_fields(row: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    return {name: row.get(name) for name in _KEY_FIELDS}

@@ -1,61 +1,37 @@
-"""Pages of pending questions: a limit, and an opaque cursor that names the last row seen.
+"""Listings a page at a time over HTTP: `limit` and `cursor` in, a page and the
+`X-Next-Cursor` header out (see `baton.sessions.paging`).
 
-The cursor holds the last row's sort key (created, session, invocation, interrupt), so
-a page starts right after it even when earlier questions were answered meanwhile.
+The body stays the list the route always returned, so clients that never page see the
+same shape; the header is absent on the last page.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Sequence
+from typing import Annotated, Final, TypeVar
 
-from fastapi import HTTPException
+from fastapi import Query, Response
 
-from baton.sessions.store import Interrupt
+from baton.sessions.paging import MAX_PAGE, Page
 
-__all__ = ["NEXT_CURSOR_HEADER", "page"]
+__all__ = ["NEXT_CURSOR_HEADER", "Cursor", "Limit", "OptionalLimit", "shown"]
 
-NEXT_CURSOR_HEADER = "X-Next-Cursor"
+NEXT_CURSOR_HEADER: Final = "X-Next-Cursor"
 """The response header holding the cursor of the next page (absent on the last page)."""
 
-_Key = tuple[float, str, str, str]
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows per page.")]
+OptionalLimit = Annotated[
+    int | None, Query(ge=1, le=MAX_PAGE, description="Rows per page (default: all).")
+]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=2000, description=f"The {NEXT_CURSOR_HEADER} header of the page before."),
+]
+
+_T = TypeVar("_T")
 
 
-def page(
-    rows: Sequence[Interrupt], *, limit: int | None, cursor: str | None
-) -> tuple[list[Interrupt], str | None]:
-    """The rows after `cursor`, at most `limit` of them, and the next page's cursor.
-
-    Raises:
-        HTTPException: 400 for a cursor this server did not give.
-    """
-    ordered = sorted(rows, key=_key)
-    if cursor is not None:
-        after = _decode(cursor)
-        ordered = [row for row in ordered if _key(row) > after]
-    if limit is None or len(ordered) <= limit:
-        return ordered, None
-    shown = ordered[:limit]
-    return shown, _encode(_key(shown[-1]))
-
-
-def _key(row: Interrupt) -> _Key:
-    return (row.created_at, row.session_id, row.invocation_id, row.interrupt_id)
-
-
-def _encode(key: _Key) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode()
-
-
-def _decode(cursor: str) -> _Key:
-    try:
-        created, session, invocation, interrupt = json.loads(base64.urlsafe_b64decode(cursor))
-        return (float(created), str(session), str(invocation), str(interrupt))
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise HTTPException(
-            400,
-            f"cursor '{cursor[:40]}' is not one this server gave; pass the "
-            f"{NEXT_CURSOR_HEADER} header of the previous page, or start without cursor=.",
-        ) from exc
+def shown(response: Response, page: Page[_T]) -> list[_T]:
+    """The page's rows, with the next page's cursor set on `response` when there is one."""
+    if page.next_cursor is not None:
+        response.headers[NEXT_CURSOR_HEADER] = page.next_cursor
+    return page.items

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import final
+from typing import TypeVar, final
 
 from pydantic import JsonValue
 from pydantic_core import from_json, to_json
@@ -28,6 +28,7 @@ from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.memory_artifacts import MemoryArtifacts
 from baton.sessions.notifications import notifications_of
+from baton.sessions.paging import Position
 from baton.sessions.store import (
     Claimed,
     Clock,
@@ -38,6 +39,7 @@ from baton.sessions.store import (
     Lease,
     Notification,
     Session,
+    SessionActivity,
     SessionKey,
     StepCommit,
     Subscription,
@@ -49,6 +51,8 @@ from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
 
 __all__ = ["MemoryStore"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -167,12 +171,35 @@ class MemoryStore:
         kept = data.question_checkpoints if data else {}
         return {ids: from_json(checkpoint) for ids, checkpoint in kept.items()}
 
-    async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
-        return [
-            self._session_out(data)
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        session_id: SessionId | None = None,
+        limit: int | None = None,
+        after: Position | None = None,
+    ) -> list[Session]:
+        found = [
+            data
             for key, data in self._sessions.items()
-            if key.app_name == app_name and (user_id is None or key.user_id == user_id)
+            if key.app_name == app_name
+            and (user_id is None or key.user_id == user_id)
+            and (session_id is None or key.session_id == session_id)
         ]
+        shown = _window(found, lambda d: d.session.position, limit, after)
+        return [self._session_out(data) for data in shown]
+
+    async def recent_sessions(
+        self, app_name: str, user_id: str, *, limit: int
+    ) -> list[SessionActivity]:
+        mine = [
+            data
+            for key, data in self._sessions.items()
+            if key.app_name == app_name and key.user_id == user_id
+        ]
+        mine.sort(key=lambda d: d.last_update_time, reverse=True)
+        return [SessionActivity(self._session_out(d), _latest_run(d)) for d in mine[:limit]]
 
     async def delete_session(self, key: SessionKey) -> bool:
         data = self._sessions.pop(key, None)
@@ -347,14 +374,14 @@ class MemoryStore:
         found = data.invocations.get(invocation_id) if data else None
         return self._invocation_out(found) if found else None
 
-    async def list_invocations(self, key: SessionKey) -> list[Invocation]:
+    async def list_invocations(
+        self, key: SessionKey, *, limit: int | None = None, after: Position | None = None
+    ) -> list[Invocation]:
         data = self._sessions.get(key)
         if data is None:
             return []
-        return sorted(
-            (self._invocation_out(row) for row in data.invocations.values()),
-            key=lambda i: i.created_at,
-        )
+        rows = _window(data.invocations.values(), lambda r: r.invocation.position, limit, after)
+        return [self._invocation_out(row) for row in rows]
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         data = self._sessions.get(key)
@@ -376,6 +403,8 @@ class MemoryStore:
         status: InterruptStatus | None = InterruptStatus.OPEN,
         assignee: str | None = None,
         include_assigned: bool = False,
+        limit: int | None = None,
+        after: Position | None = None,
     ) -> list[Interrupt]:
         def is_users(row: Interrupt) -> bool:
             return (
@@ -394,7 +423,8 @@ class MemoryStore:
             and (status is None or row.status == status)
             and (assignee is None or row.assignee == assignee)
         ]
-        return [r.model_copy(deep=True) for r in sorted(rows, key=lambda r: r.created_at)]
+        shown = _window(rows, lambda r: r.position, limit, after)
+        return [r.model_copy(deep=True) for r in shown]
 
     def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
         return Lease(invocation_id, owner, self._clock() + ttl.total_seconds(), 1)
@@ -518,3 +548,23 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+
+def _latest_run(data: _SessionData) -> InvocationStatus | None:
+    """How the session's latest run stands, or None before its first."""
+    runs = data.invocations.values()
+    latest = max(runs, key=lambda r: r.invocation.position, default=None)
+    return None if latest is None else latest.invocation.status
+
+
+def _window(
+    rows: Iterable[_T],
+    position: Callable[[_T], Position],
+    limit: int | None,
+    after: Position | None,
+) -> list[_T]:
+    """`rows` in the order of their positions, those after `after`, at most `limit`."""
+    ordered = sorted(rows, key=position)
+    if after is not None:
+        ordered = [row for row in ordered if position(row) > after]
+    return ordered if limit is None else ordered[:limit]

@@ -18,6 +18,7 @@ from pydantic import Field, JsonValue, computed_field
 from baton.errors import InvocationBusyError, LeaseLostError
 from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
+from baton.sessions.paging import Position
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Lease",
     "Notification",
     "Session",
+    "SessionActivity",
     "SessionKey",
     "StepCommit",
     "Store",
@@ -73,6 +75,11 @@ class Session(WireModel):
     def key(self) -> SessionKey:
         return SessionKey(self.app_name, self.user_id, SessionId(self.id))
 
+    @property
+    def position(self) -> Position:
+        """Where it stands in `Store.list_sessions` (by user, then id)."""
+        return (self.user_id, self.id)
+
 
 class InvocationStatus(enum.StrEnum):
     RUNNING = "running"
@@ -103,6 +110,11 @@ class Invocation(WireModel):
     @property
     def session_key(self) -> SessionKey:
         return SessionKey(self.app_name, self.user_id, SessionId(self.session_id))
+
+    @property
+    def position(self) -> Position:
+        """Where it stands in `Store.list_invocations` (oldest first)."""
+        return (self.created_at, self.id)
 
 
 class InterruptStatus(enum.StrEnum):
@@ -148,6 +160,21 @@ class Interrupt(WireModel):
         `occurrences`, the respond route's `occurrence`)."""
         ident = f"{self.invocation_id}|{self.node_path}|{self.interrupt_id}"
         return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+    @property
+    def position(self) -> Position:
+        """Where it stands in `Store.list_interrupts` (oldest first)."""
+        return (self.created_at, self.invocation_id, self.interrupt_id)
+
+
+@dataclass(frozen=True)
+class SessionActivity:
+    """A session in a list of recent activity: the session (without events, its
+    `last_update_time` the time of its latest step) and how its latest run stands
+    (None before the first run)."""
+
+    session: Session
+    latest_run: InvocationStatus | None
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
@@ -256,8 +283,24 @@ class Store(Protocol):
         """The session (its newest `event_limit` events, or all), or None."""
         ...
 
-    async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
-        """Sessions of an app (optionally of one user), without their events."""
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        session_id: SessionId | None = None,
+        limit: int | None = None,
+        after: Position | None = None,
+    ) -> list[Session]:
+        """Sessions of an app (optionally of one user, or with one id), without their
+        events, ordered by user then id: at most `limit` of them, those after the
+        position `after` (a `Session.position`) when given."""
+        ...
+
+    async def recent_sessions(
+        self, app_name: str, user_id: str, *, limit: int
+    ) -> list[SessionActivity]:
+        """The user's `limit` sessions of the app updated last, the latest first."""
         ...
 
     async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
@@ -285,8 +328,11 @@ class Store(Protocol):
         """The invocation with its checkpoint, or None."""
         ...
 
-    async def list_invocations(self, key: SessionKey) -> list[Invocation]:
-        """The session's invocations, oldest first."""
+    async def list_invocations(
+        self, key: SessionKey, *, limit: int | None = None, after: Position | None = None
+    ) -> list[Invocation]:
+        """The session's invocations, oldest first: at most `limit` of them, those after
+        the position `after` (an `Invocation.position`) when given."""
         ...
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
@@ -303,8 +349,12 @@ class Store(Protocol):
         status: InterruptStatus | None = InterruptStatus.OPEN,
         assignee: str | None = None,
         include_assigned: bool = False,
+        limit: int | None = None,
+        after: Position | None = None,
     ) -> list[Interrupt]:
-        """Interrupts matching the filters, oldest first.
+        """Interrupts matching the filters, oldest first: at most `limit` of them, those
+        after the position `after` (an `Interrupt.position`) when given. Read off an
+        index from `after` on, so a page costs the same however many come before it.
 
         `user_id` matches the session's user; with `include_assigned`, also the questions
         assigned to that user in other users' sessions (a person's inbox). `assignee`

@@ -142,15 +142,32 @@ async function readFrames(body, controller, onData, onBeat) {
   }
 }
 
+// The stream's first frame is the whole view; each later one holds what changed:
+// `changed` questions (new or changed), `removed` ones (their keys), and `sessions`
+// when the recent list changed.
 function onSnapshot(data) {
-  state.pending = data.pending;
-  state.sessions = data.sessions;
+  if (data.pending) {
+    state.pending = data.pending;
+  } else {
+    const gone = new Set((data.removed || []).map(keyOf));
+    const changed = new Map((data.changed || []).map((item) => [keyOf(item), item]));
+    const kept = state.pending.filter((item) => !gone.has(keyOf(item)) && !changed.has(keyOf(item)));
+    state.pending = [...kept, ...changed.values()].sort(byPosition);
+  }
+  if (data.sessions) state.sessions = data.sessions;
   render();
   renderSessions();
   refreshSession();
 }
 
 // -- inbox ------------------------------------------------------------------------------
+
+// Oldest first, as the server lists them.
+function byPosition(a, b) {
+  return a.createdAt - b.createdAt
+    || (a.invocationId < b.invocationId ? -1 : a.invocationId > b.invocationId ? 1 : 0)
+    || (a.interruptId < b.interruptId ? -1 : a.interruptId > b.interruptId ? 1 : 0);
+}
 
 // The occurrence tells one asking from the next: a loop that asks the same id again gets
 // a new card, never the earlier card that would answer the earlier pass.

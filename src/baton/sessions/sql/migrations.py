@@ -315,6 +315,30 @@ def _v7_statements(_dialect: str) -> Sequence[ExecutableDDLElement | DataChange]
     return [CreateTable(_V7_NOTIFICATIONS)]
 
 
+def _v8_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    ddl = [
+        _drop_index(dialect, "ix_baton_interrupts_owner_status", "baton_interrupts"),
+        _drop_index(dialect, "ix_baton_interrupts_assignee_status", "baton_interrupts"),
+        "CREATE INDEX ix_baton_interrupts_owner_listing "
+        "ON baton_interrupts (app_name, user_id, status, created_at)",
+        "CREATE INDEX ix_baton_interrupts_assignee_listing "
+        "ON baton_interrupts (app_name, assignee, status, created_at)",
+        "CREATE INDEX ix_baton_interrupts_app_listing "
+        "ON baton_interrupts (app_name, status, created_at)",
+        "CREATE INDEX ix_baton_invocations_session_created "
+        "ON baton_invocations (session_pk, created_at)",
+        _drop_index(dialect, "ix_baton_invocations_session_pk", "baton_invocations"),
+    ]
+    return [_ddl(statement) for statement in ddl]
+
+
+def _drop_index(dialect: str, index: str, table: str) -> str:
+    # MySQL names an index within its table; SQLite and PostgreSQL within the schema.
+    if dialect in ("mysql", "mariadb"):
+        return f"DROP INDEX {index} ON {table}"
+    return f"DROP INDEX {index}"
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -327,6 +351,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "artifacts: versioned files per session or user", _v5_statements),
     Migration(6, "each question's checkpoint, for forks", _v6_statements),
     Migration(7, "notification outbox", _v7_statements),
+    Migration(8, "indexes that read pages of listings in their order", _v8_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import bindparam, func, or_, select
+from sqlalchemy import ColumnElement, Select, bindparam, case, func, select, tuple_
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
+from baton.sessions.paging import Position
 from baton.sessions.sql.direct import run
 from baton.sessions.sql.schema import (
     IS_SESSION,
@@ -32,6 +33,7 @@ from baton.sessions.store import (
     Invocation,
     InvocationStatus,
     Session,
+    SessionActivity,
     SessionKey,
 )
 from baton.types import InvocationId, SessionId
@@ -48,6 +50,7 @@ __all__ = [
     "list_invocations",
     "list_sessions",
     "next_due",
+    "recent_sessions",
     "session_from",
 ]
 
@@ -108,13 +111,67 @@ def session_from(row: tuple[Any, ...]) -> Session:
     return _to_session(dict(zip(_SESSION_COLUMNS, row, strict=True)))
 
 
-def list_sessions(connection: Connection, app_name: str, user_id: str | None) -> list[Session]:
-    """Sessions of an app (optionally of one user), without their events."""
+def list_sessions(
+    connection: Connection,
+    app_name: str,
+    user_id: str | None,
+    session_id: SessionId | None = None,
+    limit: int | None = None,
+    after: Position | None = None,
+) -> list[Session]:
+    """Sessions of an app (optionally of one user, or of one id), without their events,
+    by user and id: at most `limit` of them after the position `after`."""
     query = _SESSIONS.where(sessions.c.app_name == app_name)
     if user_id is not None:
         query = query.where(sessions.c.user_id == user_id)
-    rows = connection.execute(query.order_by(sessions.c.pk)).mappings()
-    return [_to_session(row) for row in rows]
+    if session_id is not None:
+        query = query.where(sessions.c.session_id == session_id)
+    order = (sessions.c.user_id, sessions.c.session_id)
+    query = _keyset(query.order_by(*order), order, limit, after)
+    return [session_from(tuple(row)) for row in connection.execute(query)]
+
+
+# When a session last changed: its own row, or its latest step.
+_LAST_CHANGE = case(
+    (func.coalesce(_LAST_STEP, 0.0) > sessions.c.updated_at, _LAST_STEP),
+    else_=sessions.c.updated_at,
+)
+_LATEST_RUN = (
+    select(invocations.c.status)
+    .where(invocations.c.session_pk == sessions.c.pk)
+    .order_by(invocations.c.created_at.desc(), invocations.c.id.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("latest_run")
+)
+
+
+def recent_sessions(
+    connection: Connection, app_name: str, user_id: str, limit: int
+) -> list[SessionActivity]:
+    """The user's `limit` sessions of the app updated last, the latest first.
+
+    The newest are picked by their last change alone (one index probe per session of the
+    user, in the database); only those few read their latest run's status.
+    """
+    newest = (
+        select(sessions.c.pk)
+        .where(sessions.c.app_name == app_name, sessions.c.user_id == user_id)
+        .order_by(_LAST_CHANGE.desc(), sessions.c.pk.desc())
+        .limit(limit)
+    )
+    query = (
+        select(sessions, _LAST_STEP, _LATEST_RUN)
+        .where(sessions.c.pk.in_(newest))
+        .order_by(_LAST_CHANGE.desc(), sessions.c.pk.desc())
+    )
+    return [
+        SessionActivity(
+            session_from(tuple(row)[:-1]),
+            None if row[-1] is None else InvocationStatus(row[-1]),
+        )
+        for row in connection.execute(query)
+    ]
 
 
 def invocation_from(key: SessionKey, row: tuple[Any, ...]) -> Invocation:
@@ -122,10 +179,19 @@ def invocation_from(key: SessionKey, row: tuple[Any, ...]) -> Invocation:
     return _to_invocation(key, dict(zip(_INVOCATION_COLUMNS, row, strict=True)))
 
 
-def list_invocations(connection: Connection, key: SessionKey) -> list[Invocation]:
-    """The session's invocations, oldest first."""
-    rows = connection.execute(_INVOCATIONS, session_params(key)).mappings()
-    return [_to_invocation(key, row) for row in rows]
+def list_invocations(
+    connection: Connection,
+    key: SessionKey,
+    limit: int | None = None,
+    after: Position | None = None,
+) -> list[Invocation]:
+    """The session's invocations, oldest first: at most `limit` after the position `after`."""
+    query = _INVOCATIONS
+    if limit is not None or after is not None:
+        query = _keyset(query, (invocations.c.created_at, invocations.c.id), limit, after)
+    return [
+        invocation_from(key, tuple(row)) for row in connection.execute(query, session_params(key))
+    ]
 
 
 def interrupts_from(rows: list[tuple[Any, ...]]) -> list[Interrupt]:
@@ -161,26 +227,76 @@ def list_interrupts(
     status: InterruptStatus | None,
     assignee: str | None = None,
     include_assigned: bool = False,
+    limit: int | None = None,
+    after: Position | None = None,
 ) -> list[Interrupt]:
-    """Interrupts matching the filters (None matches anything), oldest first; with
-    `include_assigned`, `user_id` also matches the questions assigned to that user."""
-    filters = {
-        interrupts.c.app_name: app_name,
-        interrupts.c.session_id: session_id,
-        interrupts.c.invocation_id: invocation_id,
-        interrupts.c.status: status.value if status is not None else None,
-        interrupts.c.assignee: assignee,
-    }
-    query = select(interrupts).where(
-        *(column == value for column, value in filters.items() if value is not None)
+    """Interrupts matching the filters (None matches anything), oldest first: at most
+    `limit` of them after the position `after`. With `include_assigned`, `user_id` also
+    matches the questions assigned to that user: read as a second listing on its own
+    index and merged, since one query with an OR could use neither index."""
+    query = select(interrupts)
+    if invocation_id is not None:
+        query = query.where(interrupts.c.invocation_id == invocation_id)
+    if status is not None:
+        query = query.where(interrupts.c.status == status.value)
+    if assignee is not None:
+        query = query.where(interrupts.c.assignee == assignee)
+    owned = query.where(*_interrupt_filters(app_name, user_id, session_id))
+    rows = _interrupt_page(connection, owned, limit, after)
+    if include_assigned and user_id is not None:
+        assigned = query.where(
+            *_interrupt_filters(app_name, None, session_id),
+            interrupts.c.assignee == user_id,
+            interrupts.c.user_id != user_id,
+        )
+        rows = sorted(rows + _interrupt_page(connection, assigned, limit, after), key=_position)
+        rows = rows if limit is None else rows[:limit]
+    return rows
+
+
+_INTERRUPT_ORDER = (interrupts.c.created_at, interrupts.c.invocation_id, interrupts.c.interrupt_id)
+
+
+def _interrupt_page(
+    connection: Connection, query: Select[Any], limit: int | None, after: Position | None
+) -> list[Interrupt]:
+    ordered = _keyset(query.order_by(*_INTERRUPT_ORDER), _INTERRUPT_ORDER, limit, after)
+    return interrupts_from([tuple(row) for row in connection.execute(ordered)])
+
+
+def _position(row: Interrupt) -> Position:
+    return row.position
+
+
+def _interrupt_filters(
+    app_name: str, user_id: str | None, session_id: SessionId | None
+) -> list[ColumnElement[bool]]:
+    """Whose interrupts: one session's through its key (the session index, a few rows),
+    else an app's or a user's (the owner indexes, in creation order)."""
+    if session_id is None:
+        owner = [interrupts.c.app_name == app_name]
+        return owner if user_id is None else [*owner, interrupts.c.user_id == user_id]
+    session = select(sessions.c.pk).where(
+        sessions.c.app_name == app_name, sessions.c.session_id == session_id
     )
     if user_id is not None:
-        owned = interrupts.c.user_id == user_id
-        query = query.where(
-            or_(owned, interrupts.c.assignee == user_id) if include_assigned else owned
-        )
-    order = (interrupts.c.created_at, interrupts.c.invocation_id, interrupts.c.interrupt_id)
-    return [_to_interrupt(row) for row in connection.execute(query.order_by(*order)).mappings()]
+        session = session.where(sessions.c.user_id == user_id)
+    return [interrupts.c.session_pk.in_(session)]
+
+
+def _keyset(
+    query: Select[Any],
+    order: tuple[ColumnElement[Any], ...],
+    limit: int | None,
+    after: Position | None,
+) -> Select[Any]:
+    """`query` (already ordered by `order`) from just after the position `after`, at most
+    `limit` rows. The row comparison starts the read at `after` on the index; the bound
+    on the first column alone lets databases that do not use a row comparison on an
+    index (or an index holding only that column) seek there all the same."""
+    if after is not None:
+        query = query.where(order[0] >= after[0], tuple_(*order) > tuple_(*after))
+    return query if limit is None else query.limit(limit)
 
 
 def _load_events(connection: Connection, session_pk: int, limit: int | None) -> list[Event]:
@@ -237,7 +353,7 @@ def due_interrupts(
         .order_by(interrupts.c.expires_at)
         .limit(limit)
     )
-    return [_to_interrupt(row) for row in connection.execute(query).mappings()]
+    return interrupts_from([tuple(row) for row in connection.execute(query)])
 
 
 def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None:

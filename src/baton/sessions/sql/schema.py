@@ -95,7 +95,6 @@ invocations = Table(
         _SERIAL,
         ForeignKey(sessions.c.pk, ondelete="CASCADE"),
         nullable=False,
-        index=True,
     ),
     Column("status", String(32), nullable=False),
     Column("checkpoint", JSON(none_as_null=True), nullable=True),
@@ -113,6 +112,8 @@ invocations = Table(
     Column("fingerprint_digest", String(64), nullable=False, server_default=""),
     # Recovery looks for running invocations whose lease expired.
     Index("ix_baton_invocations_status_lease", "status", "lease_expires_at"),
+    # A session's runs, oldest first, a page at a time.
+    Index("ix_baton_invocations_session_created", "session_pk", "created_at"),
 )
 
 fingerprints = Table(
@@ -152,9 +153,12 @@ interrupts = Table(
     Column("on_timeout", JSON(none_as_null=True), nullable=True),
     Column("answers_on_timeout", Boolean, nullable=False, server_default=false()),
     Column("assignee", String(255), nullable=True),
-    Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
-    # A person's pending listing reads the questions assigned to them, in any session.
-    Index("ix_baton_interrupts_assignee_status", "app_name", "assignee", "status"),
+    # Pending questions of a user, assigned to a person, or of everyone, in an app,
+    # oldest first, a page at a time: a page seeks to its cursor on these instead of
+    # sorting every open question.
+    Index("ix_baton_interrupts_owner_listing", "app_name", "user_id", "status", "created_at"),
+    Index("ix_baton_interrupts_assignee_listing", "app_name", "assignee", "status", "created_at"),
+    Index("ix_baton_interrupts_app_listing", "app_name", "status", "created_at"),
     # Workers look for open interrupts whose deadline passed.
     Index("ix_baton_interrupts_status_expires", "status", "expires_at"),
     Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),

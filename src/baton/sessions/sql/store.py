@@ -30,6 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
+from baton.sessions.paging import Position
 from baton.sessions.sql import artifacts, outbox, reads, writes
 from baton.sessions.sql.dialect import (
     is_sqlite,
@@ -58,6 +59,7 @@ from baton.sessions.store import (
     Lease,
     Notification,
     Session,
+    SessionActivity,
     SessionKey,
     StepCommit,
     Subscription,
@@ -202,9 +204,25 @@ class SqlStore:
         """(invocation id, interrupt id) -> the invocation's checkpoint when it asked that."""
         return await self._read_once(reads.list_question_checkpoints, key)
 
-    async def list_sessions(self, app_name: str, user_id: str | None = None) -> list[Session]:
-        """Sessions of an app (optionally of one user), without their events."""
-        return await self._read_once(reads.list_sessions, app_name, user_id)
+    async def list_sessions(
+        self,
+        app_name: str,
+        user_id: str | None = None,
+        *,
+        session_id: SessionId | None = None,
+        limit: int | None = None,
+        after: Position | None = None,
+    ) -> list[Session]:
+        """Sessions of an app, by user and id, without their events (see `Store`)."""
+        return await self._read_once(
+            reads.list_sessions, app_name, user_id, session_id, limit, after
+        )
+
+    async def recent_sessions(
+        self, app_name: str, user_id: str, *, limit: int
+    ) -> list[SessionActivity]:
+        """The user's `limit` sessions of the app updated last, the latest first."""
+        return await self._read_once(reads.recent_sessions, app_name, user_id, limit)
 
     async def delete_session(self, key: SessionKey) -> bool:
         """Delete a session and everything in it; False when there was none."""
@@ -248,9 +266,11 @@ class SqlStore:
         rows = await self._one(reads.INVOCATION, params, write=False)
         return reads.invocation_from(key, rows[0]) if rows else None
 
-    async def list_invocations(self, key: SessionKey) -> list[Invocation]:
-        """The session's invocations, oldest first."""
-        return await self._read_once(reads.list_invocations, key)
+    async def list_invocations(
+        self, key: SessionKey, *, limit: int | None = None, after: Position | None = None
+    ) -> list[Invocation]:
+        """The session's invocations, oldest first (see `Store`)."""
+        return await self._read_once(reads.list_invocations, key, limit, after)
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         """Index rows with that id in the session (open or answered), by index, not scan."""
@@ -267,8 +287,10 @@ class SqlStore:
         status: InterruptStatus | None = InterruptStatus.OPEN,
         assignee: str | None = None,
         include_assigned: bool = False,
+        limit: int | None = None,
+        after: Position | None = None,
     ) -> list[Interrupt]:
-        """Interrupts matching the filters, oldest first (see `Store.list_interrupts`)."""
+        """Interrupts matching the filters, oldest first (see `Store`)."""
         return await self._read_once(
             reads.list_interrupts,
             app_name,
@@ -278,6 +300,8 @@ class SqlStore:
             status,
             assignee,
             include_assigned,
+            limit,
+            after,
         )
 
     async def claim_notifications(
