@@ -29,7 +29,7 @@ from fastapi import (
     Response,
     params,
 )
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
@@ -59,7 +59,7 @@ from baton.server.memory_routes import memory_routes
 from baton.server.origins import allow_origins
 from baton.server.paging import Cursor, Limit, OptionalLimit, shown
 from baton.server.refusals import ERROR_RESPONSES, install_refusals
-from baton.server.run_replies import invocation_of_call, run_reply
+from baton.server.run_replies import invocation_of_call, model_reply, run_reply
 from baton.server.run_replies import shown as is_shown
 from baton.server.security import ANY_USER, ApiKeys, other_user
 from baton.server.session_import import carries_run_data, import_session
@@ -97,9 +97,7 @@ class _Server:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     drain_ends: float = 0.0  # loop time when runs still going are cut off
     worker: Worker | None = None
-    replies: IdempotentReplies[list[Event] | JSONResponse] = field(
-        default_factory=IdempotentReplies[list[Event] | JSONResponse]
-    )
+    replies: IdempotentReplies[Response] = field(default_factory=IdempotentReplies[Response])
 
     @property
     def draining(self) -> bool:
@@ -298,7 +296,7 @@ _IDLE: Final = 3600.0
 
 
 def _accepting(server: _Server) -> params.Depends:
-    def guard() -> None:
+    async def guard() -> None:  # async: a plain def would cost a thread hop per request
         if server.draining:
             raise ShuttingDownError(
                 "this server is shutting down and starts no new runs; send the request "
@@ -335,7 +333,7 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-K
 _SECURITY: Final = [Depends(_bearer), Depends(_api_key)]
 
 
-def _check_ids(request: Request) -> None:
+async def _check_ids(request: Request) -> None:
     """Ids in the path or query obey the id rules before a route reads the store with them.
 
     Raises:
@@ -352,7 +350,7 @@ _IDS: Final = Depends(_check_ids)
 
 
 def _user_guard(server: _Server) -> params.Depends:
-    def guard(request: Request, user_id: str) -> None:
+    async def guard(request: Request, user_id: str) -> None:  # async: no thread hop
         server.keys.authorize(request, user_id)
 
     return Depends(guard)
@@ -399,7 +397,7 @@ def _session_routes(server: _Server) -> APIRouter:
     @router.post("", response_model=Session, response_model_exclude_none=True)
     async def create_session(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, body: CreateSessionRequest | None = None
-    ) -> Session:
+    ) -> Response:
         server.catalog.runner(app_name)
         body = body or CreateSessionRequest()
         events = body.events or []
@@ -408,14 +406,15 @@ def _session_routes(server: _Server) -> APIRouter:
         )
         if any(carries_run_data(event) for event in events):
             # An exported session (the reference's web UI imports one this way).
-            return await import_session(service, session, events)
+            return model_reply(await import_session(service, session, events))
         for event in events:
             await service.append_event(session, event)
-        return session
+        return model_reply(session)
 
     @router.get("/{session_id}", response_model=Session, response_model_exclude_none=True)
-    async def get_session(app_name: str, user_id: str, session_id: str) -> Session:  # pyright: ignore[reportUnusedFunction] -- a route
-        return await _session(server, SessionKey(app_name, user_id, SessionId(session_id)))
+    async def get_session(app_name: str, user_id: str, session_id: str) -> Response:  # pyright: ignore[reportUnusedFunction] -- a route
+        key = SessionKey(app_name, user_id, SessionId(session_id))
+        return model_reply(await _session(server, key))
 
     @router.post("/{session_id}", response_model=Session, response_model_exclude_none=True)
     async def create_session_with_id(  # pyright: ignore[reportUnusedFunction] -- a route
@@ -538,7 +537,7 @@ def _run_routes(server: _Server) -> APIRouter:
     router = APIRouter(dependencies=[*_SECURITY, _accepting(server)], responses=ERROR_RESPONSES)
 
     @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
-    async def run(request: Request, body: RunAgentRequest) -> list[Event] | JSONResponse:  # pyright: ignore[reportUnusedFunction] -- a route
+    async def run(request: Request, body: RunAgentRequest) -> Response:  # pyright: ignore[reportUnusedFunction] -- a route
         server.keys.authorize(request, body.user_id)
         return await run_reply(await _start(server, body))
 
@@ -700,14 +699,14 @@ def _answer_routes(server: _Server) -> APIRouter:
         interrupt_id: str,
         body: RespondRequest,
         idempotency_key: Annotated[str | None, Header()] = None,
-    ) -> list[Event] | JSONResponse:
+    ) -> Response:
         """Answer the question and resume its run. The session's user answers, or, for a
         question assigned to someone (`assignee`), only that person: with their own API
         key, or (no keys, an operator's key) naming them in `answered_by`."""
         asked = _Asked(app_name, user_id, session_id, interrupt_id)
         answerer = await _answerer(server, request, asked, body.answered_by)
 
-        async def act() -> list[Event] | JSONResponse:
+        async def act() -> Response:
             events = server.catalog.runner(app_name).answer(
                 user_id=user_id,
                 session_id=session_id,
@@ -731,7 +730,7 @@ def _answer_routes(server: _Server) -> APIRouter:
 def _keyed(server: _Server) -> params.Depends:
     """401 before anything else when keys are on and the request has no known one."""
 
-    def guard(request: Request) -> None:
+    async def guard(request: Request) -> None:  # async: no thread hop
         server.keys.caller(request)
 
     return Depends(guard)

@@ -1,0 +1,276 @@
+"""Human-in-the-loop runs over HTTP against real `baton api_server` processes (loopback).
+
+    .venv/bin/python bench/http_bench.py [--quick] [--clients 16] [--runs 600]
+        [--seconds 60] [--backend sqlite|postgres] [--processes 1|2]
+
+Each of N concurrent clients repeats a whole run: create a session, `POST /run` (the
+run asks its question and pauses), then answer it with `POST .../respond` (the run
+finishes). Requests go to the server processes in turn, as a load balancer would.
+Prints, per backend and process count: completed runs per second, the median and 99th
+percentile of the answering call, and the servers' CPU per request (user + system time
+of the server processes from /proc, divided by the requests they served). The load is
+bounded in runs and in seconds; every server listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import re
+import signal
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import figures
+import httpx
+from baton_bench import POSTGRES_URL, run_on_postgres
+
+from baton import Runner, types
+from baton.server.catalog import load_app, open_session_service
+
+ROOT = Path(__file__).parents[1]
+APPS = Path(__file__).parent / "http_apps"
+BATON = ROOT / ".venv" / "bin" / "baton"
+APP = "approve"
+_URL = re.compile(rb"http://127\.0\.0\.1:(\d+)")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Server:
+    """A `baton api_server` process this benchmark started."""
+
+    process: asyncio.subprocess.Process
+    url: str
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the process used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.process.wait(), 15)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+async def start_server(db: str, errors: Path) -> Server:
+    """`baton api_server` on the bench app and `db`, on a free loopback port."""
+    with errors.open("w") as sink:
+        process = await asyncio.create_subprocess_exec(
+            str(BATON),
+            "api_server",
+            str(APPS),
+            "--db",
+            db,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--grace",
+            "1",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=sink,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+        )
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    found = _URL.search(line)
+    if found is None:
+        process.kill()
+        raise RuntimeError(f"the server did not start: {line!r} {errors.read_text()[-500:]}")
+    asyncio.get_running_loop().create_task(_drain(process.stdout))
+    return Server(process, f"http://127.0.0.1:{found.group(1).decode()}")
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.readline():
+        pass
+
+
+@dataclass
+class Load:
+    """What the clients did: runs completed, answer latencies, requests sent."""
+
+    runs: int = 0
+    requests: int = 0
+    answers: list[float] = field(default_factory=list[float])
+    failures: list[str] = field(default_factory=list[str])
+
+
+async def one_run(client: httpx.AsyncClient, urls: itertools.cycle[str], load: Load) -> None:
+    """Create a session, start a run that asks, answer it; raise on anything unexpected."""
+    user = "u"
+    made = await client.post(f"{next(urls)}/apps/{APP}/users/{user}/sessions", json={})
+    made.raise_for_status()
+    session = made.json()["id"]
+    message = {"role": "user", "parts": [{"text": "taxi"}]}
+    body = {"appName": APP, "userId": user, "sessionId": session, "newMessage": message}
+    started = await client.post(f"{next(urls)}/run", json=body)
+    started.raise_for_status()
+    respond = f"/apps/{APP}/users/{user}/sessions/{session}/interrupts/ok/respond"
+    before = time.perf_counter()
+    answered = await client.post(f"{next(urls)}{respond}", json={"response": True})
+    load.answers.append(time.perf_counter() - before)
+    answered.raise_for_status()
+    if answered.json()[-1].get("output") != "approved":
+        raise RuntimeError(f"the run did not finish: {answered.text[-300:]}")
+    load.requests += 3
+    load.runs += 1
+
+
+async def client_loop(urls: itertools.cycle[str], load: Load, runs: int, deadline: float) -> None:
+    """One client: runs back to back until the bench's run count or deadline is reached."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        while load.runs + len(load.failures) < runs and time.perf_counter() < deadline:
+            try:
+                await one_run(client, urls, load)
+            except (httpx.HTTPError, RuntimeError) as error:
+                load.failures.append(f"{type(error).__name__}: {error}"[:300])
+
+
+@asynccontextmanager
+async def database(backend: str, folder: Path) -> AsyncIterator[str]:
+    """A fresh database for the servers: a SQLite file, or a PostgreSQL schema."""
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'http.db'}"
+        return
+    schema = f"baton_httpbench_{uuid.uuid4().hex[:8]}"
+    await run_on_postgres(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"{POSTGRES_URL}?search_path={schema}"
+    finally:
+        await run_on_postgres(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+async def measure(backend: str, processes: int, clients: int, runs: int, seconds: float) -> None:
+    """Serve with `processes` servers, drive `clients` clients, and emit the figures."""
+    with tempfile.TemporaryDirectory() as folder:
+        async with database(backend, Path(folder)) as db:
+            servers = [await start_server(db, Path(folder) / f"s{i}.err") for i in range(processes)]
+            try:
+                await _drive(backend, servers, clients, runs, seconds)
+            finally:
+                for server in servers:
+                    await server.stop()
+
+
+async def _drive(
+    backend: str, servers: list[Server], clients: int, runs: int, seconds: float
+) -> None:
+    urls = itertools.cycle([s.url for s in servers])
+    warm = Load()
+    await asyncio.gather(
+        *(client_loop(urls, warm, clients * 2, time.perf_counter() + 30) for _ in range(clients))
+    )
+    load = Load()
+    cpu_before = sum(s.cpu_seconds() for s in servers)
+    started = time.perf_counter()
+    deadline = started + seconds
+    await asyncio.gather(*(client_loop(urls, load, runs, deadline) for _ in range(clients)))
+    elapsed = time.perf_counter() - started
+    cpu = sum(s.cpu_seconds() for s in servers) - cpu_before
+    _report(backend, len(servers), clients, load, elapsed, cpu)
+
+
+def _report(
+    backend: str, processes: int, clients: int, load: Load, elapsed: float, cpu: float
+) -> None:
+    where = f"{processes} process{'es' if processes > 1 else ''}, {clients} clients"
+    note = f"load average {os.getloadavg()[0]:.2f}; {load.runs} runs in {elapsed:.1f} s"
+    if load.failures:
+        note += f"; {len(load.failures)} failed, e.g. {load.failures[0]}"
+    answers = sorted(load.answers)
+    p99 = answers[min(len(answers) - 1, int(len(answers) * 0.99))] if answers else float("nan")
+    median = statistics.median(answers) if answers else float("nan")
+    per_request = cpu / load.requests * 1000 if load.requests else float("nan")
+    figures.emit(
+        "baton",
+        f"HITL runs over HTTP, {where}",
+        backend,
+        round(load.runs / elapsed, 1),
+        "runs/s",
+        note,
+    )
+    figures.emit("baton", f"answer p50, {where}", backend, round(median * 1000, 2), "ms", note)
+    figures.emit(
+        "baton", f"answer p99, {where}", backend, round(p99 * 1000, 2), "ms", note, target=50.0
+    )
+    figures.emit(
+        "baton",
+        f"server CPU per request, {where}",
+        backend,
+        round(per_request, 3),
+        "ms",
+        note,
+        target=1.0,
+    )
+
+
+async def library_floor(backend: str, runs: int) -> None:
+    """The same runs through the library in this process, one after another: the engine
+    and store's CPU per run, which the servers' three requests per run add HTTP to."""
+    app = load_app(APPS / APP)
+    with tempfile.TemporaryDirectory() as folder:
+        async with database(backend, Path(folder)) as db:
+            service = open_session_service(db, default=Path(folder) / "unused.db")
+            runner = Runner(app=app, session_service=service)
+            try:
+                await _library_runs(runner, 20)  # warm
+                cpu = time.process_time()
+                await _library_runs(runner, runs)
+                per_run = (time.process_time() - cpu) / runs * 1000
+            finally:
+                await runner.close()
+    figures.emit(
+        "baton",
+        "library floor: CPU per HITL run in process (create, run, answer)",
+        backend,
+        round(per_run, 3),
+        "ms",
+        f"load average {os.getloadavg()[0]:.2f}; per request of the 3: {per_run / 3:.3f} ms",
+    )
+
+
+async def _library_runs(runner: Runner, runs: int) -> None:
+    message = types.Content(role="user", parts=[types.Part(text="taxi")])
+    for _ in range(runs):
+        session = await runner.session_service.create_session(app_name=APP, user_id="u")
+        async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+            pass
+        answered = runner.answer(user_id="u", session_id=session.id, answers={"ok": True})
+        async for _ in answered:
+            pass
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer runs, shorter")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=0, help="runs per measurement")
+    parser.add_argument("--seconds", type=float, default=0.0, help="longest measurement")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], action="append")
+    parser.add_argument("--processes", type=int, choices=[1, 2], action="append")
+    args = parser.parse_args()
+    runs = args.runs or (200 if args.quick else 1000)
+    seconds = args.seconds or (20.0 if args.quick else 60.0)
+    for backend in args.backend or ["sqlite", "postgres"]:
+        await library_floor(backend, 50 if args.quick else 200)
+        for processes in args.processes or [1, 2]:
+            await measure(backend, processes, args.clients, runs, seconds)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
