@@ -186,3 +186,29 @@ async def test_a_bad_page_size_is_refused_naming_it(store: Store, limit: int) ->
         await sessions_page(store, APP, limit=limit)
     assert f"limit {limit!r}" in str(refused.value)
     assert "from 1 to 1000" in str(refused.value)
+
+
+async def test_a_persons_pages_merge_their_own_and_assigned_questions(store: Store) -> None:
+    mine, theirs = key("mine"), key("theirs", user="ann")
+    await store.create_session(APP, USER, session_id=SessionId("mine"))
+    await store.create_session(APP, "ann", session_id=SessionId("theirs"))
+    for n in range(3):
+        for where in (mine, theirs):
+            run = f"{where.session_id}-{n}"
+            asked = question(where, run, "approve")
+            if where is theirs:
+                asked = asked.model_copy(update={"assignee": USER})
+            await store.commit_step(step(where, run, 0, opened=(asked,)))
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await pending_page(
+            store, APP, user_id=USER, include_assigned=True, limit=2, cursor=cursor
+        )
+        seen += [row.invocation_id for row in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == ["mine-0", "theirs-0", "mine-1", "theirs-1", "mine-2", "theirs-2"]
+    assigned = await pending_page(store, APP, assignee=USER, limit=10)
+    assert [r.invocation_id for r in assigned.items] == ["theirs-0", "theirs-1", "theirs-2"]
