@@ -77,6 +77,8 @@ class RunPlan:
     message: Content | None = None
     answers: tuple[tuple[Interrupt, JsonValue], ...] = ()
     state_delta: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    # Answered with `will_continue` (a progress update): the interrupt stays open.
+    continuing: frozenset[str] = frozenset()
 
 
 _STATUS_OF: Final = {
@@ -216,16 +218,22 @@ class InvocationRun:
     async def _record_answers(self, answered_by: str | None) -> None:
         chains = self._open_chains()
 
+        continuing = self.plan.continuing
+
         def mutate() -> None:
             for chain, iid, value in chains:
                 chain[-1].answers[iid] = value
                 for record in chain:
-                    if iid in record.interrupts:
+                    if iid in record.interrupts and iid not in continuing:
                         record.interrupts.remove(iid)
                     record.fresh.append(iid)
 
         parts = self._user_parts()
-        answered = tuple((row.interrupt_id, value) for row, value in self.plan.answers)
+        answered = tuple(
+            (row.interrupt_id, value)
+            for row, value in self.plan.answers
+            if row.interrupt_id not in continuing
+        )
         await self._land(
             StepParts(events=parts.events, state_delta=parts.state_delta, answered=answered),
             mutate,

@@ -32,6 +32,7 @@ from baton.errors import (
     SessionNotFoundError,
     UnknownInterruptError,
 )
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION
 from baton.invocation import PlanKind, RunPlan
 from baton.sessions.ids import check_depth, check_id, check_key, check_text
 from baton.sessions.store import (
@@ -225,6 +226,7 @@ class CallPlanner:
                 "answers in one message and any text in another."
             )
         answers: list[tuple[Interrupt, JsonValue]] = []
+        continuing: set[str] = set()
         for response in message.function_responses:
             if not response.id:
                 raise InvalidMessageError(
@@ -234,6 +236,9 @@ class CallPlanner:
             row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
             _check_occurrence(row, answering.occurrences.get(response.id))
             _check_assignee(row, answering.answered_by)
+            if response.will_continue:
+                _check_progress(row)
+                continuing.add(row.interrupt_id)
             answers.append((row, validate_answer(row, unwrap_response(response.response))))
         owners = sorted({row.invocation_id for row, _ in answers})
         if len(owners) > 1:
@@ -249,6 +254,7 @@ class CallPlanner:
             message=message,
             answers=tuple(answers),
             state_delta=state_delta,
+            continuing=frozenset(continuing),
         )
 
     async def _open_interrupt(
@@ -368,6 +374,21 @@ class _Answering:
 
     occurrences: Mapping[str, str]
     answered_by: str | None
+
+
+def _check_progress(row: Interrupt) -> None:
+    """Refuse `will_continue` for anything but an agent's long-running tool call.
+
+    Raises:
+        InvalidMessageError: the interrupt is a question or a confirmation, which one
+            answer settles.
+    """
+    if row.function_name in (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION):
+        raise InvalidMessageError(
+            f"interrupt '{row.interrupt_id}' ({row.function_name}) takes one answer; "
+            "will_continue (a progress update, more responses to follow) is for a "
+            "long-running tool's call. Send the answer without will_continue."
+        )
 
 
 def _check_assignee(row: Interrupt, answered_by: str | None) -> None:

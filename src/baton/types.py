@@ -69,6 +69,9 @@ class FunctionResponse(WireModel):
     id: str | None = None
     name: str | None = None
     response: dict[str, JsonValue] | None = None
+    # More responses to the same call follow (a long-running tool's progress update):
+    # the call stays open, and each response gives the agent's model a turn.
+    will_continue: bool | None = None
 
 
 class Blob(WireModel):

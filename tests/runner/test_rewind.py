@@ -195,7 +195,7 @@ async def test_an_agent_after_a_rewind_does_not_see_the_rewound_turn(
 async def test_rewind_restores_session_artifacts_and_leaves_the_users(
     stores: StoreFactory,
 ) -> None:
-    async def write(ctx: Context, node_input: Any) -> str:
+    async def write(ctx: Context, node_input: str) -> str:
         await ctx.save_artifact("notes.txt", types.Part.from_text(text=f"notes {node_input}"))
         await ctx.save_artifact("user:profile", types.Part.from_text(text=f"me {node_input}"))
         if node_input == "two":
