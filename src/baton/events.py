@@ -27,6 +27,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from baton.types import Content, FunctionCall, Part, WireModel
 
 __all__ = [
+    "ASSIGNEES_KEY",
     "CONFIRMATION_SCHEMA",
     "REQUEST_CONFIRMATION_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
@@ -36,6 +37,7 @@ __all__ = [
     "NodeInfo",
     "RequestInput",
     "RouteValue",
+    "check_assignee",
     "new_event_id",
     "to_json_value",
 ]
@@ -46,6 +48,10 @@ REQUEST_INPUT_FUNCTION: Final = "adk_request_input"
 RESPONSE_SCHEMAS_KEY: Final = "baton_response_schemas"
 """The `custom_metadata` key under which an agent's event carries the JSON schema each of
 its long-running calls expects as an answer (call id -> schema), for the interrupt index."""
+
+ASSIGNEES_KEY: Final = "baton_assignees"
+"""The `custom_metadata` key under which an agent's event carries who must answer each of
+its long-running calls (call id -> user id), for the interrupt index."""
 
 REQUEST_CONFIRMATION_FUNCTION: Final = "adk_request_confirmation"
 """The function name under which a tool's confirmation request reaches clients."""
@@ -330,14 +336,7 @@ class RequestInput(WireModel):
     @field_validator("assignee", mode="before")
     @classmethod
     def _user_id(cls, value: Any) -> Any:
-        if value is None:
-            return value
-        if not isinstance(value, str) or not _ASSIGNEE.fullmatch(value):
-            raise ValueError(
-                f"assignee must be a user id (1 to 255 printable characters, no ':'), got "
-                f"{value!r}; leave assignee out for a question the session's user answers."
-            )
-        return value
+        return check_assignee(value)
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -417,6 +416,22 @@ class RequestInput(WireModel):
         if self.assignee is not None:
             args["assignee"] = self.assignee
         return FunctionCall(id=self.interrupt_id, name=REQUEST_INPUT_FUNCTION, args=args)
+
+
+def check_assignee(value: object) -> str | None:
+    """`value` as an assignee: None, or a user id an API key can name.
+
+    Raises:
+        ValueError: anything else; the message shows the value.
+    """
+    if value is None:
+        return value
+    if not isinstance(value, str) or not _ASSIGNEE.fullmatch(value):
+        raise ValueError(
+            f"assignee must be a user id (1 to 255 printable characters, no ':'), got "
+            f"{value!r}; leave assignee out for a question the session's user answers."
+        )
+    return value
 
 
 def json_schema_of(schema: object) -> dict[str, JsonValue] | None:

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from baton import RequestInput, Runner, Workflow
+from baton import LlmAgent, LongRunningFunctionTool, RequestInput, Runner, Workflow
 from baton.errors import NotAssigneeError
+from baton.models import ScriptedModel
 from baton.sessions.store import InterruptStatus
-from baton.types import Content, FunctionResponse, Part
+from baton.types import Content, FunctionCall, FunctionResponse, Part
 from tests.harness import MakeHarness
 
 
@@ -114,3 +115,35 @@ def test_assignee_travels_with_the_function_call() -> None:
     plain = RequestInput(interrupt_id="q", message="?").to_function_call()
     assert plain.args is not None
     assert "assignee" not in plain.args
+
+
+async def test_a_long_running_tool_can_wait_on_another_person(
+    make_harness: MakeHarness,
+) -> None:
+    def refund(amount: int) -> None:
+        """Ask the manager to approve a refund."""
+
+    model = ScriptedModel(
+        responses=[FunctionCall(id="r1", name="refund", args={"amount": 40}), "refunded"]
+    )
+    tool = LongRunningFunctionTool(refund, response_schema=Decision, assignee="bob")
+    h = await make_harness(LlmAgent(name="agent", model=model, tools=[tool]))
+    await h.start("refund please")
+    [row] = await h.runner.pending(assignee="bob")
+    assert (row.interrupt_id, row.function_name, row.assignee) == ("r1", "refund", "bob")
+    with pytest.raises(NotAssigneeError, match="assigned to 'bob'"):
+        await _answer(h.runner, h.user_id, h.session_id, answers={"r1": {"approved": True}})
+    events = await _answer(
+        h.runner,
+        h.user_id,
+        h.session_id,
+        answers={"r1": {"approved": True}},
+        answered_by="bob",
+    )
+    parts: list[Part] = [p for e in events if e.content for p in e.content.parts or list[Part]()]
+    texts = [p.text for p in parts if p.text]
+    assert texts == ["refunded"]
+    [answered] = await h.runner.pending(assignee="bob", status=InterruptStatus.ANSWERED)
+    assert (answered.answered_by, answered.answer) == ("bob", {"approved": True})
+    with pytest.raises(ValueError, match="assignee must be a user id"):
+        LongRunningFunctionTool(refund, assignee="a:b")

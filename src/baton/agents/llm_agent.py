@@ -42,7 +42,7 @@ from baton.agents.transfer import (
 )
 from baton.context import InvocationContext
 from baton.errors import BatonError
-from baton.events import RESPONSE_SCHEMAS_KEY, Event
+from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
 from baton.threads import run_sync
@@ -489,14 +489,22 @@ class LlmAgent(BaseAgent):
         return event
 
     def _declare_answers(self, event: Event) -> None:
-        """Carry the answer schema of each paused call's tool, for the interrupt index."""
+        """Carry the answer schema and assignee of each paused call's tool, for the
+        interrupt index."""
         schemas: dict[str, JsonValue] = {}
+        assignees: dict[str, JsonValue] = {}
         for call in event.function_calls:
             tool = self.canonical_tools.get(call.name or "")
-            if call.id in (event.long_running_tool_ids or ()) and tool and tool.response_schema:
+            if call.id not in (event.long_running_tool_ids or ()) or tool is None:
+                continue
+            if tool.response_schema:
                 schemas[call.id or ""] = tool.response_schema
+            if tool.assignee:
+                assignees[call.id or ""] = tool.assignee
         if schemas:
             event.custom_metadata = {**(event.custom_metadata or {}), RESPONSE_SCHEMAS_KEY: schemas}
+        if assignees:
+            event.custom_metadata = {**(event.custom_metadata or {}), ASSIGNEES_KEY: assignees}
 
     def _pauses(self, call: FunctionCall) -> bool:
         """A call to a long-running tool with valid arguments (invalid ones get an error)."""

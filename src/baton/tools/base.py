@@ -28,6 +28,10 @@ class BaseTool(ABC):
     """For a long-running tool: the JSON schema of the answer it waits for (None: any).
     Answers are checked against it before they are stored, and forms are built from it."""
 
+    assignee: str | None = None
+    """For a long-running tool: the user id of the person who must answer its calls
+    (None: the session's user), as `RequestInput(assignee=)`."""
+
     def __init__(self, *, name: str, description: str = "", is_long_running: bool = False) -> None:
         self.name = name
         self.description = description

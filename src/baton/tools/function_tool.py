@@ -9,7 +9,7 @@ from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
-from baton.events import json_schema_of, to_json_value
+from baton.events import check_assignee, json_schema_of, to_json_value
 from baton.models.llm import FunctionDeclaration
 from baton.threads import run_sync
 from baton.tools.base import BaseTool
@@ -153,9 +153,13 @@ class LongRunningFunctionTool(FunctionTool):
             type or a JSON-schema dict), e.g. `class Decision(BaseModel): approved: bool`.
             The inbox shows it as a form, `baton run` asks for it (y/n for a lone yes/no
             field), and an answer that does not match is refused before it is stored.
+        assignee: the user id of the person who must answer (baton's own addition, as
+            `RequestInput(assignee=)`): the call is listed in their inbox, and only
+            their answer is accepted.
 
     Raises:
         TypeError: `response_schema` is not a model, a type or a JSON-schema dict.
+        ValueError: `assignee` is not a user id.
     """
 
     def __init__(
@@ -165,7 +169,9 @@ class LongRunningFunctionTool(FunctionTool):
         name: str | None = None,
         description: str | None = None,
         response_schema: object = None,
+        assignee: str | None = None,
     ) -> None:
         super().__init__(func, name=name, description=description, is_long_running=True)
         self.description = "\n\n".join(p for p in (self.description, LONG_RUNNING_NOTE) if p)
         self.response_schema = json_schema_of(response_schema)
+        self.assignee = check_assignee(assignee)

@@ -21,6 +21,7 @@ from pydantic import JsonValue
 from baton.context import Context, InvocationContext, StepParts
 from baton.errors import InputTimeoutError, NodeTimeoutError, OutputAlreadySetError
 from baton.events import (
+    ASSIGNEES_KEY,
     CONFIRMATION_SCHEMA,
     REQUEST_CONFIRMATION_FUNCTION,
     REQUEST_INPUT_FUNCTION,
@@ -250,8 +251,10 @@ class _Collector:
                 message = hint if isinstance(hint, str) and hint else None
                 self._open(iid, name, message, args, CONFIRMATION_SCHEMA)
             else:
-                # An agent's long-running tool call: the tool may declare the answer it expects.
-                self._open(iid, name, None, args or None, _declared_schema(event, iid))
+                # An agent's long-running tool call: the tool may declare the answer it
+                # expects, and who must give it.
+                row = self._open(iid, name, None, args or None, _declared_schema(event, iid))
+                row.assignee = _declared_assignee(event, iid)
 
     def _note_agent_state(self, event: Event) -> None:
         actions = event.actions
@@ -596,6 +599,13 @@ async def _commit_end(
         finish(record)
 
     await ctx.invocation_context.commit(parts, mutate)
+
+
+def _declared_assignee(event: Event, call_id: str) -> str | None:
+    """Who a long-running tool declared must answer `call_id` (see ASSIGNEES_KEY)."""
+    assignees = (event.custom_metadata or {}).get(ASSIGNEES_KEY)
+    assignee = assignees.get(call_id) if isinstance(assignees, dict) else None
+    return assignee if isinstance(assignee, str) else None
 
 
 def _declared_schema(event: Event, call_id: str) -> dict[str, JsonValue] | None:
