@@ -113,6 +113,24 @@ async def test_nodes_save_and_load_artifacts_and_a_rerun_node_saves_onto_its_ver
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
 
 
+async def test_a_node_that_only_saves_still_records_what_it_saved(stores: StoreFactory) -> None:
+    async def quiet(ctx: Context) -> None:
+        await ctx.save_artifact("a.txt", types.Part.from_text(text="one"))
+        await ctx.save_artifact("a.txt", types.Part.from_text(text="two"))
+
+    runner = _runner(stores, Workflow(name="wf", edges=[("START", quiet)]))
+    h = await _harness(runner)
+
+    await h.start()
+
+    session = await runner.session_service.get_session(
+        app_name="app", user_id="u", session_id=h.session_id
+    )
+    assert session is not None
+    deltas = [e.actions.artifact_delta for e in session.events if e.actions.artifact_delta]
+    assert deltas == [{"a.txt": 1}]
+
+
 async def test_tools_and_callbacks_save_and_load_artifacts(stores: StoreFactory) -> None:
     async def render_chart(title: str, tool_context: ToolContext) -> dict[str, Any]:
         """Draw a chart.

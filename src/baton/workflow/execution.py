@@ -582,9 +582,14 @@ async def _commit_end(
             )
         )
     parts = collector.parts()
-    if not parts.events and parts.state_delta:
-        # A run that only wrote state still tells the session so, as the reference does.
+    saved = ctx.take_artifact_delta()
+    if not parts.events and (parts.state_delta or saved):
+        # A run that only wrote state (or saved artifacts) still tells the session so, as
+        # the reference does.
         parts.events = (collector.state_event(parts.state_delta),)
+    if saved:
+        last = parts.events[-1].actions
+        last.artifact_delta = {**last.artifact_delta, **saved}
     routes = ctx.route if isinstance(ctx.route, list) else [] if ctx.route is None else [ctx.route]
 
     def mutate() -> None:
