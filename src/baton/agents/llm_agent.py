@@ -91,6 +91,13 @@ class _Progress:
         start = next(i for i, e in enumerate(self.current) if e is self.turn)
         return self.current[start + 1 :]
 
+    def answered_since_turn(self) -> bool:
+        """Whether a call was answered (by the client) after the last model turn."""
+        return any(
+            e.author == "user" and e.content and e.content.function_responses
+            for e in self.after_turn()
+        )
+
     def answered(self, lro_ids: set[str]) -> set[str]:
         """Ids of the turn's calls that have their result."""
         after = self.after_turn()
@@ -207,25 +214,29 @@ class LlmAgent(BaseAgent):
             progress = await self._progress(agent_ctx, state)
             turn = progress.turn
             if turn is not None and not turn.function_calls:
-                agent_ctx.last_response = turn.content.text if turn.content else ""
-                return
-            lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
-            pending, confirming = self._pending(agent_ctx, progress, lro_ids)
-            if self._stops_here(progress, pending, confirming):
-                return
-            target = self._transfer_target(progress) if not pending else None
-            if target is not None:
-                # Handed over (now, or before a pause or crash): the sub-agent answers.
-                async for event in target.run_async(ctx):
-                    yield event
-                return
-            if pending:
-                async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
-                    yield event
-                state = self._load_agent_state(ctx, LlmAgentState) or state
-                if any(c.id in lro_ids for c in pending):
-                    return  # waits for the long-running calls' results
-                continue
+                if not progress.answered_since_turn():
+                    agent_ctx.last_response = turn.content.text if turn.content else ""
+                    return
+                # A long-running call answered after the model's reply (a progress update
+                # or its final result): the model gets another turn, as in the reference.
+            else:
+                lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
+                pending, confirming = self._pending(agent_ctx, progress, lro_ids)
+                if self._stops_here(progress, pending, confirming):
+                    return
+                target = self._transfer_target(progress) if not pending else None
+                if target is not None:
+                    # Handed over (now, or before a pause or crash): the sub-agent answers.
+                    async for event in target.run_async(ctx):
+                        yield event
+                    return
+                if pending:
+                    async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
+                        yield event
+                    state = self._load_agent_state(ctx, LlmAgentState) or state
+                    if any(c.id in lro_ids for c in pending):
+                        return  # waits for the long-running calls' results
+                    continue
             calls = self._count_model_call(calls)
             yield await self._ask_model(agent_ctx, progress)
 
