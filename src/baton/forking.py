@@ -130,7 +130,7 @@ async def _commit_run(
     events: tuple[Event, ...],
 ) -> None:
     version = versions.get(new_id, 0)
-    commit = StepCommit(key, new_id, version, events=events)
+    commit = StepCommit(key, new_id, version, events=events, copied=True)
     if version == 0:
         commit.status = run.status
         commit.fingerprint = run.invocation.fingerprint

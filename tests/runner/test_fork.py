@@ -4,6 +4,7 @@ again to be answered differently, the source never changes, refusals write nothi
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -160,3 +161,19 @@ async def test_no_fork_where_another_run_was_executing(make_harness: MakeHarness
     fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=asked.id)
     [waiting] = await h.runner.pending(user_id="u", session_id=fork.id)
     assert waiting.interrupt_id == "ok"
+
+
+async def test_a_fork_notifies_only_the_question_it_asks_again(make_harness: MakeHarness) -> None:
+    h, first, _ = await two_runs(make_harness)
+    store = h.service.store
+    while claimed := await store.claim_notifications("t", ttl=timedelta(seconds=30), limit=50):
+        for note in claimed:
+            await store.finish_notification(note.id, "t")
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    question = next(p for p in points if p.kind == "question" and p.invocation_id == first)
+
+    await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=question.id)
+    await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=f"end:{first}")
+
+    notes = await store.claim_notifications("t", ttl=timedelta(seconds=30), limit=50)
+    assert [n.kind for n in notes] == ["question.opened"]  # no copied answer or run end

@@ -15,7 +15,13 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from baton.sessions.store import TIMEOUT_ANSWERER, InvocationStatus, Notification, StepCommit
+from baton.sessions.store import (
+    TIMEOUT_ANSWERER,
+    InterruptStatus,
+    InvocationStatus,
+    Notification,
+    StepCommit,
+)
 
 __all__ = ["NotificationKind", "notifications_of"]
 
@@ -58,6 +64,8 @@ def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
         question["answeredBy"] = commit.answered_by
         found.append(_notification(commit, kind, now, question=question))
     for row in commit.opened:
+        if row.status is not InterruptStatus.OPEN:
+            continue  # a copied answered question (a fork) is not asked now
         question = {
             "interruptId": row.interrupt_id,
             "occurrence": row.occurrence,
@@ -72,7 +80,7 @@ def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
         found.append(
             _notification(commit, NotificationKind.QUESTION_OPENED, now, question=question)
         )
-    if commit.status is not None and _ends_run(commit):
+    if commit.status is not None and not commit.copied and _ends_run(commit):
         run: dict[str, JsonValue] = {"status": commit.status.value, "error": commit.error}
         found.append(_notification(commit, _FINAL[commit.status], now, run=run))
     return found

@@ -202,6 +202,9 @@ class StepCommit:
     # lease; advancing one lands only while its token still holds the lease (fencing),
     # else LeaseLostError and nothing lands. None: an unfenced administrative write.
     lease: Lease | None = None
+    # History copied from another session (a fork): a run landing already ended did
+    # not end now, so no run notification is recorded for it.
+    copied: bool = False
 
 
 @dataclass(slots=True)
