@@ -26,7 +26,7 @@ class Go(BaseModel):
 def gated_app(gate: asyncio.Event) -> App:
     """START -> prepare -> slow (waits for `gate`) -> confirm (asks) -> finish."""
 
-    def prepare(node_input: Any) -> str:
+    def prepare(node_input: str) -> str:  # START hands the message's text to a str
         return f"prepared {node_input}"
 
     async def slow(node_input: Any) -> str:
