@@ -52,9 +52,9 @@ def _fill_statements(sessions: int, runs: int, events_per_session: int, series: 
         SELECT n, '{APP}', CASE WHEN n <= {sessions} THEN '{USER}' ELSE 'other-' || n END,
                's-' || n, '{{}}', 1700000000.0 + n
         FROM {series.format(N=all_sessions)}""",
-        f"""INSERT INTO baton_invocations (id, session_pk, status, fingerprint, checkpoint,
+        f"""INSERT INTO baton_invocations (id, session_pk, status, checkpoint,
                version, created_at, updated_at, lease_expires_at, lease_token)
-        SELECT 'inv-' || n, (n - 1) / {runs} + 1, 'paused', 'fp', NULL, 3,
+        SELECT 'inv-' || n, (n - 1) / {runs} + 1, 'paused', NULL, 3,
                1700000000.0 + n, 1700000000.0 + n, 0, 1
         FROM {series.format(N=all_sessions * runs)}""",
         f"""INSERT INTO baton_interrupts (invocation_id, interrupt_id, session_pk, app_name,
