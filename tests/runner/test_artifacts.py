@@ -25,7 +25,7 @@ from baton.agents import LlmAgent
 from baton.agents.callbacks import CallbackContext
 from baton.artifacts import BaseArtifactService
 from baton.errors import InvalidArtifactError
-from baton.events import Event
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.server.catalog import load_app
 from baton.sessions.services import BaseSessionService, InMemorySessionService
@@ -276,3 +276,56 @@ async def _harness_for(runner: Runner, app_name: str) -> Harness:
     session = await runner.session_service.create_session(app_name=app_name, user_id="u")
     h = Harness(runner, runner.session_service, session.id)
     return h
+
+
+async def test_a_tool_run_again_after_its_confirmation_saves_onto_its_version(
+    stores: StoreFactory,
+) -> None:
+    runs: list[str] = []
+
+    async def quote(item: str, tool_context: ToolContext) -> str:
+        """Draw up a quote and have it confirmed.
+
+        Args:
+            item: what to quote.
+        """
+        runs.append(item)
+        text = f"quote for {item}, pass {len(runs)}"
+        await tool_context.save_artifact("quote.txt", types.Part.from_text(text=text))
+        if tool_context.tool_confirmation is None:
+            tool_context.request_confirmation(hint=f"Send the quote for {item}?")
+            return "waiting"
+        return "sent"
+
+    model = ScriptedModel(
+        [
+            FunctionCall(id="q1", name="quote", args={"item": "desk"}),
+            FunctionCall(id="q2", name="quote", args={"item": "lamp"}),
+            "both sent",
+        ]
+    )
+    runner = _runner(stores, LlmAgent(name="sales", model=model, tools=[quote]))
+    h = await _harness(runner)
+    artifacts = runner.artifact_service
+    assert artifacts is not None
+    scope: dict[str, Any] = {"app_name": "app", "user_id": "u", "session_id": h.session_id}
+
+    await h.start("quote a desk and a lamp")
+    await h.answer(
+        ("adk-confirm-q1", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+    await h.answer(
+        ("adk-confirm-q2", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+
+    assert runs == ["desk", "desk", "lamp", "lamp"]
+    # Each call ran twice and saved once: its version holds its confirmed pass's text.
+    assert await artifacts.list_versions(**scope, filename="quote.txt") == [0, 1]
+    texts = [
+        part.text if part else None
+        for part in [
+            await artifacts.load_artifact(**scope, filename="quote.txt", version=0),
+            await artifacts.load_artifact(**scope, filename="quote.txt", version=1),
+        ]
+    ]
+    assert texts == ["quote for desk, pass 2", "quote for lamp, pass 4"]
