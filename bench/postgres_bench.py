@@ -37,7 +37,7 @@ import figures
 from sqlalchemy import event as sa_event
 
 from baton.sessions.services import DatabaseSessionService
-from baton.sessions.sql.dialect import normalize_url
+from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.postgres import asyncpg_connect_args
 
 CHECKPOINT = '{"node":"chain","path":"chain@1","run_id":"1","status":"running"}'
@@ -68,7 +68,7 @@ async def floor_connection() -> AsyncIterator[Any]:
     """An asyncpg connection in a schema of its own holding the floor's two tables."""
     schema = f"baton_floor_{uuid.uuid4().hex[:8]}"
     await bench.run_on_postgres(f'CREATE SCHEMA "{schema}"')
-    url = normalize_url(f"{bench.POSTGRES_URL}?search_path={schema}")
+    url = open_dialect(f"{bench.POSTGRES_URL}?search_path={schema}").url
     connection: Any = await asyncpg.connect(**asyncpg_connect_args(url))  # pyright: ignore[reportUnknownMemberType]
     try:
         await connection.execute(_FLOOR_TABLES)
@@ -189,10 +189,10 @@ async def own_database() -> AsyncIterator[DatabaseSessionService]:
     """A service on a database of its own: VACUUM there removes every dead row version,
     whatever snapshots other users of the shared test database hold."""
     name = f"baton_bytes_{uuid.uuid4().hex[:8]}"
-    admin: Any = await asyncpg.connect(**asyncpg_connect_args(normalize_url(bench.POSTGRES_URL)))  # pyright: ignore[reportUnknownMemberType]
+    admin: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(bench.POSTGRES_URL).url))  # pyright: ignore[reportUnknownMemberType]
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')  # outside a transaction: autocommit
-        url = normalize_url(bench.POSTGRES_URL).set(database=name)
+        url = open_dialect(bench.POSTGRES_URL).url.set(database=name)
         service = DatabaseSessionService(url.render_as_string(hide_password=False))
         try:
             yield service

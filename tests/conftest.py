@@ -1,7 +1,8 @@
 """Store fixtures shared by every test package: real backends, fresh per test.
 
 - `store`: a `Store` on each backend in turn: memory, a SQLite file in `tmp_path`,
-  and the local PostgreSQL in a schema created for the test and dropped after it.
+  the local PostgreSQL in a schema created for the test and dropped after it, and the
+  local MariaDB/MySQL in a database created for the test and dropped after it.
 - `stores`: the `StoreFactory` behind `store`, to open more stores on the same
   database (separate SQL engines, like separate processes) with the test's clock.
 - `store_url`: a fresh, empty database URL, SQLite then PostgreSQL, for code that
@@ -12,7 +13,8 @@
 - `live_store`: a store on each backend that reads real time, for workers and deadlines.
 
 PostgreSQL is `postgresql+asyncpg://postgres@127.0.0.1:5432/test` unless
-`BATON_TEST_POSTGRES_URL` says otherwise. When it cannot be reached its tests are
+`BATON_TEST_POSTGRES_URL` says otherwise; MySQL is `mysql+asyncmy://root@127.0.0.1:3306/test`
+unless `BATON_TEST_MYSQL_URL` says otherwise. When one cannot be reached its tests are
 skipped, except under `CI=true`, where they fail.
 """
 
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import make_url, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from baton.sessions.memory import MemoryStore
@@ -38,10 +41,13 @@ POSTGRES_URL = os.environ.get(
     "BATON_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 
-Backend = Literal["memory", "sqlite", "postgres"]
+MYSQL_URL = os.environ.get("BATON_TEST_MYSQL_URL", "mysql+asyncmy://root@127.0.0.1:3306/test")
+
+Backend = Literal["memory", "sqlite", "postgres", "mysql"]
 
 _POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
-_unreachable: list[str] = []  # why PostgreSQL could not be reached, once per test run
+_MYSQL = pytest.param("mysql", marks=pytest.mark.mysql)
+_unreachable: dict[str, str] = {}  # why a server could not be reached, once per test run
 
 
 class FakeClock:
@@ -100,9 +106,10 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["sqlite", _POSTGRES])
+@pytest.fixture(params=["sqlite", _POSTGRES, _MYSQL])
 async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """A fresh, empty database URL: a SQLite file, then a new PostgreSQL schema."""
+    """A fresh, empty database URL: a SQLite file, a new PostgreSQL schema, a new MySQL
+    database."""
     async with _database_url(request.param, tmp_path) as url:
         yield url
 
@@ -114,7 +121,14 @@ async def postgres_url(tmp_path: Path) -> AsyncIterator[str]:
         yield url
 
 
-@pytest.fixture(params=["memory", "sqlite", _POSTGRES])
+@pytest.fixture
+async def mysql_url(tmp_path: Path) -> AsyncIterator[str]:
+    """A new MySQL/MariaDB database's URL, for tests of what only MySQL does."""
+    async with _database_url("mysql", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "sqlite", _POSTGRES, _MYSQL])
 async def stores(
     request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
 ) -> AsyncIterator[StoreFactory]:
@@ -133,7 +147,7 @@ async def stores(
             await factory.close()
 
 
-@pytest.fixture(params=["memory", "sqlite", _POSTGRES])
+@pytest.fixture(params=["memory", "sqlite", _POSTGRES, _MYSQL])
 async def live_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A store on a fresh database of each backend in turn, on real time: for code that
     sleeps until something falls due (workers, deadlines)."""
@@ -166,30 +180,39 @@ async def _database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
     if backend == "sqlite":
         yield sqlite_url(tmp_path)
         return
-    schema = f"baton_test_{uuid.uuid4().hex[:12]}"
-    await _run_on_postgres(f'CREATE SCHEMA "{schema}"')
+    name = f"baton_test_{uuid.uuid4().hex[:12]}"
+    if backend == "mysql":
+        await _run_on_server("MySQL", MYSQL_URL, f"CREATE DATABASE `{name}`")
+        try:
+            yield str(make_url(MYSQL_URL).set(database=name))
+        finally:
+            await _run_on_server("MySQL", MYSQL_URL, f"DROP DATABASE IF EXISTS `{name}`")
+        return
+    await _run_on_server("PostgreSQL", POSTGRES_URL, f'CREATE SCHEMA "{name}"')
     try:
-        yield f"{POSTGRES_URL}?search_path={schema}"
+        yield f"{POSTGRES_URL}?search_path={name}"
     finally:
-        await _run_on_postgres(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await _run_on_server("PostgreSQL", POSTGRES_URL, f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
-async def _run_on_postgres(statement: str) -> None:
-    if _unreachable:
-        _skip_or_fail(_unreachable[0])
-    engine = create_async_engine(POSTGRES_URL, connect_args={"timeout": 5})
+async def _run_on_server(server: str, url: str, statement: str) -> None:
+    if server in _unreachable:
+        _skip_or_fail(server, url, _unreachable[server])
+    engine = create_async_engine(
+        url, connect_args={"connect_timeout": 5} if server == "MySQL" else {"timeout": 5}
+    )
     try:
         async with engine.begin() as connection:
             await connection.execute(text(statement))
-    except (OSError, TimeoutError) as error:
-        _unreachable.append(f"{type(error).__name__}: {error}")
-        _skip_or_fail(_unreachable[0])
+    except (OSError, TimeoutError, OperationalError) as error:
+        _unreachable[server] = f"{type(error).__name__}: {error}"
+        _skip_or_fail(server, url, _unreachable[server])
     finally:
         await engine.dispose()
 
 
-def _skip_or_fail(reason: str) -> None:
-    message = f"PostgreSQL isn't available at {POSTGRES_URL} ({reason})"
+def _skip_or_fail(server: str, url: str, reason: str) -> None:
+    message = f"{server} isn't available at {url} ({reason})"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message}; CI=true requires it.")
-    pytest.skip(f"{message}; start it to run these tests.")
+    pytest.skip(f"{message}; start it (make services) to run these tests.")

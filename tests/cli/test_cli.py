@@ -239,8 +239,13 @@ def test_resume_refuses_an_unknown_run_and_an_answer_to_no_question(tmp_path: Pa
     ("db", "said"),
     [
         (
-            "mysql://127.0.0.1/baton",
-            "DatabaseUnavailableError: --db: unsupported database URL 'mysql://127.0.0.1/baton'",
+            "mssql://127.0.0.1/baton",
+            "DatabaseUnavailableError: --db: unsupported database URL 'mssql://127.0.0.1/baton'",
+        ),
+        (
+            # Port 1 on loopback: nothing listens there, so the connection is refused.
+            "mysql+asyncmy://root@127.0.0.1:1/baton",
+            "DatabaseUnavailableError: cannot open the database:",
         ),
         (
             # Port 1 on loopback: nothing listens there, so the connection is refused.

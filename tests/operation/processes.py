@@ -31,6 +31,7 @@ __all__ = [
     "logged",
     "new_session",
     "postgres_cluster",
+    "restart_mariadb",
     "start_baton",
     "start_run",
     "waits_for_approval",
@@ -110,6 +111,57 @@ def _cluster() -> list[str]:
         pytest.skip(message)
     version = sorted(os.listdir("/etc/postgresql"))[-1]
     return ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main"]
+
+
+_MARIADBD = "/usr/sbin/mariadbd"
+_MARIADB_PID = Path("/run/mysqld/mysqld.pid")
+
+
+async def restart_mariadb(down_for: float) -> None:
+    """Stop the local MariaDB (SIGTERM to the pid in its pid file: a clean shutdown),
+    keep it down `down_for` seconds, and start it again; returns once it answers."""
+    if not Path(_MARIADBD).exists():
+        message = "mariadbd is not installed: the MariaDB chaos test needs the local server"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    pid = int(_MARIADB_PID.read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    while _alive(pid):  # noqa: ASYNC110 - the server exits by itself
+        await asyncio.sleep(0.05)
+    try:
+        await asyncio.sleep(down_for)
+    finally:
+        starting = await asyncio.create_subprocess_exec(
+            "start-stop-daemon", "--start", "--oknodo", "--background", "--exec", _MARIADBD
+        )
+        assert await starting.wait() == 0, "start-stop-daemon could not start mariadbd"
+        await _until_mariadb_answers()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _until_mariadb_answers(within: float = 30.0) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            ping = await asyncio.create_subprocess_exec(
+                "mariadb-admin",
+                "--protocol=tcp",
+                "-h",
+                "127.0.0.1",
+                "ping",
+                stdout=PIPE,
+                stderr=PIPE,
+            )
+            if await ping.wait() == 0:
+                return
+            await asyncio.sleep(0.2)
 
 
 async def postgres_cluster(action: str, *extra: str) -> None:

@@ -1,6 +1,6 @@
 """Chaos, bounded: real server processes on one database serve a stream of human-in-the-
 loop runs, with starts and answers sent to random processes, while one process is
-SIGKILLed, one SIGTERMed and (on PostgreSQL) the database restarted, mid-load.
+SIGKILLed, one SIGTERMed and (on PostgreSQL and MariaDB) the database restarted, mid-load.
 
 Every run completes by itself (recovery continues what a dead or draining process
 held); in the store every node of every run completed exactly once; a node body ran
@@ -34,6 +34,7 @@ from tests.operation.processes import (
     BatonProcess,
     executions,
     postgres_cluster,
+    restart_mariadb,
     start_baton,
     write_app,
 )
@@ -224,20 +225,41 @@ async def _stop(fleet: Fleet) -> None:
 async def test_three_servers_on_postgresql_through_a_kill_a_shutdown_and_a_restart(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    agents, log = write_app(tmp_path)
-    fleet = Fleet(await _servers(3, postgres_url, log, agents))
-    killed, leaving = fleet.processes[0], fleet.processes[1]
-    sessions = [f"chaos-{n}" for n in range(RUNS)]
-
-    async def kill() -> None:
-        fleet.leave(killed, signal.SIGKILL)
-
     async def restart_database() -> None:
         await postgres_cluster("stop", "-m", "fast")
         try:
             await asyncio.sleep(1)
         finally:
             await postgres_cluster("start")
+
+    await _three_servers_through_chaos(postgres_url, tmp_path, restart_database)
+
+
+@pytest.mark.mysql
+async def test_three_servers_on_mariadb_through_a_kill_a_shutdown_and_a_restart(
+    mysql_url: str, tmp_path: Path
+) -> None:
+    """As on PostgreSQL, with no cross-process wake-ups: processes find each other's
+    work by polling."""
+
+    async def restart_database() -> None:
+        await restart_mariadb(down_for=1)
+
+    await _three_servers_through_chaos(mysql_url, tmp_path, restart_database)
+
+
+async def _three_servers_through_chaos(
+    db: str, tmp_path: Path, restart_database: Callable[[], Awaitable[None]]
+) -> None:
+    """Three servers on `db`: one SIGKILLed, the database restarted, one SIGTERMed, in
+    turn as the load goes; then every run is checked in the store."""
+    agents, log = write_app(tmp_path)
+    fleet = Fleet(await _servers(3, db, log, agents))
+    killed, leaving = fleet.processes[0], fleet.processes[1]
+    sessions = [f"chaos-{n}" for n in range(RUNS)]
+
+    async def kill() -> None:
+        fleet.leave(killed, signal.SIGKILL)
 
     async def shut_down() -> None:
         fleet.leave(leaving, signal.SIGTERM)
@@ -254,7 +276,7 @@ async def test_three_servers_on_postgresql_through_a_kill_a_shutdown_and_a_resta
     finally:
         await _stop(fleet)
     assert killed.process.returncode == -signal.SIGKILL
-    await _check_store(postgres_url, sessions, log)
+    await _check_store(db, sessions, log)
 
 
 async def test_two_servers_on_a_sqlite_file_through_a_kill(tmp_path: Path) -> None:

@@ -264,9 +264,9 @@ async def test_subscribers_wake_when_a_question_opens_or_a_run_is_released(
     stores: StoreFactory,
 ) -> None:
     # PostgreSQL wakes other processes (LISTEN/NOTIFY): the writer is another store there.
-    # SQLite wakes only its own process; other processes poll.
+    # SQLite and MySQL wake only their own process; other processes poll.
     watcher = stores.open()
-    writer = watcher if stores.backend == "sqlite" else stores.open()
+    writer = stores.open() if watcher.wakes_other_processes else watcher
     subscription = watcher.subscribe()
     try:
         session = await _session(writer)

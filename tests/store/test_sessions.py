@@ -242,3 +242,19 @@ async def test_session_events_and_invocation_events_share_one_order(store: Store
     assert found is not None
     assert found.events == [first, second, third]
     assert await store.list_interrupts(APP, status=InterruptStatus.OPEN) == []
+
+
+async def test_session_ids_differing_in_case_or_accents_are_different_sessions(
+    store: Store,
+) -> None:
+    """Ids compare by their characters on every backend (MySQL's default collation
+    would take these for one id; its binary one still ignores trailing spaces)."""
+    ids = ["Ann-1", "ann-1", "ánn-1"]
+    for number, each in enumerate(ids):
+        await store.create_session(APP, USER, session_id=SessionId(each), state={"n": number})
+
+    found = [await store.get_session(key(each)) for each in ids]
+
+    assert [(s.id, s.state) for s in found if s is not None] == [
+        (each, {"n": number}) for number, each in enumerate(ids)
+    ]

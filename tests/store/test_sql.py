@@ -6,12 +6,13 @@ import asyncio
 import sqlite3
 import sys
 from asyncio.subprocess import PIPE
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import Engine, func, inspect, select, text
@@ -21,32 +22,48 @@ from sqlalchemy.engine import Connection
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
 from baton.sessions.services import DatabaseSessionService, SqliteSessionService
 from baton.sessions.sql import SqlStore, schema
-from baton.sessions.sql.dialect import normalize_url
-from baton.sessions.sql.executors import Executor, open_executor
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.dialect import SqlDialect
+from baton.sessions.sql.executors import Executor
 from baton.sessions.sql.migrations import LATEST_VERSION, MIGRATIONS, migrate, read_version
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, sqlite_url
 from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
 
+T = TypeVar("T")
 ALL_STEPS = [m.number for m in MIGRATIONS]
 MIGRATORS = 4
 PROCESSES = 2  # each child imports baton (about a second), so few
 
 
+@dataclass(frozen=True)
+class _Database:
+    """A database's strategy and an executor on it, as a store holds them."""
+
+    dialect: SqlDialect
+    executor: Executor
+
+    async def transact(self, fn: Callable[[Connection], T], *, write: bool) -> T:
+        return await self.executor.transact(fn, write=write)
+
+
 @asynccontextmanager
-async def _database(url: str) -> AsyncIterator[Executor]:
-    database = open_executor(normalize_url(url))
+async def _database(url: str) -> AsyncIterator[_Database]:
+    dialect = open_dialect(url)
+    database = _Database(dialect, dialect.open_executor())
     try:
         yield database
     finally:
-        await database.close()
+        await database.executor.close()
 
 
-async def _migrate(database: Executor) -> list[int]:
-    return await database.transact(migrate, write=True)
+async def _migrate(database: _Database, *, up_to: int = LATEST_VERSION) -> list[int]:
+    return await database.executor.transact(
+        partial(migrate, up_to=up_to), database.dialect, write=True
+    )
 
 
-async def _scalar(database: Executor, sql: str) -> Any:
+async def _scalar(database: _Database, sql: str) -> Any:
     def scalar(connection: Connection) -> Any:
         return connection.scalar(text(sql))
 
@@ -92,7 +109,7 @@ async def test_a_database_of_step_1_migrates_to_exactly_todays_schema(store_url:
     """Frozen steps: a database made by the first release, with data in it, ends up with
     the tables, columns and indexes that `schema` declares, and its rows survive."""
     async with _database(store_url) as database:
-        assert await database.transact(partial(migrate, up_to=1), write=True) == [1]
+        assert await _migrate(database, up_to=1) == [1]
         await database.transact(_seed_version_1, write=True)
         assert await _migrate(database) == ALL_STEPS[1:]
         shape = await database.transact(_schema_shape, write=False)
@@ -112,7 +129,27 @@ async def test_a_database_of_step_1_migrates_to_exactly_todays_schema(store_url:
     assert old.fingerprint == "fp"
 
 
-def _seed_version_1(connection: Connection) -> None:
+async def test_migration_9_sets_each_sessions_last_update_to_its_latest_step(
+    store_url: str,
+) -> None:
+    """Steps used to leave `updated_at` alone (reads took the latest invocation's): the
+    upgrade writes that time into the session row, which steps keep current since."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=8)
+        await database.transact(_seed_version_8, write=True)
+        assert await _migrate(database) == [9]
+        moved = await _scalar(database, "SELECT updated_at FROM baton_sessions")
+    assert moved == 5.0
+
+
+def _seed_version_8(connection: Connection) -> None:
+    """A session created at 1.0 whose invocation last stepped at 5.0."""
+    _seed_session(connection, stepped_at=5.0, fingerprint="fingerprint_digest")
+
+
+def _seed_session(
+    connection: Connection, *, stepped_at: float, fingerprint: str = "fingerprint"
+) -> None:
     connection.execute(
         text(
             "INSERT INTO baton_sessions (app_name, user_id, session_id, state, updated_at) "
@@ -121,11 +158,15 @@ def _seed_version_1(connection: Connection) -> None:
     )
     connection.execute(
         text(
-            "INSERT INTO baton_invocations (id, session_pk, status, fingerprint, version, "
-            "created_at, updated_at) SELECT 'inv-old', pk, 'running', 'fp', 3, 1.0, 1.0 "
+            f"INSERT INTO baton_invocations (id, session_pk, status, {fingerprint}, version, "
+            f"created_at, updated_at) SELECT 'inv-old', pk, 'running', 'fp', 3, 1.0, {stepped_at} "
             "FROM baton_sessions"
         )
     )
+
+
+def _seed_version_1(connection: Connection) -> None:
+    _seed_session(connection, stepped_at=1.0)
     connection.execute(
         text(
             "INSERT INTO baton_leases (invocation_id, owner, expires_at) "
@@ -141,13 +182,15 @@ def _schema_shape(connection: Connection) -> Shape:
     """Each baton table's columns (name, nullable) and indexes (name, columns), sorted."""
     found = inspect(connection)
     names = [n for n in found.get_table_names() if n.startswith("baton_")]
+    unique = {n: {str(u["name"]) for u in found.get_unique_constraints(n)} for n in names}
     return {
         name: (
             sorted((c["name"], bool(c["nullable"])) for c in found.get_columns(name)),
             sorted(
                 (str(i["name"]), tuple(str(c) for c in i["column_names"]))
                 for i in found.get_indexes(name)
-                if not i.get("duplicates_constraint")  # PostgreSQL lists UNIQUE as an index too
+                # PostgreSQL and MySQL list a UNIQUE constraint as an index too
+                if not i.get("duplicates_constraint") and str(i["name"]) not in unique[name]
             ),
         )
         for name in names
@@ -178,14 +221,14 @@ async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> Non
 
 _MIGRATE_AND_PRINT = """
 import asyncio, sys
-from baton.sessions.sql.dialect import normalize_url
-from baton.sessions.sql.executors import open_executor
+from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.migrations import migrate
 
 async def main() -> None:
-    database = open_executor(normalize_url(sys.argv[1]))
+    dialect = open_dialect(sys.argv[1])
+    database = dialect.open_executor()
     try:
-        print(await database.transact(migrate, write=True))
+        print(await database.transact(migrate, dialect, write=True))
     finally:
         await database.close()
 
@@ -332,11 +375,25 @@ async def test_every_sqlite_url_names_the_same_file_through_pysqlite(
 
 
 @pytest.mark.parametrize(
-    "url", ["mysql://root@localhost/db", "oracle://x", "sqlite+pysqlcipher:///x"]
+    "url",
+    ["mssql://root@localhost/db", "oracle://x", "sqlite+pysqlcipher:///x", "mysql+mysqldb://x"],
 )
 def test_unsupported_url_raises_naming_it(url: str) -> None:
     with pytest.raises(ValueError, match=r"unsupported database URL .*; use 'sqlite:///path'"):
         SqlStore(url)
+
+
+@pytest.mark.parametrize("scheme", ["mysql", "mariadb", "mysql+asyncmy", "mariadb+asyncmy"])
+def test_every_mysql_url_uses_asyncmy(scheme: str) -> None:
+    store = SqlStore(f"{scheme}://root@127.0.0.1:3306/test")
+    assert store.url == "mysql+asyncmy://root@127.0.0.1:3306/test"
+
+
+def test_mysql_without_asyncmy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "asyncmy", None)  # what a missing package looks like
+
+    with pytest.raises(ExtraNotInstalledError, match=r"pip install 'baton\[mysql\]'"):
+        SqlStore("mysql://root@127.0.0.1/test")
 
 
 def test_postgres_without_asyncpg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

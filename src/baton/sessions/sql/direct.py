@@ -14,16 +14,37 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
-from sqlalchemy import Dialect
+from sqlalchemy import Column, ColumnElement, Dialect, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.dml import Update, UpdateBase
 from sqlalchemy.sql.selectable import Select
 
 Statement = UpdateBase | Select[*tuple[Any, ...]]
 
-__all__ = ["Plan", "Statement", "plan_for", "run"]
+__all__ = ["Plan", "Statement", "UpdateReturning", "plan_for", "run"]
+
+
+@final
+class UpdateReturning:
+    """An UPDATE and the columns it returns of the rows it changed.
+
+    Where the database has UPDATE ... RETURNING it runs as one statement
+    (`with_returning`); elsewhere (MySQL) the update runs, then `refind`, which picks
+    the same rows by key and binds from the same parameters, reads `returning` back
+    in the same transaction.
+    """
+
+    def __init__(
+        self, update: Update, returning: tuple[Column[Any], ...], refind: ColumnElement[bool]
+    ) -> None:
+        self.update = update
+        self.returning = returning
+        self.refind = refind
+        self.with_returning = update.returning(*returning)
+        self.refound = select(*returning).where(refind)
+
 
 _Processor = Callable[[Any], Any]
 
@@ -66,11 +87,9 @@ def run(
     statement: Statement,
     params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> list[tuple[Any, ...]]:
-    """Execute a SELECT, or an INSERT/UPDATE/DELETE (one parameter set, or many), and
-    return its rows (a SELECT's, or the RETURNING ones) as tuples (none for many)."""
-    if connection.dialect.name != "sqlite":
-        result = connection.execute(statement, params)
-        return [tuple(row) for row in result] if result.returns_rows else []
+    """Execute a SELECT, or an INSERT/UPDATE/DELETE (one parameter set, or many), on a
+    SQLite connection, and return its rows (a SELECT's, or the RETURNING ones) as tuples
+    (none for many)."""
     raw = connection.connection.driver_connection
     assert raw is not None  # inside a transaction the connection is live
     if isinstance(params, Mapping):

@@ -12,7 +12,8 @@ busy timeout: when another process holds the write lock, BEGIN fails at once, be
 anything ran, and the transaction goes to a worker thread whose connection waits out
 the lock (busy_timeout). WAL checkpoints, which sync the file to disk, run on the
 worker too. On PostgreSQL the function runs through the asyncpg engine's `run_sync`,
-and a single statement on the hot path (`one`) goes straight to asyncpg (see `postgres`).
+and a single statement on the hot path (`one`) goes straight to asyncpg (see
+`postgres`). On MySQL it runs through asyncmy's engine (`MysqlExecutor`).
 """
 
 from __future__ import annotations
@@ -24,18 +25,26 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar, TypeVarTuple, final
 
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL, Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from baton.sessions.sql.dialect import (
-    SQLITE_BEGIN_OPTION,
-    create_postgres_engine,
-    create_sqlite_engine,
-    is_sqlite,
-)
-from baton.sessions.sql.direct import Statement, run
+from baton.sessions.sql.direct import Statement, UpdateReturning, run
 from baton.sessions.sql.postgres import DirectConnections
 
-__all__ = ["Executor", "PostgresExecutor", "SqliteExecutor", "open_executor"]
+__all__ = [
+    "SQLITE_BEGIN_OPTION",
+    "Executor",
+    "MysqlExecutor",
+    "PostgresExecutor",
+    "SqliteExecutor",
+]
+
+SQLITE_BEGIN_OPTION = "baton_sqlite_begin"
+"""Execution option naming the SQLite BEGIN mode ("IMMEDIATE" for read-then-write)."""
+
+OneStatement = Statement | UpdateReturning
+"""What `Executor.one` runs: a statement, or an update with the columns it returns."""
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -58,25 +67,19 @@ class Executor(Protocol):
         ...
 
     async def one(
-        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+        self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
     ) -> list[tuple[Any, ...]]:
         """Run one Core statement as a transaction of its own and return its rows.
 
         The hot path of steps, lease calls and resume reads: on PostgreSQL it goes to
-        asyncpg directly, without SQLAlchemy's connection and result layers.
+        asyncpg directly, without SQLAlchemy's connection and result layers. An
+        `UpdateReturning` is one statement where the database has RETURNING.
         """
         ...
 
     async def close(self) -> None:
         """Close every pooled connection; a later `transact` opens new ones."""
         ...
-
-
-def open_executor(url: URL) -> Executor:
-    """The executor for the (normalized) URL's database."""
-    if is_sqlite(url):
-        return SqliteExecutor(url)
-    return PostgresExecutor(url)
 
 
 @final
@@ -88,8 +91,8 @@ class SqliteExecutor:
     worker thread, which starts on first need and stops in `close()`.
     """
 
-    def __init__(self, url: URL) -> None:
-        self._engine = create_sqlite_engine(url)
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
         self._inline: Connection | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._connection: Connection | None = None
@@ -124,9 +127,11 @@ class SqliteExecutor:
         return await self.transact(fn, *args, write=False)
 
     async def one(
-        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+        self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
     ) -> list[tuple[Any, ...]]:
         """The statement in a transaction, as `transact` runs it (inline when it can)."""
+        if isinstance(statement, UpdateReturning):
+            statement = statement.with_returning
         return await self.transact(_run_one, statement, params, write=write)
 
     async def close(self) -> None:
@@ -240,8 +245,8 @@ class PostgresExecutor:
     loop and `close()` it before that loop ends.
     """
 
-    def __init__(self, url: URL) -> None:
-        self._engine = create_postgres_engine(url)
+    def __init__(self, url: URL, engine: AsyncEngine) -> None:
+        self._engine = engine
         # A session and its events are read in two statements; the default READ
         # COMMITTED could let a commit land between them.
         self._reader = self._engine.execution_options(isolation_level="REPEATABLE READ")
@@ -260,13 +265,74 @@ class PostgresExecutor:
             return await connection.run_sync(fn, *args)
 
     async def one(
-        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+        self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
     ) -> list[tuple[Any, ...]]:
         """The statement on one of the store's own asyncpg connections, prepared there."""
         del write  # one statement is its own transaction either way
+        if isinstance(statement, UpdateReturning):
+            statement = statement.with_returning
         return await self._direct.fetch(statement, params)
 
     async def close(self) -> None:
         """Close the direct connections and dispose of the engine's pool."""
         await self._direct.close()
         await self._engine.dispose()
+
+
+@final
+class MysqlExecutor:
+    """asyncmy's engine on MySQL/MariaDB; reads run at REPEATABLE READ (one snapshot).
+
+    MySQL has no UPDATE ... RETURNING: `one` runs an `UpdateReturning` as a
+    transaction of the update and a read of the rows it changed (see `dialect_mysql`).
+    Connections belong to the event loop that opened them, as on PostgreSQL.
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._reader = engine.execution_options(isolation_level="REPEATABLE READ")
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
+        """Run `fn` through `run_sync` in one transaction."""
+        async with (self._engine if write else self._reader).begin() as connection:
+            return await connection.run_sync(fn, *args)
+
+    async def read_once(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
+        """Run `fn` in autocommit mode: a read's one statement is its own snapshot."""
+        async with self._autocommit.connect() as connection:
+            return await connection.run_sync(fn, *args)
+
+    async def one(
+        self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
+    ) -> list[tuple[Any, ...]]:
+        """A statement in autocommit mode, or an `UpdateReturning` as a transaction."""
+        if isinstance(statement, UpdateReturning):
+            return await self.transact(update_then_refind, statement, params, write=True)
+        return await self.read_once(_execute_one, statement, params)
+
+    async def close(self) -> None:
+        """Dispose of the engine's pool."""
+        await self._engine.dispose()
+
+
+def _execute_one(
+    connection: Connection, statement: Statement, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    result = connection.execute(statement, params)
+    return [tuple(row) for row in result] if result.returns_rows else []
+
+
+def update_then_refind(
+    connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """UPDATE ... RETURNING where there is no RETURNING: the update, then (when it
+    matched rows) its `returning` columns read back by `refind`, under the row locks
+    the update holds until the transaction ends.
+
+    rowcount counts the rows matched, not only those whose values changed: SQLAlchemy
+    sets the client flag FOUND_ROWS on MySQL's drivers.
+    """
+    if connection.execute(statement.update, params).rowcount == 0:
+        return []
+    return _execute_one(connection, statement.refound, params)

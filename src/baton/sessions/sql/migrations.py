@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Column,
     Double,
@@ -39,7 +38,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.schema import DDL, CreateIndex, CreateTable, ExecutableDDLElement
 
 from baton.sessions.sql import schema
-from baton.sessions.sql.dialect import insert, lock_for_migration
+from baton.sessions.sql.dialect import SqlDialect
+from baton.sessions.sql.schema import Json, binary_text
 
 __all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "read_version"]
 
@@ -49,7 +49,8 @@ DataChange = Callable[[Connection], None]
 """A step's change to the rows themselves, run between its DDL statements."""
 
 Statements = Callable[[str], Sequence[ExecutableDDLElement | DataChange]]
-"""A step's DDL (and data changes) for the dialect of that name ("sqlite", "postgresql")."""
+"""A step's DDL (and data changes) for the dialect of that name ("sqlite", "postgresql",
+"mysql")."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,11 @@ class Migration:
     statements: Statements
 
 
-# Step 1: the schema as first released, written out as it was.
+# Step 1: the schema as first released, written out as it was. MySQL came later: its
+# tables get utf8mb4 with binary collation, so ids compare exactly as on the others.
 _v1 = MetaData()
 _V1_SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+
 _V1_TABLES = (
     Table(
         "baton_sessions",
@@ -72,7 +75,7 @@ _V1_TABLES = (
         Column("app_name", String(255), nullable=False),
         Column("user_id", String(255), nullable=False),
         Column("session_id", String(255), nullable=False),
-        Column("state", JSON, nullable=False),
+        Column("state", Json, nullable=False),
         Column("updated_at", Double, nullable=False),
         UniqueConstraint("app_name", "user_id", "session_id", name="uq_baton_sessions_key"),
     ),
@@ -89,7 +92,7 @@ _V1_TABLES = (
         Column("invocation_id", String(255), nullable=False),
         Column("author", String(255), nullable=False),
         Column("timestamp", Double, nullable=False),
-        Column("event", JSON, nullable=False),
+        Column("event", Json, nullable=False),
         Index("ix_baton_events_session_seq", "session_pk", "seq"),
     ),
     Table(
@@ -105,7 +108,7 @@ _V1_TABLES = (
         ),
         Column("status", String(32), nullable=False),
         Column("fingerprint", Text, nullable=False),
-        Column("checkpoint", JSON(none_as_null=True), nullable=True),
+        Column("checkpoint", Json(none_as_null=True), nullable=True),
         Column("version", Integer, nullable=False),
         Column("created_at", Double, nullable=False),
         Column("updated_at", Double, nullable=False),
@@ -128,12 +131,12 @@ _V1_TABLES = (
         Column("node_path", Text, nullable=False),
         Column("function_name", String(255), nullable=False),
         Column("message", Text, nullable=True),
-        Column("payload", JSON(none_as_null=True), nullable=True),
-        Column("response_schema", JSON(none_as_null=True), nullable=True),
+        Column("payload", Json(none_as_null=True), nullable=True),
+        Column("response_schema", Json(none_as_null=True), nullable=True),
         Column("status", String(32), nullable=False),
         Column("created_at", Double, nullable=False),
         Column("answered_at", Double, nullable=True),
-        Column("answer", JSON(none_as_null=True), nullable=True),
+        Column("answer", Json(none_as_null=True), nullable=True),
         Column("answered_by", String(255), nullable=True),
         Index("ix_baton_interrupts_owner_status", "app_name", "user_id", "status"),
         Index("ix_baton_interrupts_session_interrupt", "session_pk", "interrupt_id"),
@@ -149,7 +152,7 @@ _V1_TABLES = (
 
 
 def _v1_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
-    created: list[ExecutableDDLElement] = [CreateTable(t) for t in _V1_TABLES]
+    created: list[ExecutableDDLElement] = [CreateTable(binary_text(t)) for t in _V1_TABLES]
     created += [
         CreateIndex(i) for t in _V1_TABLES for i in sorted(t.indexes, key=lambda i: str(i.name))
     ]
@@ -157,9 +160,11 @@ def _v1_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
 
 
 def _v2_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
-    double = "DOUBLE PRECISION" if dialect == "postgresql" else "FLOAT"
-    big = "BIGINT" if dialect == "postgresql" else "INTEGER"
-    boolean_false = "BOOLEAN DEFAULT false" if dialect == "postgresql" else "BOOLEAN DEFAULT 0"
+    server = dialect != "sqlite"  # PostgreSQL's types are MySQL's too
+    double = "DOUBLE PRECISION" if server else "FLOAT"
+    big = "BIGINT" if server else "INTEGER"
+    boolean_false = "BOOLEAN DEFAULT false" if server else "BOOLEAN DEFAULT 0"
+    json = "LONGTEXT" if dialect == "mysql" else "JSON"  # see `schema.Json`
     ddl = [
         "ALTER TABLE baton_invocations ADD COLUMN lease_owner VARCHAR(255)",
         f"ALTER TABLE baton_invocations ADD COLUMN lease_expires_at {double} DEFAULT 0 NOT NULL",
@@ -168,7 +173,7 @@ def _v2_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
         "ON baton_invocations (status, lease_expires_at)",
         f"ALTER TABLE baton_interrupts ADD COLUMN timeout {double}",
         f"ALTER TABLE baton_interrupts ADD COLUMN expires_at {double}",
-        "ALTER TABLE baton_interrupts ADD COLUMN on_timeout JSON",
+        f"ALTER TABLE baton_interrupts ADD COLUMN on_timeout {json}",
         f"ALTER TABLE baton_interrupts ADD COLUMN answers_on_timeout {boolean_false} NOT NULL",
         "CREATE INDEX ix_baton_interrupts_status_expires ON baton_interrupts (status, expires_at)",
         # Leases moved onto their invocations; a lease held at the upgrade lapses, so
@@ -254,7 +259,7 @@ _V5_ARTIFACTS = Table(
     Column("filename", String(1024), nullable=False),
     Column("version", Integer, nullable=False),
     Column("mime_type", String(255), nullable=True),
-    Column("custom_metadata", JSON(none_as_null=True), nullable=True),
+    Column("custom_metadata", Json(none_as_null=True), nullable=True),
     Column("part", Text().with_variant(mysql.LONGTEXT(), "mysql"), nullable=False),
     Column("save_key", String(64), nullable=True),
     Column("created_at", Double, nullable=False),
@@ -265,7 +270,22 @@ _V5_ARTIFACTS = Table(
 
 
 def _v5_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
-    return [CreateTable(_V5_ARTIFACTS), *(CreateIndex(i) for i in _V5_ARTIFACTS.indexes)]
+    created = CreateTable(binary_text(_V5_ARTIFACTS))
+    return [created, *(CreateIndex(i) for i in _V5_ARTIFACTS.indexes)]
+
+
+def _v9_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    # Steps inside an invocation used to leave the session's updated_at alone on SQLite
+    # and in PostgreSQL's one-statement steps (reads took the latest invocation's
+    # instead); every step sets it now, so set it once here to what those reads said.
+    return [
+        _ddl(
+            "UPDATE baton_sessions SET updated_at = (SELECT MAX(i.updated_at) "
+            "FROM baton_invocations i WHERE i.session_pk = baton_sessions.pk) "
+            "WHERE EXISTS (SELECT 1 FROM baton_invocations i "
+            "WHERE i.session_pk = baton_sessions.pk AND i.updated_at > baton_sessions.updated_at)"
+        )
+    ]
 
 
 # Step 6: each question's checkpoint, frozen as written (with the sessions table as far
@@ -285,13 +305,13 @@ _V6_QUESTION_CHECKPOINTS = Table(
         nullable=False,
         index=True,
     ),
-    Column("checkpoint", JSON(none_as_null=True), nullable=True),
+    Column("checkpoint", Json(none_as_null=True), nullable=True),
 )
 
 
 def _v6_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     table = _V6_QUESTION_CHECKPOINTS
-    return [CreateTable(table), *(CreateIndex(i) for i in table.indexes)]
+    return [CreateTable(binary_text(table)), *(CreateIndex(i) for i in table.indexes)]
 
 
 # Step 7: the notification outbox, written out as it was.
@@ -301,18 +321,18 @@ _V7_NOTIFICATIONS = Table(
     _v7,
     Column("seq", _V1_SERIAL, primary_key=True, autoincrement=True),
     Column("id", String(64), nullable=False, unique=True),
-    Column("body", JSON, nullable=False),
+    Column("body", Json, nullable=False),
     Column("created_at", Double, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("next_at", Double, nullable=False),
-    Column("delivered_to", JSON, nullable=False),
+    Column("delivered_to", Json, nullable=False),
     Column("claimed_by", String(255), nullable=True),
     Column("claimed_until", Double, nullable=False),
 )
 
 
 def _v7_statements(_dialect: str) -> Sequence[ExecutableDDLElement | DataChange]:
-    return [CreateTable(_V7_NOTIFICATIONS)]
+    return [CreateTable(binary_text(_V7_NOTIFICATIONS))]
 
 
 def _v8_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
@@ -352,36 +372,44 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "each question's checkpoint, for forks", _v6_statements),
     Migration(7, "notification outbox", _v7_statements),
     Migration(8, "indexes that read pages of listings in their order", _v8_statements),
+    Migration(9, "sessions.updated_at is the session's last change again", _v9_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
 """The schema version this code writes and expects."""
 
 
-def migrate(connection: Connection, *, up_to: int = LATEST_VERSION) -> list[int]:
+def migrate(
+    connection: Connection, dialect: SqlDialect, *, up_to: int = LATEST_VERSION
+) -> list[int]:
     """Bring the database up to `up_to` (the latest by default); return the steps applied now.
 
-    Runs in the caller's transaction, which must be a writing one (see `executors`):
-    on SQLite its BEGIN IMMEDIATE is the cross-process lock. `up_to` exists for tests
-    that build an old database.
+    Runs in the caller's transaction, which must be a writing one (see `executors`),
+    under the dialect's migration lock (on SQLite the transaction's BEGIN IMMEDIATE).
+    Each step's number is recorded as it completes: where DDL commits by itself
+    (MySQL), a step that fails midway leaves the steps before it recorded. `up_to`
+    exists for tests that build an old database.
 
     Raises:
         RuntimeError: the database was written by a newer baton (its version is ahead).
     """
-    lock_for_migration(connection)
-    schema.schema_version.create(connection, checkfirst=True)
-    current = read_version(connection)
-    _refuse_newer(connection, current)
-    pending = [m for m in MIGRATIONS if current < m.number <= up_to]
-    for migration in pending:
-        for statement in migration.statements(connection.dialect.name):
-            if isinstance(statement, ExecutableDDLElement):
-                connection.execute(statement)
-            else:
-                statement(connection)
-    if pending:
-        _write_version(connection, pending[-1].number)
+    with dialect.migration_lock(connection):
+        schema.schema_version.create(connection, checkfirst=True)
+        current = read_version(connection)
+        _refuse_newer(connection, current)
+        pending = [m for m in MIGRATIONS if current < m.number <= up_to]
+        for migration in pending:
+            _apply(connection, migration.statements(dialect.name))
+            _write_version(connection, dialect, migration.number)
     return [m.number for m in pending]
+
+
+def _apply(connection: Connection, statements: Sequence[ExecutableDDLElement | DataChange]) -> None:
+    for statement in statements:
+        if isinstance(statement, ExecutableDDLElement):
+            connection.execute(statement)
+        else:
+            statement(connection)
 
 
 def read_version(connection: Connection) -> int:
@@ -392,16 +420,9 @@ def read_version(connection: Connection) -> int:
     return int(found or 0)
 
 
-def _write_version(connection: Connection, version: int) -> None:
-    statement = insert(connection.dialect.name, schema.schema_version).values(
-        id=_VERSION_ROW_ID, version=version
-    )
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[schema.schema_version.c.id],
-            set_={"version": statement.excluded.version},
-        )
-    )
+def _write_version(connection: Connection, dialect: SqlDialect, version: int) -> None:
+    statement = dialect.upsert(schema.schema_version, ("version",))
+    connection.execute(statement, {"id": _VERSION_ROW_ID, "version": version})
 
 
 def _refuse_newer(connection: Connection, current: int) -> None:

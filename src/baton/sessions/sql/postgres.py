@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import select
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, final
@@ -26,11 +27,42 @@ from typing import Any, final
 import pydantic_core
 from sqlalchemy import Dialect
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from baton.sessions.sql.dialect import has_unread_input, is_unavailable
 from baton.sessions.sql.direct import Statement, plan_for
+from baton.sessions.sql.outages import is_lost_connection
 
-__all__ = ["DirectConnections", "asyncpg_connect_args"]
+__all__ = ["DirectConnections", "asyncpg_connect_args", "has_unread_input", "is_unavailable"]
+
+# SQLSTATE classes of a lost or refused connection: 08 (connection exception) and 57
+# (operator intervention: admin shutdown, crash shutdown, cannot connect now).
+_UNAVAILABLE_CLASSES = ("08", "57")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """True when `error` means PostgreSQL cannot be reached right now (a restart, a
+    dropped or refused connection), through SQLAlchemy or from asyncpg directly, so the
+    same call may succeed later; False for errors of the call itself."""
+    if is_lost_connection(error):
+        return True
+    orig = error.orig if isinstance(error, DBAPIError) else error
+    sqlstate = getattr(orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate[:2] in _UNAVAILABLE_CLASSES
+    if isinstance(error, DBAPIError):
+        return isinstance(error, InterfaceError | OperationalError)
+    # asyncpg's own errors on the direct path: a connection closed under the call.
+    return type(error).__module__.startswith("asyncpg") and "closed" in str(error)
+
+
+def has_unread_input(fd: int) -> bool:
+    """True when the socket has something to read: on an idle database connection, the
+    server's goodbye or end of stream (it closed the connection)."""
+    # poll, not select: select cannot watch descriptors past 1023, which a busy server reaches.
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
 
 _CONNECT_TIMEOUT = 5.0
 _MOST_CONNECTIONS = 10
@@ -153,7 +185,7 @@ class DirectConnections:
 
 
 def _is_usable(connection: Any) -> bool:
-    """False when the server has closed the connection (see `dialect.has_unread_input`)."""
+    """False when the server has closed the connection (see `has_unread_input`)."""
     if connection.is_closed():
         return False
     transport = connection._transport  # asyncpg has no public way to its socket

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, case, func, select, tuple_
+from sqlalchemy import ColumnElement, Select, bindparam, func, select, tuple_
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
 from baton.sessions.paging import Position
-from baton.sessions.sql.direct import run
+from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
@@ -54,15 +54,7 @@ __all__ = [
     "session_from",
 ]
 
-# A step inside an invocation may leave the session row alone (SQLite; see `step`):
-# the session was last updated by its row or by its latest invocation step.
-_LAST_STEP = (
-    select(func.max(invocations.c.updated_at))
-    .where(invocations.c.session_pk == sessions.c.pk)
-    .scalar_subquery()
-    .label("last_step")
-)
-_SESSIONS = select(sessions, _LAST_STEP)
+_SESSIONS = select(sessions)
 SESSION = _SESSIONS.where(IS_SESSION)
 """One session's row (bind `session_params`); `session_from` reads it."""
 _SESSION_COLUMNS = tuple(str(c.key) for c in SESSION.selected_columns)
@@ -93,10 +85,14 @@ _NEWEST_EVENTS = _EVENTS.order_by(events.c.seq.desc()).limit(bindparam("key_limi
 
 
 def get_session(
-    connection: Connection, key: SessionKey, with_events: bool, event_limit: int | None
+    connection: Connection,
+    dialect: SqlDialect,
+    key: SessionKey,
+    with_events: bool,
+    event_limit: int | None,
 ) -> Session | None:
     """The session (its newest `event_limit` events, or all, or none), or None."""
-    rows = run(connection, SESSION, session_params(key))
+    rows = dialect.run(connection, SESSION, session_params(key))
     if not rows:
         return None
     session = session_from(rows[0])
@@ -131,11 +127,6 @@ def list_sessions(
     return [session_from(tuple(row)) for row in connection.execute(query)]
 
 
-# When a session last changed: its own row, or its latest step.
-_LAST_CHANGE = case(
-    (func.coalesce(_LAST_STEP, 0.0) > sessions.c.updated_at, _LAST_STEP),
-    else_=sessions.c.updated_at,
-)
 _LATEST_RUN = (
     select(invocations.c.status)
     .where(invocations.c.session_pk == sessions.c.pk)
@@ -149,21 +140,13 @@ _LATEST_RUN = (
 def recent_sessions(
     connection: Connection, app_name: str, user_id: str, limit: int
 ) -> list[SessionActivity]:
-    """The user's `limit` sessions of the app updated last, the latest first.
-
-    The newest are picked by their last change alone (one index probe per session of the
-    user, in the database); only those few read their latest run's status.
-    """
-    newest = (
-        select(sessions.c.pk)
-        .where(sessions.c.app_name == app_name, sessions.c.user_id == user_id)
-        .order_by(_LAST_CHANGE.desc(), sessions.c.pk.desc())
-        .limit(limit)
-    )
+    """The user's `limit` sessions of the app updated last, the latest first; only
+    those few read their latest run's status."""
     query = (
-        select(sessions, _LAST_STEP, _LATEST_RUN)
-        .where(sessions.c.pk.in_(newest))
-        .order_by(_LAST_CHANGE.desc(), sessions.c.pk.desc())
+        select(sessions, _LATEST_RUN)
+        .where(sessions.c.app_name == app_name, sessions.c.user_id == user_id)
+        .order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc())
+        .limit(limit)
     )
     return [
         SessionActivity(
@@ -315,7 +298,7 @@ def _to_session(row: Mapping[Any, Any]) -> Session:
         app_name=row["app_name"],
         user_id=row["user_id"],
         state=row["state"],
-        last_update_time=max(row["updated_at"], row["last_step"] or 0.0),
+        last_update_time=row["updated_at"],
     )
 
 

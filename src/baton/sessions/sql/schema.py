@@ -11,6 +11,7 @@ interrupts in one statement. Timestamps are seconds since the epoch (float).
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -32,12 +33,15 @@ from sqlalchemy import (
     false,
 )
 from sqlalchemy.dialects import mysql
+from sqlalchemy.ext.compiler import compiles
 
 from baton.sessions.store import SessionKey
 
 __all__ = [
     "IS_SESSION",
+    "Json",
     "artifacts",
+    "binary_text",
     "events",
     "fingerprint_digest",
     "fingerprints",
@@ -53,6 +57,19 @@ __all__ = [
 
 metadata = MetaData()
 
+
+class Json(JSON):
+    """JSON, kept on MySQL as LONGTEXT: MariaDB's JSON type checks `json_valid`, which
+    refuses nesting deeper than 32 levels, and baton accepts 100."""
+
+    cache_ok = True
+
+
+@compiles(Json, "mysql")
+def _json_on_mysql(_type: Json, _compiler: Any, **_options: Any) -> str:  # pyright: ignore[reportUnusedFunction] -- registered with SQLAlchemy
+    return "LONGTEXT"
+
+
 # SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL wants 64 bits.
 _SERIAL = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -63,7 +80,7 @@ sessions = Table(
     Column("app_name", String(255), nullable=False),
     Column("user_id", String(255), nullable=False),
     Column("session_id", String(255), nullable=False),
-    Column("state", JSON, nullable=False),
+    Column("state", Json, nullable=False),
     Column("updated_at", Double, nullable=False),
     UniqueConstraint("app_name", "user_id", "session_id", name="uq_baton_sessions_key"),
 )
@@ -81,7 +98,7 @@ events = Table(
     Column("invocation_id", String(255), nullable=False),
     Column("author", String(255), nullable=False),
     Column("timestamp", Double, nullable=False),
-    Column("event", JSON, nullable=False),
+    Column("event", Json, nullable=False),
     # Loading the newest N events walks this index backwards.
     Index("ix_baton_events_session_seq", "session_pk", "seq"),
 )
@@ -97,7 +114,7 @@ invocations = Table(
         nullable=False,
     ),
     Column("status", String(32), nullable=False),
-    Column("checkpoint", JSON(none_as_null=True), nullable=True),
+    Column("checkpoint", Json(none_as_null=True), nullable=True),
     Column("version", Integer, nullable=False),
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
@@ -141,16 +158,16 @@ interrupts = Table(
     Column("node_path", Text, nullable=False),
     Column("function_name", String(255), nullable=False),
     Column("message", Text, nullable=True),
-    Column("payload", JSON(none_as_null=True), nullable=True),
-    Column("response_schema", JSON(none_as_null=True), nullable=True),
+    Column("payload", Json(none_as_null=True), nullable=True),
+    Column("response_schema", Json(none_as_null=True), nullable=True),
     Column("status", String(32), nullable=False),
     Column("created_at", Double, nullable=False),
     Column("answered_at", Double, nullable=True),
-    Column("answer", JSON(none_as_null=True), nullable=True),
+    Column("answer", Json(none_as_null=True), nullable=True),
     Column("answered_by", String(255), nullable=True),
     Column("timeout", Double, nullable=True),
     Column("expires_at", Double, nullable=True),
-    Column("on_timeout", JSON(none_as_null=True), nullable=True),
+    Column("on_timeout", Json(none_as_null=True), nullable=True),
     Column("answers_on_timeout", Boolean, nullable=False, server_default=false()),
     Column("assignee", String(255), nullable=True),
     # Pending questions of a user, assigned to a person, or of everyone, in an app,
@@ -181,7 +198,7 @@ artifacts = Table(
     Column("filename", String(1024), nullable=False),
     Column("version", Integer, nullable=False),
     Column("mime_type", String(255), nullable=True),
-    Column("custom_metadata", JSON(none_as_null=True), nullable=True),
+    Column("custom_metadata", Json(none_as_null=True), nullable=True),
     Column("part", _LONG_TEXT, nullable=False),
     # The save within a node run or tool call (a digest); see `ArtifactSave.save_key`.
     Column("save_key", String(64), nullable=True),
@@ -205,7 +222,7 @@ question_checkpoints = Table(
         nullable=False,
         index=True,
     ),
-    Column("checkpoint", JSON(none_as_null=True), nullable=True),
+    Column("checkpoint", Json(none_as_null=True), nullable=True),
 )
 
 # The outbox: notifications recorded by the step that caused them, until delivered (see
@@ -216,11 +233,11 @@ notifications = Table(
     metadata,
     Column("seq", _SERIAL, primary_key=True, autoincrement=True),
     Column("id", String(64), nullable=False, unique=True),
-    Column("body", JSON, nullable=False),
+    Column("body", Json, nullable=False),
     Column("created_at", Double, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("next_at", Double, nullable=False),
-    Column("delivered_to", JSON, nullable=False),
+    Column("delivered_to", Json, nullable=False),
     Column("claimed_by", String(255), nullable=True),
     Column("claimed_until", Double, nullable=False),
 )
@@ -257,3 +274,16 @@ def session_params(key: SessionKey) -> dict[str, str]:
         "key_user_id": key.user_id,
         "key_session_id": key.session_id,
     }
+
+
+def binary_text(table: Table) -> Table:
+    """`table`, stored on MySQL as utf8mb4 with binary collation: ids compare by their
+    characters (case and accents count), as on SQLite and PostgreSQL; only trailing
+    spaces are still ignored, as in every MySQL collation. Other databases ignore these
+    options."""
+    table.dialect_kwargs.update(mysql_charset="utf8mb4", mysql_collate="utf8mb4_bin")
+    return table
+
+
+for _table in metadata.tables.values():
+    binary_text(_table)

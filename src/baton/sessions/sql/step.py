@@ -1,12 +1,14 @@
 """Writing one step commit inside a transaction: the heart of `SqlStore.commit_step`.
 
-The order matters: the session row is locked first, the invocation's version is
-checked and advanced second, so a stale step fails before it writes anything and
-the transaction's rollback has nothing to undo beyond that.
+One code path for every database, asking the store's `SqlDialect` where they differ
+(PostgreSQL also lands most steps in one statement: `step_at_once`). The order
+matters: the session row is locked first (the UPDATE of its `updated_at`, which every
+step sets), the invocation's version is checked and advanced second, so a stale step
+fails before it writes anything and the transaction's rollback has nothing to undo.
 
-The statements are built once, with bound parameters, and run through `direct.run`:
-building, cache-keying and executing a Core statement the usual way costs several
-times what SQLite takes to run it.
+The statements are built once, with bound parameters, and run through the dialect's
+`run` (on SQLite `direct.run`: building, cache-keying and executing a Core statement
+the usual way costs several times what SQLite takes to run it).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from sqlalchemy.sql.selectable import CTE, Select
 from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
 from baton.sessions.notifications import notifications_of
-from baton.sessions.sql.dialect import EncodedJson, insert
-from baton.sessions.sql.direct import run
+from baton.sessions.sql.dialect import EncodedJson, SqlDialect
+from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.outbox import record_notifications
 from baton.sessions.sql.schema import (
     IS_SESSION,
@@ -72,32 +74,30 @@ __all__ = [
 
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
-# An UPDATE takes the row lock (PostgreSQL) that serializes a session's commits, whose
-# state is read-modify-written. SQLite's IMMEDIATE transaction already holds the lock,
-# so a SQLite step inside an invocation only looks the session up: its row stays clean
-# (a page less in the commit), and reads take the session's last update from the
-# invocation's `updated_at`.
-_TOUCH_SESSION = update(sessions).where(IS_SESSION).returning(sessions.c.pk)
-_SESSION_PK = select(sessions.c.pk).where(IS_SESSION)
+_REPLACED = tuple(c.name for c in interrupts.c if c.name not in _INTERRUPT_KEY)
+# Every step sets the session's `updated_at` (the time it last changed, as the memory
+# store keeps it) with the UPDATE that takes the row lock serializing a session's
+# commits, whose state is read-modify-written.
+_TOUCH_SESSION = UpdateReturning(update(sessions).where(IS_SESSION), (sessions.c.pk,), IS_SESSION)
 # The state is read (under that lock) only by a step that changes it: a step costs the
 # same whatever the state's size, unless it writes to it.
 _READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"))
 _SET_STATE = update(sessions).where(sessions.c.pk == bindparam("key_pk"))
 _APPEND_EVENTS = events.insert()
-_ADVANCE_INVOCATION = (
-    update(invocations)
-    .where(
-        invocations.c.id == bindparam("key_id"),
-        invocations.c.session_pk == bindparam("key_session_pk"),
-        invocations.c.version == bindparam("key_version"),
-    )
-    .returning(invocations.c.version)
+_IS_INVOCATION = invocations.c.id == bindparam("key_id")
+_ADVANCE = update(invocations).where(
+    _IS_INVOCATION,
+    invocations.c.session_pk == bindparam("key_session_pk"),
+    invocations.c.version == bindparam("key_version"),
 )
+_ADVANCE_INVOCATION = UpdateReturning(_ADVANCE, (invocations.c.version,), _IS_INVOCATION)
 # Fencing: the step lands only while its lease's token is the invocation's current one.
-_ADVANCE_FENCED = _ADVANCE_INVOCATION.where(invocations.c.lease_token == bindparam("key_token"))
-INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(
-    invocations.c.id == bindparam("key_id")
+_ADVANCE_FENCED = UpdateReturning(
+    _ADVANCE.where(invocations.c.lease_token == bindparam("key_token")),
+    (invocations.c.version,),
+    _IS_INVOCATION,
 )
+INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(_IS_INVOCATION)
 """The version and lease token of a commit that did not land (bind `key_id`): why not."""
 # A rewound invocation's open questions can no longer be answered.
 _CLOSE_REWOUND = (
@@ -114,43 +114,39 @@ _ANSWER_INTERRUPT = update(interrupts).where(
 )
 
 
-def write_step(connection: Connection, commit: StepCommit, now: float) -> int:
+def write_step(connection: Connection, dialect: SqlDialect, commit: StepCommit, now: float) -> int:
     """Write `commit` in the connection's open transaction; return the new version.
 
     Raises:
         SessionNotFoundError: the session does not exist.
         StaleVersionError: `expected_version` is not the invocation's version.
     """
-    pk = _lock_session(connection, commit, now)
+    parameters = {"updated_at": now, **session_params(commit.session)}
+    touched = dialect.update_returning(connection, _TOUCH_SESSION, parameters)
+    if not touched:
+        raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
+    pk = touched[0][0]
     version = 0
     if commit.invocation_id is not None:
-        version = _advance_invocation(connection, pk, commit, now)
-    _append_events(connection, pk, commit.events)
+        version = _advance_invocation(connection, dialect, pk, commit, now)
+    _append_events(connection, dialect, pk, commit.events)
     delta = strip_temp_state(commit.state_delta)
     if delta:
         state: dict[str, Any] = connection.scalar(_READ_STATE, {"key_pk": pk}) or {}
-        run(connection, _SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
+        dialect.run(connection, _SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
     if commit.invocation_id is not None:
-        _open_interrupts(connection, pk, commit, now)
-        _answer_interrupts(connection, commit, now)
+        _open_interrupts(connection, dialect, pk, commit, now)
+        _answer_interrupts(connection, dialect, commit, now)
         if commit.status is InvocationStatus.REWOUND:
-            run(connection, _CLOSE_REWOUND, {"key_invocation_id": commit.invocation_id})
+            parameters = {"key_invocation_id": commit.invocation_id}
+            dialect.run(connection, _CLOSE_REWOUND, parameters)
         record_notifications(connection, commit, now)
     return version
 
 
-def _lock_session(connection: Connection, commit: StepCommit, now: float) -> int:
-    key = commit.session
-    if commit.invocation_id is not None and connection.dialect.name == "sqlite":
-        rows = run(connection, _SESSION_PK, session_params(key))
-    else:
-        rows = run(connection, _TOUCH_SESSION, {"updated_at": now, **session_params(key)})
-    if not rows:
-        raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
-    return rows[0][0]
-
-
-def _append_events(connection: Connection, session_pk: int, new: tuple[Event, ...]) -> None:
+def _append_events(
+    connection: Connection, dialect: SqlDialect, session_pk: int, new: tuple[Event, ...]
+) -> None:
     if not new:
         return
     rows = [
@@ -163,16 +159,22 @@ def _append_events(connection: Connection, session_pk: int, new: tuple[Event, ..
         }
         for event in new
     ]
-    run(connection, _APPEND_EVENTS, rows)
+    dialect.run(connection, _APPEND_EVENTS, rows)
 
 
 def _advance_invocation(
-    connection: Connection, session_pk: int, commit: StepCommit, now: float
+    connection: Connection, dialect: SqlDialect, session_pk: int, commit: StepCommit, now: float
 ) -> int:
     if commit.expected_version == 0:
-        _store_fingerprint(connection, commit.fingerprint)
-        statement = _create_invocation(connection.dialect.name)
-        parameters = _new_invocation(session_pk, commit, now)
+        if commit.fingerprint:  # kept once, under its digest
+            row = {
+                "digest": fingerprint_digest(commit.fingerprint),
+                "fingerprint": commit.fingerprint,
+            }
+            dialect.insert_new(connection, fingerprints, row)
+        created = _new_invocation(session_pk, commit, now)
+        if not dialect.insert_new(connection, invocations, created):
+            _raise_stale(connection, dialect, commit)
     else:
         statement = _ADVANCE_INVOCATION if commit.lease is None else _ADVANCE_FENCED
         parameters = {
@@ -183,32 +185,9 @@ def _advance_invocation(
         }
         if commit.lease is not None:
             parameters["key_token"] = commit.lease.token
-    if not run(connection, statement, parameters):
-        _raise_stale(connection, commit)
+        if not dialect.update_returning(connection, statement, parameters):
+            _raise_stale(connection, dialect, commit)
     return commit.expected_version + 1
-
-
-def _store_fingerprint(connection: Connection, fingerprint: str | None) -> None:
-    """Keep the workflow's fingerprint once, under its digest (a new invocation names it)."""
-    if fingerprint:
-        row = {"digest": fingerprint_digest(fingerprint), "fingerprint": fingerprint}
-        run(connection, _add_fingerprint(connection.dialect.name), row)
-
-
-@cache
-def _add_fingerprint(dialect: str) -> UpdateBase:
-    return insert(dialect, fingerprints).on_conflict_do_nothing(
-        index_elements=[fingerprints.c.digest]
-    )
-
-
-@cache
-def _create_invocation(dialect: str) -> UpdateBase:
-    return (
-        insert(dialect, invocations)
-        .on_conflict_do_nothing(index_elements=[invocations.c.id])
-        .returning(invocations.c.version)
-    )
 
 
 def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str, Any]:
@@ -239,8 +218,8 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
     return changes
 
 
-def _raise_stale(connection: Connection, commit: StepCommit) -> None:
-    rows = run(connection, INVOCATION_VERSION, {"key_id": commit.invocation_id})
+def _raise_stale(connection: Connection, dialect: SqlDialect, commit: StepCommit) -> None:
+    rows = dialect.run(connection, INVOCATION_VERSION, {"key_id": commit.invocation_id})
     raise stale_error(commit, rows)
 
 
@@ -259,13 +238,15 @@ def stale_error(commit: StepCommit, rows: list[tuple[Any, ...]]) -> BatonError:
 
 
 def _open_interrupts(
-    connection: Connection, session_pk: int, commit: StepCommit, now: float
+    connection: Connection, dialect: SqlDialect, session_pk: int, commit: StepCommit, now: float
 ) -> None:
     if not commit.opened:
         return
     rows = [_interrupt_row(session_pk, commit.session, row, now) for row in commit.opened]
-    run(connection, _reopen_interrupts(connection.dialect.name), rows)
+    # Reopening an id (a loop asks again) replaces the earlier, answered row.
+    dialect.run(connection, dialect.upsert(interrupts, _REPLACED), rows)
     if commit.checkpoint is not None:
+        # The checkpoint each question was asked at; asked again, the newer one replaces it.
         kept = [
             {
                 "invocation_id": row.invocation_id,
@@ -275,29 +256,8 @@ def _open_interrupts(
             }
             for row in commit.opened
         ]
-        run(connection, _keep_question_checkpoints(connection.dialect.name), kept)
-
-
-@cache
-def _keep_question_checkpoints(dialect: str) -> UpdateBase:
-    """The checkpoint each question was asked at; asked again, the newer one replaces it."""
-    statement = insert(dialect, question_checkpoints)
-    return statement.on_conflict_do_update(
-        index_elements=[question_checkpoints.c.invocation_id, question_checkpoints.c.interrupt_id],
-        set_={"checkpoint": statement.excluded.checkpoint},
-    )
-
-
-@cache
-def _reopen_interrupts(dialect: str) -> UpdateBase:
-    statement = insert(dialect, interrupts)
-    # Reopening an id (a loop asks again) replaces the earlier, answered row.
-    replaced = {
-        c.name: statement.excluded[c.name] for c in interrupts.c if c.name not in _INTERRUPT_KEY
-    }
-    return statement.on_conflict_do_update(
-        index_elements=[interrupts.c.invocation_id, interrupts.c.interrupt_id], set_=replaced
-    )
+        upsert = dialect.upsert(question_checkpoints, ("checkpoint",))
+        dialect.run(connection, upsert, kept)
 
 
 def _interrupt_row(session_pk: int, key: SessionKey, row: Interrupt, now: float) -> dict[str, Any]:
@@ -326,7 +286,9 @@ def _interrupt_row(session_pk: int, key: SessionKey, row: Interrupt, now: float)
     }
 
 
-def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -> None:
+def _answer_interrupts(
+    connection: Connection, dialect: SqlDialect, commit: StepCommit, now: float
+) -> None:
     if not commit.answered:
         return
     answers = [
@@ -340,7 +302,7 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
         }
         for interrupt_id, answer in commit.answered
     ]
-    run(connection, _ANSWER_INTERRUPT, answers)
+    dialect.run(connection, _ANSWER_INTERRUPT, answers)
 
 
 # PostgreSQL: most steps (an invocation already running, no state change; asking and
@@ -350,8 +312,7 @@ def _answer_interrupts(connection: Connection, commit: StepCommit, now: float) -
 # The order is the same as `write_step`'s: the session row is locked first (FOR NO KEY
 # UPDATE, the lock an UPDATE of it takes), the invocation is advanced only after that
 # (it joins the locked row), and the events are inserted only from the advanced row, so
-# a stale version lands nothing. As on SQLite the session row is not rewritten: reads
-# take its last update from the invocation's `updated_at`.
+# a stale version lands nothing; the session's `updated_at` is set from it too.
 _LOCKED = select(sessions.c.pk).where(IS_SESSION).with_for_update(key_share=True).cte("locked")
 _NEW_EVENTS = (
     func.unnest(
@@ -534,7 +495,7 @@ def _open_at_once(advanced: Any) -> UpdateBase:
 
 
 def _keep_at_once(advanced: Any) -> UpdateBase:
-    """The checkpoint each opened question is asked at, as `_keep_question_checkpoints`."""
+    """The checkpoint each opened question is asked at, as `write_step` keeps it."""
     asked_at = cast(bindparam("asked_checkpoint", type_=Text), JSON)
     rows = select(advanced.c.session_pk, advanced.c.id, _OPENED.c.interrupt_id, asked_at)
     rows = rows.select_from(advanced.join(_OPENED, true()))
@@ -606,10 +567,17 @@ def _step_at_once(
     appended = events.insert().from_select(
         ["session_pk", "invocation_id", "author", "timestamp", "event"], rows
     )
+    # The session changed: its last update is this step's (set only from the advanced row).
+    touched = (
+        update(sessions)
+        .where(sessions.c.pk == advanced.c.session_pk)
+        .values(updated_at=bindparam("new_updated_at"))
+    )
     statement = (
         select(advanced.c.version)
         .select_from(_LOCKED.outerjoin(advanced, true()))
         .add_cte(appended.cte("appended"))
+        .add_cte(touched.cte("touched"))
     )
     if opening:
         statement = statement.add_cte(_open_at_once(advanced).cte("opened"))

@@ -1,4 +1,7 @@
-"""`SqlStore`: the Store protocol over SQLite or PostgreSQL, one SQLAlchemy Core code path.
+"""`SqlStore`: the Store protocol over SQLite, PostgreSQL or MySQL, one SQLAlchemy Core path.
+
+The database's strategy (`dialect.SqlDialect`, chosen once from the URL by
+`backends.open_dialect`) holds whatever differs between databases.
 
 Each method is one transaction: it picks a synchronous function over a `Connection`
 (`reads`, `writes`, `step`, `migrations`) and hands it to the database's executor
@@ -32,24 +35,11 @@ from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
 from baton.sessions.sql import artifacts, outbox, reads, writes
-from baton.sessions.sql.dialect import (
-    is_sqlite,
-    is_unavailable,
-    is_unique_violation,
-    normalize_url,
-)
-from baton.sessions.sql.direct import Statement
-from baton.sessions.sql.executors import open_executor
-from baton.sessions.sql.listener import PostgresListener
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
-from baton.sessions.sql.step import (
-    INVOCATION_VERSION,
-    fits_one_statement,
-    stale_error,
-    step_at_once,
-    write_step,
-)
+from baton.sessions.sql.step import INVOCATION_VERSION, stale_error, write_step
 from baton.sessions.store import (
     Claimed,
     Clock,
@@ -80,59 +70,56 @@ Ts = TypeVarTuple("Ts")
 
 @final
 class SqlStore:
-    """Sessions, checkpoints, interrupts and leases in SQLite or PostgreSQL.
+    """Sessions, checkpoints, interrupts and leases in SQLite, PostgreSQL or MySQL/MariaDB.
 
     Args:
-        url: `sqlite:///path` (also `sqlite+pysqlite://` or `sqlite+aiosqlite://`) or
-            `postgresql+asyncpg://user@host/db`; a PostgreSQL URL may end in
+        url: `sqlite:///path` (also `sqlite+pysqlite://` or `sqlite+aiosqlite://`),
+            `postgresql+asyncpg://user@host/db` or `mysql+asyncmy://user@host/db`
+            (MySQL 8 or MariaDB 10.6+; also `mysql+aiomysql://`); a PostgreSQL URL may end in
             `?search_path=schema` to keep baton's tables in that schema, a SQLite URL in
             `?synchronous=full` to sync every commit to disk.
         clock: seconds since the epoch, for timestamps and lease expiry.
 
     Raises:
         ValueError: the URL names an unsupported database.
-        ExtraNotInstalledError: a PostgreSQL URL without asyncpg installed.
+        ExtraNotInstalledError: the database's driver (asyncpg, asyncmy) is not installed.
 
     The schema is created or upgraded on first use (see `migrations`). Use a store
     from one event loop and `close()` it before that loop ends.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
-        self._url = normalize_url(url)
-        self._executor = open_executor(self._url)
-        # On SQLite a step's transaction costs no round trip: one code path serves it all.
-        self._steps_at_once = not is_sqlite(self._url)
+        self._dialect = open_dialect(url)
+        self._executor = self._dialect.open_executor()
         self._clock = clock
         self._migrated = False
         self._migrating = asyncio.Lock()
         self._wakeups = Wakeups()
-        self._listener = (
-            None if is_sqlite(self._url) else PostgresListener(self._url, self._wakeups)
-        )
+        self._listener = self._dialect.open_listener(self._wakeups)
 
     @property
     def url(self) -> str:
         """The database URL (with the driver in use), password hidden."""
-        return self._url.render_as_string(hide_password=True)
+        return self._dialect.url.render_as_string(hide_password=True)
 
     async def _read(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         try:
             await self._ready()
             return await self._executor.transact(fn, *args, write=False)
         except Exception as error:
-            if is_unavailable(error):
+            if self._dialect.is_unavailable(error):
                 raise self._unavailable(error) from error
             raise
 
     async def _one(
-        self, statement: Statement, params: Mapping[str, Any], *, write: bool
+        self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
     ) -> list[tuple[Any, ...]]:
         """Run one statement as its own transaction (see `Executor.one`); its rows."""
         try:
             await self._ready()
             return await self._executor.one(statement, params, write=write)
         except Exception as error:
-            if is_unavailable(error):
+            if self._dialect.is_unavailable(error):
                 raise self._unavailable(error) from error
             raise
 
@@ -142,7 +129,7 @@ class SqlStore:
             await self._ready()
             return await self._executor.read_once(fn, *args)
         except Exception as error:
-            if is_unavailable(error):
+            if self._dialect.is_unavailable(error):
                 raise self._unavailable(error) from error
             raise
 
@@ -151,7 +138,7 @@ class SqlStore:
             await self._ready()
             return await self._executor.transact(fn, *args, write=True)
         except Exception as error:
-            if is_unavailable(error):
+            if self._dialect.is_unavailable(error):
                 raise self._unavailable(error) from error
             raise
 
@@ -168,7 +155,7 @@ class SqlStore:
             return
         async with self._migrating:
             if not self._migrated:
-                await self._executor.transact(migrate, write=True)
+                await self._executor.transact(migrate, self._dialect, write=True)
                 self._migrated = True
 
     async def create_session(
@@ -187,7 +174,7 @@ class SqlStore:
             state=strip_temp_state(dict(state or {})),
             last_update_time=self._clock(),
         )
-        await self._write(writes.insert_session, session)
+        await self._write(writes.insert_session, self._dialect, session)
         return session
 
     async def get_session(
@@ -196,7 +183,7 @@ class SqlStore:
         """The session (its newest `event_limit` events, or all), or None."""
         if with_events and event_limit != 0:
             # The session and its events: two statements, one snapshot.
-            return await self._read(reads.get_session, key, with_events, event_limit)
+            return await self._read(reads.get_session, self._dialect, key, True, event_limit)
         rows = await self._one(reads.SESSION, session_params(key), write=False)
         return reads.session_from(rows[0]) if rows else None
 
@@ -235,17 +222,20 @@ class SqlStore:
             SessionNotFoundError: the session does not exist.
             StaleVersionError: `expected_version` is not the invocation's version.
         """
-        if self._steps_at_once and fits_one_statement(commit):
-            version = await self._commit_at_once(commit)
+        one_statement = self._dialect.one_statement_step(commit, self._clock())
+        if one_statement is not None:
+            version = await self._commit_at_once(commit, *one_statement)
         else:
-            version = await self._write(write_step, commit, self._clock())
+            version = await self._write(write_step, self._dialect, commit, self._clock())
         if commit.opened or commit.answered:
             self._wakeups.notify()
         return version
 
-    async def _commit_at_once(self, commit: StepCommit) -> int:
-        """Land a commit that `fits_one_statement` in its one statement; the new version."""
-        statement, parameters = step_at_once(commit, self._clock())
+    async def _commit_at_once(
+        self, commit: StepCommit, statement: OneStatement, parameters: dict[str, Any]
+    ) -> int:
+        """Land a commit in its one statement (see `SqlDialect.one_statement_step`); the
+        new version."""
         rows = await self._one(statement, parameters, write=True)
         if not rows:
             raise SessionNotFoundError(
@@ -349,9 +339,9 @@ class SqlStore:
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up; a running invocation released so wakes recovery at once."""
-        # PostgreSQL tells other processes in the same statement (NOTIFY).
+        # Where other processes are told (PostgreSQL), the same statement tells them.
         notifies = self._listener is not None
-        statement = writes.RELEASE_AND_NOTIFY if notifies else writes.RELEASE_LEASE
+        statement = self._dialect.release_statement
         rows = await self._one(statement, writes.lease_params(lease), write=True)
         if writes.released_running(rows, notified=notifies):
             self._wakeups.notify()
@@ -379,7 +369,7 @@ class SqlStore:
         request = writes.OrphanClaim(
             tuple(app_names), owner, now + ttl.total_seconds(), limit, worker, spare
         )
-        return await self._write(writes.claim_orphans, request, now)
+        return await self._write(writes.claim_orphans, self._dialect, request, now)
 
     async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
         """Open interrupts of these apps whose deadline has passed, earliest first."""
@@ -400,7 +390,7 @@ class SqlStore:
                 return await self._write(artifacts.save_artifact, save, self._clock())
             except IntegrityError as error:
                 # Another process took the version number first: number it again.
-                if not is_unique_violation(error):
+                if not self._dialect.is_unique_violation(error):
                     raise
         return await self._write(artifacts.save_artifact, save, self._clock())
 
@@ -430,7 +420,8 @@ class SqlStore:
 
     @property
     def wakes_other_processes(self) -> bool:
-        """True on PostgreSQL (LISTEN/NOTIFY); SQLite's other processes must be polled."""
+        """True on PostgreSQL (LISTEN/NOTIFY); on SQLite and MySQL other processes' changes
+        are found by polling (a worker looks once per lease TTL)."""
         return self._listener is not None
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, literal, select, update
+from sqlalchemy import Select, bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -24,8 +24,8 @@ from baton.errors import (
     SessionExistsError,
 )
 from baton.sessions.sql.artifacts import delete_session_artifacts
-from baton.sessions.sql.dialect import is_unique_violation
-from baton.sessions.sql.listener import CHANNEL
+from baton.sessions.sql.dialect import SqlDialect
+from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.schema import IS_SESSION, invocations, session_params, sessions
 from baton.sessions.store import (
     Claimed,
@@ -40,7 +40,6 @@ from baton.types import InvocationId, SessionId
 __all__ = [
     "CLAIM",
     "HOLDER",
-    "RELEASE_AND_NOTIFY",
     "RELEASE_LEASE",
     "RENEW_LEASE",
     "OrphanClaim",
@@ -67,44 +66,39 @@ HOLDER = select(
 ).where(_IS_INVOCATION)
 # Take the lease only when it lapsed, was released, or is already this owner's; the
 # token grows with every claim, which fences out the previous holder's commits.
-CLAIM = (
-    update(invocations)
-    .where(
+_TOKEN = (invocations.c.lease_token,)
+_TAKEN = update(invocations).values(
+    lease_owner=bindparam("key_owner"),
+    lease_expires_at=bindparam("key_expires_at"),
+    lease_token=invocations.c.lease_token + 1,
+)
+CLAIM = UpdateReturning(
+    _TAKEN.where(
         _IS_INVOCATION,
         (invocations.c.lease_owner.is_(None))
         | (invocations.c.lease_expires_at <= bindparam("key_now"))
         | (invocations.c.lease_owner == bindparam("key_owner")),
-    )
-    .values(
-        lease_owner=bindparam("key_owner"),
-        lease_expires_at=bindparam("key_expires_at"),
-        lease_token=invocations.c.lease_token + 1,
-    )
-    .returning(invocations.c.lease_token)
+    ),
+    _TOKEN,
+    _IS_INVOCATION,
 )
-RENEW_LEASE = (
+RENEW_LEASE = UpdateReturning(
     update(invocations)
     .where(_IS_LEASE, invocations.c.lease_owner == bindparam("key_owner"))
-    .values(lease_expires_at=bindparam("key_expires_at"))
-    .returning(invocations.c.lease_token)
+    .values(lease_expires_at=bindparam("key_expires_at")),
+    _TOKEN,
+    _IS_INVOCATION,
 )
-RELEASE_LEASE = (
-    update(invocations)
-    .where(_IS_LEASE)
-    .values(lease_owner=None, lease_expires_at=0.0)
-    .returning(invocations.c.status, invocations.c.session_pk)
+RELEASE_LEASE = UpdateReturning(
+    update(invocations).where(_IS_LEASE).values(lease_owner=None, lease_expires_at=0.0),
+    (invocations.c.status, invocations.c.session_pk),
+    _IS_INVOCATION,
 )
-_RELEASED = RELEASE_LEASE.cte("released")
-# PostgreSQL: release and, when the invocation is still running, NOTIFY other processes
-# that it can be continued, in one statement.
-RELEASE_AND_NOTIFY = (
-    select(func.pg_notify(literal(CHANNEL), sessions.c.app_name))
-    .select_from(_RELEASED.join(sessions, sessions.c.pk == _RELEASED.c.session_pk))
-    .where(_RELEASED.c.status == InvocationStatus.RUNNING.value)
-)
+# Claims a row `claim_orphans` locked.
+_TAKE = UpdateReturning(_TAKEN.where(_IS_INVOCATION), _TOKEN, _IS_INVOCATION)
 
 
-def insert_session(connection: Connection, session: Session) -> None:
+def insert_session(connection: Connection, dialect: SqlDialect, session: Session) -> None:
     """Insert the session's row (without events).
 
     Raises:
@@ -120,7 +114,7 @@ def insert_session(connection: Connection, session: Session) -> None:
     try:
         connection.execute(_INSERT_SESSION, row)
     except IntegrityError as error:
-        if not is_unique_violation(error):
+        if not dialect.is_unique_violation(error):
             raise
         raise SessionExistsError(
             f"session '{session.id}' already exists for user '{session.user_id}' in app "
@@ -155,13 +149,13 @@ def renew_params(lease: Lease, expires_at: float) -> dict[str, Any]:
 
 
 def lease_params(lease: Lease) -> dict[str, Any]:
-    """What `RELEASE_LEASE` (and `RELEASE_AND_NOTIFY`) bind: the lease's invocation and token."""
+    """What `RELEASE_LEASE` (and PostgreSQL's release) bind: the lease's invocation and token."""
     return {"key_invocation_id": lease.invocation_id, "key_token": lease.token}
 
 
 def released_running(rows: list[tuple[Any, ...]], *, notified: bool) -> bool:
     """Whether a released invocation is still running, from the release statement's rows
-    (`RELEASE_AND_NOTIFY` returns a row only then; `RELEASE_LEASE` returns the status)."""
+    (PostgreSQL's release-and-NOTIFY returns a row only then; `RELEASE_LEASE` the status)."""
     if notified:
         return bool(rows)
     return bool(rows) and rows[0][0] == InvocationStatus.RUNNING.value
@@ -198,35 +192,50 @@ def refusal(invocation_id: InvocationId, rows: list[tuple[Any, ...]], now: float
     return busy_error(invocation_id, owner, expires_at, now)
 
 
-def claim_orphans(connection: Connection, request: OrphanClaim, now: float) -> list[Claimed]:
+def claim_orphans(
+    connection: Connection, dialect: SqlDialect, request: OrphanClaim, now: float
+) -> list[Claimed]:
     """Claim running invocations of the apps with no live lease (see `Store.claim_orphans`).
 
-    Inside one writing transaction: on PostgreSQL the candidates are locked with
-    FOR UPDATE SKIP LOCKED, so processes asking at once each get different ones; on
-    SQLite the transaction holds the database's write lock.
+    Inside one writing transaction: on a database server the candidates are locked
+    with FOR UPDATE SKIP LOCKED, so processes asking at once each get different ones;
+    on SQLite the transaction holds the database's write lock. Each is then claimed
+    by one constant statement (a recovery round claims a handful).
     """
-    rows = connection.execute(_orphans(connection.dialect.name, request, now)).all()
+    query = dialect.lock_rows(_orphans(dialect, request, now), of=invocations, skip_locked=True)
+    rows = connection.execute(query).all()
     if not rows:
         return []
-    claimed = connection.execute(
-        update(invocations)
-        .where(invocations.c.id.in_([row.id for row in rows]))
-        .values(
-            lease_owner=request.owner,
-            lease_expires_at=request.expires_at,
-            lease_token=invocations.c.lease_token + 1,
+    keys = connection.execute(
+        select(sessions.c.pk, sessions.c.app_name, sessions.c.user_id, sessions.c.session_id).where(
+            sessions.c.pk.in_({row.session_pk for row in rows})
         )
-        .returning(invocations.c.id, invocations.c.lease_token)
     ).all()
-    tokens = {row.id: int(row.lease_token) for row in claimed}
+    session_keys = {k.pk: SessionKey(k.app_name, k.user_id, SessionId(k.session_id)) for k in keys}
     return [
         Claimed(
-            SessionKey(row.app_name, row.user_id, SessionId(row.session_id)),
-            Lease(InvocationId(row.id), request.owner, request.expires_at, tokens[row.id]),
+            session_keys[row.session_pk],
+            Lease(
+                InvocationId(row.id),
+                request.owner,
+                request.expires_at,
+                _take(connection, dialect, row.id, request),
+            ),
         )
         for row in rows
-        if row.id in tokens
     ]
+
+
+def _take(
+    connection: Connection, dialect: SqlDialect, invocation_id: str, request: OrphanClaim
+) -> int:
+    """Claim a row `claim_orphans` locked; its new token."""
+    parameters = {
+        "key_invocation_id": invocation_id,
+        "key_owner": request.owner,
+        "key_expires_at": request.expires_at,
+    }
+    return int(dialect.update_returning(connection, _TAKE, parameters)[0][0])
 
 
 @dataclass(frozen=True)
@@ -241,7 +250,7 @@ class OrphanClaim:
     spare: str | None = None
 
 
-def _orphans(dialect: str, request: OrphanClaim, now: float) -> Select[Any, Any, Any, Any]:
+def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[Any, Any]:
     lapsed = (invocations.c.lease_owner.is_(None)) | (invocations.c.lease_expires_at <= now)
     if request.worker is not None:
         restarted = invocations.c.lease_owner.startswith(f"{request.worker}/", autoescape=True)
@@ -250,17 +259,16 @@ def _orphans(dialect: str, request: OrphanClaim, now: float) -> Select[Any, Any,
                 request.spare, autoescape=True
             )
         lapsed = lapsed | restarted
-    query = (
-        select(invocations.c.id, sessions.c.app_name, sessions.c.user_id, sessions.c.session_id)
-        .join(sessions, sessions.c.pk == invocations.c.session_pk)
+    # One table, the apps' sessions in a subquery: a locking read locks (and skips) only
+    # invocation rows, never a session another step holds (MySQL has no FOR UPDATE OF).
+    apps = dialect.unlocked(select(sessions.c.pk).where(sessions.c.app_name.in_(request.app_names)))
+    return (
+        select(invocations.c.id, invocations.c.session_pk)
         .where(
             invocations.c.status == InvocationStatus.RUNNING.value,
-            sessions.c.app_name.in_(request.app_names),
+            invocations.c.session_pk.in_(apps),
             lapsed,
         )
         .order_by(invocations.c.lease_expires_at, invocations.c.id)
         .limit(request.limit)
     )
-    if dialect == "postgresql":
-        query = query.with_for_update(of=invocations, skip_locked=True)
-    return query

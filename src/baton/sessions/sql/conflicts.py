@@ -1,0 +1,68 @@
+"""INSERT ... ON CONFLICT and UPDATE ... RETURNING, as SQLite and PostgreSQL both spell them.
+
+The two strategies (`dialect_sqlite`, `dialect_postgres`) share these through `ReturningStatements`,
+each with its dialect's `insert`. The statements are built once per table (or
+statement) and cached, so a step reuses the same Core objects (see `step`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.dml import UpdateBase
+
+from baton.sessions.sql.dialect import Params, Rows
+from baton.sessions.sql.direct import UpdateReturning
+
+__all__ = ["Insert", "ReturningStatements"]
+
+Insert = Callable[[Table], sqlite.Insert | postgresql.Insert]
+"""A dialect's `insert` with ON CONFLICT support."""
+
+
+class ReturningStatements(ABC):
+    """`SqlDialect`'s `update_returning`, `insert_new` and `upsert` for a database with
+    RETURNING and ON CONFLICT; a subclass names its `insert` and defines `run`."""
+
+    insert: Insert
+
+    @abstractmethod
+    def run(self, connection: Connection, statement: Any, params: Params) -> Rows:
+        """As `SqlDialect.run`."""
+
+    def update_returning(
+        self, connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
+    ) -> Rows:
+        """Run the update with RETURNING: one statement."""
+        return self.run(connection, statement.with_returning, params)
+
+    def insert_new(self, connection: Connection, table: Table, row: Mapping[str, Any]) -> bool:
+        """INSERT ... ON CONFLICT DO NOTHING; True when it wrote the row."""
+        return bool(self.run(connection, _insert_new(self.insert, table), row))
+
+    def upsert(self, table: Table, replaced: tuple[str, ...]) -> UpdateBase:
+        """INSERT ... ON CONFLICT DO UPDATE of the `replaced` columns."""
+        return _upsert(self.insert, table, replaced)
+
+
+@cache
+def _insert_new(insert: Insert, table: Table) -> UpdateBase:
+    """An INSERT that does nothing on a primary-key conflict and returns the key it wrote."""
+    key = list(table.primary_key.columns)
+    return insert(table).on_conflict_do_nothing(index_elements=key).returning(*key)
+
+
+@cache
+def _upsert(insert: Insert, table: Table, replaced: tuple[str, ...]) -> UpdateBase:
+    """An INSERT that replaces the `replaced` columns of the row whose key it conflicts with."""
+    statement = insert(table)
+    return statement.on_conflict_do_update(
+        index_elements=list(table.primary_key.columns),
+        set_={name: statement.excluded[name] for name in replaced},
+    )

@@ -1,0 +1,188 @@
+"""MySQL's and MariaDB's strategy: asyncmy (or aiomysql), InnoDB row locks, polling.
+
+What differs from PostgreSQL:
+
+- No UPDATE ... RETURNING: an update runs in a transaction, and the rows it changed
+  are read back by key after it (`update_returning`), under the row locks it took.
+  So the lease calls and steps are transactions, never lone autocommit statements.
+- No INSERT ... ON CONFLICT: a new row that may exist is inserted and a duplicate-key
+  error caught (InnoDB undoes just that statement); an upsert is ON DUPLICATE KEY UPDATE.
+- Writes run at READ COMMITTED, as PostgreSQL's do, so locking reads take no gap
+  locks; reads run at REPEATABLE READ, one snapshot.
+- Nothing pushes changes to other processes (there is no LISTEN/NOTIFY): workers
+  poll every second, as on SQLite (`wakes_other_processes` is False).
+- DDL commits by itself, so migrations hold a named lock (GET_LOCK) instead of a
+  transaction's.
+- Text is stored as utf8mb4 with binary collation (see `schema.binary_text`): ids
+  compare by their characters, as on SQLite and PostgreSQL, not case-insensitively.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from functools import cache
+from typing import Any, TypeVarTuple, final
+
+import pydantic_core
+from sqlalchemy import Table, select, text
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.selectable import Select
+
+from baton.errors import ExtraNotInstalledError
+from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
+from baton.sessions.sql.direct import UpdateReturning
+from baton.sessions.sql.executors import (
+    Executor,
+    MysqlExecutor,
+    OneStatement,
+    update_then_refind,
+)
+from baton.sessions.sql.outages import is_lost_connection
+from baton.sessions.sql.writes import RELEASE_LEASE
+from baton.sessions.store import StepCommit
+from baton.sessions.wakeups import Wakeups
+
+Ts = TypeVarTuple("Ts")
+
+__all__ = ["MysqlDialect", "create_mysql_engine"]
+
+DRIVER = "mysql+asyncmy"
+_AIOMYSQL = "mysql+aiomysql"
+NAMES = ("mysql", "mariadb", DRIVER, "mariadb+asyncmy", _AIOMYSQL, "mariadb+aiomysql")
+_PACKAGES = {DRIVER: "asyncmy", _AIOMYSQL: "aiomysql"}
+
+_DUPLICATE_KEY = (1062, 1586)  # ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME
+# Server and client error numbers meaning "not now": server shutting down (1053),
+# lock wait timeout (1205), deadlock victim (1213), connection killed (1927, MariaDB),
+# can't connect (2002, 2003), server gone away or lost mid-query (2006, 2013, 2055).
+_UNAVAILABLE = frozenset((1053, 1205, 1213, 1927, 2002, 2003, 2006, 2013, 2055))
+_MIGRATION_LOCK = "baton_migrate"
+_NO_LIMIT = 2**64 - 1
+_MIGRATION_WAIT_S = 60
+
+
+@final
+class MysqlDialect:
+    """MySQL 8 or MariaDB 10.6+ (see the module docstring)."""
+
+    name = "mysql"
+
+    def __init__(self, url: URL) -> None:
+        driver = _AIOMYSQL if url.drivername.endswith("+aiomysql") else DRIVER
+        if importlib.util.find_spec(_PACKAGES[driver]) is None:
+            raise ExtraNotInstalledError("mysql", _PACKAGES[driver], "MySQL/MariaDB storage")
+        self.url = url.set(drivername=driver)
+
+    def open_executor(self) -> Executor:
+        return MysqlExecutor(create_mysql_engine(self.url))
+
+    def open_listener(self, wakeups: Wakeups) -> Listener | None:
+        return None  # no cross-process push: workers poll once per lease TTL
+
+    def run(self, connection: Connection, statement: Any, params: Params) -> Rows:
+        result = connection.execute(statement, params)
+        return [tuple(row) for row in result] if result.returns_rows else []
+
+    def update_returning(
+        self, connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
+    ) -> Rows:
+        return update_then_refind(connection, statement, params)
+
+    def insert_new(self, connection: Connection, table: Table, row: Mapping[str, Any]) -> bool:
+        try:
+            connection.execute(table.insert(), row)
+        except IntegrityError as error:
+            if not self.is_unique_violation(error):
+                raise
+            return False
+        return True
+
+    def upsert(self, table: Table, replaced: tuple[str, ...]) -> UpdateBase:
+        return _upsert(table, replaced)
+
+    def lock_rows(self, query: Select[*Ts], *, of: Table, skip_locked: bool = False) -> Select[*Ts]:
+        # MariaDB has no FOR UPDATE OF: the joined tables' rows are locked too.
+        return query.with_for_update(skip_locked=skip_locked)
+
+    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
+        # MariaDB turns IN (subquery) into a semi-join whose rows FOR UPDATE locks too;
+        # a derived table with a LIMIT is materialized first, and not locked.
+        derived = subquery.limit(_NO_LIMIT).subquery()
+        return select(*derived.c)  # pyright: ignore[reportReturnType] -- the same columns
+
+    def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
+        return None  # without RETURNING a step takes several statements: a transaction
+
+    @property
+    def release_statement(self) -> OneStatement:
+        return RELEASE_LEASE
+
+    def is_unique_violation(self, error: IntegrityError) -> bool:
+        return _error_number(error) in _DUPLICATE_KEY
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        if is_lost_connection(error):
+            return True
+        if not isinstance(error, DBAPIError):
+            return False
+        return _error_number(error) in _UNAVAILABLE or isinstance(error, InterfaceError)
+
+    def migration_lock(self, connection: Connection) -> AbstractContextManager[None]:
+        return _named_lock(connection)
+
+
+def _error_number(error: DBAPIError) -> int | None:
+    """The server's (or client's) error number: the first argument of the driver's error."""
+    args = getattr(error.orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+@cache
+def _upsert(table: Table, replaced: tuple[str, ...]) -> UpdateBase:
+    statement = mysql.insert(table)
+    return statement.on_duplicate_key_update({name: statement.inserted[name] for name in replaced})
+
+
+@contextmanager
+def _named_lock(connection: Connection) -> Iterator[None]:
+    """GET_LOCK belongs to the connection, not the transaction: DDL's implicit commits
+    keep it, and it is released here (or when the connection closes)."""
+    acquired = connection.scalar(
+        text("SELECT GET_LOCK(:name, :wait)"),
+        {"name": _MIGRATION_LOCK, "wait": _MIGRATION_WAIT_S},
+    )
+    if acquired != 1:
+        raise TimeoutError(
+            f"another process held baton's migration lock for {_MIGRATION_WAIT_S} s; "
+            "retry when its migration has finished."
+        )
+    try:
+        yield
+        # Commit before the lock goes, or the next process could read the version row
+        # as it was (DDL already committed everything else by itself).
+        connection.exec_driver_sql("COMMIT")
+    finally:
+        connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MIGRATION_LOCK})
+
+
+def create_mysql_engine(url: URL) -> AsyncEngine:
+    """An async engine on MySQL/MariaDB, utf8mb4, writes at READ COMMITTED.
+
+    `pool_pre_ping` replaces pooled connections a server restart closed (a round trip
+    per checkout; PostgreSQL's engine checks without one, see `postgres`).
+    """
+    if "charset" not in url.query:
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    return create_async_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        pool_pre_ping=True,
+        json_serializer=json_text,
+        json_deserializer=pydantic_core.from_json,
+    )

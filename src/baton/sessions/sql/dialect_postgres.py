@@ -1,0 +1,148 @@
+"""PostgreSQL's strategy: asyncpg, row locks, LISTEN/NOTIFY, one-statement steps.
+
+Where a call is one statement (most reads, the lease calls, most steps) it runs
+without BEGIN and COMMIT: a statement is atomic and sees one snapshot by itself, and
+those two round trips are most of a small call's cost. A plain step is one statement
+of data-modifying CTEs (`step.step_at_once`), and the hot statements go to asyncpg
+directly (`postgres`). Other processes learn of opened, answered and released work
+through NOTIFY (see `listener`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVarTuple, final
+
+import pydantic_core
+from sqlalchemy import Table, event, func, literal, text
+from sqlalchemy import select as select_query
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DisconnectionError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.sql.selectable import Select
+
+from baton.errors import ExtraNotInstalledError
+from baton.sessions.sql.conflicts import ReturningStatements
+from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
+from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecutor
+from baton.sessions.sql.listener import CHANNEL, PostgresListener
+from baton.sessions.sql.postgres import has_unread_input
+from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
+from baton.sessions.sql.schema import sessions
+from baton.sessions.sql.step import fits_one_statement, step_at_once
+from baton.sessions.sql.writes import RELEASE_LEASE
+from baton.sessions.store import InvocationStatus, StepCommit
+from baton.sessions.wakeups import Wakeups
+
+Ts = TypeVarTuple("Ts")
+
+__all__ = ["PostgresDialect", "create_postgres_engine"]
+
+DRIVER = "postgresql+asyncpg"
+NAMES = ("postgresql", "postgres", DRIVER)
+
+_UNIQUE_VIOLATION = "23505"
+# Any 64-bit constant works; it only has to be the same in every baton process.
+_MIGRATION_LOCK_KEY = 0x62_61_74_6F_6E_00_00_01
+
+_RELEASED = RELEASE_LEASE.with_returning.cte("released")
+# Release and, when the invocation is still running, NOTIFY other processes that it can
+# be continued, in one statement.
+_RELEASE_AND_NOTIFY = (
+    select_query(func.pg_notify(literal(CHANNEL), sessions.c.app_name))
+    .select_from(_RELEASED.join(sessions, sessions.c.pk == _RELEASED.c.session_pk))
+    .where(_RELEASED.c.status == InvocationStatus.RUNNING.value)
+)
+
+
+@final
+class PostgresDialect(ReturningStatements):
+    """PostgreSQL (see the module docstring); the URL may end in `?search_path=schema`."""
+
+    insert = staticmethod(postgresql.insert)
+    name = "postgresql"
+
+    def __init__(self, url: URL) -> None:
+        if importlib.util.find_spec("asyncpg") is None:
+            raise ExtraNotInstalledError("postgres", "asyncpg", "PostgreSQL storage")
+        self.url = url.set(drivername=DRIVER)
+
+    def open_executor(self) -> Executor:
+        return PostgresExecutor(self.url, create_postgres_engine(self.url))
+
+    def open_listener(self, wakeups: Wakeups) -> Listener | None:
+        return PostgresListener(self.url, wakeups)
+
+    def run(self, connection: Connection, statement: Any, params: Params) -> Rows:
+        result = connection.execute(statement, params)
+        return [tuple(row) for row in result] if result.returns_rows else []
+
+    def lock_rows(self, query: Select[*Ts], *, of: Table, skip_locked: bool = False) -> Select[*Ts]:
+        # FOR NO KEY UPDATE (the lock an UPDATE of non-key columns takes) OF that table
+        # only: a claim of invocations must not wait for (or skip) a session a step holds.
+        return query.with_for_update(of=of, skip_locked=skip_locked, key_share=True)
+
+    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
+        return subquery  # a locking read locks only the rows of its FROM tables
+
+    def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
+        return step_at_once(commit, now) if fits_one_statement(commit) else None
+
+    @property
+    def release_statement(self) -> OneStatement:
+        return _RELEASE_AND_NOTIFY
+
+    def is_unique_violation(self, error: IntegrityError) -> bool:
+        # asyncpg's SQLSTATE, through SQLAlchemy's adapter
+        return getattr(error.orig, "sqlstate", None) == _UNIQUE_VIOLATION
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        return is_postgres_unavailable(error)
+
+    def migration_lock(self, connection: Connection) -> AbstractContextManager[None]:
+        return _advisory_lock(connection)
+
+
+@contextmanager
+def _advisory_lock(connection: Connection) -> Iterator[None]:
+    # Held until the transaction ends: released with the migration's commit.
+    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+    yield
+
+
+def create_postgres_engine(url: URL) -> AsyncEngine:
+    """An asyncpg engine; the URL may carry `?search_path=schema` for baton's tables."""
+    search_path = url.query.get("search_path")
+    connect_args: dict[str, Any] = {}
+    if search_path is not None:
+        value = search_path if isinstance(search_path, str) else ",".join(search_path)
+        connect_args["server_settings"] = {"search_path": value}
+    engine = create_async_engine(
+        url.difference_update_query(["search_path"]),
+        connect_args=connect_args,
+        json_serializer=json_text,
+        json_deserializer=pydantic_core.from_json,
+    )
+    event.listen(engine.sync_engine, "checkout", _drop_if_closed)
+    return engine
+
+
+def _drop_if_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Make the pool replace a pooled connection the server has closed (a restart).
+
+    Instead of pinging the server (`pool_pre_ping`: three round trips on asyncpg, per
+    transaction), look at the connection without a round trip: asyncpg marks it closed
+    once the event loop has read the server hang up; until then the server's goodbye
+    or end of stream waits unread in the socket. An idle connection is sent nothing
+    else, so anything to read at checkout also means "replace it".
+    """
+    driver = dbapi_connection.driver_connection
+    if driver.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
+    transport = driver._transport  # asyncpg has no public way to its socket
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or has_unread_input(sock.fileno()):
+        raise DisconnectionError("the server sent a pooled connection something while idle")
