@@ -132,11 +132,17 @@ async def restart_mariadb(down_for: float) -> None:
     try:
         await asyncio.sleep(down_for)
     finally:
-        starting = await asyncio.create_subprocess_exec(
-            "start-stop-daemon", "--start", "--oknodo", "--background", "--exec", _MARIADBD
-        )
-        assert await starting.wait() == 0, "start-stop-daemon could not start mariadbd"
-        await _until_mariadb_answers()
+        # Shielded: a load that failed meanwhile cancels this task, and the server must
+        # still come back for the tests after it.
+        await asyncio.shield(_start_mariadb())
+
+
+async def _start_mariadb() -> None:
+    starting = await asyncio.create_subprocess_exec(
+        "start-stop-daemon", "--start", "--oknodo", "--background", "--exec", _MARIADBD
+    )
+    assert await starting.wait() == 0, "start-stop-daemon could not start mariadbd"
+    await _until_mariadb_answers()
 
 
 def _alive(pid: int) -> bool:

@@ -127,19 +127,21 @@ class MysqlDialect:
         return _error_number(error) in _DUPLICATE_KEY
 
     def is_unavailable(self, error: BaseException) -> bool:
-        if is_lost_connection(error):
+        if is_lost_connection(error) or isinstance(error, InterfaceError):
             return True
-        if not isinstance(error, DBAPIError):
-            return False
-        return _error_number(error) in _UNAVAILABLE or isinstance(error, InterfaceError)
+        # SQLAlchemy does not wrap every driver error (one raised while it sets up a
+        # new connection reaches us as the driver's own): look at both.
+        return _error_number(error) in _UNAVAILABLE
 
     def migration_lock(self, connection: Connection) -> AbstractContextManager[None]:
         return _named_lock(connection)
 
 
-def _error_number(error: DBAPIError) -> int | None:
-    """The server's (or client's) error number: the first argument of the driver's error."""
-    args = getattr(error.orig, "args", ())
+def _error_number(error: BaseException) -> int | None:
+    """The server's (or client's) error number: the first argument of the driver's error,
+    wrapped by SQLAlchemy or not."""
+    orig = error.orig if isinstance(error, DBAPIError) else error
+    args = getattr(orig, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
 
 
