@@ -26,7 +26,7 @@ from sqlalchemy.sql.selectable import Select
 from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows
-from baton.sessions.sql.dialect import json_text as _json_text
+from baton.sessions.sql.dialect import json_text
 from baton.sessions.sql.executors import (
     SQLITE_BEGIN_OPTION,
     Executor,
@@ -139,6 +139,21 @@ def _synchronous(url: URL) -> str:
     return level
 
 
+_NUMBER_STARTS = frozenset("-0123456789")
+
+
+def sqlite_json(value: Any) -> str | bytes:
+    """A JSON column's value as SQLite stores it unchanged.
+
+    SQLite gives a column declared JSON numeric affinity: text that reads as a number
+    is stored as one, and a bare integer beyond 64 bits became a REAL that came back
+    rounded. Such a value goes in as bytes (a BLOB, never converted); everything else
+    stays text. Both read back through the same JSON parser.
+    """
+    text = json_text(value)
+    return text.encode() if text[:1] in _NUMBER_STARTS else text
+
+
 def create_sqlite_engine(url: URL) -> Engine:
     """A synchronous pysqlite engine with WAL, busy_timeout and baton's BEGIN modes.
 
@@ -148,7 +163,7 @@ def create_sqlite_engine(url: URL) -> Engine:
     synchronous = _synchronous(url)
     engine = create_sync_engine(
         url.difference_update_query(["synchronous"]),
-        json_serializer=_json_text,
+        json_serializer=sqlite_json,
         json_deserializer=pydantic_core.from_json,
     )
 
