@@ -25,8 +25,7 @@ from sqlalchemy.sql.selectable import Select
 
 from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
-from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows
-from baton.sessions.sql.dialect import json_text
+from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.executors import (
     SQLITE_BEGIN_OPTION,
     Executor,
