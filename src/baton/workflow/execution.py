@@ -14,12 +14,18 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 from pydantic import JsonValue
 
 from baton.context import Context, InvocationContext, StepParts
-from baton.errors import InputTimeoutError, NodeTimeoutError, OutputAlreadySetError
+from baton.errors import (
+    InputTimeoutError,
+    LeaseLostError,
+    NodeTimeoutError,
+    OutputAlreadySetError,
+    StoreUnavailableError,
+)
 from baton.events import (
     ASSIGNEES_KEY,
     CONFIRMATION_SCHEMA,
@@ -403,6 +409,8 @@ async def _execute(
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
             except Exception as error:
                 await children.settle(cancel=True)
+                if stops_the_run(error):
+                    raise  # nothing more can be recorded: the run stays resumable as it is
                 if node.retry_config and node.retry_config.should_retry(error, record.attempt):
                     await _commit_attempt_error(node, record, invocation, error)
                     await asyncio.sleep(node.retry_config.delay(record.attempt))
@@ -450,6 +458,18 @@ def _carry(ctx: Context, record: RunRecord, waiting: list[str]) -> None:
     for iid in waiting:
         if iid not in ctx.open_interrupts:
             ctx.open_interrupts[iid] = carried_interrupt(ctx.invocation_context, record, iid)
+
+
+def stops_the_run(error: BaseException) -> bool:
+    """The store became unreachable or the lease was lost under a step of this run (a
+    child's, arriving through task groups): not the node's failure, which would be
+    recorded as such once the database is back, but the invocation's stop."""
+    if isinstance(error, StoreUnavailableError | LeaseLostError):
+        return True
+    if isinstance(error, BaseExceptionGroup):
+        inner = cast(BaseExceptionGroup[BaseException], error).exceptions
+        return any(stops_the_run(each) for each in inner)
+    return False
 
 
 async def run_child(
