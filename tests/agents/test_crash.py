@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,9 @@ pytestmark = pytest.mark.slow
 # Children fork from a server that imported baton once: a fresh process per run
 # without paying an interpreter start each time.
 _FORKS = multiprocessing.get_context("forkserver")
+# Children start one at a time (they then run side by side): the forkserver, asked by
+# several threads at once, once read a start request garbled (UnpicklingError in CI).
+_STARTS = threading.Lock()
 _FORKS.set_forkserver_preload(["tests.agents.crash_child"])
 
 EXECUTIONS = Counter(
@@ -59,7 +63,8 @@ def run_child(
     if kill_at is not None:
         argv += ["--kill-at", str(kill_at)]
     process = _FORKS.Process(target=crash_child.run, args=(argv, str(work / "log")), daemon=True)
-    process.start()
+    with _STARTS:
+        process.start()
     process.join(60)
     code = process.exitcode
     assert code is not None, "the child did not finish in 60 s"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+import threading
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -31,6 +32,9 @@ pytestmark = pytest.mark.slow
 # Children fork from a server that imported baton once: a fresh process per run
 # without paying an interpreter start and baton's imports each time.
 _FORKS = multiprocessing.get_context("forkserver")
+# Children start one at a time (they then run side by side): the forkserver, asked by
+# several threads at once, once read a start request garbled (UnpicklingError in CI).
+_STARTS = threading.Lock()
 _FORKS.set_forkserver_preload(["tests.crash.child"])
 LEAVES = ("prepare", "fan_a", "fan_b", "fan_c", "shape", "check", "ask", "book")
 EXPECTED_RESULT: JsonValue = {"booked": True, "note": "window seat"}
@@ -213,7 +217,8 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
         argv += ["--replay"]
     log = case.work / f"log-{attempt}-{action}"
     process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)
-    process.start()
+    with _STARTS:
+        process.start()
     async with asyncio.timeout(60):
         exited = asyncio.ensure_future(exit_of(process))
         while watch and not exited.done() and not case.marker.exists():

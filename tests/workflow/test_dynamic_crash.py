@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from tests.workflow import dynamic_crash_child as child
 pytestmark = pytest.mark.slow
 
 _FORKS = multiprocessing.get_context("forkserver")
+# Children start one at a time (they then run side by side): the forkserver, asked by
+# several threads at once, once read a start request garbled (UnpicklingError in CI).
+_STARTS = threading.Lock()
 _FORKS.set_forkserver_preload(["tests.workflow.dynamic_crash_child"])
 
 CHILDREN = ("s1", "s2", "s3", "g1", "g2")
@@ -41,7 +45,8 @@ def run_child(url: str, work: Path, action: str, kill_at: int | None) -> int:
     if kill_at is not None:
         argv += ["--kill-at", str(kill_at)]
     process = _FORKS.Process(target=child.run, args=(argv, str(work / "log")), daemon=True)
-    process.start()
+    with _STARTS:
+        process.start()
     process.join(60)
     code = process.exitcode
     assert code is not None, "the child did not finish in 60 s"
