@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import JsonValue
 
@@ -22,7 +22,6 @@ from baton.context import InvocationContext, StepParts
 from baton.errors import (
     AlreadyAnsweredError,
     InvocationBusyError,
-    LeaseLostError,
     StaleVersionError,
     StoreUnavailableError,
 )
@@ -46,6 +45,7 @@ from baton.workflow.execution import (
     NodeRunFailedError,
     complete_with_answers,
     execute_run,
+    run_stopper,
     wants_execution,
 )
 from baton.workflow.nodes import Node
@@ -441,15 +441,7 @@ _RETRY_MOST: Final = 2.0
 def _cause(error: Exception) -> Exception:
     """The error to report for a run that could not go on: a lost lease or an unreachable
     database wrapped in task groups' exception groups comes out as itself."""
-    reported: Exception = error
-    inner: tuple[Exception, ...] = ()
-    if isinstance(error, ExceptionGroup):
-        inner = cast(ExceptionGroup[Exception], error).exceptions
-    for each in inner:
-        found = _cause(each)
-        if isinstance(found, LeaseLostError | StoreUnavailableError):
-            return found
-    return reported
+    return run_stopper(error) or error
 
 
 class _Renewal:

@@ -409,7 +409,7 @@ async def _execute(
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
             except Exception as error:
                 await children.settle(cancel=True)
-                if stops_the_run(error):
+                if run_stopper(error) is not None:
                     raise  # nothing more can be recorded: the run stays resumable as it is
                 if node.retry_config and node.retry_config.should_retry(error, record.attempt):
                     await _commit_attempt_error(node, record, invocation, error)
@@ -460,16 +460,22 @@ def _carry(ctx: Context, record: RunRecord, waiting: list[str]) -> None:
             ctx.open_interrupts[iid] = carried_interrupt(ctx.invocation_context, record, iid)
 
 
-def stops_the_run(error: BaseException) -> bool:
-    """The store became unreachable or the lease was lost under a step of this run (a
-    child's, arriving through task groups): not the node's failure, which would be
-    recorded as such once the database is back, but the invocation's stop."""
+def run_stopper(error: BaseException) -> Exception | None:
+    """The store outage or lost lease under `error` (itself, or inside task groups'
+    exception groups), or None.
+
+    Such an error under a step of this run (a child's, arriving through task groups) is
+    not the node's failure, which would be recorded as such once the database is back,
+    but the invocation's stop.
+    """
     if isinstance(error, StoreUnavailableError | LeaseLostError):
-        return True
+        return error
     if isinstance(error, BaseExceptionGroup):
-        inner = cast(BaseExceptionGroup[BaseException], error).exceptions
-        return any(stops_the_run(each) for each in inner)
-    return False
+        for each in cast(BaseExceptionGroup[BaseException], error).exceptions:
+            found = run_stopper(each)
+            if found is not None:
+                return found
+    return None
 
 
 async def run_child(
