@@ -16,7 +16,6 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import pydantic_core
 from sqlalchemy import (
     JSON,
     Double,
@@ -39,7 +38,7 @@ from sqlalchemy.sql.selectable import CTE, Select
 from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
 from baton.sessions.notifications import notifications_of
-from baton.sessions.sql.dialect import EncodedJson, SqlDialect
+from baton.sessions.sql.dialect import EncodedJson, SqlDialect, json_text
 from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.outbox import record_notifications
 from baton.sessions.sql.schema import (
@@ -414,9 +413,7 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
     if commit.answered:
         answers = dict(commit.answered)
         parameters["key_answer_ids"] = list(answers)
-        parameters["key_answers"] = [
-            None if a is None else pydantic_core.to_json(a).decode() for a in answers.values()
-        ]
+        parameters["key_answers"] = [_json_text(a) for a in answers.values()]
         parameters["answer_status"] = InterruptStatus.ANSWERED.value
         parameters["answer_at"] = now
         parameters["answer_by"] = commit.answered_by
@@ -433,7 +430,7 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
     notes = notifications_of(commit, now)
     if notes:
         parameters["key_note_ids"] = [n.id for n in notes]
-        parameters["key_note_bodies"] = [pydantic_core.to_json(n.body).decode() for n in notes]
+        parameters["key_note_bodies"] = [json_text(n.body) for n in notes]
         parameters["key_note_times"] = [n.created_at for n in notes]
     statement = _step_at_once(
         tuple(changes),
@@ -457,7 +454,7 @@ def _opened_params(commit: StepCommit, now: float) -> dict[str, Any]:
 
 
 def _json_text(value: Any) -> str | None:
-    return None if value is None else pydantic_core.to_json(value).decode()
+    return None if value is None else json_text(value)
 
 
 # A step that asks (opens interrupts) inserts them from the advanced row as well, each
