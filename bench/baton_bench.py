@@ -69,7 +69,7 @@ def emit_chains(backend: str, measured: dict[str, float]) -> None:
     emit("thread-hop", backend, measured["thread-hop"], "us")
 
 
-HOP_CALLS = 2_000
+HOP_CALLS = 200  # no-op hops timed after each measured round of the chains
 HOP_FLOOR_FACTOR = 1.5  # chain's target: chain-async + this many thread hops a node
 
 
@@ -161,7 +161,7 @@ async def hop_floor(gap: float) -> float:
     """Median seconds of one `run_sync` no-op, each after `gap` seconds of loop work (a
     worker thread idle that long wakes as slowly as between two nodes of a chain)."""
     taken: list[float] = []
-    for _ in range(HOP_CALLS // 10):
+    for _ in range(HOP_CALLS):
         busy_until = time.perf_counter() + gap
         while time.perf_counter() < busy_until:
             pass
