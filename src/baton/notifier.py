@@ -1,7 +1,7 @@
 """Webhooks: the store's recorded notifications POSTed to receivers, signed, in order.
 
-Every step that opens a question, answers one, lets one expire or ends a run records
-a notification in the store's outbox in the same transaction (see
+Every step that opens a question, answers one, lets one expire or ends a run, and every
+rewind, records a notification in the store's outbox in the same transaction (see
 `baton.sessions.notifications`). A `Notifier` claims the oldest ones (one sender at a
 time across processes, a dead sender's claim lapses), POSTs each to every receiver and
 forgets it once all accepted (2xx). A receiver that fails or cannot be reached is

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow
-from baton.errors import InvalidResponseError
+from baton.errors import InvalidResponseError, InvocationNotFoundError
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import Notification, Store
 from tests.conftest import StoreFactory
@@ -54,6 +54,10 @@ async def _drain(store: Store, owner: str = "sender") -> list[Notification]:
     return taken
 
 
+def _where(body: dict[str, Any]) -> tuple[Any, ...]:
+    return body["appName"], body["userId"], body["sessionId"]
+
+
 async def test_each_change_records_one_notification_in_order(
     stores: StoreFactory,
 ) -> None:
@@ -64,11 +68,7 @@ async def test_each_change_records_one_notification_in_order(
     body = opened.body
     assert body["type"] == "question.opened"
     assert body["id"] == opened.id
-    assert (body["appName"], body["userId"], body["sessionId"]) == (
-        "app",
-        h.user_id,
-        h.session_id,
-    )
+    assert _where(body) == ("app", h.user_id, h.session_id)
     question = body["question"]
     assert isinstance(question, dict)
     assert (question["interruptId"], question["message"], question["assignee"]) == (
@@ -149,3 +149,33 @@ async def test_one_sender_at_a_time_and_a_lapsed_claim_frees_the_outbox(
     stores.clock.advance(31)
     assert [n.id for n in await _drain(first, "a")] == [n.id for n in claimed]
     assert await _drain(second, "b") == []
+
+
+async def test_a_rewind_notifies_which_runs_it_undid_and_a_refused_one_nothing(
+    stores: StoreFactory,
+) -> None:
+    h = await _harness(stores)
+    store = h.runner.store
+    await h.start("go")
+    [opened] = await _drain(store)
+    undone = opened.body["invocationId"]
+    assert isinstance(undone, str)
+    with pytest.raises(InvocationNotFoundError):
+        await h.runner.rewind_async(
+            user_id=h.user_id, session_id=h.session_id, rewind_before_invocation_id="e-none"
+        )
+    assert await _drain(store) == []
+
+    event = await h.runner.rewind_async(
+        user_id=h.user_id, session_id=h.session_id, rewind_before_invocation_id=undone
+    )
+    [rewound] = await _drain(store)
+    body = rewound.body
+    assert body["type"] == "session.rewound"
+    assert _where(body) == ("app", h.user_id, h.session_id)
+    assert body["invocationId"] == event.invocation_id
+    assert body["rewind"] == {
+        "beforeInvocationId": undone,
+        "eventId": event.id,
+        "stateDelta": event.actions.state_delta,
+    }

@@ -241,10 +241,10 @@ class MemoryStore:
         if commit.invocation_id is not None:
             self._write_invocation(data, commit, version, now)
             self._write_interrupts(data, commit, now)
-            for notification in notifications_of(commit, now):
-                self._outbox.waiting[notification.id] = notification
             if commit.opened or commit.answered:
                 self._wakeups.notify()
+        for notification in notifications_of(commit, now):
+            self._outbox.waiting[notification.id] = notification
         return version
 
     async def claim_notifications(

@@ -1,9 +1,9 @@
 """Notifications: what a step commit tells the outside world, recorded in its transaction.
 
-A step that opens a question, answers one (a person, or its deadline) or ends a run
-records one notification per such change in the store's outbox, atomically with the
-change itself: a crash never loses a notification of something that happened, nor
-records one of something that did not. A `Notifier` (see `baton.notifier`) delivers
+A step that opens a question, answers one (a person, or its deadline) or ends a run,
+and a rewind, records one notification per such change in the store's outbox,
+atomically with the change itself: a crash never loses a notification of something that
+happened, nor records one of something that did not. A `Notifier` (see `baton.notifier`) delivers
 them later, in order, at least once, each with its own id for deduplication.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from baton.events import Event
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
     InterruptStatus,
@@ -32,6 +33,7 @@ class NotificationKind(enum.StrEnum):
     QUESTION_EXPIRED = "question.expired"
     RUN_COMPLETED = "run.completed"
     RUN_FAILED = "run.failed"
+    SESSION_REWOUND = "session.rewound"
 
 
 _FINAL = {
@@ -51,9 +53,10 @@ def _ends_run(commit: StepCommit) -> bool:
 
 def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
     """The notifications `commit` records, in the order its changes happened: answers
-    (and expiries) first, then questions opened, then the run's end."""
+    (and expiries) first, then questions opened, then the run's end; a commit outside
+    runs records one per rewind event it carries."""
     if commit.invocation_id is None:
-        return []
+        return [_rewound(commit, event, now) for event in commit.events if _rewinds(event)]
     found: list[Notification] = []
     expired = commit.answered_by == TIMEOUT_ANSWERER
     for interrupt_id, answer in commit.answered:
@@ -84,6 +87,23 @@ def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
         run: dict[str, JsonValue] = {"status": commit.status.value, "error": commit.error}
         found.append(_notification(commit, _FINAL[commit.status], now, run=run))
     return found
+
+
+def _rewinds(event: Event) -> bool:
+    return event.actions.rewind_before_invocation_id is not None
+
+
+def _rewound(commit: StepCommit, event: Event, now: float) -> Notification:
+    """`session.rewound`: the runs from `before` on no longer count (see `baton.rewinding`);
+    its invocation id is the rewind event's own."""
+    rewind: dict[str, JsonValue] = {
+        "beforeInvocationId": event.actions.rewind_before_invocation_id,
+        "eventId": event.id,
+        "stateDelta": event.actions.state_delta,
+    }
+    notification = _notification(commit, NotificationKind.SESSION_REWOUND, now, rewind=rewind)
+    notification.body["invocationId"] = event.invocation_id
+    return notification
 
 
 def _notification(
