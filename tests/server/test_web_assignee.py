@@ -47,8 +47,12 @@ async def test_ann_sees_whom_it_waits_on_and_bob_answers_with_his_key(
     await screenshot(bobs, "assignee-inbox")
     await card.locator("input[value='yes']").check()
     await card.locator("button[type=submit]").click()
-    # Answered: the live inbox drops the card.
+    # Answered: the live inbox drops the card; Bob's activity names Ann's session but
+    # does not link to it (he may not open it).
     await expect(card).to_have_count(0)
+    entry = bobs.locator("#activity li[data-status=answered]")
+    await expect(entry).to_contain_text(f"refunds · ann's session {sid[:8]}: answered")
+    await expect(bobs.locator("#activity a")).to_have_count(0)
 
     key = SessionKey("refunds", "ann", SessionId(sid))
     [row] = await live.service.store.list_interrupts(

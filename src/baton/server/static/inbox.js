@@ -352,7 +352,8 @@ async function respond(item, value) {
   const body = { response: value, invocationId: item.invocationId, occurrence: item.occurrence };
   if (item.assignee) body.answeredBy = state.user;
   const events = await api(respondPath(item), { method: "POST", body });
-  await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
+  if (isOthers(item)) reportToAssignee(item, events);
+  else await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
 }
 
 function card(item) {
@@ -392,10 +393,21 @@ async function report(app, sessionId, what, events) {
     const last = timeline.invocations[timeline.invocations.length - 1];
     if (last) { status = last.status; failure = last.error || ""; }
   } catch { /* the session may be gone; report what we know */ }
-  const output = [...events].reverse().find(isOutput);
-  const outcome = failure ? ` · ${failure}` : output ? ` · ${nodeOf(output)}: ${short(outputOf(output))}` : "";
+  const outcome = failure ? ` · ${failure}` : lastOutput(events);
   const text = `${app} · session ${sessionId.slice(0, 8)}: ${what} → run ${status}${outcome}`;
   log(text, status, `#/session/${enc(app)}/${enc(sessionId)}`);
+}
+
+// The assignee answered in someone else's session: they may not open it (403), so the
+// entry names whose session it was and links nowhere.
+function reportToAssignee(item, events) {
+  const text = `${item.appName} · ${item.userId}'s session ${item.sessionId.slice(0, 8)}: answered ${item.interruptId}${lastOutput(events)}`;
+  log(text, "answered");
+}
+
+function lastOutput(events) {
+  const output = [...events].reverse().find(isOutput);
+  return output ? ` · ${nodeOf(output)}: ${short(outputOf(output))}` : "";
 }
 
 // A node's output: an output event, or an agent's reply marked as its node's output.
