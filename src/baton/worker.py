@@ -16,7 +16,8 @@ loops over three kinds of work, all found through the store's indexes:
   a lease expiry), or until the store wakes it: an interrupt opened or was answered,
   a running invocation was released. On PostgreSQL those wake-ups come from every
   process (LISTEN/NOTIFY), so an idle worker does not poll; elsewhere it looks again
-  every `poll` seconds.
+  every `poll` seconds. Wake-ups that come within `_GATHER` of each other
+  make one round: a busy server's commits would otherwise each cost a round of queries.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ _SLACK: Final = 0.01  # wake just after a lease lapses, so the claim sees it lap
 _SHORTEST_WAIT: Final = 0.05  # between rounds while due work is still being handled
 _BUSY_RETRY: Final = 0.5  # a deadline whose run is executing elsewhere is tried again after
 _DRAIN_CHECK: Final = 0.25  # how often a sleeping worker notices `drain`
+# After a wake-up, the round waits this long for more: under load nearly every commit
+# wakes the worker, and a round costs three queries (one a write), so rounds are spaced.
+_GATHER: Final = 0.05
 
 
 @final
@@ -229,11 +233,13 @@ class Worker:
         return self._store.wakes_other_processes
 
     async def _sleep(self, subscription: Subscription, seconds: float) -> None:
-        """Sleep up to `seconds`, waking early for the store or for `drain`."""
+        """Sleep up to `seconds`, waking early (within `_GATHER`) for the store or for
+        `drain`."""
         left = seconds
         while left > 0 and not self._draining:
             step = min(left, _DRAIN_CHECK)
             if await subscription.wait(step):
+                await asyncio.sleep(_GATHER)
                 return
             left -= step
 
