@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, Final
 
 import httpx
+import pytest
 
+from baton import App, RequestInput, ResumabilityConfig, Workflow
 from tests.server.conftest import Live
 
 
@@ -242,3 +245,44 @@ async def test_pending_is_paged_with_a_cursor_and_filtered_by_status(live: Live)
     bad = await live.client.get(base, params={"cursor": "not-a-cursor"})
     assert bad.json()["error"] == "InvalidCursorError"
     assert "cursor 'not-a-cursor' is not one this pending listing gave" in bad.json()["detail"]
+
+
+MANY: Final = 230  # more than two pages of the stream's first frames (100 questions each)
+
+
+async def ask_many(node_input: Any) -> AsyncIterator[RequestInput]:
+    for n in range(MANY):
+        yield RequestInput(interrupt_id=f"q{n:03}", message=f"Question {n}?", response_schema=int)
+
+
+def many_app() -> App:
+    return App(
+        name="many",
+        root_agent=Workflow(name="many_wf", edges=[("START", ask_many)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+
+
+@pytest.mark.parametrize("path", ["/users/u/inbox/stream", "/apps/many/users/u/pending/stream"])
+async def test_streams_carry_every_open_question_a_page_a_frame_then_changes_past_the_first_page(
+    start_live: Any, path: str
+) -> None:
+    live: Live = await start_live([many_app()])
+    sid = await live.create("many", "u")
+    await live.start("many", "u", sid)
+    every = [f"q{n:03}" for n in range(MANY)]
+    async with live.client.stream("GET", path) as response:
+        lines = response.aiter_lines()
+        view = View()
+        frames = [await next_frame(lines) for _ in range(3)]
+        for found in frames:
+            view.apply(found)
+        assert [len(f.get("pending", f.get("changed", []))) for f in frames] == [100, 100, 30]
+        assert view.interrupts == every
+        assert "nextCursor" not in frames[0]
+        # The last question, on no first page, is answered: the stream says so.
+        base = f"/apps/many/users/u/sessions/{sid}/interrupts/q{MANY - 1}/respond"
+        r = await live.client.post(base, json={"response": 7})
+        assert r.status_code == 200, r.text
+        answered = await frame_with(lines, view, every[:-1])
+        assert [r["interruptId"] for r in answered["removed"]] == [f"q{MANY - 1}"]

@@ -53,7 +53,7 @@ from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
 from baton.server.history_routes import history_routes
 from baton.server.idempotency import IdempotentReplies
-from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch
+from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch, watched_inbox
 from baton.server.lenient_json import LenientJsonMiddleware
 from baton.server.memory_routes import memory_routes
 from baton.server.origins import allow_origins
@@ -68,7 +68,7 @@ from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepaliv
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_id
-from baton.sessions.paging import DEFAULT_PAGE
+from baton.sessions.paging import DEFAULT_PAGE, MAX_PAGE, Page, read_every_page
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session, SessionKey
 from baton.types import SessionId
 from baton.worker import Worker
@@ -653,8 +653,9 @@ def _inbox_routes(server: _Server) -> APIRouter:
         responses={200: {"content": {"text/event-stream": {}}}},
     )
     async def pending_stream(app_name: str, user_id: str) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
-        """The first page of open questions, then only what changed: `changed` (new or
-        changed questions) and `removed` (the keys of those answered or gone)."""
+        """Every open question (the first frame holds the first 100, each next frame
+        100 more, as `changed`), then only what changed: `changed` (new or changed
+        questions) and `removed` (the keys of those answered or gone)."""
         server.catalog.runner(app_name)
         return StreamingResponse(
             _pending_frames(server, app_name, user_id), media_type="text/event-stream"
@@ -664,15 +665,16 @@ def _inbox_routes(server: _Server) -> APIRouter:
 
 
 async def _pending_frames(server: _Server, app_name: str, user_id: str) -> AsyncIterator[bytes]:
-    """The first page of the user's open questions, then its changes (see `watch`)."""
+    """All the user's open questions, then their changes (see `watch`)."""
     runner = server.catalog.runner(app_name)
 
+    async def page(cursor: str | None) -> Page[Interrupt]:
+        return await runner.pending_page(
+            user_id=user_id, include_assigned=True, limit=MAX_PAGE, cursor=cursor
+        )
+
     async def read() -> dict[str, JsonValue]:
-        page = await runner.pending_page(user_id=user_id, include_assigned=True)
-        view: dict[str, JsonValue] = {"pending": [row.to_wire() for row in page.items]}
-        if page.next_cursor is not None:
-            view["nextCursor"] = page.next_cursor
-        return view
+        return {"pending": [row.to_wire() for row in await read_every_page(page)]}
 
     async for chunk in server.watch(read):
         yield chunk
@@ -807,8 +809,7 @@ def _user_inbox_routes(server: _Server) -> APIRouter:
         names = chosen_apps(server.catalog, app)
 
         async def read() -> dict[str, JsonValue]:
-            snapshot = await read_inbox(server.catalog, user_id, names)
-            return snapshot.to_wire()
+            return await watched_inbox(server.catalog, user_id, names)
 
         return StreamingResponse(server.watch(read), media_type="text/event-stream")
 

@@ -2,11 +2,12 @@
 
 A browser allows six connections per host: a page that opened one stream per app froze
 once six were open. The page opens this one stream instead; it carries everything the
-page shows that can change (the first page of open questions and the recently updated
-sessions, of every app), and ends when the server drains.
+page shows that can change (every open question and the recently updated sessions, of
+every app), and ends when the server drains.
 
-Its first frame is the whole view; each later frame holds only what changed (see
-`changes`), so a busy inbox does not resend every question on every step.
+Its first frames are the whole view, a page of questions each (see `first_frames`);
+each later frame holds only what changed (see `view_changes`), so a busy inbox does not
+resend every question on every step.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import Field, JsonValue
 from baton.listings import pending_across
 from baton.server.catalog import AppCatalog
 from baton.server.sse import ChangeSignal, frame, keepalive_frame
-from baton.sessions.paging import DEFAULT_PAGE
+from baton.sessions.paging import DEFAULT_PAGE, MAX_PAGE, Page, read_every_page
 from baton.sessions.store import Interrupt
 from baton.types import WireModel
 
@@ -30,9 +31,11 @@ __all__ = [
     "InboxSnapshot",
     "SessionSummary",
     "chosen_apps",
+    "first_frames",
     "read_inbox",
     "view_changes",
     "watch",
+    "watched_inbox",
 ]
 
 MAX_SESSIONS: Final = 20
@@ -85,11 +88,40 @@ async def read_inbox(
     Raises:
         InvalidLimitError, InvalidCursorError: before anything is read.
     """
+    page = await _pending(catalog, user_id, apps, limit, cursor)
+    sessions = await _recent(catalog, user_id, apps)
+    return InboxSnapshot(pending=page.items, sessions=sessions, next_cursor=page.next_cursor)
+
+
+async def watched_inbox(
+    catalog: AppCatalog, user_id: str, apps: Sequence[str]
+) -> dict[str, JsonValue]:
+    """The view the inbox stream shows: every open question of the user's in `apps` (with
+    those assigned to them), oldest first, read a page at a time, and their recent
+    sessions."""
+
+    async def read(cursor: str | None) -> Page[Interrupt]:
+        return await _pending(catalog, user_id, apps, MAX_PAGE, cursor)
+
+    snapshot = InboxSnapshot(
+        pending=await read_every_page(read), sessions=await _recent(catalog, user_id, apps)
+    )
+    return snapshot.to_wire()
+
+
+async def _pending(
+    catalog: AppCatalog, user_id: str, apps: Sequence[str], limit: int, cursor: str | None
+) -> Page[Interrupt]:
+    """A page of the user's own questions and those assigned to them in others' sessions."""
     store = catalog.session_service.store
-    # The user's own questions and those assigned to them in others' sessions.
-    page = await pending_across(
+    return await pending_across(
         store, apps, user_id=user_id, include_assigned=True, limit=limit, cursor=cursor
     )
+
+
+async def _recent(catalog: AppCatalog, user_id: str, apps: Sequence[str]) -> list[SessionSummary]:
+    """The user's `MAX_SESSIONS` most recently updated sessions across `apps`."""
+    store = catalog.session_service.store
     recent = [
         [
             SessionSummary(
@@ -103,9 +135,7 @@ async def read_inbox(
         for name in apps
     ]
     sessions = heapq.merge(*recent, key=lambda s: -s.last_update_time)
-    return InboxSnapshot(
-        pending=page.items, sessions=list(sessions)[:MAX_SESSIONS], next_cursor=page.next_cursor
-    )
+    return list(sessions)[:MAX_SESSIONS]
 
 
 async def watch(
@@ -115,7 +145,8 @@ async def watch(
     interval: float,
     stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
-    """SSE frames of the view `read()` returns: all of it at once, then what changed.
+    """SSE frames of the view `read()` returns: all of it (in `first_frames`), then what
+    changed.
 
     `read` is called again on every change signal, and every `interval` seconds to see
     changes made by other processes; when nothing changed a keep-alive comment is sent
@@ -125,10 +156,28 @@ async def watch(
     sent: dict[str, JsonValue] | None = None
     while not stopping.is_set():
         current = await read()
-        change = current if sent is None else view_changes(sent, current)
+        if sent is None:
+            for part in first_frames(current):
+                yield frame(part)
+        else:
+            change = view_changes(sent, current)
+            yield frame(change) if change else keepalive_frame()
         sent = current
-        yield frame(change) if change else keepalive_frame()
         await changes.wait(interval)
+
+
+def first_frames(
+    view: Mapping[str, JsonValue], page: int = DEFAULT_PAGE
+) -> list[dict[str, JsonValue]]:
+    """The whole view as frames a client applies in turn: the view with the first `page`
+    of its questions (`pending`), then the rest a page a frame, as `changed` ones. The
+    page shows the first questions at once however many are open."""
+    rows = cast(list[JsonValue], view.get("pending") or [])
+    head: dict[str, JsonValue] = {**view, "pending": rows[:page]}
+    rest: list[dict[str, JsonValue]] = [
+        {"changed": rows[start : start + page]} for start in range(page, len(rows), page)
+    ]
+    return [head, *rest]
 
 
 def view_changes(
@@ -137,8 +186,8 @@ def view_changes(
     """What a client holding the view `before` needs to hold `after` (empty: nothing).
 
     Questions (`pending`) are sent one by one: `changed` holds those new or changed,
-    `removed` the keys (app, session, invocation, interrupt, occurrence) of those gone (answered,
-    or moved past the first page). Any other part of the view is sent whole when it
+    `removed` the keys (app, session, invocation, interrupt, occurrence) of those gone
+    (answered, expired, rewound). Any other part of the view is sent whole when it
     changed, and left out when not (a part that went away is sent as null).
     """
     change: dict[str, JsonValue] = {}

@@ -25,6 +25,7 @@ __all__ = [
     "check_limit",
     "decode_cursor",
     "encode_cursor",
+    "read_every_page",
     "read_page",
 ]
 
@@ -132,3 +133,16 @@ async def read_page(
         return Page(rows)
     shown = rows[:limit]
     return Page(shown, encode_cursor(listing, position(shown[-1])))
+
+
+async def read_every_page(read: Callable[[str | None], Awaitable[Page[_T]]]) -> list[_T]:
+    """Every row of a listing, `read(cursor)` giving one page after another (a stream
+    that shows all of a person's open questions, however many)."""
+    found: list[_T] = []
+    cursor: str | None = None
+    while True:
+        page = await read(cursor)
+        found += page.items
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
