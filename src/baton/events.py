@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -22,7 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
 from baton.types import Content, FunctionCall, Part, WireModel
 
@@ -441,16 +442,31 @@ def json_schema_of(schema: object) -> dict[str, JsonValue] | None:
     if isinstance(schema, dict):
         as_dict: dict[str, object] = schema  # pyright: ignore[reportUnknownVariableType] -- a user's dict
         return to_json_value(as_dict, what="a response_schema")  # pyright: ignore[reportReturnType] -- a dict stays a dict
+    try:
+        hash(schema)
+    except TypeError:  # a type form that cannot be a cache key: derived each time
+        return from_json(_type_schema(schema))
+    # A fresh dict each time (the caller may change it): parsing is cheaper than deriving.
+    return from_json(_cached_type_schema(schema))
+
+
+def _type_schema(schema: object) -> bytes:
+    """The JSON schema of a model class or Python type, as JSON text."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema()  # pyright: ignore[reportReturnType]
+        return to_json(schema.model_json_schema())
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(schema)  # pyright: ignore[reportArgumentType, reportUnknownVariableType] -- any type form is tried
-        return adapter.json_schema()  # pyright: ignore[reportReturnType] -- JSON schema is JSON
+        return to_json(adapter.json_schema())
     except Exception as exc:  # pydantic raises several types for unsupported annotations
         raise TypeError(
             f"response_schema {schema!r} is not a pydantic model, a Python type or a "
             "JSON-schema dict."
         ) from exc
+
+
+# Derived once per type: every question a node asks would derive it again (a tenth of
+# an HTTP server's CPU went there).
+_cached_type_schema: Final = functools.lru_cache(maxsize=256)(_type_schema)
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

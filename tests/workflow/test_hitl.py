@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from baton import Context, Event, FunctionNode, JoinNode, RequestInput, Workflow
 from baton.events import REQUEST_INPUT_FUNCTION
@@ -489,3 +489,23 @@ async def test_checkpoint_holds_the_frontier_not_the_history(make_harness: MakeH
         # Replay mode keeps each completed run's outcome to fast-forward it: linear, not more.
         growth = [b - a for a, b in itertools.pairwise(sizes[:-1])]
         assert max(growth) < 200
+
+
+def test_a_response_schema_is_a_fresh_dict_for_every_question() -> None:
+    """Schemas of types are derived once and reused; a caller changing one it was given
+    changes no other question's."""
+
+    class Choice(BaseModel):
+        pick: Annotated[int, Field(ge=1)]
+
+    first = RequestInput(interrupt_id="a", response_schema=Choice).json_schema()
+    assert first is not None
+    first["title"] = "changed"
+    again = RequestInput(interrupt_id="b", response_schema=Choice).json_schema()
+    assert again == Choice.model_json_schema()
+    # A type form that cannot be a cache key is derived each time.
+    unhashable = Annotated[int, Field(ge=1), {"note": "kept"}]
+    assert RequestInput(interrupt_id="c", response_schema=unhashable).json_schema() == {
+        "minimum": 1,
+        "type": "integer",
+    }
