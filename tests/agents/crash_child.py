@@ -1,7 +1,7 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
     run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
-         "--kill-at", K, "--root", "tree"|"story"|"callbacks"|"transfer"], log)
+         "--kill-at", K, "--root", "tree"|"story"|"callbacks"|"transfer"|"handback"], log)
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
@@ -201,11 +201,53 @@ def build_with_transfer(recorder: Recorder) -> BaseAgent:
     return LlmAgent(name="triage", model=ScriptedModel(responder=triage), sub_agents=[worker])
 
 
+def build_with_handback(recorder: Recorder) -> BaseAgent:
+    """triage transfers to refunds, which hands over to its peer sales; sales calls a tool
+    and hands back to triage, which answers (see test_crash_callbacks_transfer)."""
+
+    t1 = recorded_tool(recorder)
+
+    def answered(request: LlmRequest) -> bool:
+        return any(r.name == "t1" for c in request.contents for r in c.function_responses)
+
+    def told(request: LlmRequest) -> bool:  # other agents' texts reach triage as context
+        return any("t1 ran" in (c.text or "") for c in request.contents)
+
+    def triage(request: LlmRequest) -> ScriptItem:
+        if told(request):
+            recorder.record("triage-final")
+            return "all done"
+        recorder.record("triage")
+        return [FunctionCall(name="transfer_to_agent", args={"agent_name": "refunds"})]
+
+    def refunds(request: LlmRequest) -> ScriptItem:
+        del request
+        recorder.record("refunds")
+        return [FunctionCall(name="transfer_to_agent", args={"agent_name": "sales"})]
+
+    def sales(request: LlmRequest) -> ScriptItem:
+        if answered(request):
+            recorder.record("sales-final")
+            return ["t1 ran", FunctionCall(name="transfer_to_agent", args={"agent_name": "triage"})]
+        recorder.record("sales")
+        return [FunctionCall(name="t1", args={"x": 1})]
+
+    return LlmAgent(
+        name="triage",
+        model=ScriptedModel(responder=triage),
+        sub_agents=[
+            LlmAgent(name="refunds", model=ScriptedModel(responder=refunds)),
+            LlmAgent(name="sales", model=ScriptedModel(responder=sales), tools=[t1]),
+        ],
+    )
+
+
 ROOTS = {
     "tree": build_root,
     "story": build_story,
     "callbacks": build_with_callbacks,
     "transfer": build_with_transfer,
+    "handback": build_with_handback,
 }
 
 

@@ -33,6 +33,9 @@ CALLBACKS = Counter(
     }
 )
 TRANSFER = Counter({"triage": 1, "refunds": 1, "t1": 1, "refunds-final": 1})
+HANDBACK = Counter(
+    {"triage": 1, "refunds": 1, "sales": 1, "t1": 1, "sales-final": 1, "triage-final": 1}
+)
 # (root, executions, commits of an uninterrupted run)
 ROOTS = [
     # the start, two turns (the first with the agent's checkpoint), the tool result, the
@@ -41,6 +44,9 @@ ROOTS = [
     # the start, triage's turn and transfer, refunds' two turns, the tool result, the two
     # ends, the node run
     pytest.param("transfer", TRANSFER, 9, id="transfer"),
+    # the start; triage's turn and transfer; refunds' turn, transfer and end; sales' turn,
+    # tool result, turn, transfer and end; triage's second turn and end; the node run
+    pytest.param("handback", HANDBACK, 14, id="handback"),
 ]
 
 

@@ -30,6 +30,7 @@ from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.direct import run_directly
 from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
+from baton.agents.transfer import TransferRules
 from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
@@ -155,6 +156,11 @@ class BaseAgent(BaseModel):
     def find_sub_agent(self, name: str) -> BaseAgent | None:
         """The agent called `name` below this agent, or None."""
         return next((a for a in self.walk() if a.name == name and a is not self), None)
+
+    def transfer_rules(self) -> TransferRules | None:
+        """Where this agent may transfer the conversation besides its sub-agents, or None
+        when it takes no part in transfer (only LlmAgent does, as in the reference)."""
+        return None
 
     # --- running as a node -------------------------------------------------------------
 

@@ -32,16 +32,18 @@ from baton.agents.callbacks import (
 )
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.conversation import conversation, input_text, is_visible
+from baton.agents.handover import Handover, agent_to_continue
 from baton.agents.instructions import fill_instruction
 from baton.agents.state import BaseAgentState
 from baton.agents.transfer import (
     TRANSFER_FUNCTION,
+    TransferRules,
     TransferToAgentTool,
     transfer_instruction,
-    transferred_to,
+    transfer_targets,
 )
 from baton.context import InvocationContext
-from baton.errors import BatonError
+from baton.errors import BatonError, WorkflowChangedError
 from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
@@ -110,6 +112,14 @@ class _Progress:
         }
 
 
+@dataclass
+class _Transfer:
+    """What a run of the agent leaves to do: the hand-over to the sub-agent its model
+    transferred to."""
+
+    handover: Handover | None = None
+
+
 @final
 class LlmAgent(BaseAgent):
     """An agent that asks a model, runs the tools it calls, and repeats until it answers.
@@ -133,6 +143,11 @@ class LlmAgent(BaseAgent):
             model call raises; a returned LlmResponse is used instead of the error.
         on_tool_error_callback: called (tool, args, tool_context, error) when a tool
             raises; a returned dict is the tool's result instead of the error.
+        disallow_transfer_to_parent: its model may not transfer the conversation back to
+            its parent agent (see `baton.agents.transfer`); nor does a new message come
+            back to it once it replied (the root answers it).
+        disallow_transfer_to_peers: its model may not transfer to its parent's other
+            sub-agents.
 
     Raises:
         ValueError: two tools have the same name.
@@ -152,18 +167,25 @@ class LlmAgent(BaseAgent):
     after_tool_callback: Callbacks = None
     on_model_error_callback: Callbacks = None
     on_tool_error_callback: Callbacks = None
+    disallow_transfer_to_parent: bool = False
+    disallow_transfer_to_peers: bool = False
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
+    _transfer: TransferToAgentTool | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         self._tools = _index_tools(self.tools, agent=self.name)
-        if self.sub_agents and TRANSFER_FUNCTION not in self._tools:
-            names = [agent.name for agent in self.sub_agents]
-            self._tools[TRANSFER_FUNCTION] = TransferToAgentTool(names)
+        self._transfer = TransferToAgentTool(lambda: self)
+
+    def transfer_rules(self) -> TransferRules:
+        return TransferRules(
+            to_parent=not self.disallow_transfer_to_parent,
+            to_peers=not self.disallow_transfer_to_peers,
+        )
 
     @property
     def canonical_model(self) -> BaseLlm:
@@ -186,29 +208,76 @@ class LlmAgent(BaseAgent):
 
     @property
     def canonical_tools(self) -> dict[str, BaseTool]:
-        """The tools by name (plain functions wrapped in FunctionTool)."""
-        return self._tools
+        """The tools by name (plain functions wrapped in FunctionTool), with
+        `transfer_to_agent` when the agent may transfer somewhere (and no tool of its own
+        has that name). Its targets depend on the tree, complete only once built."""
+        if self._transfer is None or TRANSFER_FUNCTION in self._tools:
+            return self._tools
+        if not transfer_targets(self):
+            return self._tools
+        return {**self._tools, TRANSFER_FUNCTION: self._transfer}
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
         state = self._load_agent_state(ctx, LlmAgentState)
-        if state is not None:
-            async for event in self._turns(ctx, agent_ctx, state):
-                yield event
-            return
-        # A fresh run: its checkpoint rides on its first event (the first model turn), so
-        # the run emits no content-less event of its own, as the reference emits none.
-        state = LlmAgentState(run_start=await _last_event_id(agent_ctx))
-        checkpoint: JsonValue = state.model_dump(mode="json")
-        async for event in self._turns(ctx, agent_ctx, state):
-            if checkpoint is not None and event.actions.agent_state is None:
-                event.actions.agent_state, checkpoint = checkpoint, None
+        if state is None and self._is_app_root(agent_ctx):
+            # A new message goes to the agent the conversation was left with. Routing
+            # reads only earlier invocations, so a resumed run routes the same way.
+            events = await agent_ctx.log.events()
+            start = next(
+                (i for i, e in enumerate(events) if e.invocation_id == agent_ctx.invocation_id),
+                len(events),
+            )
+            owner = agent_to_continue(self, events[:start])
+            if owner is not self:
+                handover = Handover(self, agent_ctx, owner, start)
+                async for event in handover.run():
+                    yield event
+                if not handover.came_back:
+                    return
+        async for event in self._runs(ctx, agent_ctx, state):
             yield event
 
-    async def _turns(
-        self, ctx: InvocationContext, agent_ctx: AgentContext, state: LlmAgentState
+    def _is_app_root(self, ctx: AgentContext) -> bool:
+        """Whether this agent is the App's root agent (not a node of a workflow)."""
+        return self.parent_agent is None and ctx.agent_name == self.name
+
+    async def _runs(
+        self, ctx: InvocationContext, agent_ctx: AgentContext, state: LlmAgentState | None
     ) -> AsyncGenerator[Event, None]:
-        """Model turns and tool calls until the model answers or a call waits."""
+        """This agent's current run (a fresh one without `state`), then a fresh run each
+        time a sub-agent it transferred to hands the conversation back.
+
+        A fresh run checkpoints where it begins on its first event, the first model turn:
+        it emits no content-less event of its own, as the reference emits none.
+        """
+        while True:
+            checkpoint: JsonValue = None
+            if state is None:
+                fresh = LlmAgentState(run_start=await _last_event_id(agent_ctx))
+                state, checkpoint = fresh, fresh.model_dump(mode="json")
+            transfer = _Transfer()
+            async for event in self._turns(ctx, agent_ctx, state, transfer):
+                if checkpoint is not None and event.author == self.name:
+                    event.actions.agent_state, checkpoint = checkpoint, None
+                yield event
+            if transfer.handover is None:
+                return
+            async for event in transfer.handover.run():
+                yield event
+            if not transfer.handover.came_back:
+                return
+            state = None
+
+    async def _turns(
+        self,
+        ctx: InvocationContext,
+        agent_ctx: AgentContext,
+        state: LlmAgentState,
+        transfer: _Transfer,
+    ) -> AsyncGenerator[Event, None]:
+        """Model turns and tool calls until the model answers, a call waits, or the model
+        transferred the conversation (to a sub-agent: `transfer.handover` carries it out)."""
         calls = 0
         while True:
             progress = await self._progress(agent_ctx, state)
@@ -224,11 +293,7 @@ class LlmAgent(BaseAgent):
                 pending, confirming = self._pending(agent_ctx, progress, lro_ids)
                 if self._stops_here(progress, pending, confirming):
                     return
-                target = self._transfer_target(progress) if not pending else None
-                if target is not None:
-                    # Handed over (now, or before a pause or crash): the sub-agent answers.
-                    async for event in target.run_async(ctx):
-                        yield event
+                if not pending and await self._transferred(agent_ctx, progress, transfer):
                     return
                 if pending:
                     async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
@@ -316,12 +381,40 @@ class LlmAgent(BaseAgent):
             e.author == self.name and e.actions.skip_summarization for e in progress.after_turn()
         )
 
-    def _transfer_target(self, progress: _Progress) -> BaseAgent | None:
-        """The sub-agent the last turn's calls transferred to, if any."""
-        name = transferred_to(progress.after_turn(), self.name)
-        if name is None:
-            return None
-        return next(a for a in self.sub_agents if a.name == name)
+    async def _transferred(
+        self, ctx: AgentContext, progress: _Progress, transfer: _Transfer
+    ) -> bool:
+        """Whether the last turn's calls transferred the conversation (now, or before a
+        pause or crash). To a sub-agent: `transfer.handover` is set to carry it out, from
+        after the transfer in the session's events; to the parent or a peer, the parent's
+        handover runs it once this agent ends.
+
+        Raises:
+            WorkflowChangedError: that agent is no longer a sub-agent, the parent or a
+                peer of this one (the tree changed since the transfer).
+        """
+        after = progress.after_turn()
+        event = next(
+            (e for e in reversed(after) if e.author == self.name and e.actions.transfer_to_agent),
+            None,
+        )
+        if event is None:
+            return False
+        name = event.actions.transfer_to_agent
+        parent = self.parent_agent
+        related = [*self.sub_agents, *([parent, *parent.sub_agents] if parent else [])]
+        target = next((a for a in related if a.name == name and a is not self), None)
+        if target is None:
+            raise WorkflowChangedError(
+                f"agent '{self.name}' transferred to '{name}', which is no longer its "
+                "sub-agent, parent or peer. Resume with the code the run started with, or "
+                "start a new run."
+            )
+        if target in self.sub_agents:
+            events = await ctx.log.events()
+            at = next(i for i in range(len(events) - 1, -1, -1) if events[i].id == event.id)
+            transfer.handover = Handover(self, ctx, target, at + 1)
+        return True
 
     def _confirming(self, ctx: AgentContext, progress: _Progress) -> set[str]:
         """Calls whose confirmation was asked and is not answered yet."""
@@ -423,10 +516,11 @@ class LlmAgent(BaseAgent):
             config=config,
         )
         request.append_instructions([await self._instruction(ctx)])
-        if self.sub_agents:
-            request.append_instructions(
-                [transfer_instruction([(a.name, a.description) for a in self.sub_agents])]
-            )
+        targets = transfer_targets(self)
+        if targets:
+            parent = self.parent_agent if self.parent_agent in targets else None
+            others = [t for t in targets if t is not parent]
+            request.append_instructions([transfer_instruction(others, parent)])
         request.append_tools(self.canonical_tools.values())
         await self._let_tools_shape(ctx, request)
         return request
