@@ -2,12 +2,14 @@
 
 Every step that opens a question, answers one, lets one expire or ends a run, and every
 rewind, records a notification in the store's outbox in the same transaction (see
-`baton.sessions.notifications`). A `Notifier` claims the oldest ones (one sender at a
-time across processes, a dead sender's claim lapses), POSTs each to every receiver and
-forgets it once all accepted (2xx). A receiver that fails or cannot be reached is
-tried again after a growing delay (1 s, 2 s, 4 s, ... up to 5 min), and later
-notifications wait for it, so each receiver sees them in order. Delivery is at least
-once: a receiver drops repeats by the notification's `id`.
+`baton.sessions.notifications`). A `Notifier` delivers them to each receiver on its
+own: it claims the receiver's oldest notifications it has not accepted (one sender per
+receiver across processes, a dead sender's claim lapses) and POSTs them in order. A
+receiver that fails or cannot be reached is tried again after a growing delay (1 s,
+2 s, 4 s, ... up to 5 min), and its later notifications wait for it, so each receiver
+sees them in order; the other receivers are not held back. A notification every
+receiver accepted is deleted, so the outbox holds only what some receiver still waits
+for. Delivery is at least once: a receiver drops repeats by the notification's `id`.
 
 Each POST is signed with HMAC-SHA256 under a shared secret: header
 `Baton-Signature: v1=<hex of HMAC(secret, "<timestamp>.<body>")>`, with
@@ -22,7 +24,7 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final, final
@@ -31,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from baton.errors import StoreUnavailableError
-from baton.sessions.store import Clock, Notification, Store
+from baton.sessions.store import Clock, Store
 
 __all__ = [
     "ID_HEADER",
@@ -46,6 +48,9 @@ __all__ = [
 SIGNATURE_HEADER: Final = "Baton-Signature"
 TIMESTAMP_HEADER: Final = "Baton-Timestamp"
 ID_HEADER: Final = "Baton-Notification-Id"
+
+_BATCH: Final = 8
+"""Notifications claimed for one receiver at a time."""
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -150,9 +155,9 @@ class Notifier:
         self.owner = owner or f"notifier-{uuid.uuid4().hex[:12]}"
         self.clock = clock
         self.poll = poll
-        # A claim (of one notification) outlives its slowest delivery: every receiver
-        # timing out. A sender that died holds back the others no longer than this.
-        self._ttl = timedelta(seconds=settings.timeout * len(settings.urls) + 5)
+        # A claim outlives its slowest POST, and each accepted one renews it. A sender
+        # that died holds back that receiver no longer than this.
+        self._ttl = timedelta(seconds=settings.timeout + 5)
 
     async def run(self) -> None:
         """Deliver as notifications are recorded, until cancelled."""
@@ -171,34 +176,38 @@ class Notifier:
             await asyncio.shield(self._release())
 
     async def deliver_due(self, client: httpx.AsyncClient) -> int:
-        """Deliver the due notifications, oldest first, one claim each, stopping at the
-        first a receiver refuses (it is tried again later, before any newer one); the
-        number delivered."""
+        """Deliver the due notifications to every receiver at once, each its own oldest
+        first, stopping at the first it refuses (tried again later, before any newer
+        one); then delete what all accepted. The number of POSTs accepted."""
+        async with asyncio.TaskGroup() as group:
+            rounds = [group.create_task(self._deliver_to(client, u)) for u in self.settings.urls]
+        delivered = sum(r.result() for r in rounds)
+        if delivered:
+            await self.store.prune_notifications(self.settings.urls)
+        return delivered
+
+    async def _deliver_to(self, client: httpx.AsyncClient, url: str) -> int:
+        """Deliver `url`'s due notifications, a claimed batch at a time."""
         delivered = 0
-        while True:
-            claimed = await self.store.claim_notifications(self.owner, ttl=self._ttl, limit=1)
-            if not claimed:
-                return delivered
-            notification = claimed[0]
-            if not await self._deliver(client, notification):
-                await self.store.defer_notification(notification, self.owner)
-                return delivered
-            await self.store.finish_notification(notification.id, self.owner)
-            delivered += 1
+        try:
+            while claimed := await self.store.claim_notifications(
+                url, self.owner, ttl=self._ttl, limit=_BATCH
+            ):
+                for notification in claimed.notifications:
+                    body = json.dumps(notification.body, separators=(",", ":")).encode()
+                    if not await self._post(client, url, notification.id, body):
+                        await self._defer(url, claimed.attempts + 1)
+                        return delivered
+                    seq = notification.seq
+                    await self.store.accept_notification(url, self.owner, seq, ttl=self._ttl)
+                    delivered += 1
+        except StoreUnavailableError:
+            pass  # the database is away: the next round tries again
+        return delivered
 
-    async def _deliver(self, client: httpx.AsyncClient, notification: Notification) -> bool:
-        body = json.dumps(notification.body, separators=(",", ":")).encode()
-        for url in self._waiting(notification.delivered_to):
-            if not await self._post(client, url, notification.id, body):
-                notification.attempts += 1
-                delay = self.settings.retry_delay(notification.attempts)
-                notification.next_at = self.clock() + delay
-                return False
-            notification.delivered_to.append(url)
-        return True
-
-    def _waiting(self, delivered: Sequence[str]) -> list[str]:
-        return [url for url in self.settings.urls if url not in delivered]
+    async def _defer(self, url: str, attempts: int) -> None:
+        next_at = self.clock() + self.settings.retry_delay(attempts)
+        await self.store.defer_notifications(url, self.owner, attempts=attempts, next_at=next_at)
 
     async def _post(self, client: httpx.AsyncClient, url: str, ident: str, body: bytes) -> bool:
         stamp = int(self.clock())

@@ -1,9 +1,10 @@
 """Notifications survive the process that was sending them: real processes, SIGKILL.
 
 An api_server sends to a receiver that accepts connections but never answers, so it
-is in the middle of a delivery, holding its claim, when it is SIGKILLed. A `baton
-worker` on the same database, pointed at a live receiver, delivers the question's
-notification once that claim lapses: signed, nothing lost.
+is in the middle of a delivery, holding its claim on that receiver, when it is
+SIGKILLed. The receiver comes back on the same port; a `baton worker` on the same
+database, pointed at it, delivers the question's notification once that claim lapses:
+signed, nothing lost.
 """
 
 from __future__ import annotations
@@ -31,22 +32,23 @@ SECRET = "takeover-secret"
 
 
 @pytest.fixture
-def black_hole() -> Iterator[str]:
-    """A URL whose server accepts connections (the backlog) and never answers."""
+def black_hole() -> Iterator[socket.socket]:
+    """A socket on a loopback port that accepts connections (the backlog) and never
+    answers."""
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
         listening.listen(16)
-        yield f"http://127.0.0.1:{listening.getsockname()[1]}/hook"
+        yield listening
 
 
 async def test_a_killed_servers_notifications_are_sent_by_another_process(
-    tmp_path: Path, store_url: str, black_hole: str
+    tmp_path: Path, store_url: str, black_hole: socket.socket
 ) -> None:
     agents, log = write_app(tmp_path)
-    notify = ["--notify-secret", SECRET, "--db", store_url]
-    server = await start_baton(
-        "api_server", str(agents), "--port", "0", "--notify-url", black_hole, *notify, log=log
-    )
+    port = black_hole.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/hook"
+    notify = ["--notify-url", url, "--notify-secret", SECRET, "--db", store_url]
+    server = await start_baton("api_server", str(agents), "--port", "0", *notify, log=log)
     receiver = Receiver()
     worker = None
     try:
@@ -56,8 +58,9 @@ async def test_a_killed_servers_notifications_are_sent_by_another_process(
         await running
         server.signal(signal.SIGKILL)
         await server.exit_code(WITHIN)
-        url = await receiver.start()
-        worker = await start_baton("worker", str(agents), "--notify-url", url, *notify, log=log)
+        black_hole.close()
+        await receiver.start(port)  # the receiver is back, at the URL the claim is on
+        worker = await start_baton("worker", str(agents), *notify, log=log)
         # The dead server's claim lapses (its 10 s timeout + 5 s), then the worker sends.
         [opened] = await receiver.wait_for(1, within=WITHIN + 15)
     finally:

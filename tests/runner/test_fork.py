@@ -166,14 +166,15 @@ async def test_no_fork_where_another_run_was_executing(make_harness: MakeHarness
 async def test_a_fork_notifies_only_the_question_it_asks_again(make_harness: MakeHarness) -> None:
     h, first, _ = await two_runs(make_harness)
     store = h.service.store
-    while claimed := await store.claim_notifications("t", ttl=timedelta(seconds=30), limit=50):
-        for note in claimed:
-            await store.finish_notification(note.id, "t")
+    ttl = timedelta(seconds=30)
+    while claimed := await store.claim_notifications("http://r", "t", ttl=ttl, limit=50):
+        await store.accept_notification("http://r", "t", claimed.notifications[-1].seq, ttl=ttl)
     points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
     question = next(p for p in points if p.kind == "question" and p.invocation_id == first)
 
     await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=question.id)
     await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=f"end:{first}")
 
-    notes = await store.claim_notifications("t", ttl=timedelta(seconds=30), limit=50)
-    assert [n.kind for n in notes] == ["question.opened"]  # no copied answer or run end
+    notes = await store.claim_notifications("http://r", "t", ttl=ttl, limit=50)
+    assert notes is not None
+    assert [n.kind for n in notes.notifications] == ["question.opened"]  # no answer, run end

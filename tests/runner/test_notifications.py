@@ -20,6 +20,7 @@ from tests.conftest import StoreFactory
 from tests.harness import Harness
 
 TTL = timedelta(seconds=30)
+RECEIVER = "http://receiver.test/hook"
 
 
 def ask(node_input: Any) -> RequestInput:
@@ -45,12 +46,14 @@ async def _harness(stores: StoreFactory) -> Harness:
     return Harness(runner, service, session.id)
 
 
-async def _drain(store: Store, owner: str = "sender") -> list[Notification]:
-    """Claim and finish every due notification, oldest first."""
+async def _drain(
+    store: Store, owner: str = "sender", receiver: str = RECEIVER
+) -> list[Notification]:
+    """Claim every due notification for `receiver`, oldest first, and say it accepted each."""
     taken: list[Notification] = []
-    while claimed := await store.claim_notifications(owner, ttl=TTL, limit=1):
-        taken += claimed
-        await store.finish_notification(claimed[0].id, owner)
+    while claimed := await store.claim_notifications(receiver, owner, ttl=TTL, limit=1):
+        taken += claimed.notifications
+        await store.accept_notification(receiver, owner, taken[-1].seq, ttl=TTL)
     return taken
 
 
@@ -121,7 +124,7 @@ async def test_an_expired_question_notifies_expiry_and_failure(
     assert len(kinds) == 2
 
 
-async def test_one_sender_at_a_time_and_a_lapsed_claim_frees_the_outbox(
+async def test_one_sender_per_receiver_and_a_lapsed_claim_frees_it(
     stores: StoreFactory,
 ) -> None:
     h = await _harness(stores)
@@ -132,23 +135,69 @@ async def test_one_sender_at_a_time_and_a_lapsed_claim_frees_the_outbox(
     _ = [e async for e in events]
     first = stores.open()  # another engine on the same database, like another process
     second = stores.open()
-    [head] = await first.claim_notifications("a", ttl=TTL, limit=1)
-    assert head.kind == "question.opened"
-    assert await second.claim_notifications("b", ttl=TTL, limit=5) == []  # a is sending
-    # a's round failed: the head is due again in 10 s, nobody takes anything before then.
-    head.attempts, head.next_at, head.delivered_to = 1, stores.clock.now + 10, ["http://x"]
-    await first.defer_notification(head, "a")
-    assert await second.claim_notifications("b", ttl=TTL, limit=5) == []
+    head = await first.claim_notifications(RECEIVER, "a", ttl=TTL, limit=1)
+    assert head is not None
+    assert ([n.kind for n in head.notifications], head.attempts) == (["question.opened"], 0)
+    # a is sending to that receiver: b gets nothing for it, but may send to another.
+    assert await second.claim_notifications(RECEIVER, "b", ttl=TTL, limit=5) is None
+    other = await second.claim_notifications("http://other", "b", ttl=TTL, limit=5)
+    assert other is not None
+    assert [n.kind for n in other.notifications] == [
+        "question.opened",
+        "question.answered",
+        "run.completed",
+    ]
+    # a's round failed: the receiver is due again in 10 s, nobody claims it before then.
+    await first.defer_notifications(RECEIVER, "a", attempts=1, next_at=stores.clock.now + 10)
+    assert await second.claim_notifications(RECEIVER, "b", ttl=TTL, limit=5) is None
     stores.clock.advance(11)
-    claimed = await second.claim_notifications("b", ttl=TTL, limit=5)
-    assert [n.kind for n in claimed] == ["question.opened", "question.answered", "run.completed"]
-    assert (claimed[0].attempts, claimed[0].delivered_to) == (1, ["http://x"])
+    claimed = await second.claim_notifications(RECEIVER, "b", ttl=TTL, limit=5)
+    assert claimed is not None
+    assert ([n.id for n in claimed.notifications], claimed.attempts) == (
+        [n.id for n in other.notifications],
+        1,
+    )
     # b dies holding its claims: a waits for them to lapse, then takes over, in order.
-    assert await first.claim_notifications("a", ttl=TTL, limit=1) == []
-    await first.finish_notification(claimed[0].id, "a")  # not a's: nothing happens
+    assert await first.claim_notifications(RECEIVER, "a", ttl=TTL, limit=1) is None
+    seq = claimed.notifications[0].seq
+    await first.accept_notification(RECEIVER, "a", seq, ttl=TTL)  # not a's: nothing happens
     stores.clock.advance(31)
-    assert [n.id for n in await _drain(first, "a")] == [n.id for n in claimed]
+    assert [n.id for n in await _drain(first, "a")] == [n.id for n in claimed.notifications]
     assert await _drain(second, "b") == []
+
+
+async def test_the_outbox_keeps_only_what_some_receiver_still_waits_for(
+    stores: StoreFactory,
+) -> None:
+    h = await _harness(stores)
+    store = h.runner.store
+    await h.start("go")
+    events = h.runner.answer(
+        user_id=h.user_id, session_id=h.session_id, answers={"ok": True}, answered_by="bob"
+    )
+    _ = [e async for e in events]
+    both = (RECEIVER, "http://slow")
+    assert await store.prune_notifications(both) == 0  # nobody accepted anything yet
+    assert len(await _drain(store)) == 3
+    # The slow receiver accepted the first one only: the other two are kept for it.
+    slow = await store.claim_notifications("http://slow", "sender", ttl=TTL, limit=1)
+    assert slow is not None
+    await store.accept_notification("http://slow", "sender", slow.notifications[0].seq, ttl=TTL)
+    assert await store.prune_notifications(both) == 1
+    assert [n.kind for n in await _drain(store, receiver="http://late")] == [
+        "question.answered",
+        "run.completed",
+    ]
+    assert len(await _drain(store, receiver="http://slow")) == 2
+    assert await store.prune_notifications(both) == 2
+    # Everything both accepted is gone: a receiver added now finds the outbox empty.
+    assert await _drain(store, receiver="http://new") == []
+    # The next one is numbered after the deleted ones, so the receivers get it.
+    [run] = await h.runner.invocations(user_id=h.user_id, session_id=h.session_id)
+    await h.runner.rewind_async(
+        user_id=h.user_id, session_id=h.session_id, rewind_before_invocation_id=run.id
+    )
+    assert [n.kind for n in await _drain(store)] == ["session.rewound"]
 
 
 async def test_a_rewind_notifies_which_runs_it_undid_and_a_refused_one_nothing(

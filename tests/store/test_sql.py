@@ -26,6 +26,7 @@ from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.executors import Executor
 from baton.sessions.sql.migrations import LATEST_VERSION, MIGRATIONS, migrate, read_version
+from baton.sessions.store import InvocationStatus
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, sqlite_url
 from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
@@ -137,9 +138,46 @@ async def test_migration_9_sets_each_sessions_last_update_to_its_latest_step(
     async with _database(store_url) as database:
         await _migrate(database, up_to=8)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [9]
+        assert await _migrate(database, up_to=9) == [9]
         moved = await _scalar(database, "SELECT updated_at FROM baton_sessions")
     assert moved == 5.0
+
+
+async def test_migration_10_keeps_the_outbox_and_never_reuses_a_number(store_url: str) -> None:
+    """Undelivered notifications survive the move to per-receiver places (a receiver gets
+    them), and once they were delivered and deleted the next one is numbered after them."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=9)
+        await database.transact(_seed_outbox_9, write=True)
+        assert await _migrate(database) == [10]
+    store = SqlStore(store_url)
+    ttl = timedelta(seconds=5)
+    try:
+        claimed = await store.claim_notifications("http://r", "s", ttl=ttl, limit=5)
+        assert claimed is not None
+        assert [(n.id, n.seq, n.kind) for n in claimed.notifications] == [
+            ("n1", 1, "run.completed")
+        ]
+        await store.accept_notification("http://r", "s", 1, ttl=ttl)
+        assert await store.prune_notifications(["http://r"]) == 1
+        await store.create_session(APP, USER, session_id=SessionId("s2"))
+        await store.commit_step(step(key("s2"), "inv-2", 0, status=InvocationStatus.COMPLETED))
+        after = await store.claim_notifications("http://r", "s", ttl=ttl, limit=5)
+    finally:
+        await store.close()
+    assert after is not None
+    assert [(n.seq, n.kind) for n in after.notifications] == [(2, "run.completed")]
+
+
+def _seed_outbox_9(connection: Connection) -> None:
+    body = '{"id": "n1", "type": "run.completed"}'
+    connection.execute(
+        text(
+            "INSERT INTO baton_notifications (id, body, created_at, attempts, next_at, "
+            "delivered_to, claimed_by, claimed_until) "
+            f"VALUES ('n1', '{body}', 1.0, 2, 3.0, '[\"http://x\"]', NULL, 0.0)"
+        )
+    )
 
 
 def _seed_version_8(connection: Connection) -> None:

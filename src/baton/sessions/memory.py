@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TypeVar, final
 
@@ -27,17 +27,18 @@ from baton.errors import (
 from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.memory_artifacts import MemoryArtifacts
+from baton.sessions.memory_outbox import MemoryOutbox
 from baton.sessions.notifications import notifications_of
 from baton.sessions.paging import Position
 from baton.sessions.store import (
     Claimed,
     Clock,
+    Delivery,
     Interrupt,
     InterruptStatus,
     Invocation,
     InvocationStatus,
     Lease,
-    Notification,
     Session,
     SessionActivity,
     SessionKey,
@@ -83,38 +84,6 @@ class _SessionData:
     )
 
 
-@dataclass(slots=True)
-class _Claim:
-    owner: str
-    until: float
-
-
-@dataclass
-class _Outbox:
-    """Undelivered notifications in the order they were recorded, and their claims."""
-
-    waiting: dict[str, Notification] = field(default_factory=dict[str, Notification])
-    claims: dict[str, _Claim] = field(default_factory=dict[str, _Claim])
-
-    def claim(self, owner: str, until: float, now: float, limit: int) -> list[Notification]:
-        if any(c.owner != owner and c.until > now for c in self.claims.values()):
-            return []  # another sender is delivering
-        head = list(self.waiting.values())[:limit]
-        if not head or head[0].next_at > now:
-            return []
-        for notification in head:
-            self.claims[notification.id] = _Claim(owner, until)
-        return [replace(n, body=dict(n.body), delivered_to=list(n.delivered_to)) for n in head]
-
-    def holds(self, notification_id: str, owner: str) -> bool:
-        claim = self.claims.get(notification_id)
-        return claim is not None and claim.owner == owner
-
-    def release(self, owner: str) -> None:
-        for ident in [i for i, c in self.claims.items() if c.owner == owner]:
-            del self.claims[ident]
-
-
 @final
 class MemoryStore:
     """Sessions, checkpoints, interrupts and leases in process memory."""
@@ -126,7 +95,7 @@ class MemoryStore:
         # Every session's invocation rows by id, for lease calls that name only the id.
         self._rows: dict[str, _InvocationRow] = {}
         self._artifacts = MemoryArtifacts(clock)
-        self._outbox = _Outbox()
+        self._outbox = MemoryOutbox()
 
     async def create_session(
         self,
@@ -244,27 +213,27 @@ class MemoryStore:
             if commit.opened or commit.answered:
                 self._wakeups.notify()
         for notification in notifications_of(commit, now):
-            self._outbox.waiting[notification.id] = notification
+            self._outbox.record(notification)
         return version
 
     async def claim_notifications(
-        self, owner: str, *, ttl: timedelta, limit: int
-    ) -> list[Notification]:
+        self, receiver: str, owner: str, *, ttl: timedelta, limit: int
+    ) -> Delivery | None:
         now = self._clock()
-        return self._outbox.claim(owner, now + ttl.total_seconds(), now, limit)
+        return self._outbox.claim(receiver, owner, now + ttl.total_seconds(), now, limit)
 
-    async def finish_notification(self, notification_id: str, owner: str) -> None:
-        if self._outbox.holds(notification_id, owner):
-            del self._outbox.waiting[notification_id]
-            del self._outbox.claims[notification_id]
+    async def accept_notification(
+        self, receiver: str, owner: str, seq: int, *, ttl: timedelta
+    ) -> None:
+        self._outbox.accept(receiver, owner, seq, self._clock() + ttl.total_seconds())
 
-    async def defer_notification(self, notification: Notification, owner: str) -> None:
-        if self._outbox.holds(notification.id, owner):
-            stored = self._outbox.waiting[notification.id]
-            stored.attempts = notification.attempts
-            stored.next_at = notification.next_at
-            stored.delivered_to = list(notification.delivered_to)
-        self._outbox.release(owner)
+    async def defer_notifications(
+        self, receiver: str, owner: str, *, attempts: int, next_at: float
+    ) -> None:
+        self._outbox.defer(receiver, owner, attempts, next_at)
+
+    async def prune_notifications(self, receivers: Sequence[str]) -> int:
+        return self._outbox.prune(receivers)
 
     async def release_notifications(self, owner: str) -> None:
         self._outbox.release(owner)

@@ -120,4 +120,4 @@ def _notification(
         "invocationId": commit.invocation_id,
         **details,
     }
-    return Notification(ident, body, now, next_at=now)
+    return Notification(ident, body, now)

@@ -25,6 +25,7 @@ __all__ = [
     "TIMEOUT_ANSWERER",
     "Claimed",
     "Clock",
+    "Delivery",
     "Interrupt",
     "InterruptStatus",
     "Invocation",
@@ -212,21 +213,28 @@ class Notification:
     """One message for the webhook receivers, as the outbox holds it.
 
     `body` is the JSON document POSTed (it carries `id`, so a receiver can drop a
-    notification it already handled). `delivered_to` lists the receivers that accepted
-    it already; `attempts` counts failed delivery rounds; it is not tried again before
-    `next_at` (seconds since the epoch).
+    notification it already handled); `seq` is its place in the outbox, in the order
+    notifications were recorded (0 until recorded).
     """
 
     id: str
     body: dict[str, JsonValue]
     created_at: float
-    attempts: int = 0
-    next_at: float = 0.0
-    delivered_to: list[str] = field(default_factory=list[str])
+    seq: int = 0
 
     @property
     def kind(self) -> str:
         return str(self.body["type"])
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """The notifications one receiver is to be sent next, claimed by one sender: the
+    oldest it has not accepted, in order, and how many rounds to it failed in a row."""
+
+    receiver: str
+    notifications: list[Notification]
+    attempts: int
 
 
 @dataclass(frozen=True)
@@ -425,28 +433,40 @@ class Store(Protocol):
         ...
 
     async def claim_notifications(
-        self, owner: str, *, ttl: timedelta, limit: int
-    ) -> list[Notification]:
-        """Claim the oldest undelivered notifications, up to `limit`, for `owner` to
-        deliver within `ttl`; in the order they were recorded.
+        self, receiver: str, owner: str, *, ttl: timedelta, limit: int
+    ) -> Delivery | None:
+        """Claim for `owner`, to deliver within `ttl`, the oldest notifications (up to
+        `limit`, in the order recorded) that `receiver` (its URL) has not accepted.
 
-        Nothing is claimed while another owner's claim on any notification runs (one
-        sender at a time, so receivers get them in order; a dead sender's claim lapses),
-        nor while the oldest one is not due again (`next_at`).
+        Each receiver has its own place in the outbox: one that is down holds back only
+        its own notifications. None while another owner's claim on that receiver runs (one
+        sender per receiver, so it gets them in order; a dead sender's claim lapses), while
+        its next try is not due (`defer_notifications`), or when it has everything.
         """
         ...
 
-    async def finish_notification(self, notification_id: str, owner: str) -> None:
-        """Forget a notification every receiver accepted (only while `owner` claims it)."""
+    async def accept_notification(
+        self, receiver: str, owner: str, seq: int, *, ttl: timedelta
+    ) -> None:
+        """Record that `receiver` accepted every notification up to `seq` (only while
+        `owner` claims it), and hold the claim `ttl` longer; its failed rounds start
+        again from zero."""
         ...
 
-    async def defer_notification(self, notification: Notification, owner: str) -> None:
-        """Record a failed delivery round (`attempts`, `next_at`, `delivered_to` as
-        given) and release `owner`'s claims, so the next round starts from it."""
+    async def defer_notifications(
+        self, receiver: str, owner: str, *, attempts: int, next_at: float
+    ) -> None:
+        """Record a failed round to `receiver` (`attempts` in a row; nothing is claimed
+        for it before `next_at`) and release `owner`'s claim on it."""
+        ...
+
+    async def prune_notifications(self, receivers: Sequence[str]) -> int:
+        """Delete the notifications every one of `receivers` accepted (all of them, so the
+        outbox holds only what some receiver still waits for); how many."""
         ...
 
     async def release_notifications(self, owner: str) -> None:
-        """Give up `owner`'s claims on notifications (a sender stopping)."""
+        """Give up `owner`'s claims on receivers (a sender stopping)."""
         ...
 
     @property

@@ -359,6 +359,53 @@ def _drop_index(dialect: str, index: str, table: str) -> str:
     return f"DROP INDEX {index}"
 
 
+# Step 10: each webhook receiver's place in the outbox (what it accepted, its failed
+# rounds, its sender's claim), so one that is down holds back only its own
+# notifications; the per-notification delivery columns go.
+_v10 = MetaData()
+_V10_RECEIVERS = Table(
+    "baton_notification_receivers",
+    _v10,
+    Column("receiver", String(64), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("accepted_seq", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", Double, nullable=False),
+    Column("claimed_by", String(255), nullable=True),
+    Column("claimed_until", Double, nullable=False),
+)
+_V10_DROPPED = ("attempts", "next_at", "delivered_to", "claimed_by", "claimed_until")
+# Delivered notifications are deleted now, and SQLite numbers a plain INTEGER PRIMARY KEY
+# after the highest row left: an emptied outbox would reuse numbers receivers accepted
+# already. AUTOINCREMENT never reuses one, so SQLite rebuilds the table with it.
+_V10_SQLITE_NOTIFICATIONS = Table(
+    "baton_notifications_v10",
+    _v10,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("body", Json, nullable=False),
+    Column("created_at", Double, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+
+def _v10_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    receivers = CreateTable(binary_text(_V10_RECEIVERS))
+    if dialect != "sqlite":
+        table = "baton_notifications"
+        return [receivers, *(_ddl(f"ALTER TABLE {table} DROP COLUMN {c}") for c in _V10_DROPPED)]
+    return [
+        receivers,
+        CreateTable(_V10_SQLITE_NOTIFICATIONS),
+        _ddl(
+            "INSERT INTO baton_notifications_v10 (seq, id, body, created_at) "
+            "SELECT seq, id, body, created_at FROM baton_notifications"
+        ),
+        _ddl("DROP TABLE baton_notifications"),
+        _ddl("ALTER TABLE baton_notifications_v10 RENAME TO baton_notifications"),
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -373,6 +420,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "notification outbox", _v7_statements),
     Migration(8, "indexes that read pages of listings in their order", _v8_statements),
     Migration(9, "sessions.updated_at is the session's last change again", _v9_statements),
+    Migration(10, "each webhook receiver's place in the notification outbox", _v10_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -1,46 +1,45 @@
-"""The notification outbox in SQL: recorded with a step, claimed and settled by a sender.
+"""The notification outbox in SQL: recorded with a step; each receiver's place in it.
 
-A sender claims the oldest rows, in order, only while no other sender's claim runs:
-the head rows are locked first (FOR UPDATE where the database has it; SQLite's writing
-transaction already excludes every other writer), then other claims are looked for,
-so two processes asking at once never both claim. A dead sender's claim lapses.
+Notifications keep the order they were recorded in (`seq`). Each receiver has a row of
+its own: the last notification it accepted, its failed rounds and the sender delivering
+to it now. A sender claims a receiver's next notifications only while no other
+sender's claim on that receiver runs: the receiver's row is locked first (FOR UPDATE
+where the database has it; SQLite's writing transaction already excludes every other
+writer), so two processes asking at once never both claim. A dead sender's claim
+lapses. A notification every receiver accepted is deleted (`prune_notifications`).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from baton.sessions.notifications import notifications_of
-from baton.sessions.sql.schema import notifications
-from baton.sessions.store import Notification, StepCommit
+from baton.sessions.sql.dialect import SqlDialect
+from baton.sessions.sql.schema import notification_receivers, notifications
+from baton.sessions.store import Delivery, Notification, StepCommit
 
 __all__ = [
+    "accept_notification",
     "claim_notifications",
-    "defer_notification",
-    "finish_notification",
+    "defer_notifications",
+    "prune_notifications",
     "record_notifications",
     "release_notifications",
 ]
 
 _n = notifications.c
+_r = notification_receivers.c
 
 
 def record_notifications(connection: Connection, commit: StepCommit, now: float) -> None:
     """Add the notifications `commit` causes, in the commit's own transaction."""
     rows: list[dict[str, Any]] = [
-        {
-            "id": n.id,
-            "body": n.body,
-            "created_at": n.created_at,
-            "attempts": 0,
-            "next_at": n.next_at,
-            "delivered_to": list[str](),
-            "claimed_by": None,
-            "claimed_until": 0.0,
-        }
+        {"id": n.id, "body": n.body, "created_at": n.created_at}
         for n in notifications_of(commit, now)
     ]
     if rows:
@@ -48,64 +47,94 @@ def record_notifications(connection: Connection, commit: StepCommit, now: float)
 
 
 def claim_notifications(
-    connection: Connection, owner: str, until: float, now: float, limit: int
-) -> list[Notification]:
-    """See `Store.claim_notifications`; runs in a writing transaction."""
-    head = connection.execute(
-        select(notifications).order_by(_n.seq).limit(limit).with_for_update()
+    connection: Connection,
+    dialect: SqlDialect,
+    receiver: str,
+    owner: str,
+    window: tuple[float, float],
+    limit: int,
+) -> Delivery | None:
+    """See `Store.claim_notifications`; runs in a writing transaction. `window` is
+    (now, the claim's end)."""
+    now, until = window
+    key = _key(receiver)
+    fresh = {"receiver": key, "url": receiver, "accepted_seq": 0, "attempts": 0}
+    dialect.insert_new(
+        connection,
+        notification_receivers,
+        {**fresh, "next_at": 0.0, "claimed_by": None, "claimed_until": 0.0},
+    )
+    query = select(notification_receivers).where(_r.receiver == key)
+    place = connection.execute(dialect.lock_rows(query, of=notification_receivers)).mappings()
+    row = place.one()
+    held = row["claimed_by"] not in (None, owner) and row["claimed_until"] > now
+    if held or row["next_at"] > now:
+        return None
+    due = connection.execute(
+        select(notifications).where(_n.seq > row["accepted_seq"]).order_by(_n.seq).limit(limit)
     ).mappings()
-    rows = list(head)
-    if not rows or rows[0]["next_at"] > now:
-        return []
-    held = connection.execute(
-        select(_n.seq).where(_n.claimed_by != owner, _n.claimed_until > now).limit(1)
-    ).first()
-    if held is not None:
-        return []
+    found = [_to_notification(n) for n in due]
+    if not found:
+        return None
     connection.execute(
-        update(notifications)
-        .where(_n.seq.in_([row["seq"] for row in rows]))
+        update(notification_receivers)
+        .where(_r.receiver == key)
         .values(claimed_by=owner, claimed_until=until)
     )
-    return [_to_notification(row) for row in rows]
+    return Delivery(receiver, found, row["attempts"])
 
 
-def finish_notification(connection: Connection, notification_id: str, owner: str) -> None:
-    """Delete a delivered notification, if `owner` still claims it."""
+def accept_notification(
+    connection: Connection, receiver: str, owner: str, accepted: tuple[int, float]
+) -> None:
+    """Move the receiver's place to `accepted` (its seq) and renew the claim until its
+    second part, if `owner` still claims it."""
+    seq, until = accepted
     connection.execute(
-        delete(notifications).where(_n.id == notification_id, _n.claimed_by == owner)
+        update(notification_receivers)
+        .where(_r.receiver == _key(receiver), _r.claimed_by == owner, _r.accepted_seq < seq)
+        .values(accepted_seq=seq, attempts=0, next_at=0.0, claimed_until=until)
     )
 
 
-def defer_notification(connection: Connection, notification: Notification, owner: str) -> None:
-    """Record a failed round on `notification` and release `owner`'s claims."""
+def defer_notifications(
+    connection: Connection, receiver: str, owner: str, retry: tuple[int, float]
+) -> None:
+    """Record a failed round (`retry`: attempts in a row, next due time) and release."""
+    attempts, next_at = retry
     connection.execute(
-        update(notifications)
-        .where(_n.id == notification.id, _n.claimed_by == owner)
-        .values(
-            attempts=notification.attempts,
-            next_at=notification.next_at,
-            delivered_to=list(notification.delivered_to),
-        )
+        update(notification_receivers)
+        .where(_r.receiver == _key(receiver), _r.claimed_by == owner)
+        .values(attempts=attempts, next_at=next_at, claimed_by=None, claimed_until=0.0)
     )
-    release_notifications(connection, owner)
+
+
+def prune_notifications(connection: Connection, receivers: Sequence[str]) -> int:
+    """Delete what every one of `receivers` accepted; how many rows."""
+    keys = list(dict.fromkeys(_key(url) for url in receivers))
+    known, upto = connection.execute(
+        select(func.count(), func.min(_r.accepted_seq)).where(_r.receiver.in_(keys))
+    ).one()
+    if not keys or known < len(keys):
+        return 0  # a receiver that never claimed has accepted nothing
+    return connection.execute(delete(notifications).where(_n.seq <= upto)).rowcount
 
 
 def release_notifications(connection: Connection, owner: str) -> None:
     """Clear `owner`'s claims."""
     connection.execute(
-        update(notifications)
-        .where(_n.claimed_by == owner)
+        update(notification_receivers)
+        .where(_r.claimed_by == owner)
         .values(claimed_by=None, claimed_until=0.0)
     )
 
 
+def _key(receiver: str) -> str:
+    """A receiver's row key: URLs are too long for some databases' keys."""
+    return hashlib.sha256(receiver.encode()).hexdigest()
+
+
 def _to_notification(row: Any) -> Notification:
     return Notification(
-        id=row["id"],
-        body=dict(row["body"]),
-        created_at=row["created_at"],
-        attempts=row["attempts"],
-        next_at=row["next_at"],
-        delivered_to=list(row["delivered_to"]),
+        id=row["id"], body=dict(row["body"]), created_at=row["created_at"], seq=row["seq"]
     )

@@ -48,6 +48,7 @@ __all__ = [
     "interrupts",
     "invocations",
     "metadata",
+    "notification_receivers",
     "notifications",
     "question_checkpoints",
     "schema_version",
@@ -235,9 +236,21 @@ notifications = Table(
     Column("id", String(64), nullable=False, unique=True),
     Column("body", Json, nullable=False),
     Column("created_at", Double, nullable=False),
+    # A number is never reused, even once every row was deleted (see migration 10).
+    sqlite_autoincrement=True,
+)
+
+# Each webhook receiver's place in the outbox, by the SHA-256 of its URL: the last
+# notification it accepted, its failed rounds in a row (not tried before `next_at`), and
+# the sender delivering to it now. A notification every receiver accepted is deleted.
+notification_receivers = Table(
+    "baton_notification_receivers",
+    metadata,
+    Column("receiver", String(64), primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("accepted_seq", BigInteger, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("next_at", Double, nullable=False),
-    Column("delivered_to", Json, nullable=False),
     Column("claimed_by", String(255), nullable=True),
     Column("claimed_until", Double, nullable=False),
 )

@@ -24,8 +24,6 @@ from sqlalchemy import (
     bindparam,
     cast,
     func,
-    literal,
-    null,
     select,
     true,
     update,
@@ -353,21 +351,11 @@ _NOTES = (
 
 def _noted(advanced: CTE) -> Insert:
     rows = (
-        select(
-            _NOTES.c.id,
-            cast(_NOTES.c.body, JSON),
-            _NOTES.c.created_at,
-            literal(0),
-            _NOTES.c.created_at,
-            cast(literal("[]"), JSON),
-            null(),
-            literal(0.0),
-        )
+        select(_NOTES.c.id, cast(_NOTES.c.body, JSON), _NOTES.c.created_at)
         .select_from(advanced.join(_NOTES, true()))
         .order_by(_NOTES.c.n)
     )
-    columns = ["id", "body", "created_at", "attempts", "next_at", "delivered_to"]
-    return notifications.insert().from_select([*columns, "claimed_by", "claimed_until"], rows)
+    return notifications.insert().from_select(["id", "body", "created_at"], rows)
 
 
 def fits_one_statement(commit: StepCommit) -> bool:

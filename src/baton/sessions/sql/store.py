@@ -43,11 +43,11 @@ from baton.sessions.sql.step import INVOCATION_VERSION, stale_error, write_step
 from baton.sessions.store import (
     Claimed,
     Clock,
+    Delivery,
     Interrupt,
     InterruptStatus,
     Invocation,
     Lease,
-    Notification,
     Session,
     SessionActivity,
     SessionKey,
@@ -295,20 +295,30 @@ class SqlStore:
         )
 
     async def claim_notifications(
-        self, owner: str, *, ttl: timedelta, limit: int
-    ) -> list[Notification]:
-        """The oldest undelivered notifications, claimed (see `Store.claim_notifications`)."""
+        self, receiver: str, owner: str, *, ttl: timedelta, limit: int
+    ) -> Delivery | None:
+        """A receiver's next notifications, claimed (see `Store.claim_notifications`)."""
         now = self._clock()
-        until = now + ttl.total_seconds()
-        return await self._write(outbox.claim_notifications, owner, until, now, limit)
+        window = (now, now + ttl.total_seconds())
+        claim = outbox.claim_notifications
+        return await self._write(claim, self._dialect, receiver, owner, window, limit)
 
-    async def finish_notification(self, notification_id: str, owner: str) -> None:
-        """Forget a delivered notification."""
-        await self._write(outbox.finish_notification, notification_id, owner)
+    async def accept_notification(
+        self, receiver: str, owner: str, seq: int, *, ttl: timedelta
+    ) -> None:
+        """Record that `receiver` accepted everything up to `seq`; renew the claim."""
+        until = self._clock() + ttl.total_seconds()
+        await self._write(outbox.accept_notification, receiver, owner, (seq, until))
 
-    async def defer_notification(self, notification: Notification, owner: str) -> None:
-        """Record a failed delivery round and release `owner`'s claims."""
-        await self._write(outbox.defer_notification, notification, owner)
+    async def defer_notifications(
+        self, receiver: str, owner: str, *, attempts: int, next_at: float
+    ) -> None:
+        """Record a failed round to `receiver` and release `owner`'s claim on it."""
+        await self._write(outbox.defer_notifications, receiver, owner, (attempts, next_at))
+
+    async def prune_notifications(self, receivers: Sequence[str]) -> int:
+        """Delete the notifications every one of `receivers` accepted."""
+        return await self._write(outbox.prune_notifications, receivers)
 
     async def release_notifications(self, owner: str) -> None:
         """Give up `owner`'s claims."""
