@@ -418,6 +418,27 @@ def test_api_server_enforces_its_limits(tmp_path: Path) -> None:
             proc.wait(timeout=10)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("asked", [False, True])
+def test_the_access_log_has_a_line_per_request_only_when_asked(
+    tmp_path: Path, *, asked: bool
+) -> None:
+    exe = Path(sys.executable).parent / "baton"
+    args = [str(exe), "api_server", str(EXAMPLES), "--port", "0", "--db", str(tmp_path / "w.db")]
+    args += ["--access-log"] if asked else []
+    env = {**os.environ, "COLUMNS": "200"}
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        assert found
+        assert httpx.get(f"{found.group(0)}health").status_code == 200
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+    assert ('"GET /health HTTP/1.1" 200' in out) is asked, out
+
+
 def test_an_agents_approval_is_answered_with_y_or_n(tmp_path: Path) -> None:
     """The refund tool declares its answer (RefundDecision), so y/n decide it."""
     agent = str(EXAMPLES / "approval_agent")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -172,10 +172,16 @@ async def open_catalog(
         await service.close()
 
 
-def execute(work: Coroutine[object, object, _T]) -> _T:
-    """Run a command's coroutine; a baton error is printed (no traceback) and exits 1."""
+def execute(
+    work: Coroutine[object, object, _T],
+    *,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> _T:
+    """Run a command's coroutine (on a loop `loop_factory` makes, else asyncio's); a baton
+    error is printed (no traceback) and exits 1."""
     try:
-        return asyncio.run(work)
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(work)
     except BatonError as error:
         console.print(Text(f"{type(error).__name__}: {error}", style="red"))
         raise typer.Exit(1) from None

@@ -39,8 +39,10 @@ def server_config(
     limits: Limits,
     log_level: str | None = None,
     timeout_graceful_shutdown: int | None = None,
+    access_log: bool = False,
 ) -> uvicorn.Config:
-    """A uvicorn configuration serving `app` within `limits` (HTTP/1.1 via h11, no websockets)."""
+    """A uvicorn configuration serving `app` within `limits` (HTTP/1.1 via h11, no websockets),
+    with a line logged per request when `access_log`."""
     return uvicorn.Config(
         app,
         host=host,
@@ -54,6 +56,7 @@ def server_config(
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         log_level=log_level,
         timeout_graceful_shutdown=timeout_graceful_shutdown,
+        access_log=access_log,
     )
 
 
