@@ -40,9 +40,11 @@ _SLACK: Final = 0.01  # wake just after a lease lapses, so the claim sees it lap
 _SHORTEST_WAIT: Final = 0.05  # between rounds while due work is still being handled
 _BUSY_RETRY: Final = 0.5  # a deadline whose run is executing elsewhere is tried again after
 _DRAIN_CHECK: Final = 0.25  # how often a sleeping worker notices `drain`
-# After a wake-up, the round waits this long for more: under load nearly every commit
-# wakes the worker, and a round costs three queries (one a write), so rounds are spaced.
-_GATHER: Final = 0.05
+# After a wake-up, the round waits this long for more (as long as a drain may wait to be
+# noticed): under load nearly every commit wakes the worker, and a round costs three
+# queries (one a write), so rounds are spaced. Other processes' runs are found by polling
+# (`poll`, 1 s) on SQLite anyway.
+_GATHER: Final = 0.25
 
 
 @final
