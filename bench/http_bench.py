@@ -8,8 +8,12 @@ run asks its question and pauses), then answer it with `POST .../respond` (the r
 finishes). Requests go to the server processes in turn, as a load balancer would.
 Prints, per backend and process count: completed runs per second, the median and 99th
 percentile of the answering call, and the servers' CPU per request (user + system time
-of the server processes from /proc, divided by the requests they served). The load is
-bounded in runs and in seconds; every server listens on 127.0.0.1 only.
+of the server processes from /proc, divided by the requests they served). The floor is
+the same runs through the library in this process, measured in the same run: the CPU
+per request is also given as a ratio to it, and two processes' runs/s as a ratio to
+one's, since on a shared machine the absolute figures move with the load average
+(printed with each). The load is bounded in runs and in seconds; every server listens
+on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -155,21 +159,44 @@ async def database(backend: str, folder: Path) -> AsyncIterator[str]:
         await run_on_postgres(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-async def measure(backend: str, processes: int, clients: int, runs: int, seconds: float) -> None:
-    """Serve with `processes` servers, drive `clients` clients, and emit the figures."""
+@dataclass(frozen=True)
+class Result:
+    """One measurement's figures."""
+
+    processes: int
+    clients: int
+    load: Load
+    elapsed: float
+    cpu: float
+
+    @property
+    def runs_per_second(self) -> float:
+        return self.load.runs / self.elapsed
+
+    @property
+    def cpu_per_request(self) -> float:
+        """Milliseconds of the servers' CPU per request served."""
+        return self.cpu / self.load.requests * 1000 if self.load.requests else float("nan")
+
+    @property
+    def where(self) -> str:
+        processes = f"{self.processes} process{'es' if self.processes > 1 else ''}"
+        return f"{processes}, {self.clients} clients"
+
+
+async def measure(backend: str, processes: int, clients: int, runs: int, seconds: float) -> Result:
+    """Serve with `processes` servers and drive `clients` clients against them."""
     with tempfile.TemporaryDirectory() as folder:
         async with database(backend, Path(folder)) as db:
             servers = [await start_server(db, Path(folder) / f"s{i}.err") for i in range(processes)]
             try:
-                await _drive(backend, servers, clients, runs, seconds)
+                return await _drive(servers, clients, runs, seconds)
             finally:
                 for server in servers:
                     await server.stop()
 
 
-async def _drive(
-    backend: str, servers: list[Server], clients: int, runs: int, seconds: float
-) -> None:
+async def _drive(servers: list[Server], clients: int, runs: int, seconds: float) -> Result:
     urls = itertools.cycle([s.url for s in servers])
     warm = Load()
     await asyncio.gather(
@@ -182,46 +209,55 @@ async def _drive(
     await asyncio.gather(*(client_loop(urls, load, runs, deadline) for _ in range(clients)))
     elapsed = time.perf_counter() - started
     cpu = sum(s.cpu_seconds() for s in servers) - cpu_before
-    _report(backend, len(servers), clients, load, elapsed, cpu)
+    return Result(len(servers), clients, load, elapsed, cpu)
 
 
-def _report(
-    backend: str, processes: int, clients: int, load: Load, elapsed: float, cpu: float
-) -> None:
-    where = f"{processes} process{'es' if processes > 1 else ''}, {clients} clients"
-    note = f"load average {os.getloadavg()[0]:.2f}; {load.runs} runs in {elapsed:.1f} s"
+def report(backend: str, result: Result, floor: float) -> None:
+    """Emit a measurement's figures; `floor` is the library's CPU per request (ms)."""
+    load, where = result.load, result.where
+    note = f"load average {os.getloadavg()[0]:.2f}; {load.runs} runs in {result.elapsed:.1f} s"
     if load.failures:
         note += f"; {len(load.failures)} failed, e.g. {load.failures[0]}"
     answers = sorted(load.answers)
     p99 = answers[min(len(answers) - 1, int(len(answers) * 0.99))] if answers else float("nan")
     median = statistics.median(answers) if answers else float("nan")
-    per_request = cpu / load.requests * 1000 if load.requests else float("nan")
-    figures.emit(
-        "baton",
-        f"HITL runs over HTTP, {where}",
-        backend,
-        round(load.runs / elapsed, 1),
-        "runs/s",
-        note,
-    )
+    rate = round(result.runs_per_second, 1)
+    figures.emit("baton", f"HITL runs over HTTP, {where}", backend, rate, "runs/s", note)
     figures.emit("baton", f"answer p50, {where}", backend, round(median * 1000, 2), "ms", note)
     figures.emit(
         "baton", f"answer p99, {where}", backend, round(p99 * 1000, 2), "ms", note, target=50.0
     )
+    per_request = result.cpu_per_request
     figures.emit(
         "baton",
         f"server CPU per request, {where}",
         backend,
         round(per_request, 3),
         "ms",
-        note,
+        f"{per_request / floor:.2f}x the library's {floor:.3f} ms from the same run; {note}",
+        floor=round(floor, 3),
         target=1.0,
     )
 
 
-async def library_floor(backend: str, runs: int) -> None:
+def report_scaling(backend: str, one: Result, two: Result) -> None:
+    """Emit how much two server processes on one database add to one."""
+    figures.emit(
+        "baton",
+        f"2 processes / 1 process, runs/s, {one.clients} clients",
+        backend,
+        round(two.runs_per_second / one.runs_per_second, 2),
+        "x",
+        f"{two.runs_per_second:.1f} / {one.runs_per_second:.1f} runs/s; "
+        f"load average {os.getloadavg()[0]:.2f}",
+        target=1.6,
+    )
+
+
+async def library_floor(backend: str, runs: int) -> float:
     """The same runs through the library in this process, one after another: the engine
-    and store's CPU per run, which the servers' three requests per run add HTTP to."""
+    and store's CPU per run, which the servers' three requests per run add HTTP to.
+    Returns the CPU per request (a third of a run), in milliseconds."""
     app = load_app(APPS / APP)
     with tempfile.TemporaryDirectory() as folder:
         async with database(backend, Path(folder)) as db:
@@ -242,6 +278,7 @@ async def library_floor(backend: str, runs: int) -> None:
         "ms",
         f"load average {os.getloadavg()[0]:.2f}; per request of the 3: {per_run / 3:.3f} ms",
     )
+    return per_run / 3
 
 
 async def _library_runs(runner: Runner, runs: int) -> None:
@@ -267,9 +304,15 @@ async def main() -> None:
     runs = args.runs or (200 if args.quick else 1000)
     seconds = args.seconds or (20.0 if args.quick else 60.0)
     for backend in args.backend or ["sqlite", "postgres"]:
-        await library_floor(backend, 50 if args.quick else 200)
-        for processes in args.processes or [1, 2]:
-            await measure(backend, processes, args.clients, runs, seconds)
+        floor = await library_floor(backend, 100 if args.quick else 300)
+        results = {
+            processes: await measure(backend, processes, args.clients, runs, seconds)
+            for processes in sorted(set(args.processes or [1, 2]))
+        }
+        for result in results.values():
+            report(backend, result, floor)
+        if 1 in results and 2 in results:
+            report_scaling(backend, results[1], results[2])
 
 
 if __name__ == "__main__":
