@@ -232,9 +232,21 @@ class ChildRuns(Protocol):
     """Runs a node run's dynamic children (the engine's `baton.workflow.dynamic`)."""
 
     async def run_node(
-        self, node: object, node_input: Any = None, *, run_id: str | None = None
+        self,
+        node: object,
+        node_input: Any = None,
+        *,
+        run_id: str | None = None,
+        use_as_output: bool = False,
+        use_sub_branch: bool = False,
+        override_branch: str | None = None,
     ) -> Any:
         """Run `node` as a checkpointed child run and return its output."""
+        ...
+
+    @property
+    def delegates_output(self) -> bool:
+        """Whether a child's output stands for this run's (`use_as_output`)."""
         ...
 
 
@@ -261,9 +273,12 @@ class Context(ArtifactMethods, MemoryMethods):
         ended_agents: set[str] | None = None,
         children: ChildRuns | None = None,
         state_schema: type[BaseModel] | None = None,
+        branch: str | None = None,
     ) -> None:
         self._invocation_context = invocation
         self._children = children
+        # The conversation branch this run's events carry (a dynamic child's, see run_node).
+        self.branch = branch
         self.node_path = node_path
         self.run_id = run_id
         self.node_name = node_name
@@ -337,8 +352,21 @@ class Context(ArtifactMethods, MemoryMethods):
         """Ids of this run's interrupts that still wait for an answer."""
         return set(self.open_interrupts)
 
+    @property
+    def delegates_output(self) -> bool:
+        """Whether a child's output stands for this run's (`run_node(..., use_as_output=True)`):
+        this run's own output then goes to the nodes after it, without an event of its own."""
+        return self._children is not None and self._children.delegates_output
+
     async def run_node(
-        self, node: object, node_input: Any = None, *, run_id: str | None = None
+        self,
+        node: object,
+        node_input: Any = None,
+        *,
+        use_as_output: bool = False,
+        run_id: str | None = None,
+        use_sub_branch: bool = False,
+        override_branch: str | None = None,
     ) -> Any:
         """Run a node (function, agent, workflow) as a child of this run; return its output.
 
@@ -350,7 +378,15 @@ class Context(ArtifactMethods, MemoryMethods):
         Args:
             node: a node, an agent, a workflow or a function.
             node_input: the child's input (JSON, or a pydantic model).
+            use_as_output: the child's output event stands for this run's output too
+                (its `node_info.output_for` names this run), and this run emits no output
+                event of its own; what this run returns still goes to the nodes after it.
+                One call per run may pass it.
             run_id: a name for this call (letters required) instead of its number.
+            use_sub_branch: the child's events go on a branch of their own
+                (`<this run's branch>.<child>@<n>`), so agents outside it do not see them
+                and an agent child sees only its branch and those above it.
+            override_branch: the branch the child's events carry, instead of this run's.
 
         Returns:
             The child's output.
@@ -359,13 +395,28 @@ class Context(ArtifactMethods, MemoryMethods):
             WorkflowChangedError: the code issued a different call than the one recorded
                 at this position when the run executed before.
             RuntimeError: this context was not made by the engine for a node run.
+            ValueError: a second call of this run passed use_as_output=True, or both
+                use_sub_branch and override_branch were given.
         """
         if self._children is None:
             raise RuntimeError(
                 f"ctx.run_node is available inside a node run; the context of "
                 f"'{self.node_name}' was not made by the workflow engine."
             )
-        return await self._children.run_node(node, node_input, run_id=run_id)
+        if use_sub_branch and override_branch is not None:
+            raise ValueError(
+                f"ctx.run_node was given use_sub_branch=True and override_branch="
+                f"{override_branch!r} in node run '{self.node_path}'; the child's branch is one "
+                "or the other: pass only one of them."
+            )
+        return await self._children.run_node(
+            node,
+            node_input,
+            run_id=run_id,
+            use_as_output=use_as_output,
+            use_sub_branch=use_sub_branch,
+            override_branch=override_branch,
+        )
 
     @property
     def idempotency_key(self) -> str:

@@ -2,11 +2,12 @@
 
     run(["--url", URL, "--work", DIR, "--action", "start"|"resume", "--kill-at", K], log)
 
-The parent node runs three dynamic children one after another, then two at once
-with `asyncio.gather`. Every child execution appends its name to DIR/runs (fsynced
-first); every step commit that returned is counted in DIR/commits, and the process
-SIGKILLs itself right after the K-th. A resuming process reads time a minute ahead,
-so the killed process's lease has expired for it.
+The parent node runs three dynamic children one after another (the second on a
+sub-branch), then two at once with `asyncio.gather` (the first on a given branch).
+Every child execution appends its name to DIR/runs (fsynced first); every step
+commit that returned is counted in DIR/commits, and the process SIGKILLs itself right
+after the K-th. A resuming process reads time a minute ahead, so the killed process's
+lease has expired for it.
 """
 
 from __future__ import annotations
@@ -44,8 +45,14 @@ def build_root(runs: Path) -> Workflow:
     @node(rerun_on_resume=True)
     async def parent(ctx: Context) -> str:
         record("parent")
-        done = [await ctx.run_node(step, name) for name in ("s1", "s2", "s3")]
-        done += await asyncio.gather(ctx.run_node(step, "g1"), ctx.run_node(step, "g2"))
+        done = [
+            await ctx.run_node(step, "s1"),
+            await ctx.run_node(step, "s2", use_sub_branch=True),
+            await ctx.run_node(step, "s3"),
+        ]
+        done += await asyncio.gather(
+            ctx.run_node(step, "g1", override_branch="gathered"), ctx.run_node(step, "g2")
+        )
         return "".join(done)
 
     return Workflow(name="wf", edges=[("START", parent)])

@@ -63,6 +63,9 @@ async def prepare(work: Path) -> tuple[str, SessionKey]:
     return url, key
 
 
+BRANCHES = {"<s1>": None, "<s2>": "step@2", "<s3>": None, "<g1>": "gathered", "<g2>": None}
+
+
 async def outcome(url: str, key: SessionKey) -> tuple[InvocationStatus, str | None]:
     store = SqlStore(url)
     try:
@@ -71,6 +74,21 @@ async def outcome(url: str, key: SessionKey) -> tuple[InvocationStatus, str | No
         assert session is not None
         outputs = [e.output for e in session.events if acting_node(e) == "parent" and e.output]
         return invocation.status, str(outputs[-1]) if outputs else None
+    finally:
+        await store.close()
+
+
+async def branches(url: str, key: SessionKey) -> dict[str, str | None]:
+    """The branch of each child's output event (use_sub_branch, override_branch)."""
+    store = SqlStore(url)
+    try:
+        session = await store.get_session(key)
+        assert session is not None
+        return {
+            str(e.output): e.branch
+            for e in session.events
+            if e.output is not None and acting_node(e) == "step"
+        }
     finally:
         await store.close()
 
@@ -87,6 +105,7 @@ async def test_an_uninterrupted_run_commits_each_child_once(tmp_path: Path) -> N
     assert executions(tmp_path) == Counter({name: 1 for name in ("parent", *CHILDREN)})
     assert int((tmp_path / "commits").read_text()) == COMMITS
     assert await outcome(url, key) == (InvocationStatus.COMPLETED, "<s1><s2><s3><g1><g2>")
+    assert await branches(url, key) == BRANCHES
 
 
 async def test_a_run_killed_after_any_commit_resumes_without_redoing_children(
@@ -120,6 +139,7 @@ async def kill_and_resume(work: Path, kill_at: int) -> str:
         f"resume exited {resumed}" if resumed != 0 else "",
         f"status {status}" if status != InvocationStatus.COMPLETED else "",
         f"result {result}" if result != "<s1><s2><s3><g1><g2>" else "",
+        f"branches {found}" if (found := await branches(url, key)) != BRANCHES else "",
         f"parent ran {ran['parent']} times" if ran["parent"] != parent_runs(kill_at) else "",
         *(
             f"{name} ran {ran[name]} times"

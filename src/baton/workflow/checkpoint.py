@@ -77,6 +77,10 @@ class RunRecord:
     ended_agents: list[str] = field(default_factory=list)
     child: WorkflowState | None = None
     error: str | None = None
+    # A dynamic child's `ctx.run_node` options: the branch its events carry, and the runs
+    # its output stands for (use_as_output: the caller's, and those the caller's stands for).
+    branch: str | None = None
+    output_for: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -103,6 +107,8 @@ class RunRecord:
             data["output"] = self.output
         if self.error is not None:
             data["error"] = self.error
+        if self.branch is not None:
+            data["branch"] = self.branch
         self._put_containers(data)
         if self.child is not None:
             data["child"] = self.child.to_json()
@@ -124,6 +130,8 @@ class RunRecord:
             data["answers"] = dict(self.answers)
         if self.agent_states:
             data["agent_states"] = dict(self.agent_states)
+        if self.output_for:
+            data["output_for"] = list(self.output_for)
 
     @classmethod
     def from_json(cls, data: Any) -> RunRecord:

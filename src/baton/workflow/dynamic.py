@@ -76,29 +76,49 @@ class DynamicRuns:
         self._run = run
         self._issued = 0
         self._inflight: set[asyncio.Task[None]] = set()
+        self._delegate: str | None = None  # the child whose output stands for this run's
+
+    @property
+    def delegates_output(self) -> bool:
+        """Whether a call of this execution passed use_as_output=True."""
+        return self._delegate is not None
 
     async def run_node(
-        self, node: object, node_input: Any = None, *, run_id: str | None = None
+        self,
+        node: object,
+        node_input: Any = None,
+        *,
+        run_id: str | None = None,
+        use_as_output: bool = False,
+        use_sub_branch: bool = False,
+        override_branch: str | None = None,
     ) -> Any:
-        """Run `node` as a child of this run and return its output (see the module doc).
+        """Run `node` as a child of this run and return its output (see the module doc and
+        `Context.run_node` for the options; a child keeps the ones it started with).
 
         Raises:
             WorkflowChangedError: this call differs from the one recorded at its position.
             ChildInterrupted: the child waits for input (the caller then waits too).
+            ValueError: a second call passed use_as_output=True.
         """
         child = as_node(node)
         value = to_json_value(node_input, what=f"the input of dynamic node '{child.name}'")
+        if use_as_output:
+            self._claim_output(child.name)
         state = self._state()
         call = self._match(state, child.name, value, run_id)
         if call.done:
             return call.output
         record = state.runs.get(call.key)
         if record is None:
+            parent = self._record
             record = RunRecord(
                 node=child.name,
-                path=f"{self._record.path}/{call.key}",
+                path=f"{parent.path}/{call.key}",
                 run_id=call.key.rpartition("@")[2],
                 input=value,
+                branch=override_branch or _sub_branch(parent.branch, call.key, use_sub_branch),
+                output_for=[parent.path, *parent.output_for] if use_as_output else [],
             )
             state.runs[call.key] = record
         task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
@@ -108,6 +128,20 @@ class DynamicRuns:
         if record.status is RunStatus.COMPLETED:
             return record.output
         raise ChildInterrupted(record.path, list(record.interrupts))
+
+    def _claim_output(self, name: str) -> None:
+        """Make `name`'s call the one whose output stands for this run's.
+
+        Raises:
+            ValueError: another call of this execution claimed it already.
+        """
+        if self._delegate is not None:
+            raise ValueError(
+                f"node run '{self._record.path}' passed use_as_output=True to "
+                f"ctx.run_node('{self._delegate}') already, and again to "
+                f"ctx.run_node('{name}'); a run's output stands for one child: pass it once."
+            )
+        self._delegate = name
 
     def _state(self) -> WorkflowState:
         if self._record.child is None:
@@ -184,6 +218,13 @@ class DynamicRuns:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         state = self._record.child
         return state.open_interrupts() if state is not None else []
+
+
+def _sub_branch(branch: str | None, key: str, use_sub_branch: bool) -> str | None:
+    """The child's branch: the caller's, or (`use_sub_branch`) one of its own below it."""
+    if not use_sub_branch:
+        return branch
+    return f"{branch}.{key}" if branch else key
 
 
 def _check_run_id(name: str, run_id: str, state: WorkflowState, key: str) -> None:

@@ -205,14 +205,10 @@ class _Collector:
             event.author = event_author(self.node)
         if event.node_info is None:
             event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
-        if event.output is not None:
-            if self.has_output:
-                raise OutputAlreadySetError(
-                    f"node '{self.node.name}' produced a second output ({event.output!r}); a node "
-                    "run has one output: yield further values as events without output."
-                )
-            self.has_output = True
-            ctx.output = event.output
+        if self.record.branch is not None or self.record.output_for:
+            self._place(event)
+        if event.output is not None and not self._take_output(event):
+            return
         if event.actions.route is not None:
             ctx.route = event.actions.route
         for key, value in event.actions.state_delta.items():
@@ -226,6 +222,36 @@ class _Collector:
         self._note_long_running(event)
         self._note_agent_state(event)
         self.events.append(event)
+
+    def _take_output(self, event: Event) -> bool:
+        """Record the event's output as the run's; False when the event is then left with
+        nothing to show (a child's output event stands for this run's: `use_as_output`).
+
+        Raises:
+            OutputAlreadySetError: the run had an output already.
+        """
+        if self.has_output:
+            raise OutputAlreadySetError(
+                f"node '{self.node.name}' produced a second output ({event.output!r}); a node "
+                "run has one output: yield further values as events without output."
+            )
+        self.has_output = True
+        self.ctx.output = event.output
+        if not self.ctx.delegates_output:
+            return True
+        event.output = None  # the value still goes to the next nodes, through ctx.output
+        return not _is_bare(event)
+
+    def _place(self, event: Event) -> None:
+        """A dynamic child's event: on its branch, its output standing for its callers'."""
+        record = self.record
+        if record.branch is not None and event.branch is None:
+            event.branch = record.branch
+        info = event.node_info
+        if record.output_for and info and (event.output is not None or info.message_as_output):
+            event.node_info = info.model_copy(
+                update={"output_for": [record.path, *record.output_for]}
+            )
 
     def _note_long_running(self, event: Event) -> None:
         if not event.long_running_tool_ids:
@@ -345,6 +371,7 @@ def _context_for(
         ended_agents=set(record.ended_agents),
         children=children,
         state_schema=current_state_schema.get(),
+        branch=record.branch,
     )
 
 
@@ -597,6 +624,7 @@ async def _commit_end(
         and not collector.has_output
         and not carried
         and getattr(node, "emits_output", True)
+        and not ctx.delegates_output
     ):
         collector.events.append(
             Event.of_output(
@@ -630,6 +658,18 @@ async def _commit_end(
         finish(record)
 
     await ctx.invocation_context.commit(parts, mutate)
+
+
+def _is_bare(event: Event) -> bool:
+    """Whether an event carries nothing once its output is taken out."""
+    actions = event.actions
+    return (
+        event.content is None
+        and not actions.state_delta
+        and not actions.artifact_delta
+        and actions.route is None
+        and not event.long_running_tool_ids
+    )
 
 
 def _declared_assignee(event: Event, call_id: str) -> str | None:
