@@ -31,6 +31,7 @@ def refund_agent() -> LlmAgent:
         responses=[
             FunctionCall(id="c1", name="lookup", args={"order_id": "7"}),
             FunctionCall(id="c2", name="issue_refund", args={"order_id": "7", "amount": 20.0}),
+            "Your refund waits for approval.",
             "The refund is done.",
         ]
     )
@@ -66,6 +67,7 @@ async def test_an_llm_runs_history_names_calls_results_questions_and_answers() -
         (EntryKind.RESULT, 'lookup returned {"total":20.0}', None),
         (EntryKind.ASKED, 'asks [c2]: may issue_refund(order_id="7", amount=20.0) go ahead?', None),
         (EntryKind.RESULT, 'issue_refund returned {"status":"waiting for approval"}', None),
+        (EntryKind.MESSAGE, "Your refund waits for approval.", None),  # the interim reply
         (EntryKind.ANSWERED, 'answered [c2]: {"approved":true}', "boss"),
         (EntryKind.MESSAGE, "The refund is done.", None),  # said once, not again as output
     ]

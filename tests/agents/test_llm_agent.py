@@ -242,6 +242,7 @@ async def test_seed_004_llm_agent_with_approval_in_a_workflow(
     model = ScriptedModel(
         responses=[
             FunctionCall(id="c1", name="approval_tool", args={"request": "buy a laptop"}),
+            "Your purchase is waiting for approval.",
             "The purchase was approved.",
         ]
     )
@@ -260,8 +261,13 @@ async def test_seed_004_llm_agent_with_approval_in_a_workflow(
     resumed = await h.answer(("c1", {"approved": True}), name=call.name or "", wrap=False)
 
     assert (call.id, call.name) == ("c1", "approval_tool")
-    assert len(model.requests) == 2
-    assert responses(model.requests[1]) == {"c1": {"approved": True}}
+    # The tool's value is an interim result: the model replies to it in the same turn,
+    # then the run waits for the approval, and next_step waits with it.
+    assert texts(paused) == [("agent_with_approval", "Your purchase is waiting for approval.")]
+    assert "next_step" not in [name for name, _ in outputs(paused)]
+    assert len(model.requests) == 3
+    assert responses(model.requests[1]) == {"c1": {"result": "Approved: buy a laptop"}}
+    assert responses(model.requests[2]) == {"c1": {"approved": True}}
     assert outputs(resumed) == [
         ("agent_with_approval", "The purchase was approved."),
         ("next_step", "next: The purchase was approved."),
@@ -274,6 +280,8 @@ def approval_agent(name: str, runs: Runs) -> LlmAgent:
         run = runs.bump(name)
         if run == 1:
             return [FunctionCall(id=f"{name}-ok", name="approval_tool", args={"request": name})]
+        if run == 2:  # the tool's interim result
+            return [f"{name} is waiting"]
         return [f"{name} approved"]
 
     return LlmAgent(
@@ -297,11 +305,13 @@ async def test_an_answer_inside_a_sequence_continues_with_the_next_sub_agent(
     )
     h = await make(seq)
 
-    assert asked(await h.start()) == ["ask-ok"]
+    started = await h.start()
+    assert asked(started) == ["ask-ok"]
+    assert texts(started) == [("before", "before done"), ("ask", "ask is waiting")]
     events = await h.answer(("ask-ok", "yes"), name="approval_tool")
 
     assert texts(events) == [("ask", "ask approved"), ("after", "after done")]
-    assert runs.count == {"before": 1, "ask": 2, "after": 1}
+    assert runs.count == {"before": 1, "ask": 3, "after": 1}
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -314,12 +324,14 @@ async def test_an_answer_inside_a_loop_continues_the_iteration(make: MakeRunner)
     )
     h = await make(loop)
 
-    assert asked(await h.start()) == ["ask-ok"]
+    started = await h.start()
+    assert asked(started) == ["ask-ok"]
+    assert texts(started) == [("ask", "ask is waiting")]
     events = await h.answer(("ask-ok", "yes"), name="approval_tool")
 
-    # The second iteration's ask runs afresh: its model answers at once (run 3).
+    # The second iteration's ask runs afresh: its model answers at once (run 4).
     assert [a for a, _ in texts(events)] == ["ask", "after", "ask", "after"]
-    assert runs.count == {"ask": 3, "after": 2}
+    assert runs.count == {"ask": 4, "after": 2}
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -418,33 +430,42 @@ async def test_answering_one_parallel_branch_does_not_rerun_the_other(make: Make
     seq = SequentialAgent(name="seq", sub_agents=[par, Step(name="after", runs=runs)])
     h = await make(seq)
 
-    assert sorted(asked(await h.start())) == ["x-ok", "y-ok"]
+    started = await h.start()
+    assert sorted(asked(started)) == ["x-ok", "y-ok"]
+    assert sorted(texts(started)) == [("x", "x is waiting"), ("y", "y is waiting")]
     first = await h.answer(("y-ok", "yes"), name="approval_tool")
     assert texts(first) == [("y", "y approved")]
     assert (await h.invocation()).status == InvocationStatus.PAUSED
     second = await h.answer(("x-ok", "yes"), name="approval_tool")
 
     assert texts(second) == [("x", "x approved"), ("after", "after done")]
-    assert runs.count == {"x": 2, "y": 2, "after": 1}
+    assert runs.count == {"x": 3, "y": 3, "after": 1}
 
 
 async def test_two_long_running_calls_one_after_the_other(make: MakeRunner) -> None:
     model = ScriptedModel(
         responses=[
             FunctionCall(id="first", name="approval_tool", args={"request": "a"}),
+            "a is waiting",
             FunctionCall(id="second", name="approval_tool", args={"request": "b"}),
+            "b is waiting",
             "both approved",
         ]
     )
     agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
     h = await make(SequentialAgent(name="seq", sub_agents=[agent]))
 
-    assert asked(await h.start()) == ["first"]
-    assert asked(await h.answer(("first", "ok"), name="approval_tool")) == ["second"]
+    started = await h.start()
+    assert asked(started) == ["first"]
+    assert texts(started) == [("agent", "a is waiting")]
+    second = await h.answer(("first", "ok"), name="approval_tool")
+    assert asked(second) == ["second"]
+    assert texts(second) == [("agent", "b is waiting")]
     done = await h.answer(("second", "ok"), name="approval_tool")
 
-    assert texts(done)[-1][1] == "both approved"
-    assert len(model.requests) == 3
+    assert texts(done) == [("agent", "both approved")]
+    assert len(model.requests) == 5
+    assert responses(model.requests[4]) == {"first": {"result": "ok"}, "second": {"result": "ok"}}
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -511,7 +532,11 @@ async def snapshot(h: Harness) -> tuple[object, ...]:
 
 async def test_bad_answers_to_a_long_running_call_change_nothing(make: MakeRunner) -> None:
     model = ScriptedModel(
-        responses=[FunctionCall(id="c1", name="approval_tool", args={"request": "x"}), "done"]
+        responses=[
+            FunctionCall(id="c1", name="approval_tool", args={"request": "x"}),
+            "waiting",
+            "done",
+        ]
     )
     agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
     h = await make(agent)
@@ -528,14 +553,18 @@ async def test_bad_answers_to_a_long_running_call_change_nothing(make: MakeRunne
 
     assert await snapshot(h) == finished
     assert outputs(done)[-1][1] == "done"
-    assert len(model.requests) == 2
+    assert len(model.requests) == 3
 
 
 async def test_the_model_sees_an_answer_under_the_name_of_the_call_it_answers(
     make: MakeRunner,
 ) -> None:
     model = ScriptedModel(
-        responses=[FunctionCall(id="c1", name="approval_tool", args={"request": "x"}), "done"]
+        responses=[
+            FunctionCall(id="c1", name="approval_tool", args={"request": "x"}),
+            "waiting",
+            "done",
+        ]
     )
     agent = LlmAgent(name="agent", model=model, tools=[LongRunningFunctionTool(approval_tool)])
     h = await make(agent)
@@ -543,7 +572,7 @@ async def test_the_model_sees_an_answer_under_the_name_of_the_call_it_answers(
 
     await h.answer(("c1", "yes"), name="adk_request_input")
 
-    answers = [r for c in model.requests[1].contents for r in c.function_responses]
+    answers = [r for c in model.requests[2].contents for r in c.function_responses]
     assert [(r.id, r.name, r.response) for r in answers] == [
         ("c1", "approval_tool", {"result": "yes"})
     ]

@@ -97,6 +97,7 @@ async def test_seed_004_llm_example_runs_on_a_gemini_model_string(
     monkeypatch.setenv("GEMINI_BASE_URL", chat_server.url)
     monkeypatch.setenv("GEMINI_API_KEY", "gem-key")
     chat_server.reply(completion(tool_calls=[("fc-1", "approval_tool", '{"request": "ship"}')]))
+    chat_server.reply(completion(content="Shipping waits for approval."))
     chat_server.reply(completion(content="Shipping was approved."))
     h = await make(seed_004_llm_workflow())
 
@@ -120,12 +121,19 @@ async def test_seed_004_llm_example_runs_on_a_gemini_model_string(
 
     assert function_call_id == "fc-1"
     assert outputs(done)[-1] == ("next_step", "next step after: Shipping was approved.")
-    assert [r["model"] for r in chat_server.requests] == ["gemini-2.5-flash"] * 2
+    # The tool's value went to the model as an interim result in the first turn.
+    assert [r["model"] for r in chat_server.requests] == ["gemini-2.5-flash"] * 3
     assert {h["authorization"] for h in chat_server.headers} == {"Bearer gem-key"}
-    tool_messages = [m for m in chat_server.requests[1]["messages"] if m["role"] == "tool"]
-    assert [(m["tool_call_id"], json.loads(m["content"])) for m in tool_messages] == [
-        ("fc-1", {"result": "User's answer here"})  # the response as the client sent it
-    ]
+    for request, result in [(1, "Approved: ship"), (2, "User's answer here")]:
+        # The call's newest response right after the call, as the endpoint requires.
+        roles = [m["role"] for m in chat_server.requests[request]["messages"]]
+        assert roles[-3:] == ["user", "assistant", "tool"]
+        tool_messages = [
+            m for m in chat_server.requests[request]["messages"] if m["role"] == "tool"
+        ]
+        assert [(m["tool_call_id"], json.loads(m["content"])) for m in tool_messages] == [
+            ("fc-1", {"result": result})  # the response as the client sent it
+        ]
 
 
 async def test_a_gemini_model_without_a_key_is_refused_before_the_run_starts(

@@ -285,6 +285,7 @@ def refund_app() -> App:
     model = ScriptedModel(
         responses=[
             FunctionCall(id="c1", name="issue_refund", args={"order_id": "7", "amount": 20.0}),
+            "Your refund waits for approval.",  # the model's reply to the tool's interim result
             "The refund is **done**: see [the order](https://shop.example/7)"
             " <img src=x onerror=alert(1)> [bad](javascript:alert(1))",
         ]
@@ -341,6 +342,7 @@ async def test_an_agents_tool_call_is_answered_from_the_inbox(
     await expect(view.locator("tr", has_text="issue_refund returned")).to_contain_text(
         '{"status":"waiting for approval","order_id":"7"}'
     )
+    await expect(view.locator(".md", has_text="Your refund waits for approval.")).to_have_count(1)
     await expect(view.locator("tr", has_text="answered [c1]")).to_contain_text(
         '{"approved":true,"note":""}'
     )

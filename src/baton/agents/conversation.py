@@ -3,9 +3,13 @@
 The agent's own turns and tool results stay as they are; the user's messages
 come as user turns; other agents' replies come as context text; function calls
 and responses that are not the agent's own are left out, as are events of
-other parallel branches. A function call answered twice (a long-running tool's
-interim status, then the person's answer) keeps its last response only, under
-the name of the call it answers (whatever name the client sent).
+other parallel branches. Each of the agent's calls is followed at once by its
+last response (a turn's responses merged into one user turn), under the name of
+the call it answers (whatever name the client sent): a long-running call answered
+several times (its tool's interim status, progress updates, the final result)
+shows only the newest, and the agent's text replies to the superseded ones are
+left out, as the reference does. Model providers require a call's response right
+after the call.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ def conversation(
         The contents, oldest first.
     """
     visible = [e for e in events if is_visible(e, branch) and not e.partial]
-    shown = {e.id for e in visible}
     own_calls = {
         c.id: c.name
         for e in visible
@@ -62,45 +65,72 @@ def conversation(
         for c in e.function_calls
         if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
     }
-    last_response = _last_responses(visible, set(own_calls))
+    answers = _answers(visible, set(own_calls))
+    shown = {e.id for e in visible} - _superseded_replies(visible, agent, answers)
     contents: list[Content] = []
     for index, event in enumerate(events):
         if node_input is not None and index == node_input[0]:
             contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
         if event.id not in shown or event.content is None:
             continue
-        content = _content_of(event, agent, own_calls, last_response)
+        content = _content_of(event, agent)
         if content is not None:
             contents.append(content)
+        if event.author == agent:
+            contents.extend(_responses_to(event, answers, own_calls))
     if node_input is not None and node_input[0] >= len(events):
         contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
     return contents
 
 
-def _last_responses(events: Sequence[Event], own_calls: set[str]) -> dict[str, str]:
-    """For each of the agent's calls, the id of the event holding its last response."""
-    last: dict[str, str] = {}
-    for event in events:
-        for response in event.content.function_responses if event.content else []:
-            if response.id in own_calls:
-                last[response.id] = event.id
-    return last
+def _answers(events: Sequence[Event], own_calls: set[str]) -> dict[str, list[tuple[int, Part]]]:
+    """For each of the agent's calls, its responses: (position in `events`, part)."""
+    found: dict[str, list[tuple[int, Part]]] = {}
+    for index, event in enumerate(events):
+        for part in (event.content.parts or []) if event.content else []:
+            response = part.function_response
+            if response is not None and response.id in own_calls:
+                found.setdefault(response.id, []).append((index, part))
+    return found
 
 
-def _content_of(
-    event: Event, agent: str, own_calls: dict[str, str | None], last_response: dict[str, str]
-) -> Content | None:
-    assert event.content is not None  # checked by the caller
+def _superseded_replies(
+    events: Sequence[Event], agent: str, answers: dict[str, list[tuple[int, Part]]]
+) -> set[str]:
+    """Ids of the agent's text replies between a call's first and last response: they
+    answered an interim status or a progress update the model now sees replaced."""
+    hidden: set[str] = set()
+    for responses in answers.values():
+        first, last = responses[0][0], responses[-1][0]
+        hidden.update(
+            e.id
+            for e in events[first + 1 : last]
+            if e.author == agent and e.content and not e.function_calls
+            if not e.content.function_responses
+        )
+    return hidden
+
+
+def _responses_to(
+    event: Event, answers: dict[str, list[tuple[int, Part]]], own_calls: dict[str, str | None]
+) -> list[Content]:
+    """The last response to each of the event's calls, as one user turn (none yet: [])."""
     parts = [
-        _named_as_called(p, own_calls)
-        for p in event.content.parts or []
-        if _shows(p, event, agent=agent, last_response=last_response)
+        _named_as_called(answers[c.id][-1][1], own_calls)
+        for c in event.function_calls
+        if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
     ]
+    return [Content(role="user", parts=parts)] if parts else []
+
+
+def _content_of(event: Event, agent: str) -> Content | None:
+    assert event.content is not None  # checked by the caller
+    parts = [p for p in event.content.parts or [] if _shows(p, event, agent=agent)]
     if not parts:
         return None
     if event.author == agent:
         return Content(role=event.content.role or "model", parts=parts)
-    if event.author == "user" or all(p.function_response for p in parts):
+    if event.author == "user":
         return Content(role="user", parts=parts)
     text = "".join(p.text or "" for p in parts)
     return Content(role="user", parts=[Part(text=f"For context: [{event.author}] said: {text}")])
@@ -115,13 +145,12 @@ def _named_as_called(part: Part, own_calls: dict[str, str | None]) -> Part:
     return part.model_copy(update={"function_response": renamed})
 
 
-def _shows(part: Part, event: Event, *, agent: str, last_response: dict[str, str]) -> bool:
-    """Whether a part is in the agent's view: its own calls, their last responses, texts."""
-    if part.thought:
+def _shows(part: Part, event: Event, *, agent: str) -> bool:
+    """Whether a part is in the agent's view where it stands: its own calls and texts
+    (responses are placed after their calls)."""
+    if part.thought or part.function_response is not None:
         return False
     if part.function_call is not None:
         # A confirmation request is between the agent and a person, not the model.
         return event.author == agent and part.function_call.name != REQUEST_CONFIRMATION_FUNCTION
-    if part.function_response is not None:
-        return last_response.get(part.function_response.id or "") == event.id
     return bool(part.text)

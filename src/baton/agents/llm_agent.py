@@ -94,9 +94,24 @@ class _Progress:
         return self.current[start + 1 :]
 
     def answered_since_turn(self) -> bool:
-        """Whether a call was answered (by the client) after the last model turn."""
+        """Whether one of the run's long-running calls was answered (by the client) after
+        the last model turn; answers to other agents' calls are theirs."""
+        waiting = {
+            i for e in self.current if e.author != "user" for i in e.long_running_tool_ids or ()
+        }
         return any(
-            e.author == "user" and e.content and e.content.function_responses
+            e.author == "user"
+            and e.content
+            and any(r.id in waiting for r in e.content.function_responses)
+            for e in self.after_turn()
+        )
+
+    def has_interim_result(self, lro_ids: set[str]) -> bool:
+        """Whether a long-running tool returned a value (its interim result) after the turn."""
+        return any(
+            e.author != "user"
+            and e.content
+            and any(r.id in lro_ids for r in e.content.function_responses)
             for e in self.after_turn()
         )
 
@@ -295,13 +310,15 @@ class LlmAgent(BaseAgent):
                     return
                 if not pending and await self._transferred(agent_ctx, progress, transfer):
                     return
-                if pending:
+                if any(not self._started(agent_ctx, state, c, lro_ids) for c in pending):
                     async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
                         yield event
                     state = self._load_agent_state(ctx, LlmAgentState) or state
-                    if any(c.id in lro_ids for c in pending):
-                        return  # waits for the long-running calls' results
                     continue
+                if pending and not progress.has_interim_result(lro_ids):
+                    return  # waits for the long-running calls' results
+                # Only long-running calls wait, and one returned an interim result (its
+                # status): the model gets a turn with it now, then the run waits for them.
             calls = self._count_model_call(calls)
             yield await self._ask_model(agent_ctx, progress)
 
@@ -636,11 +653,21 @@ class LlmAgent(BaseAgent):
         for call in pending:
             if call.id not in lro_ids:
                 yield await self._call_tool(ctx, call)
-            elif call.id not in state.started_calls and call.id not in ctx.resume_inputs:
+            elif not self._started(ctx, state, call, lro_ids):
                 event = await self._call_tool(ctx, call, interim=True)
                 state = state.model_copy(update={"started_calls": [*state.started_calls, call.id]})
                 event.actions.agent_state = state.model_dump(mode="json")
                 yield event
+
+    @staticmethod
+    def _started(
+        ctx: AgentContext, state: LlmAgentState, call: FunctionCall, lro_ids: set[str]
+    ) -> bool:
+        """Whether a long-running call's tool ran (or a response came before it could);
+        a plain call has not started while it is pending."""
+        return call.id in lro_ids and (
+            call.id in state.started_calls or call.id in ctx.resume_inputs
+        )
 
     async def _call_tool(
         self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
