@@ -13,7 +13,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Iterator, Mapping, Sequence
 from contextlib import aclosing, suppress
 from datetime import timedelta
 from typing import Any, Final, cast, final
@@ -306,6 +306,7 @@ class Runner:
         state_delta: dict[str, JsonValue] | None = None,
         yield_user_message: bool = False,
         occurrences: Mapping[str, str] | None = None,
+        progress: Collection[str] = (),
     ) -> AsyncGenerator[Event, None]:
         """Answer open questions by interrupt id and resume the run; yields its events.
 
@@ -325,6 +326,8 @@ class Runner:
             state_delta: state changes recorded with the answers.
             yield_user_message: also yield the event holding the answers.
             occurrences: interrupt id -> the `occurrence` the answer is meant for.
+            progress: ids of long-running tool calls whose answers here are progress
+                updates (`will_continue`): the model gets a turn and the call stays open.
 
         Raises:
             InvalidMessageError: `answers` is empty.
@@ -333,7 +336,7 @@ class Runner:
                 rest of `run_async`'s refusals, before anything changed.
         """
         key = self.planner.session_key(user_id, session_id, None)
-        message = await answers_message(self.store, key, answers)
+        message = await answers_message(self.store, key, answers, progress=progress)
         events = self.run_async(
             user_id=user_id,
             session_id=session_id,

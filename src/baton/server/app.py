@@ -717,6 +717,7 @@ def _answer_routes(server: _Server) -> APIRouter:
                 answered_by=answerer,
                 state_delta=body.state_delta,
                 occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
+                progress=(interrupt_id,) if body.will_continue else (),
                 yield_user_message=True,  # as in _start: the answer's echo opens the feed
             )
             return await run_reply(await _opened(server, events))

@@ -54,6 +54,8 @@ class RespondRequest(WireModel):
     # Who answers, when the key does not say (no keys, or an operator's key): an assigned
     # question accepts only its assignee. A user's key answers as that user.
     answered_by: str | None = None
+    # A progress update to a long-running tool's call: the call stays open for more.
+    will_continue: bool = False
 
 
 class StateUpdate(WireModel):
