@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy import event as sql_events
 from sqlalchemy.engine import Connection
+from sqlalchemy.schema import CreateTable
 
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
 from baton.sessions.services import DatabaseSessionService, SqliteSessionService
@@ -149,7 +150,7 @@ async def test_migration_10_keeps_the_outbox_and_never_reuses_a_number(store_url
     async with _database(store_url) as database:
         await _migrate(database, up_to=9)
         await database.transact(_seed_outbox_9, write=True)
-        assert await _migrate(database) == [10]
+        assert await _migrate(database, up_to=10) == [10]
     store = SqlStore(store_url)
     ttl = timedelta(seconds=5)
     try:
@@ -178,6 +179,25 @@ def _seed_outbox_9(connection: Connection) -> None:
             f"VALUES ('n1', '{body}', 1.0, 2, 3.0, '[\"http://x\"]', NULL, 0.0)"
         )
     )
+
+
+async def test_events_keep_a_foreign_key_to_their_session_except_on_postgresql(
+    store_url: str,
+) -> None:
+    """PostgreSQL runs a query per inserted row to check a foreign key: its events have
+    none (migration 11), as `schema` declares; the others keep theirs."""
+    async with _database(store_url) as database:
+        await _migrate(database)
+
+        def event_keys(connection: Connection) -> tuple[list[str], bool]:
+            keys = inspect(connection).get_foreign_keys("baton_events")
+            declared = str(CreateTable(schema.events).compile(dialect=connection.dialect))
+            return [str(k["referred_table"]) for k in keys], "FOREIGN KEY" in declared
+
+        found, declared = await database.transact(event_keys, write=False)
+    expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
+    assert found == expected
+    assert declared == bool(expected)
 
 
 def _seed_version_8(connection: Connection) -> None:

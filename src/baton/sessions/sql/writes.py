@@ -26,7 +26,7 @@ from baton.errors import (
 from baton.sessions.sql.artifacts import delete_session_artifacts
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.direct import UpdateReturning
-from baton.sessions.sql.schema import IS_SESSION, invocations, session_params, sessions
+from baton.sessions.sql.schema import IS_SESSION, events, invocations, session_params, sessions
 from baton.sessions.store import (
     Claimed,
     InvocationStatus,
@@ -127,8 +127,11 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
     pk = connection.scalar(_SESSION_PK, session_params(key))
     if pk is None:
         return False
-    # Events, invocations (with their leases) and interrupts go with it: ON DELETE CASCADE.
+    # Invocations (with their leases) and interrupts go with it: ON DELETE CASCADE. So do
+    # its events, except on PostgreSQL (see `schema.events`): deleted after the session's
+    # row, so a step that held it and committed first has its events deleted too.
     connection.execute(delete(sessions).where(sessions.c.pk == pk))
+    connection.execute(delete(events).where(events.c.session_pk == pk))
     delete_session_artifacts(connection, key)
     return True
 
