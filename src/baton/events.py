@@ -294,6 +294,16 @@ class Event(WireModel):
         """The function calls in this event's content."""
         return self.content.function_calls if self.content else []
 
+    def carries_result(self) -> bool:
+        """True when the event holds its node run's result: an output, a route, or an
+        agent's reply given as the node's output."""
+        info = self.node_info
+        return (
+            self.output is not None
+            or self.actions.route is not None
+            or bool(info is not None and info.message_as_output)
+        )
+
     def is_final_response(self) -> bool:
         """True for a model message that ends a turn (no pending calls, not partial); a
         method, as the reference's (`event.is_final_response()`)."""

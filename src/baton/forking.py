@@ -11,18 +11,19 @@ be answered differently; the source session is not changed. Everything is checke
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 
 from pydantic import JsonValue
 
-from baton.errors import BatonError, SessionNotFoundError
+from baton.errors import BatonError, CheckpointUnavailableError, SessionNotFoundError
 from baton.events import Event
 from baton.sessions.checkpoints import ForkPlan, RunAtPoint, SessionHistory, plan_fork
 from baton.sessions.rewind import SHARED_STATE_PREFIXES, rewind_state_delta
 from baton.sessions.store import Session, SessionKey, StepCommit, Store
 from baton.types import InvocationId, SessionId
 
-__all__ = ["fork_session", "read_history"]
+__all__ = ["StepCheckpoint", "fork_session", "read_history"]
 
 
 async def read_history(store: Store, key: SessionKey) -> tuple[Session, SessionHistory]:
@@ -48,10 +49,22 @@ async def read_history(store: Store, key: SessionKey) -> tuple[Session, SessionH
     return session, history
 
 
+StepCheckpoint = Callable[[JsonValue, list[Event]], JsonValue]
+"""Derives a run's checkpoint at a step from its latest checkpoint and its events up to
+that step (`baton.workflow.fork_state.forked_checkpoint` for the app's root)."""
+
+
 async def fork_session(
-    store: Store, key: SessionKey, checkpoint_id: str, new_session_id: str | None = None
+    store: Store,
+    key: SessionKey,
+    checkpoint_id: str,
+    new_session_id: str | None = None,
+    *,
+    at_step: StepCheckpoint | None = None,
 ) -> Session:
-    """A new session of the same user holding `key`'s history up to the checkpoint.
+    """A new session of the same user holding `key`'s history up to the checkpoint; at a
+    `step` checkpoint, the run forked there restarts from the checkpoint `at_step` derives
+    (it is left to continue: `running`, with no lease).
 
     Raises:
         SessionNotFoundError, CheckpointNotFoundError, CheckpointUnavailableError,
@@ -59,6 +72,8 @@ async def fork_session(
     """
     session, history = await read_history(store, key)
     plan = plan_fork(history, checkpoint_id)
+    if plan.checkpoint.kind == "step":
+        _derive_step(plan, at_step)
     forked = await store.create_session(
         key.app_name,
         key.user_id,
@@ -74,6 +89,19 @@ async def fork_session(
     found = await store.get_session(forked.key, with_events=False)
     assert found is not None  # just written
     return found
+
+
+def _derive_step(plan: ForkPlan, at_step: StepCheckpoint | None) -> None:
+    """Give the run forked at a step its checkpoint there."""
+    chosen = plan.checkpoint
+    run = plan.runs[chosen.invocation_id]
+    if at_step is None:
+        raise CheckpointUnavailableError(
+            f"checkpoint '{chosen.id}' is a step of a run; fork there through the Runner "
+            "of its app (Runner.fork), which knows the run's workflow."
+        )
+    events = [e for e in plan.events if e.invocation_id == chosen.invocation_id]
+    run.checkpoint = at_step(run.invocation.checkpoint, events)
 
 
 def _state_at(session: Session, plan: ForkPlan) -> dict[str, JsonValue]:

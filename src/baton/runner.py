@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncGenerator, Collection, Iterator, Mapping, Sequence
 from contextlib import aclosing, suppress
 from datetime import timedelta
+from functools import partial
 from typing import Any, Final, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
@@ -53,6 +54,7 @@ from baton.sessions.store import (
 from baton.types import Content, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference
+from baton.workflow.fork_state import forked_checkpoint
 from baton.workflow.graph import fingerprint_of
 from baton.workflow.nodes import Node
 from baton.workflow.scheduler import Workflow
@@ -478,8 +480,10 @@ class Runner:
 
     async def checkpoints(self, *, user_id: str, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first: before each run (`start`: rewind or
-        fork there), at each question a run asked (`question`: fork there to answer it
-        differently), after each run that ended (`end`). Rewound history has none.
+        fork there), after each step of a workflow run that gave a node's result (`step`:
+        fork there to re-run from it), at each question a run asked (`question`: fork
+        there to answer it differently), after each run that ended (`end`). Rewound
+        history has none.
 
         Raises:
             SessionNotFoundError: no such session.
@@ -498,8 +502,10 @@ class Runner:
     ) -> Session:
         """A new session of the same user holding this one's history up to a checkpoint
         (`checkpoints` lists them), with the state as it was there; a run that was waiting
-        at that question waits there again, to be answered differently. This session is
-        not changed.
+        at that question waits there again, to be answered differently. At a `step`, the
+        run is left to continue from that step (`run_async(invocation_id=...)`, or a
+        Worker's recovery): node runs that had their result by then are not run again,
+        the rest run anew. This session is not changed.
 
         Raises:
             SessionNotFoundError, CheckpointNotFoundError, CheckpointUnavailableError (a
@@ -509,7 +515,8 @@ class Runner:
         key = self.planner.session_key(user_id, session_id, None)
         if new_session_id is not None:
             check_id("new_session_id", new_session_id)
-        return await fork_session(self.store, key, checkpoint_id, new_session_id)
+        at_step = partial(forked_checkpoint, self.app.root_agent)
+        return await fork_session(self.store, key, checkpoint_id, new_session_id, at_step=at_step)
 
     async def invocations_page(
         self, *, user_id: str, session_id: str, limit: int = DEFAULT_PAGE, cursor: str | None = None

@@ -72,3 +72,25 @@ def test_checkpoints_and_a_fork_answered_differently(tmp_path: Path) -> None:
     code, out = baton("sessions", "fork", sid, "start:e-nope", "-p", APP, db=db)
     assert code == 1
     assert "CheckpointNotFoundError" in out
+
+
+def test_a_fork_after_a_step_is_continued_by_resume(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _, out = baton("run", APP, "80 lunch", db=db)
+    sid = session_of(out)
+    code, out = baton("sessions", "checkpoints", sid, "-p", APP, db=db)
+    assert code == 0, out
+    first_column = "".join(line.split("│")[1].strip() for line in out.splitlines() if "│" in line)
+    step = re.search(r"step:[0-9a-f]{32}", first_column)  # after submit, before the review
+    assert step, out
+
+    code, out = baton(
+        "sessions", "fork", sid, step.group(0), "-p", APP, "--new-session", "f2", db=db
+    )
+    assert code == 0, out
+    flat = " ".join(out.split())
+    continuing = re.search(r"baton resume f2 -p \S+ --db \S+ --invocation (e-[0-9a-f-]{36})", flat)
+    assert continuing, out
+    code, out = baton("resume", "f2", "-p", APP, "--invocation", continuing.group(1), db=db)
+    assert code == 2, out  # it ran on from submit's step and waits at the review again
+    assert "review_0" in out

@@ -9,16 +9,18 @@ from typing import Any
 
 import pytest
 
-from baton import Workflow
+from baton import Event, Workflow
 from baton.errors import (
     CheckpointNotFoundError,
     CheckpointUnavailableError,
     SessionExistsError,
     SessionNotFoundError,
 )
-from baton.sessions.store import SessionKey
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
-from tests.harness import Harness, MakeHarness
+from tests.conftest import StoreFactory
+from tests.harness import Counter, Harness, MakeHarness, build_harness
 from tests.runner.test_rewind import ask, asking_workflow, remember, session_events
 
 
@@ -42,12 +44,22 @@ async def test_checkpoints_list_starts_questions_and_ends_in_order(
     points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
     assert [(p.kind, p.invocation_id) for p in points] == [
         ("start", first),
+        ("step", first),  # remember's output
         ("question", first),
+        ("step", first),  # ask's output: the answer
+        ("step", first),  # decide's output
         ("end", first),
         ("start", second),
+        ("step", second),
         ("question", second),
     ]
-    asked = points[1]
+    assert [p.label.partition(" after ")[2] for p in points if p.kind == "step"] == [
+        'remember@1: "one"',
+        'ask@1: {"approved": true}',
+        'decide@1: "approved=True"',
+        'remember@1: "two"',
+    ]
+    asked = points[2]
     assert asked.interrupt_ids == ["ok"]
     assert asked.answers == {"ok": {"approved": True}}
     assert asked.answered_by == {"ok": "boss"}
@@ -57,7 +69,7 @@ async def test_checkpoints_list_starts_questions_and_ends_in_order(
         user_id="u", session_id=h.session_id, rewind_before_invocation_id=second
     )
     after = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
-    assert [p.invocation_id for p in after] == [first] * 3
+    assert [p.invocation_id for p in after] == [first] * 6
 
 
 async def test_a_fork_at_an_answered_question_is_answered_differently(
@@ -86,9 +98,9 @@ async def test_a_fork_at_an_answered_question_is_answered_differently(
     assert still.invocation_id != waiting.invocation_id
     # The fork has checkpoints of its own, its question included: a fork of the fork.
     again = await h.runner.checkpoints(user_id="u", session_id="f1")
-    assert [p.kind for p in again] == ["start", "question", "end"]
+    assert [p.kind for p in again] == ["start", "step", "question", "step", "step", "end"]
     await h.runner.fork(
-        user_id="u", session_id="f1", checkpoint_id=again[1].id, new_session_id="f2"
+        user_id="u", session_id="f1", checkpoint_id=again[2].id, new_session_id="f2"
     )
     [reopened] = await h.runner.pending(user_id="u", session_id="f2")
     assert reopened.interrupt_id == "ok"
@@ -178,3 +190,111 @@ async def test_a_fork_notifies_only_the_question_it_asks_again(make_harness: Mak
     notes = await store.claim_notifications("http://r", "t", ttl=ttl, limit=50)
     assert notes is not None
     assert [n.kind for n in notes.notifications] == ["question.opened"]  # no answer, run end
+
+
+RUNS = Counter()
+
+
+def first(node_input: Any) -> str:
+    RUNS.bump("first")
+    return "x"
+
+
+def routed(node_input: str) -> Event:
+    RUNS.bump("routed")
+    return Event(output=f"{node_input}y", route="go")
+
+
+def inner_a(node_input: str) -> str:
+    RUNS.bump("inner_a")
+    return f"{node_input}a"
+
+
+def inner_b(node_input: str) -> str:
+    RUNS.bump("inner_b")
+    return f"{node_input}b"
+
+
+def last(node_input: str) -> str:
+    RUNS.bump("last")
+    return f"{node_input}!"
+
+
+def nested_workflow() -> Workflow:
+    inner = Workflow(name="inner", edges=[("START", inner_a, inner_b)])
+    return Workflow(name="wf", edges=[("START", first, routed, {"go": inner}), (inner, last)])
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_a_fork_at_a_step_reruns_from_there_and_the_source_is_unchanged(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    RUNS.runs.clear()
+    service = BaseSessionService(stores.open())
+    h = await build_harness(nested_workflow(), service, resumable=resumable)
+    await h.start("go")
+    run = (await h.invocation()).id
+    source = await session_events(h)
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    steps = [p for p in points if p.kind == "step"]
+    assert [p.label.partition(" after ")[2] for p in steps] == [
+        'first@1: "x"',
+        'routed@1: "xy" (route "go")',
+        'inner@1/inner_a@1: "xya"',
+        'inner@1/inner_b@1: "xyab"',
+        'last@1: "xyab!"',
+    ]
+    inside = steps[2]  # after the nested workflow's first node
+
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=inside.id)
+
+    [waiting] = await h.runner.invocations(user_id="u", session_id=fork.id)
+    assert (waiting.status, waiting.id != run) == (InvocationStatus.RUNNING, True)
+    assert RUNS.runs == dict.fromkeys(["first", "routed", "inner_a", "inner_b", "last"], 1)
+    forked = Harness(h.runner, service, fork.id)
+    rerun = await forked.collect(invocation_id=waiting.id)
+    # What had its result at that step is not run again; the rest is, to the same end.
+    assert [(e.node_info.path if e.node_info else "", e.output) for e in rerun] == [
+        ("wf@1/inner@1/inner_b@1", "xyab"),
+        ("wf@1/last@1", "xyab!"),
+    ]
+    assert RUNS.runs == {"first": 1, "routed": 1, "inner_a": 1, "inner_b": 2, "last": 2}
+    assert (await forked.invocation()).status is InvocationStatus.COMPLETED
+    copied = await session_events(forked)
+    assert [e.output for e in copied] == [None, "x", "xy", "xya", "xyab", "xyab!"]
+    # The source session is exactly as it was, its checkpoints too.
+    assert await session_events(h) == source
+    assert await h.runner.checkpoints(user_id="u", session_id=h.session_id) == points
+
+
+async def test_a_fork_at_a_step_before_a_question_asks_it_again(
+    make_harness: MakeHarness,
+) -> None:
+    h, first_run, _ = await two_runs(make_harness)
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    remembered = next(p for p in points if p.kind == "step" and p.invocation_id == first_run)
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=remembered.id)
+    [run] = await h.runner.invocations(user_id="u", session_id=fork.id)
+    forked = Harness(h.runner, h.service, fork.id)
+    await forked.collect(invocation_id=run.id)
+    [waiting] = await h.runner.pending(user_id="u", session_id=fork.id)
+    assert waiting.interrupt_id == "ok"
+    answered = await forked.answer(("ok", {"approved": False}))
+    assert answered[-1].output == "approved=False"
+
+
+async def test_a_step_of_an_unknown_or_rewound_run_cannot_be_forked(
+    make_harness: MakeHarness,
+) -> None:
+    h, _, second = await two_runs(make_harness)
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    later = next(p for p in points if p.kind == "step" and p.invocation_id == second)
+    await h.runner.rewind_async(
+        user_id="u", session_id=h.session_id, rewind_before_invocation_id=second
+    )
+    sessions = await h.service.store.list_sessions("app", "u")
+    with pytest.raises(CheckpointNotFoundError, match=later.id):
+        await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=later.id)
+    with pytest.raises(CheckpointNotFoundError, match="step:nope"):
+        await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id="step:nope")
+    assert len(await h.service.store.list_sessions("app", "u")) == len(sessions)

@@ -77,6 +77,8 @@ async def test_checkpoints_and_fork_routes(start_live: StartLive, store_url: str
     assert [(p["kind"], p["invocationId"]) for p in points] == [
         ("start", first),
         ("question", first),
+        ("step", first),
+        ("step", first),
         ("end", first),
         ("start", second),
         ("question", second),
@@ -115,3 +117,27 @@ async def test_checkpoints_and_fork_routes(start_live: StartLive, store_url: str
     assert missing.status_code == 404
     after = (await live.client.get("/apps/approval/users/u/sessions")).json()
     assert sorted(s["id"] for s in after) == sorted(s["id"] for s in sessions)
+
+
+async def test_a_fork_at_a_step_is_continued_from_there(
+    start_live: StartLive, store_url: str
+) -> None:
+    live: Live = await start_live(db_url=store_url, recover=False)
+    sid, first, _ = await paused_twice(live)
+    base = f"/apps/approval/users/u/sessions/{sid}"
+    points = (await live.client.get(f"{base}/checkpoints")).json()
+    answered = next(p for p in points if p["kind"] == "step" and p["invocationId"] == first)
+    assert answered["label"].endswith('after ask_approval@1: {"approved": true}')
+    source = (await live.client.get(base)).json()["events"]
+
+    forked = await live.client.post(f"{base}/fork", json={"checkpointId": answered["id"]})
+    assert forked.status_code == 200, forked.text
+    fork = forked.json()["id"]
+    [run] = (await live.client.get(f"/apps/approval/users/u/sessions/{fork}/invocations")).json()
+    assert run["status"] == "running"
+    # Continued (the page's "Continue run"): the question is not asked again.
+    events = await live.run("approval", "u", fork, invocationId=run["id"])
+    assert [e.get("output") for e in events] == ['done:{"approved": true}']
+    pending = await live.client.get(f"/apps/approval/users/u/pending?session_id={fork}")
+    assert pending.json() == []
+    assert (await live.client.get(base)).json()["events"] == source

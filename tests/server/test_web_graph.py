@@ -137,11 +137,14 @@ async def test_a_fork_at_a_question_opens_a_session_answered_differently(
     await page.goto(f"{live.url}/#/session/gated/{sid}")
     await expect(node(page, "finish")).to_have_attribute("data-state", "done")
     rows = page.locator("#checkpoints tbody tr")
-    await expect(rows).to_have_count(3)  # before the run, its question, after it
-    await expect(rows.nth(1)).to_contain_text("proceed")
-    await expect(rows.nth(1)).to_contain_text("by user")
+    # Before the run, after each of its 4 steps, its question (after slow's step), after it.
+    await expect(rows).to_have_count(7)
+    question = rows.nth(3)
+    await expect(question).to_contain_text("asks: Proceed?")
+    await expect(question).to_contain_text("proceed")
+    await expect(question).to_contain_text("by user")
 
-    await rows.nth(1).locator("button.fork").click()
+    await question.locator("button.fork").click()
     await expect(page).not_to_have_url(f"{live.url}/#/session/gated/{sid}")
     fork = page.url.rsplit("/", 1)[-1]
     await expect(page.locator("#session-title")).to_contain_text(fork)
@@ -159,6 +162,51 @@ async def test_a_fork_at_a_question_opens_a_session_answered_differently(
     await node(page, "finish").click()
     await expect(page.locator("#node-detail")).to_contain_text("finished proceed=False")
     # The source session still shows its own answer.
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    await node(page, "finish").click()
+    await expect(page.locator("#node-detail")).to_contain_text("finished proceed=True")
+
+
+async def test_a_fork_after_a_step_reruns_the_run_from_there(
+    start_live: StartLive, browser: Browser
+) -> None:
+    gate = asyncio.Event()
+    gate.set()
+    live: Live = await start_live(apps=[gated_app(gate)], web=True)
+    sid = await live.create("gated", "user")
+    await live.start("gated", "user", sid, "one")
+    respond = f"/apps/gated/users/user/sessions/{sid}/interrupts/go/respond"
+    assert (
+        await live.client.post(respond, json={"response": {"proceed": True}})
+    ).status_code == 200
+    gate.clear()  # slow would block now: the fork after its step must not run it again
+    page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+    await page.goto(f"{live.url}/#/session/gated/{sid}")
+    rows = page.locator("#checkpoints tbody tr")
+    await expect(rows).to_have_count(7)
+    after_slow = rows.nth(2)
+    await expect(after_slow).to_contain_text('after slow@1: "slow part done"')
+    button = after_slow.locator("button.fork")
+    await expect(button).to_have_text("Fork here to re-run from this step")
+    await screenshot(page, "checkpoints-steps")
+
+    await button.click()
+    await expect(page).not_to_have_url(f"{live.url}/#/session/gated/{sid}")
+    fork = page.url.rsplit("/", 1)[-1]
+    await expect(page.locator("#session-title")).to_contain_text(fork)
+    # The server continues the fork from that step: confirm asks again, nothing before it ran.
+    await expect(node(page, "slow")).to_have_attribute("data-state", "done")
+    await expect(node(page, "confirm")).to_have_attribute("data-state", "waiting")
+    await expect(node(page, "finish")).to_have_attribute("data-state", "idle")
+    await page.goto(f"{live.url}/#/")
+    card = page.locator(f"form.card[data-session='{fork}'][data-interrupt='go']")
+    await card.locator("input[name=proceed][value=no]").check()
+    await card.locator("button[type=submit]").click()
+    await expect(card).to_have_count(0)
+    await page.goto(f"{live.url}/#/session/gated/{fork}")
+    await node(page, "finish").click()
+    await expect(page.locator("#node-detail")).to_contain_text("finished proceed=False")
+    # The source session is unchanged.
     await page.goto(f"{live.url}/#/session/gated/{sid}")
     await node(page, "finish").click()
     await expect(page.locator("#node-detail")).to_contain_text("finished proceed=True")

@@ -17,8 +17,10 @@ from baton.cli.base import (
     open_catalog,
     sessions_cli,
 )
+from baton.cli.running import resume_flags
 from baton.history import compact
 from baton.reports import folding_table, when
+from baton.sessions.store import InvocationStatus
 
 __all__ = ["sessions_checkpoints", "sessions_fork", "sessions_rewind"]
 
@@ -31,7 +33,8 @@ def sessions_checkpoints(
     db: DbOption = None,
 ) -> None:
     """List the points a session can be taken back to: before each run (rewind or fork
-    there), at each question (fork there to answer it differently), after each ended run.
+    there), after each step of a workflow run (fork there to re-run from it), at each
+    question (fork there to answer it differently), after each ended run.
 
     Example: baton sessions checkpoints 4b1c... -p examples/
     """
@@ -71,7 +74,8 @@ def sessions_fork(
     ] = None,
 ) -> None:
     """Copy a session up to a checkpoint into a new session; a run waiting at that
-    question waits there again (answer it with `baton resume`). The session is unchanged.
+    question waits there again (answer it with `baton resume`), a run forked after a step
+    continues from there with `baton resume --invocation`. The session is unchanged.
 
     Example: baton sessions fork 4b1c... question:9f2a... -p examples/
     """
@@ -96,8 +100,15 @@ async def _sessions_fork(
             new_session_id=new_session,
         )
         waiting = await runner.pending(user_id=session.user_id, session_id=forked.id)
+        runs = await runner.invocations(user_id=session.user_id, session_id=forked.id)
+    flags = resume_flags(path, db)
     asks = ", ".join(r.interrupt_id for r in waiting)
-    then = f"; it waits on {asks}: baton resume {forked.id} -p {path}" if asks else ""
+    going = [r.id for r in runs if r.status is InvocationStatus.RUNNING]
+    then = ""
+    if asks:
+        then = f"; it waits on {asks}: baton resume {forked.id}{flags}"
+    elif going:
+        then = f"; continue it from there: baton resume {forked.id}{flags} --invocation {going[0]}"
     console.print(f"forked session {session.id} at {checkpoint_id} into session {forked.id}{then}")
 
 

@@ -1,9 +1,12 @@
 """A session's checkpoints: the points of its history a run can be taken back to.
 
-Three kinds, in the order they happened (rewound history left out):
+Four kinds, in the order they happened (rewound history left out):
 
 - `start`: before a run. `Runner.rewind_async` goes back there in the same session;
   a fork there is the session as it was before that run.
+- `step`: after a step of a workflow run whose node run ended with a result (output or
+  route). A fork there re-runs the run from that step: its checkpoint is derived from
+  the run's events up to there (see `baton.workflow.fork_state`), not stored per step.
 - `question`: a run asked a person. A fork there holds that run waiting at that
   question again, from the checkpoint stored when it was asked: answer it differently.
 - `end`: after a run completed or failed.
@@ -14,6 +17,7 @@ looked like at that position, or why a fork there is impossible.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -92,6 +96,8 @@ def list_checkpoints(history: SessionHistory) -> list[Checkpoint]:
         if run is None or run.status is InvocationStatus.REWOUND:
             continue  # a state change outside runs, or imported history
         found.append(_start(live, run, indexes[0]))
+        if _is_workflow_run(run):
+            found += [_step(live, run, index) for index in indexes if _ends_step(live, index)]
         found += [
             point
             for index in indexes
@@ -137,6 +143,47 @@ def _start(live: Sequence[Event], run: Invocation, index: int) -> Checkpoint:
         time=first.timestamp,
         label=label,
     )
+
+
+def _is_workflow_run(run: Invocation) -> bool:
+    """Whether the run's root is a workflow (its checkpoint holds the workflow's state)."""
+    checkpoint = run.checkpoint
+    return isinstance(checkpoint, dict) and isinstance(checkpoint.get("child"), dict)
+
+
+def _ends_step(live: Sequence[Event], index: int) -> bool:
+    """Whether `live[index]` is a node run's result inside a workflow, its step's last."""
+    event = live[index]
+    path = event.node_info.path if event.node_info else ""
+    if "/" not in path or not event.carries_result():
+        return False
+    if index + 1 == len(live):
+        return True
+    after = live[index + 1]
+    return after.invocation_id != event.invocation_id or (
+        after.node_info is None or after.node_info.path != path
+    )
+
+
+def _step(live: Sequence[Event], run: Invocation, index: int) -> Checkpoint:
+    event = live[index]
+    path = event.node_info.path if event.node_info else ""
+    node = path.partition("/")[2]
+    shown = json.dumps(event.output) if event.output is not None else "its reply"
+    if event.actions.route is not None:
+        shown += f" (route {json.dumps(event.actions.route)})"
+    return Checkpoint(
+        id=f"step:{event.id}",
+        kind="step",
+        invocation_id=run.id,
+        position=index + 1,
+        time=event.timestamp,
+        label=f"run {_short(run.id)} after {node}: {_clip(shown)}",
+    )
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 60 else f"{text[:59]}…"
 
 
 def _question(
@@ -200,10 +247,15 @@ def plan_fork(history: SessionHistory, checkpoint_id: str) -> ForkPlan:
     states: dict[str, RunAtPoint] = {}
     for invocation_id, indexes in _runs_in(copied):
         run = runs.get(invocation_id)
-        if run is not None:
-            later = any(e.invocation_id == invocation_id for e in live[chosen.position :])
-            last = copied[indexes[-1]]
-            states[invocation_id] = _run_at(history, run, last, chosen, later=later)
+        if run is None:
+            continue
+        if chosen.kind == "step" and invocation_id == chosen.invocation_id:
+            # Its checkpoint there is derived from its events (`ForkPlan.derive`).
+            states[invocation_id] = RunAtPoint(run, InvocationStatus.RUNNING, None, None)
+            continue
+        later = any(e.invocation_id == invocation_id for e in live[chosen.position :])
+        last = copied[indexes[-1]]
+        states[invocation_id] = _run_at(history, run, last, chosen, later=later)
     following = live[chosen.position] if chosen.position < len(live) else None
     return ForkPlan(chosen, copied, states, following)
 

@@ -26,6 +26,7 @@ from baton.events import RouteValue
 
 __all__ = [
     "DynamicCall",
+    "ForkedRun",
     "Outcome",
     "RunRecord",
     "RunStatus",
@@ -168,6 +169,29 @@ class DynamicCall:
 
 
 @dataclass(slots=True)
+class ForkedRun:
+    """A child run as it stood at the step a fork starts from (see
+    `baton.workflow.fork_state`): `done` with its output and routes, or unfinished, with
+    the state to start its own children from when it is a workflow."""
+
+    run_id: str
+    done: bool = False
+    output: JsonValue = None
+    routes: list[RouteValue] = field(default_factory=list)
+    child: WorkflowState | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {"run_id": self.run_id, "done": self.done}
+        if self.output is not None:
+            data["output"] = self.output
+        if self.routes:
+            data["routes"] = list(self.routes)
+        if self.child is not None:
+            data["child"] = self.child.to_json()
+        return data
+
+
+@dataclass(slots=True)
 class WorkflowState:
     """A workflow run's scheduler state.
 
@@ -187,6 +211,9 @@ class WorkflowState:
     terminal_outputs: dict[str, JsonValue] = field(default_factory=dict)
     recorded: dict[str, list[Outcome]] = field(default_factory=dict)
     calls: list[DynamicCall] = field(default_factory=list)
+    # A fork's starting point: each node's runs by then, in run order. The workflow walks
+    # again from START once, taking them instead of running them (see `ForkedRun`).
+    forked: dict[str, list[ForkedRun]] = field(default_factory=dict)
 
     def open_interrupts(self) -> list[str]:
         """Ids still waiting anywhere below this workflow."""
@@ -219,6 +246,10 @@ class WorkflowState:
                 {"key": c.key, "digest": c.digest, "done": c.done, "output": c.output}
                 for c in self.calls
             ]
+        if self.forked:
+            data["forked"] = {
+                node: [run.to_json() for run in runs] for node, runs in self.forked.items()
+            }
         return data
 
 

@@ -19,6 +19,7 @@ from baton.errors import GraphValidationError, WorkflowConfigurationError
 from baton.schemas import SchemaType, current_state_schema
 from baton.types import Content
 from baton.workflow.checkpoint import (
+    ForkedRun,
     Outcome,
     RunRecord,
     RunStatus,
@@ -228,6 +229,9 @@ class _Scheduler:
             # Runs the replay walk never reached (it stopped upstream) keep waiting as they were.
             for run in self.frontier:
                 self.state.runs[run.key] = run
+            # A fork's runs are taken as the walk reaches them; one it never reached (its
+            # path went elsewhere) is not a run of this execution's history.
+            self.state.forked.clear()
         except* NodeRunFailedError as failures:
             # The first failure stops the workflow; siblings were cancelled and stay
             # RUNNING in the checkpoint, so a retry of the invocation re-runs them.
@@ -251,9 +255,16 @@ class _Scheduler:
         limit = self.workflow.max_concurrency
         while self.state.queue and (limit is None or self.running < limit):
             trigger = self.state.queue.pop(0)
-            if self.replay and self._replayed(trigger):
+            forked = self._take_forked(trigger.node) if self.state.forked else None
+            if forked is not None and forked.done:
+                self._fast_forward(trigger, Outcome(forked.run_id, forked.output, forked.routes))
                 continue
-            if trigger.node in self.graph.runs_once:
+            if forked is None and self.replay and self._replayed(trigger):
+                continue
+            if forked is not None:
+                run_id = int(forked.run_id)
+                self._count(trigger.node, forked.run_id)
+            elif trigger.node in self.graph.runs_once:
                 run_id = 1  # counted only where a second run is possible: keeps checkpoints small
             else:
                 run_id = self.state.counters.get(trigger.node, 0) + 1
@@ -264,6 +275,7 @@ class _Scheduler:
                 run_id=str(run_id),
                 input=trigger.input,
                 message_input=trigger.message,
+                child=forked.child if forked is not None else None,
             )
             self.state.runs[run.key] = run
             self.running += 1
@@ -275,21 +287,8 @@ class _Scheduler:
         key = replay_key(trigger.node, trigger.input)
         used = self.replayed.get(key, 0)
         if used < self.replayable.get(key, 0):
-            recorded = self.state.recorded[key]
             self.replayed[key] = used + 1
-            outcome = recorded[used]
-            self._count(trigger.node, outcome.run_id)
-            done = RunRecord(
-                node=trigger.node,
-                path=f"{self.record.path}/{trigger.node}@{outcome.run_id}",
-                run_id=outcome.run_id,
-                status=RunStatus.COMPLETED,
-                input=trigger.input,
-                message_input=trigger.message,
-                output=outcome.output,
-                routes=list(outcome.routes),
-            )
-            self._absorb(done, record=False)
+            self._fast_forward(trigger, self.state.recorded[key][used], record=False)
             return True
         for run in self.frontier:
             if run.node == trigger.node and run.input == trigger.input:
@@ -300,6 +299,27 @@ class _Scheduler:
                 self.group.create_task(self._resume(run))
                 return True
         return False
+
+    def _take_forked(self, node: str) -> ForkedRun | None:
+        """The node's next run as it stood where a fork starts, if any."""
+        runs = self.state.forked.get(node)
+        return runs.pop(0) if runs else None
+
+    def _fast_forward(self, trigger: Trigger, outcome: Outcome, *, record: bool = True) -> None:
+        """Complete the trigger's run with an outcome it had before, without running it
+        (`record`: keep it for later replays, in replay mode)."""
+        self._count(trigger.node, outcome.run_id)
+        done = RunRecord(
+            node=trigger.node,
+            path=f"{self.record.path}/{trigger.node}@{outcome.run_id}",
+            run_id=outcome.run_id,
+            status=RunStatus.COMPLETED,
+            input=trigger.input,
+            message_input=trigger.message,
+            output=outcome.output,
+            routes=list(outcome.routes),
+        )
+        self._absorb(done, record=record)
 
     def _count(self, node: str, run_id: str) -> None:
         if node not in self.graph.runs_once:

@@ -674,10 +674,13 @@ function answeredText(point) {
 }
 
 // A fork makes a new session (this one is not changed) and opens it; at a question, the
-// run waits there again in the fork, so it can be answered differently.
+// run waits there again in the fork, so it can be answered differently; after a step, the
+// run continues from there in the fork (the server picks it up).
+const FORK_LABELS = { question: "Fork here to answer again", step: "Fork here to re-run from this step" };
+
 function checkpointActions(app, sessionId, point) {
   const error = el("div", { class: "error", role: "alert" });
-  const fork = el("button", { type: "button", class: "fork", text: point.kind === "question" ? "Fork here to answer again" : "Fork here", "data-checkpoint": point.id });
+  const fork = el("button", { type: "button", class: "fork", text: FORK_LABELS[point.kind] || "Fork here", "data-checkpoint": point.id });
   fork.addEventListener("click", async () => {
     fork.disabled = true;
     error.textContent = "";
