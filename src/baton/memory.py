@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, cast, final
+from typing import Final, final
 
 from pydantic import Field, JsonValue
 
@@ -34,6 +34,9 @@ __all__ = [
     "MemoryMethods",
     "MemoryScope",
     "SearchMemoryResponse",
+    "check_entries",
+    "check_query",
+    "check_session",
     "no_memory",
     "words_of",
 ]
@@ -131,11 +134,7 @@ class InMemoryMemoryService(BaseMemoryService):
         Raises:
             TypeError: `session` is not a Session.
         """
-        if not isinstance(cast(object, session), Session):
-            raise TypeError(
-                f"add_session_to_memory takes a Session (from a session service), got "
-                f"{type(session).__name__}."
-            )
+        check_session(session)
         user = self._user(session.app_name, session.user_id)
         user.by_session[session.id] = _entries(session.events, user.forgotten)
 
@@ -167,9 +166,7 @@ class InMemoryMemoryService(BaseMemoryService):
         Raises:
             TypeError: an item is not a MemoryEntry.
         """
-        bad = [type(m).__name__ for m in memories if not isinstance(cast(object, m), MemoryEntry)]
-        if bad:
-            raise TypeError(f"add_memory takes MemoryEntry items, got {', '.join(bad)}.")
+        check_entries(memories)
         user = self._user(app_name, user_id)
         user.by_session.setdefault(_LOOSE_SESSION, []).extend(
             m.model_copy(deep=True) for m in memories
@@ -183,8 +180,7 @@ class InMemoryMemoryService(BaseMemoryService):
         Raises:
             TypeError: `query` is not a string.
         """
-        if not isinstance(cast(object, query), str):
-            raise TypeError(f"a memory query is a string, got {type(query).__name__}.")
+        check_query(query)
         wanted = words_of(query)
         scored = [
             (len(wanted & words_of(_text(e))), e) for e in self._user(app_name, user_id).entries()
@@ -204,6 +200,28 @@ class InMemoryMemoryService(BaseMemoryService):
         user.forgotten.add(memory_id)
         for session_id, entries in user.by_session.items():
             user.by_session[session_id] = [e for e in entries if e.id != memory_id]
+
+
+def check_session(session: object) -> None:
+    """Raises TypeError unless `session` is a Session."""
+    if not isinstance(session, Session):
+        raise TypeError(
+            f"add_session_to_memory takes a Session (from a session service), got "
+            f"{type(session).__name__}."
+        )
+
+
+def check_entries(memories: Sequence[object]) -> None:
+    """Raises TypeError unless every item is a MemoryEntry (naming the others)."""
+    bad = [type(m).__name__ for m in memories if not isinstance(m, MemoryEntry)]
+    if bad:
+        raise TypeError(f"add_memory takes MemoryEntry items, got {', '.join(bad)}.")
+
+
+def check_query(query: object) -> None:
+    """Raises TypeError unless `query` is a string."""
+    if not isinstance(query, str):
+        raise TypeError(f"a memory query is a string, got {type(query).__name__}.")
 
 
 def words_of(text: str) -> set[str]:

@@ -25,6 +25,7 @@ from baton.agents import BaseAgent, LlmAgent
 from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
+from baton.database_memory import memory_in
 from baton.errors import StoreUnavailableError, WorkflowChangedError
 from baton.events import Event
 from baton.forking import fork_session, read_history
@@ -143,7 +144,9 @@ class Runner:
             as in the reference). `BaseArtifactService(session_service.store)` keeps them
             in the session store, deleted with their session.
         memory_service: what `search_memory` / `add_session_to_memory` and the memory
-            tools use (None: they raise, as in the reference).
+            tools use. None: in the sessions' database when it is SQL
+            (`baton.database_memory.SqlMemoryService`); with sessions in memory, none
+            (the calls raise, as in the reference).
         plugins: runner-wide callbacks (`baton.plugins.BasePlugin`), asked before the
             agents' own; or give them as `App(plugins=[...])`, not both.
         auto_create_session: create a missing session instead of raising.
@@ -193,7 +196,9 @@ class Runner:
                 f"memory_service must be a baton memory service (InMemoryMemoryService(), or "
                 f"a BaseMemoryService subclass), got {type(memory_service).__name__}."
             )
-        self.memory_service = memory_service
+        self.memory_service = (
+            memory_service if memory_service is not None else memory_in(session_service.store)
+        )
         self.plugin_manager = PluginManager(plugins if plugins is not None else app.plugins)
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl

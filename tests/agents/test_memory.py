@@ -1,8 +1,9 @@
 """Memory from the user's side, with sessions on memory, SQLite and PostgreSQL: a
 callback adds the session to memory, a later session's agent recalls it with the
 `load_memory` tool or gets it preloaded into its request; nodes search it through their
-context; re-adding a session keeps one copy, a deleted memory stays forgotten; a run
-without a memory service, or bad arguments, are refused with the reason."""
+context; re-adding a session keeps one copy, a deleted memory stays forgotten; without a
+memory service, sessions in SQL remember in their database, those in memory say how to
+set one; bad arguments are refused with the reason."""
 
 from __future__ import annotations
 
@@ -124,11 +125,18 @@ async def test_nodes_search_add_and_delete_memory_and_readding_keeps_one_copy(
     assert (await memory.search_memory(app_name="app", user_id="v", query="parcel")).memories == []
 
 
-async def test_without_a_memory_service_searching_says_how_to_set_one(stores: StoreFactory) -> None:
+async def test_without_a_memory_service_sql_sessions_remember_in_their_database(
+    stores: StoreFactory,
+) -> None:
     async def search(ctx: Context) -> int:
-        return len((await ctx.search_memory("x")).memories)
+        await ctx.add_session_to_memory()
+        return len((await ctx.search_memory("go")).memories)
 
     h = await _session(_runner(stores, Workflow(name="wf", edges=[("START", search)]), None))
+    if stores.backend != "memory":
+        assert (await h.start("go"))[-1].output == 1
+        return
+    # Sessions in memory: no memory unless given one, as in the reference.
     with pytest.raises(ValueError, match=r"memory_service=InMemoryMemoryService\(\)"):
         await h.start("go")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import final
 
 from baton.artifacts import BaseArtifactService
+from baton.database_memory import memory_in
 from baton.errors import AppNotFoundError, BatonError, StoreUnavailableError
 from baton.memory import InMemoryMemoryService
 from baton.runner import App, Runner, default_worker_id
@@ -189,8 +190,9 @@ class AppCatalog:
         catalog = cls(session_service)
         worker_id = worker_id or default_worker_id()
         artifacts = BaseArtifactService(session_service.store)
-        # As the reference's server: one in-memory memory service for the served apps.
-        memory = InMemoryMemoryService()
+        # One memory service for the served apps: in the sessions' database when it is
+        # SQL, else in memory as the reference's server keeps it.
+        memory = memory_in(session_service.store) or InMemoryMemoryService()
         for app in apps:
             if app.name in catalog.runners:
                 raise AppLoadError(f"two app folders define an app named '{app.name}'.")

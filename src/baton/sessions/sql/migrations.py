@@ -414,6 +414,53 @@ def _v11_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl("ALTER TABLE baton_events DROP CONSTRAINT baton_events_session_pk_fkey")]
 
 
+# Step 12: memories, their words and the forgotten ids, written out as they were.
+_v12 = MetaData()
+_V12_SERIAL = BigInteger().with_variant(Integer(), "sqlite")
+_V12_TABLES = (
+    Table(
+        "baton_memories",
+        _v12,
+        Column("pk", _V12_SERIAL, primary_key=True, autoincrement=True),
+        Column("app_name", String(255), nullable=False),
+        Column("user_id", String(255), nullable=False),
+        Column("session_id", String(255), nullable=False),
+        Column("memory_id", String(255), nullable=True),
+        Column("entry", Json, nullable=False),
+        Index("ix_baton_memories_owner", "app_name", "user_id", "session_id"),
+    ),
+    Table(
+        "baton_memory_words",
+        _v12,
+        Column(
+            "memory_pk",
+            _V12_SERIAL,
+            ForeignKey("baton_memories.pk", ondelete="CASCADE"),
+            primary_key=True,
+        ),
+        Column("word", String(255), primary_key=True),
+        Column("app_name", String(255), nullable=False),
+        Column("user_id", String(255), nullable=False),
+        Index("ix_baton_memory_words_search", "app_name", "user_id", "word"),
+    ),
+    Table(
+        "baton_forgotten_memories",
+        _v12,
+        Column("app_name", String(255), primary_key=True),
+        Column("user_id", String(255), primary_key=True),
+        Column("memory_id", String(255), primary_key=True),
+    ),
+)
+
+
+def _v12_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    return [
+        statement
+        for table in _V12_TABLES
+        for statement in (CreateTable(binary_text(table)), *map(CreateIndex, table.indexes))
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -430,6 +477,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "sessions.updated_at is the session's last change again", _v9_statements),
     Migration(10, "each webhook receiver's place in the notification outbox", _v10_statements),
     Migration(11, "no foreign key from events to sessions on PostgreSQL", _v11_statements),
+    Migration(12, "memories kept in the sessions' database, with their words", _v12_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

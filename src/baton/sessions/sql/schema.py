@@ -51,8 +51,11 @@ __all__ = [
     "events",
     "fingerprint_digest",
     "fingerprints",
+    "forgotten_memories",
     "interrupts",
     "invocations",
+    "memories",
+    "memory_words",
     "metadata",
     "notification_receivers",
     "notifications",
@@ -280,6 +283,44 @@ notification_receivers = Table(
     Column("next_at", Double, nullable=False),
     Column("claimed_by", String(255), nullable=True),
     Column("claimed_until", Double, nullable=False),
+)
+
+# A user's memories (see `baton.sessions.sql.memories`): each entry as wire JSON, its
+# words for search, and the ids the user had forgotten. No foreign key to a session:
+# memories outlive the sessions they came from, as in the reference.
+memories = Table(
+    "baton_memories",
+    metadata,
+    Column("pk", _SERIAL, primary_key=True, autoincrement=True),
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),  # '' for entries without one
+    Column("memory_id", String(255), nullable=True),
+    Column("entry", Json, nullable=False),
+    Index("ix_baton_memories_owner", "app_name", "user_id", "session_id"),
+)
+
+memory_words = Table(
+    "baton_memory_words",
+    metadata,
+    Column(
+        "memory_pk",
+        _SERIAL,
+        ForeignKey("baton_memories.pk", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("word", String(255), primary_key=True),
+    Column("app_name", String(255), nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Index("ix_baton_memory_words_search", "app_name", "user_id", "word"),
+)
+
+forgotten_memories = Table(
+    "baton_forgotten_memories",
+    metadata,
+    Column("app_name", String(255), primary_key=True),
+    Column("user_id", String(255), primary_key=True),
+    Column("memory_id", String(255), primary_key=True),
 )
 
 schema_version = Table(

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar, TypeVarTuple, final
 
 from pydantic import JsonValue
@@ -34,9 +35,10 @@ from sqlalchemy.exc import IntegrityError
 from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
-from baton.sessions.sql import artifacts, outbox, reads, writes
+from baton.sessions.sql import artifacts, memories, outbox, reads, writes
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.executors import OneStatement
+from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
 from baton.sessions.sql.step import INVOCATION_VERSION, stale_error, write_step
@@ -421,6 +423,26 @@ class SqlStore:
     async def delete_artifact(self, key: ArtifactKey) -> int:
         """Delete every version of the artifact; how many there were."""
         return await self._write(artifacts.delete_artifact, key)
+
+    async def replace_session_memories(self, owner: MemoryOwner, rows: Sequence[MemoryRow]) -> None:
+        """Make `rows` the memories of the owner's session (see `baton.database_memory`)."""
+        await self._write(memories.replace_session_memories, owner, rows)
+
+    async def add_memories(
+        self, owner: MemoryOwner, rows: Sequence[MemoryRow], *, skip_known: bool
+    ) -> None:
+        """Add memories to the owner's session's; `skip_known`: not those it has by id."""
+        await self._write(partial(memories.add_memories, skip_known=skip_known), owner, rows)
+
+    async def search_memories(
+        self, app_name: str, user_id: str, words: frozenset[str], limit: int
+    ) -> list[JsonValue]:
+        """The entries of the user's memories sharing the most of `words`, best first."""
+        return await self._read(memories.search_memories, app_name, user_id, words, limit)
+
+    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        """Delete the user's memory with that id and keep it from coming back."""
+        await self._write(memories.forget_memory, self._dialect, app_name, user_id, memory_id)
 
     def subscribe(self) -> Subscription:
         """Wake-ups from this store and, on PostgreSQL, from every process on the database."""
