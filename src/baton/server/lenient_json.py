@@ -19,8 +19,15 @@ __all__ = ["LenientJsonMiddleware", "repair_trailing_commas"]
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|,(\s*[}\]])')
 
 
+# A comma before a closer, anywhere (inside a string too): without one there is nothing to
+# repair, and the body is left to the route's parser without being parsed here first.
+_TRAILING_COMMA = re.compile(rb",\s*[}\]]")
+
+
 def repair_trailing_commas(body: bytes) -> bytes:
     """`body` with trailing commas removed when that makes it valid JSON; else `body`."""
+    if _TRAILING_COMMA.search(body) is None:
+        return body
     try:
         json.loads(body)
         return body
