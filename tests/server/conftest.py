@@ -18,7 +18,7 @@ from pydantic import BaseModel, JsonValue
 from baton import App, Context, Event, RequestInput, ResumabilityConfig, Workflow
 from baton.server.app import create_app
 from baton.server.catalog import AppCatalog, load_app
-from baton.server.connections import server_config
+from baton.server.connections import PARSER, Parser, server_config
 from baton.server.security import ApiKeys
 from baton.server.settings import Limits
 from baton.sessions.services import (
@@ -120,7 +120,7 @@ class Serving:
         await self.task
 
 
-async def serve(app: FastAPI, limits: Limits | None = None) -> Serving:
+async def serve(app: FastAPI, limits: Limits | None = None, parser: Parser = PARSER) -> Serving:
     """Serve `app` on a free loopback port as `baton api_server` would (same limits)."""
     config = server_config(
         app,
@@ -129,6 +129,7 @@ async def serve(app: FastAPI, limits: Limits | None = None) -> Serving:
         limits=limits or Limits(),
         log_level="warning",
         timeout_graceful_shutdown=2,
+        parser=parser,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -160,6 +161,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         origins: list[str] | None = None,
         limits: Limits | None = None,
         recover: bool = True,
+        parser: Parser = PARSER,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -178,7 +180,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             limits=limits,
             recover=recover,
         )
-        serving = await serve(app, limits)
+        serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
         live = Live(serving.url, client, service, app)
         stack.append((serving, live))

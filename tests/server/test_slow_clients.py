@@ -13,16 +13,24 @@ import json
 import socket
 import threading
 from collections.abc import AsyncIterator
+from functools import partial
 from urllib.parse import urlsplit
 
 import pytest
 from pydantic import JsonValue
 
+from baton.server.connections import PARSER
 from baton.server.settings import Limits
 from tests.server.conftest import Live, StartLive
 from tests.server.test_hostile import everything
 
 FAST = Limits(read_timeout=0.5, keep_alive=1)
+
+
+@pytest.fixture(params=["h11", *(["httptools"] if PARSER == "httptools" else [])])
+def start_live(start_live: StartLive, request: pytest.FixtureRequest) -> StartLive:
+    """Every case on each request parser the server may use (httptools where installed)."""
+    return partial(start_live, parser=request.param)
 
 
 def address(live: Live) -> tuple[str, int]:

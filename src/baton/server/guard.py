@@ -51,7 +51,7 @@ class Refusal(Exception):
     def response(self) -> JSONResponse:
         body = ErrorBody(detail=self.detail, error=self.error)
         # A slow client's connection is closed; otherwise the rest of the body is dropped
-        # as it arrives (see connections.BoundedH11Protocol), so the client reads this.
+        # as it arrives (see `connections`), so the client reads this.
         headers = {"Connection": "close"} if self.status == 408 else None
         return JSONResponse(body.to_wire(), self.status, headers=headers)
 
