@@ -21,6 +21,7 @@ from typing import Any, cast, final
 
 from pydantic import Field, JsonValue, ValidationError
 
+from baton.artifact_references import MAX_REFERENCE_DEPTH, follow_reference, reference_in
 from baton.errors import InvalidArtifactError
 from baton.events import to_json_value
 from baton.sessions.artifacts import (
@@ -125,10 +126,14 @@ class BaseArtifactService:
         key = artifact_key(app_name, user_id, filename, session_id)
         part = _part_of(artifact)
         metadata = _metadata_of(custom_metadata)
+        uri = reference_in(part)
+        if uri is not None:  # checked now, so what is stored can be followed
+            follow_reference(uri, app_name=app_name, user_id=user_id, session_id=session_id or "")
         save = ArtifactSave(
             key=key,
             part=part.to_json().encode(),
-            mime_type=_mime_type(part),
+            # A reference's type is its target's, known when it is loaded.
+            mime_type=None if uri is not None else _mime_type(part),
             custom_metadata=metadata,
             save_key=save_key,
         )
@@ -144,17 +149,36 @@ class BaseArtifactService:
         version: int | None = None,
     ) -> Part | None:
         """That version of the artifact (the latest when `version` is None), or None
-        (also for a version a rewind saved to remove it, see `rewind_tombstone`).
+        (also for a version a rewind saved to remove it, see `rewind_tombstone`). A
+        version holding an `artifact://` reference loads as the version it names
+        (see `baton.artifact_references`).
 
         Raises:
-            InvalidArtifactError: the name or scope is refused, or `version` is not an int.
+            InvalidArtifactError: the name or scope is refused, `version` is not an int,
+                or references lead out of this app, user or session, or on for more
+                than `MAX_REFERENCE_DEPTH` hops.
         """
         key = artifact_key(app_name, user_id, filename, session_id)
-        stored = await self.store.load_artifact(key, _version_of(version))
-        if stored is None or stored.part is None:
-            return None
-        part = Part.from_wire(stored.part)
-        return None if part == rewind_tombstone() else part
+        wanted = _version_of(version)
+        chain: list[str] = []
+        while len(chain) <= MAX_REFERENCE_DEPTH:
+            stored = await self.store.load_artifact(key, wanted)
+            if stored is None or stored.part is None:
+                return None
+            part = Part.from_wire(stored.part)
+            uri = reference_in(part)
+            if uri is None:
+                return None if part == rewind_tombstone() else part
+            chain.append(uri)
+            target = follow_reference(
+                uri, app_name=app_name, user_id=user_id, session_id=session_id or ""
+            )
+            key, wanted = target.key, target.version
+        raise InvalidArtifactError(
+            f"artifact '{filename}' leads through more than {MAX_REFERENCE_DEPTH} artifact:// "
+            f"references ({' -> '.join(chain)}); a reference must end at an artifact with "
+            "content: save one there."
+        )
 
     async def list_artifact_keys(
         self, *, app_name: str, user_id: str, session_id: str | None = None

@@ -1,6 +1,7 @@
 """The reference's artifact routes on a live server, over SQLite and PostgreSQL: what a
 node saved is listed, loaded (latest, by version), described and downloaded; clients
-save and delete; bad requests are refused with the reason and change nothing."""
+save and delete; a saved `artifact://` reference is served as what it names; bad
+requests are refused with the reason and change nothing."""
 
 from __future__ import annotations
 
@@ -110,6 +111,26 @@ async def test_a_client_saves_versions_downloads_and_deletes(served: tuple[Live,
     assert gone.json()["error"] == "ArtifactNotFoundError"
 
 
+async def test_a_saved_artifact_reference_is_served_as_what_it_names(
+    served: tuple[Live, str],
+) -> None:
+    live, base = served
+    session = base.split("/")[-2]
+    uri = (
+        f"artifact://apps/reports/users/ann/sessions/{session}/artifacts/reports/q3.pdf/versions/0"
+    )
+
+    saved = await live.client.post(
+        base, json={"filename": "approved.pdf", "artifact": {"fileData": {"fileUri": uri}}}
+    )
+
+    assert saved.status_code == 200, saved.text
+    shown = await live.client.get(f"{base}/approved.pdf")
+    assert shown.json() == {"inlineData": {"mimeType": "application/pdf", "data": _b64(PDF)}}
+    files = base.replace("/artifacts", "/artifact-files")
+    assert (await live.client.get(f"{files}/approved.pdf")).content == PDF
+
+
 BAD = [
     pytest.param("GET", "/reports/q3.pdf/versions/abc", None, 400, "'abc'", id="version-word"),
     pytest.param("GET", "/reports/q3.pdf/versions/7", None, 404, "version 7", id="no-version"),
@@ -132,6 +153,21 @@ BAD = [
         "POST", "", {"filename": "a\x07", "artifact": {"text": "x"}}, 400, "U+0007", id="ctl"
     ),
     pytest.param("POST", "", {"artifact": {"text": "x"}}, 422, "filename", id="no-filename"),
+    pytest.param(
+        "POST",
+        "",
+        {
+            "filename": "stolen.pdf",
+            "artifact": {
+                "fileData": {
+                    "fileUri": "artifact://apps/reports/users/bob/artifacts/user:x/versions/0"
+                }
+            },
+        },
+        400,
+        "user 'bob'",
+        id="reference-out-of-scope",
+    ),
 ]
 
 
