@@ -429,3 +429,34 @@ async def test_a_transfer_the_agent_may_not_make_is_refused_to_its_model(
     ]
     assert replies(events) == [("refunds", "Refunds still here.")]
     assert counter.runs == {"triage": 1, "refunds": 2}
+
+
+async def test_the_help_desk_example_hands_down_across_and_back_up_after_a_restart(
+    stores: StoreFactory,
+) -> None:
+    example = load_example("help_desk")
+    h = await build_harness(example.root_agent, BaseSessionService(stores.open()), resumable=True)
+
+    first = await h.start("Please refund order 42, it arrived broken")
+
+    assert [e.actions.transfer_to_agent for e in first if e.actions.transfer_to_agent] == [
+        "billing",
+        "refunds",
+    ]
+    [call] = [c for e in first for c in e.function_calls if c.name == "approve_refund"]
+    assert call.args == {"order": "42"}
+    again = attach_harness(
+        load_example("help_desk").root_agent,
+        BaseSessionService(stores.open()),
+        h.session_id,
+        resumable=True,
+    )
+    last = await again.answer(
+        (call.id or "", {"approved": True}), name="approve_refund", wrap=False
+    )
+
+    assert replies(last) == [
+        ("refunds", "Your refund was approved and is on its way."),
+        ("triage", "Glad that is sorted. Anything else I can do?"),
+    ]
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
