@@ -1,0 +1,74 @@
+"""The process the memory crash test kills: starts or resumes one run.
+
+    python -m tests.store.memory_crash_child URL WORK start|resume
+
+The run's node adds the session to memory (the SQL memory service the Runner uses
+by default), then, on its first execution, SIGKILLs its process: the memory write
+committed, the node's step did not. A resuming process reads time a minute ahead, so
+the killed process's lease has expired for it; the node runs again and adds the
+session again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from baton import App, Context, ResumabilityConfig, Runner, Workflow, types
+from baton.sessions.services import BaseSessionService
+from baton.sessions.sql import SqlStore
+from baton.sessions.store import SessionKey
+from baton.types import SessionId
+
+APP_NAME = "memory_crash"
+USER_ID = "u"
+SESSION_ID = "s"
+
+
+def build_root(work: Path) -> Workflow:
+    async def note(ctx: Context) -> str:
+        await ctx.add_session_to_memory()
+        marker = work / "killed"
+        if not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return "noted"
+
+    return Workflow(name="wf", edges=[("START", note)])
+
+
+async def main(url: str, work: Path, action: str) -> None:
+    resuming = action == "resume"
+    store = SqlStore(url, clock=(lambda: time.time() + 60) if resuming else time.time)
+    runner = Runner(
+        app=App(
+            name=APP_NAME,
+            root_agent=build_root(work),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        ),
+        session_service=BaseSessionService(store),
+    )
+    invocation = None
+    if resuming:
+        key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
+        invocation = (await store.list_invocations(key))[-1].id
+    message = None if resuming else types.Content(role="user", parts=[types.Part(text="milk")])
+    try:
+        async with asyncio.timeout(30):
+            async for _ in runner.run_async(
+                user_id=USER_ID,
+                session_id=SESSION_ID,
+                invocation_id=invocation,
+                new_message=message,
+            ):
+                pass
+    finally:
+        await runner.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2]), sys.argv[3]))
