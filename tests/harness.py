@@ -5,6 +5,7 @@ Test folders that use it import `make_harness` in their conftest.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -161,3 +162,23 @@ def make_harness(request: pytest.FixtureRequest) -> MakeHarness:
         )
 
     return make
+
+
+async def start_or_resume(runner: Runner, key: SessionKey, *, resuming: bool, text: str) -> None:
+    """One crash-test process's run: start the session's invocation with `text`, or
+    resume its latest invocation (closing the runner either way)."""
+    invocation = None
+    if resuming:
+        invocation = (await runner.store.list_invocations(key))[-1].id
+    message = None if resuming else types.Content(role="user", parts=[types.Part(text=text)])
+    try:
+        async with asyncio.timeout(30):
+            async for _ in runner.run_async(
+                user_id=key.user_id,
+                session_id=key.session_id,
+                invocation_id=invocation,
+                new_message=message,
+            ):
+                pass
+    finally:
+        await runner.close()

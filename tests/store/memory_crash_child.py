@@ -18,11 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-from baton import App, Context, ResumabilityConfig, Runner, Workflow, types
+from baton import App, Context, ResumabilityConfig, Runner, Workflow
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import SessionKey
 from baton.types import SessionId
+from tests.harness import start_or_resume
 
 APP_NAME = "memory_crash"
 USER_ID = "u"
@@ -52,22 +53,8 @@ async def main(url: str, work: Path, action: str) -> None:
         ),
         session_service=BaseSessionService(store),
     )
-    invocation = None
-    if resuming:
-        key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
-        invocation = (await store.list_invocations(key))[-1].id
-    message = None if resuming else types.Content(role="user", parts=[types.Part(text="milk")])
-    try:
-        async with asyncio.timeout(30):
-            async for _ in runner.run_async(
-                user_id=USER_ID,
-                session_id=SESSION_ID,
-                invocation_id=invocation,
-                new_message=message,
-            ):
-                pass
-    finally:
-        await runner.close()
+    key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
+    await start_or_resume(runner, key, resuming=resuming, text="milk")
 
 
 if __name__ == "__main__":

@@ -19,12 +19,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from baton import App, Context, ResumabilityConfig, Runner, Workflow, node, types
+from baton import App, Context, ResumabilityConfig, Runner, Workflow, node
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import SessionKey
 from baton.types import SessionId
 from tests.agents.crash_child import count_commits
+from tests.harness import start_or_resume
 
 APP_NAME = "dynamic_crash"
 USER_ID = "u"
@@ -72,22 +73,8 @@ async def main(args: argparse.Namespace) -> None:
         session_service=BaseSessionService(store),
         lease_ttl=timedelta(seconds=30),
     )
-    invocation = None
-    if resuming:
-        key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
-        invocation = (await store.list_invocations(key))[-1].id
-    message = None if resuming else types.Content(role="user", parts=[types.Part(text="go")])
-    try:
-        async with asyncio.timeout(30):
-            async for _ in runner.run_async(
-                user_id=USER_ID,
-                session_id=SESSION_ID,
-                invocation_id=invocation,
-                new_message=message,
-            ):
-                pass
-    finally:
-        await runner.close()
+    key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
+    await start_or_resume(runner, key, resuming=resuming, text="go")
 
 
 def run(argv: list[str], log: str) -> None:
