@@ -348,6 +348,48 @@ async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
     assert counts == [0, 0, 0, 0]
 
 
+async def test_an_events_row_holds_its_invocation_author_and_time_once(store_url: str) -> None:
+    """The row's columns hold them and its JSON the rest; a row written whole, as they
+    were before, reads back the same."""
+    old = event("before", invocation_id="inv-1")
+    new = event("after", invocation_id="inv-1")
+    store = SqlStore(store_url)
+    try:
+        await store.create_session(APP, USER, session_id=SessionId("s1"))
+        await store.commit_step(step(key(), "inv-1", 0, checkpoint={"at": 1}))
+
+        def append_whole(connection: Connection) -> None:
+            row = {
+                "session_pk": connection.scalar(select(schema.sessions.c.pk)),
+                "invocation_id": old.invocation_id,
+                "author": old.author,
+                "timestamp": old.timestamp,
+                "event": old.to_wire(),
+            }
+            connection.execute(schema.events.insert(), row)
+
+        async with _database(store_url) as database:
+            await database.transact(append_whole, write=True)
+        await store.commit_step(step(key(), "inv-1", 1, events=(new,), checkpoint={"at": 2}))
+        session = await store.get_session(key())
+        async with _database(store_url) as database:
+            stored = await database.transact(_stored_events, write=False)
+    finally:
+        await store.close()
+    assert session is not None
+    assert session.events == [old, new]
+    assert stored[0] == old.to_wire()
+    assert stored[1] == {k: v for k, v in new.to_wire().items() if k not in _IN_COLUMNS}
+
+
+_IN_COLUMNS = ("invocationId", "author", "timestamp")
+
+
+def _stored_events(connection: Connection) -> list[Any]:
+    order = schema.events.c.seq
+    return list(connection.scalars(select(schema.events.c.event).order_by(order)))
+
+
 async def test_lookups_use_indexes_and_event_limit_uses_sql_limit(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path)
     store = SqlStore(url)

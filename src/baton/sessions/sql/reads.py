@@ -19,6 +19,7 @@ from baton.sessions.paging import Position
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.schema import (
     IS_SESSION,
+    event_from_row,
     events,
     fingerprints,
     interrupts,
@@ -78,7 +79,8 @@ INTERRUPTS_BY_ID = (
 """A session's interrupt rows with one id, by index (bind `key_interrupt_id` and
 `session_params`); `interrupts_from` reads them."""
 _INTERRUPT_COLUMNS = tuple(str(c.key) for c in INTERRUPTS_BY_ID.selected_columns)
-_EVENTS = select(events.c.event).where(events.c.session_pk == bindparam("key_pk"))
+_EVENT_COLUMNS = (events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event)
+_EVENTS = select(*_EVENT_COLUMNS).where(events.c.session_pk == bindparam("key_pk"))
 _ALL_EVENTS = _EVENTS.order_by(events.c.seq)
 # Newest first with LIMIT reads only N rows off the (session, seq) index.
 _NEWEST_EVENTS = _EVENTS.order_by(events.c.seq.desc()).limit(bindparam("key_limit"))
@@ -286,10 +288,10 @@ def _load_events(connection: Connection, session_pk: int, limit: int | None) -> 
     if limit == 0:
         return []
     if limit is None:
-        rows = connection.scalars(_ALL_EVENTS, {"key_pk": session_pk})
-        return [Event.from_wire(e) for e in rows]
-    rows = connection.scalars(_NEWEST_EVENTS, {"key_pk": session_pk, "key_limit": limit})
-    return [Event.from_wire(e) for e in reversed(rows.all())]
+        rows = connection.execute(_ALL_EVENTS, {"key_pk": session_pk})
+        return [event_from_row(*row) for row in rows]
+    rows = connection.execute(_NEWEST_EVENTS, {"key_pk": session_pk, "key_limit": limit})
+    return [event_from_row(*row) for row in reversed(rows.all())]
 
 
 def _to_session(row: Mapping[Any, Any]) -> Session:

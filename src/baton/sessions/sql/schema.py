@@ -41,6 +41,7 @@ from sqlalchemy.schema import SchemaItem
 from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.sql.ddl import BaseDDLElement
 
+from baton.events import Event
 from baton.sessions.store import SessionKey
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Json",
     "artifacts",
     "binary_text",
+    "event_from_row",
     "events",
     "fingerprint_digest",
     "fingerprints",
@@ -63,6 +65,7 @@ __all__ = [
     "schema_version",
     "session_params",
     "sessions",
+    "stored_event",
 ]
 
 metadata = MetaData()
@@ -341,6 +344,24 @@ IS_SESSION: ColumnElement[bool] = and_(
 Statements built once with bound parameters skip SQLAlchemy's per-statement
 construction and cache-key work, which costs more than SQLite running them.
 """
+
+
+_IN_COLUMNS = {"invocation_id", "author", "timestamp"}
+
+
+def stored_event(event: Event) -> str:
+    """What an event's row keeps in its `event` column: the event's wire JSON without
+    the fields the row has columns for (its invocation id, author and timestamp), which
+    would be a quarter of the row again."""
+    return event.model_dump_json(by_alias=True, exclude_none=True, exclude=_IN_COLUMNS)
+
+
+def event_from_row(invocation_id: str, author: str, timestamp: float, stored: Any) -> Event:
+    """The event an `events` row holds (see `stored_event`); rows written before it
+    hold the whole wire JSON, the same values."""
+    return Event.from_wire(
+        {"invocationId": invocation_id, "author": author, "timestamp": timestamp, **stored}
+    )
 
 
 def fingerprint_digest(fingerprint: str) -> str:

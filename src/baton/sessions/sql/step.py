@@ -50,6 +50,7 @@ from baton.sessions.sql.schema import (
     question_checkpoints,
     session_params,
     sessions,
+    stored_event,
 )
 from baton.sessions.store import (
     Interrupt,
@@ -152,7 +153,7 @@ def _append_events(
             "invocation_id": event.invocation_id,
             "author": event.author,
             "timestamp": event.timestamp,
-            "event": EncodedJson(event.to_json()),
+            "event": EncodedJson(stored_event(event)),
         }
         for event in new
     ]
@@ -448,13 +449,13 @@ def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
             "key_invocation_id": event.invocation_id,
             "key_author": event.author,
             "key_timestamp": event.timestamp,
-            "key_event": event.to_json(),
+            "key_event": stored_event(event),
         }
     return {
         "key_invocation_ids": [e.invocation_id for e in new],
         "key_authors": [e.author for e in new],
         "key_timestamps": [e.timestamp for e in new],
-        "key_events": [e.to_json() for e in new],
+        "key_events": [stored_event(e) for e in new],
     }
 
 
