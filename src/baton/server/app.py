@@ -254,18 +254,19 @@ def create_app(
     install_refusals(app)
     app.add_middleware(StreamRefusalsMiddleware)
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
-    app.include_router(_public_routes(server))
-    app.include_router(_session_routes(server))
-    app.include_router(_listing_routes(server))
+    # Routes are matched in order, and a run's requests are most of the traffic: theirs
+    # come first (no route before them matches their paths, so nothing else changes).
     app.include_router(_run_routes(server))
-    app.include_router(_inbox_routes(server))
     app.include_router(_answer_routes(server))
+    app.include_router(_session_routes(server))
+    app.include_router(_public_routes(server))
+    app.include_router(_listing_routes(server))
+    app.include_router(_inbox_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))
-    app.include_router(artifact_routes(catalog, [*_SECURITY, _user_guard(server), _IDS]))
-    app.include_router(memory_routes(catalog, [*_SECURITY, _user_guard(server), _IDS]))
+    app.include_router(artifact_routes(catalog, _user_checks(server)))
+    app.include_router(memory_routes(catalog, _user_checks(server)))
     app.include_router(_user_inbox_routes(server))
-    session_checks = [*_SECURITY, _user_guard(server), _IDS]
-    app.include_router(history_routes(catalog, session_checks, server.changes.notify))
+    app.include_router(history_routes(catalog, _user_checks(server), server.changes.notify))
     if web:
         app.include_router(_page_routes())
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
@@ -297,14 +298,18 @@ _IDLE: Final = 3600.0
 
 def _accepting(server: _Server) -> params.Depends:
     async def guard() -> None:  # async: a plain def would cost a thread hop per request
-        if server.draining:
-            raise ShuttingDownError(
-                "this server is shutting down and starts no new runs; send the request "
-                "again in a moment (another baton process, or this one after its restart, "
-                "takes it)."
-            )
+        _refuse_if_draining(server)
 
     return Depends(guard)
+
+
+def _refuse_if_draining(server: _Server) -> None:
+    if server.draining:
+        raise ShuttingDownError(
+            "this server is shutting down and starts no new runs; send the request "
+            "again in a moment (another baton process, or this one after its restart, "
+            "takes it)."
+        )
 
 
 PendingStatus = Literal["open", "answered", "all"]
@@ -333,7 +338,7 @@ _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-K
 _SECURITY: Final = [Depends(_bearer), Depends(_api_key)]
 
 
-async def _check_ids(request: Request) -> None:
+def _check_ids(request: Request) -> None:
     """Ids in the path or query obey the id rules before a route reads the store with them.
 
     Raises:
@@ -345,15 +350,19 @@ async def _check_ids(request: Request) -> None:
             check_id(name, value)
 
 
-# After the key check, so a caller without a key learns nothing about ids.
-_IDS: Final = Depends(_check_ids)
+# The checks of a route are one dependency, not one each: FastAPI's cost per dependency
+# is a large part of a request's. The key is checked before the ids, so a caller
+# without a key learns nothing about them.
 
 
-def _user_guard(server: _Server) -> params.Depends:
+def _user_checks(server: _Server) -> list[params.Depends]:
+    """The route is the path's user's: their key (or an operator's), then the ids."""
+
     async def guard(request: Request, user_id: str) -> None:  # async: no thread hop
         server.keys.authorize(request, user_id)
+        _check_ids(request)
 
-    return Depends(guard)
+    return [*_SECURITY, Depends(guard)]
 
 
 def _public_routes(server: _Server) -> APIRouter:
@@ -389,7 +398,7 @@ def _session_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}/sessions"
     router = APIRouter(
         prefix=prefix,
-        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
     service = server.catalog.session_service
@@ -466,7 +475,7 @@ def _listing_routes(server: _Server) -> APIRouter:
     """A user's sessions, and a session's runs, a page at a time."""
     router = APIRouter(
         prefix="/apps/{app_name}/users/{user_id}/sessions",
-        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
     service = server.catalog.session_service
@@ -615,7 +624,7 @@ def _inbox_routes(server: _Server) -> APIRouter:
     prefix = "/apps/{app_name}/users/{user_id}"
     router = APIRouter(
         prefix=prefix,
-        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
 
@@ -684,7 +693,7 @@ def _answer_routes(server: _Server) -> APIRouter:
     """Answering a question: by the session's user, or by the person it is assigned to."""
     router = APIRouter(
         prefix="/apps/{app_name}/users/{user_id}",
-        dependencies=[*_SECURITY, _keyed(server), _IDS, _accepting(server)],
+        dependencies=_answer_checks(server),
         responses=ERROR_RESPONSES,
     )
 
@@ -730,13 +739,16 @@ def _answer_routes(server: _Server) -> APIRouter:
     return router
 
 
-def _keyed(server: _Server) -> params.Depends:
-    """401 before anything else when keys are on and the request has no known one."""
+def _answer_checks(server: _Server) -> list[params.Depends]:
+    """401 before anything else when keys are on and the request has no known one (whose
+    user may answer is decided by `_answerer`), then the ids, then 503 when draining."""
 
     async def guard(request: Request) -> None:  # async: no thread hop
         server.keys.caller(request)
+        _check_ids(request)
+        _refuse_if_draining(server)
 
-    return Depends(guard)
+    return [*_SECURITY, Depends(guard)]
 
 
 @dataclass(frozen=True)
@@ -788,7 +800,7 @@ def _user_inbox_routes(server: _Server) -> APIRouter:
     """One user's inbox across apps: a snapshot, and the one stream a page needs."""
     router = APIRouter(
         prefix="/users/{user_id}/inbox",
-        dependencies=[*_SECURITY, _user_guard(server), _IDS],
+        dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
 
