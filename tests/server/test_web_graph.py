@@ -11,7 +11,8 @@ from playwright.async_api import Browser, Locator, Page, expect
 from pydantic import BaseModel
 
 from baton import App, RequestInput, ResumabilityConfig, Workflow
-from tests.server.conftest import Live, StartLive
+from baton.server.catalog import load_app
+from tests.server.conftest import EXAMPLES, Live, StartLive
 from tests.server.test_web_page import browser, screenshot
 
 __all__ = ["browser"]  # the fixture, shared with the other page tests
@@ -210,3 +211,18 @@ async def test_a_fork_after_a_step_reruns_the_run_from_there(
     await page.goto(f"{live.url}/#/session/gated/{sid}")
     await node(page, "finish").click()
     await expect(page.locator("#node-detail")).to_contain_text("finished proceed=True")
+
+
+async def test_an_agents_graph_shows_what_the_agent_did(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live: Live = await start_live(apps=[load_app(EXAMPLES / "approval_agent")], web=True)
+    sid = await live.create("approval_agent", "user")
+    await live.start("approval_agent", "user", sid, "Please refund order 42, it arrived broken.")
+    page = await browser.new_page(viewport={"width": 1280, "height": 1000})
+    await page.goto(f"{live.url}/#/session/approval_agent/{sid}")
+    await expect(node(page, "refund_agent")).to_have_attribute("data-state", "waiting")
+    await node(page, "refund_agent").click()
+    detail = page.locator("#node-detail")
+    await expect(detail).to_contain_text("lookup_order")
+    await expect(detail.locator("a.answer-link")).to_contain_text("issue_refund")

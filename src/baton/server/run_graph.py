@@ -7,7 +7,10 @@ only draws boxes and lines: no layout library, nothing fetched at run time.
 
 A node's state in the run comes from the run's live events (what each node output,
 asked or failed with) and its checkpoint (which runs are executing or waiting now):
-`failed`, `waiting` (for a person), `running`, `done`, or `idle` (not reached).
+`failed`, `waiting` (for a person), `running`, `done`, or `idle` (not reached). In an
+agent's tree every event has the root's node path, so an event belongs to the drawn
+agent that is its author or an ancestor of its author (`agents`), and the root, which
+is the whole run, has the run's state.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class GraphNodeView(WireModel):
     width: float = NODE_WIDTH
     height: float = NODE_HEIGHT
     state: str = "idle"
+    # In an agent's tree: the authors whose events are this node's (itself and the
+    # agents under it; the root: every agent). Empty in a workflow: paths say it there.
+    agents: list[str] = Field(default_factory=list[str])
 
 
 class GraphEdgeView(WireModel):
@@ -81,9 +87,16 @@ def build_run_graph(
 ) -> RunGraph:
     """The graph of `root` with the states of `invocation`'s nodes (its live `events`)."""
     names, edges = _structure(root)
-    states = _states(invocation, events, interrupts) if invocation else {}
+    agents = _agent_owners(root)
+    states: dict[str, str] = {}
+    if invocation is not None and agents:
+        states = _agent_states(invocation, events, interrupts, agents)
+    elif invocation is not None:
+        states = _states(invocation, events, interrupts)
     layers = _layers(names, edges)
     nodes = _place(names, layers, kinds=_kinds(root), states=states)
+    for node in nodes:
+        node.agents = sorted(a for a, drawn in agents.items() if node.name in drawn)
     back = {(e.source, e.target) for e in edges if layers[e.target] <= layers[e.source]}
     width = max((n.x + n.width for n in nodes), default=0) + GAP_X
     height = max((n.y + n.height for n in nodes), default=0) + GAP_Y
@@ -124,6 +137,25 @@ def _structure(root: object) -> tuple[list[str], list[GraphEdge]]:
     terminals = [n for n in graph.nodes if n in graph.terminals]
     edges += [GraphEdge(n, END_NAME) for n in terminals]
     return [START_NAME, *graph.nodes, END_NAME], edges
+
+
+def _descendants(agent: object) -> Iterable[str]:
+    yield str(getattr(agent, "name", ""))
+    for sub in list(getattr(agent, "sub_agents", None) or []):
+        yield from _descendants(sub)
+
+
+def _agent_owners(root: object) -> dict[str, tuple[str, ...]]:
+    """In an agent's tree, each agent's name and the drawn nodes its events count for:
+    the root, and the root's sub-agent it is or runs under. Empty for a workflow."""
+    if _graph_of(root) is not None:
+        return {}
+    name = str(getattr(root, "name", ""))
+    owners: dict[str, tuple[str, ...]] = {name: (name,)}
+    for sub in list(getattr(root, "sub_agents", None) or []):
+        drawn = (name, str(getattr(sub, "name", "")))
+        owners.update(dict.fromkeys(_descendants(sub), drawn))
+    return owners
 
 
 def _kinds(root: object) -> dict[str, str]:
@@ -251,6 +283,44 @@ def _states(
         _frontier(invocation.checkpoint, states, running=running)
     if invocation.status is InvocationStatus.COMPLETED:
         states[END_NAME] = "done"
+    return states
+
+
+_RUN_STATES: Final = {
+    InvocationStatus.RUNNING: "running",
+    InvocationStatus.PAUSED: "waiting",
+    InvocationStatus.COMPLETED: "done",
+    InvocationStatus.FAILED: "failed",
+    InvocationStatus.REWOUND: "idle",
+}
+
+
+def _agent_states(
+    invocation: Invocation,
+    events: Sequence[Event],
+    interrupts: Iterable[Interrupt],
+    owners: dict[str, tuple[str, ...]],
+) -> dict[str, str]:
+    """An agent tree's states: the root has the run's; a sub-agent is done once its
+    agents spoke, waiting on an open question of theirs, failed with their error, and
+    running while the run goes on and they spoke last."""
+    root = next(iter(owners))
+    states: dict[str, str] = {START_NAME: "done", root: _RUN_STATES[invocation.status]}
+    opened = {i.interrupt_id for i in interrupts if i.status is InterruptStatus.OPEN}
+    last: str | None = None
+    for event in events:
+        drawn = owners.get(event.author) if event.invocation_id == invocation.id else None
+        if drawn is None or len(drawn) < 2:
+            continue
+        last = drawn[1]
+        if event.error_code:
+            states[last] = "failed"
+        elif any(i in opened for i in event.long_running_tool_ids or []):
+            states[last] = "waiting"
+        elif states.get(last) not in ("failed", "waiting"):
+            states[last] = "done"
+    if last is not None and invocation.status is InvocationStatus.RUNNING:
+        states[last] = "running"
     return states
 
 

@@ -595,6 +595,12 @@ function topNode(path) {
   return segments.length > 1 ? segments[1].split("@")[0] : null;
 }
 
+// Whether a timeline entry is the drawn node's: in an agent's tree every event has the
+// root's path, so its author (the entry's node) says (node.agents); in a workflow, its path.
+function isNodes(node, name, e) {
+  return node && node.agents.length ? node.agents.includes(e.node) : topNode(e.path) === name;
+}
+
 // A node's story in the drawn run: its outputs, questions (with the answer and who gave
 // it), errors; a waiting node links to its question in the inbox.
 function showNode(graph, timeline, box, detail) {
@@ -602,11 +608,11 @@ function showNode(graph, timeline, box, detail) {
   for (const g of box.querySelectorAll(".node")) g.classList.toggle("selected", g.dataset.node === name);
   const node = graph.nodes.find((n) => n.name === name);
   const ofRun = timeline.entries.filter((e) => e.invocationId === graph.invocationId);
-  const asked = new Set(ofRun.filter((e) => e.kind === "asked" && topNode(e.path) === name).map((e) => e.detail.interruptId));
+  const asked = new Set(ofRun.filter((e) => e.kind === "asked" && isNodes(node, name, e)).map((e) => e.detail.interruptId));
   // Its own entries, and the answers (with who gave them) to the questions it asked.
-  const rows = ofRun.filter((e) => topNode(e.path) === name || (e.kind === "answered" && asked.has(e.detail.interruptId)));
-  const waiting = state.pending.filter((p) => p.sessionId === timeline.sessionId && topNode(p.nodePath) === name
-    && p.invocationId === graph.invocationId);
+  const rows = ofRun.filter((e) => isNodes(node, name, e) || (e.kind === "answered" && asked.has(e.detail.interruptId)));
+  const waiting = state.pending.filter((p) => p.sessionId === timeline.sessionId && p.invocationId === graph.invocationId
+    && (node && node.agents.length ? asked.has(p.interruptId) : topNode(p.nodePath) === name));
   detail.hidden = false;
   detail.replaceChildren(
     el("h4", {}, [`${name} `, badge(node ? node.state : "idle"), el("span", { class: "kind", text: ` ${node ? node.kind : ""}` })]),
