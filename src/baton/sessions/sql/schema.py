@@ -127,7 +127,7 @@ events = Table(
     # Loading the newest N events walks this index backwards.
     Index("ix_baton_events_session_seq", "session_pk", "seq"),
     # Every step inserts an event, and PostgreSQL checks a foreign key by running a
-    # query per inserted row (its referential-integrity trigger): about a quarter of a
+    # query per inserted row (its referential-integrity trigger): about a fifth of a
     # step's time on the server. There the key is left out: every event is inserted
     # under a lock on its session's row (see `step`), so the session exists, and
     # `writes.delete_session` deletes the events itself. SQLite and MySQL check a key
