@@ -20,7 +20,7 @@ __all__ = ["ParallelAgent", "merge_streams"]
 class ParallelAgent(BaseAgent):
     """Runs `sub_agents` at the same time.
 
-    Each sub-agent runs on the branch `<parent branch or name>.<sub-agent>` and sees
+    Each sub-agent runs on the branch `[<parent branch>.]<name>.<sub-agent>` and sees
     only its own branch's events besides the shared history. A resumed run starts
     only the sub-agents that had not finished; the agent ends when all have.
     """
@@ -30,7 +30,9 @@ class ParallelAgent(BaseAgent):
         if self._load_agent_state(ctx, ParallelAgentState) is None:
             agent_ctx.reset_agent_states(a.name for sub in self.sub_agents for a in sub.walk())
             yield self._create_agent_state_event(ctx, ParallelAgentState())
-        prefix = agent_ctx.branch or self.name
+        # As the reference names them: the agent's own name joins its branch, so a
+        # parallel agent inside a branch 'par.inner' runs 'z' on 'par.inner.par2.z'.
+        prefix = f"{agent_ctx.branch}.{self.name}" if agent_ctx.branch else self.name
         pending = [s for s in self.sub_agents if s.name not in agent_ctx.ended_agents]
         streams = [s.run_async(agent_ctx.with_branch(f"{prefix}.{s.name}")) for s in pending]
         async with aclosing(merge_streams(streams)) as events:
