@@ -304,6 +304,22 @@ class Event(WireModel):
             or bool(info is not None and info.message_as_output)
         )
 
+    def is_checkpoint_only(self) -> bool:
+        """Whether the event only checkpoints an agent (`agent_state`, `end_of_agent`) and
+        carries nothing else a reader of the run would see."""
+        actions = self.actions
+        if actions.agent_state is None and not actions.end_of_agent:
+            return False
+        return not (
+            self.content
+            or self.output is not None
+            or self.error_code
+            or self.long_running_tool_ids
+            or actions.state_delta
+            or actions.escalate
+            or actions.transfer_to_agent
+        )
+
     def is_final_response(self) -> bool:
         """True for a model message that ends a turn (no pending calls, not partial); a
         method, as the reference's (`event.is_final_response()`)."""

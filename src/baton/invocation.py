@@ -88,6 +88,19 @@ _STATUS_OF: Final = {
 }
 
 
+def _as_non_resumable_shows(event: Event) -> Event | None:
+    """The event as a non-resumable run shows it: without agent checkpoints, as in the
+    reference (baton stores them all the same: its agents resume from them in either
+    mode); None for an event that holds nothing else."""
+    actions = event.actions
+    if actions.agent_state is None and not actions.end_of_agent:
+        return event
+    if event.is_checkpoint_only():
+        return None
+    bare = actions.model_copy(update={"agent_state": None, "end_of_agent": None})
+    return event.model_copy(update={"actions": bare})
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What an InvocationRun needs of its Runner."""
@@ -336,9 +349,13 @@ class InvocationRun:
         driver = asyncio.create_task(self._drive())
         renewal = _Renewal(self, driver)
         try:
+            resumable = self.settings.is_resumable
             while (item := await self.outbox.get()) is not None:
-                if item is not self.user_event or yield_user_message:
-                    yield item
+                if item is self.user_event and not yield_user_message:
+                    continue
+                shown = item if resumable else _as_non_resumable_shows(item)
+                if shown is not None:
+                    yield shown
         finally:
             driver.cancel()
             await renewal.stop()

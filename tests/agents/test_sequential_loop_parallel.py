@@ -14,6 +14,7 @@ from baton.sessions.store import InvocationStatus
 from baton.types import Content, Part
 from tests.agents.agents import Boom, Runs, Step, Waiter, texts
 from tests.agents.conftest import MakeRunner
+from tests.agents.test_llm_agent import approval_agent
 
 
 async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) -> None:
@@ -164,4 +165,98 @@ async def test_a_failed_branch_lets_its_siblings_finish_and_a_retry_runs_only_it
     events = await h.collect(invocation_id=(await h.invocation()).id)
     assert runs.count == {"p": 1, "q": 2, "r": 1}  # the retry ran only the failed branch
     assert texts(events) == [("q", "q done")]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_nested_parallel_branches_are_named_as_in_the_reference(make: MakeRunner) -> None:
+    runs = Runs()
+    inner = SequentialAgent(
+        name="inner",
+        sub_agents=[
+            Step(name="y1", runs=runs),
+            ParallelAgent(name="par2", sub_agents=[Step(name=n, runs=runs) for n in ("z1", "z2")]),
+        ],
+    )
+    outer = SequentialAgent(
+        name="outer",
+        sub_agents=[ParallelAgent(name="par", sub_agents=[Step(name="x", runs=runs), inner])],
+    )
+    h = await make(outer)
+
+    events = await h.start()
+
+    # google-adk 2.13.0 names them so: a parallel agent's name joins its own branch.
+    assert {e.author: e.branch for e in events if e.content} == {
+        "x": "par.x",
+        "y1": "par.inner",
+        "z1": "par.inner.par2.z1",
+        "z2": "par.inner.par2.z2",
+    }
+
+
+def seen(events: list[Event]) -> list[tuple[str, str | None, bool]]:
+    """(author, text, ended) of each event, in order."""
+    return [
+        (e.author, e.content.text if e.content else None, bool(e.actions.end_of_agent))
+        for e in events
+    ]
+
+
+def agent_shapes() -> dict[str, BaseAgent]:
+    runs = Runs()
+    return {
+        "sequential": SequentialAgent(
+            name="seq", sub_agents=[Step(name=n, runs=runs) for n in "ab"]
+        ),
+        "loop": LoopAgent(name="loop", max_iterations=2, sub_agents=[Step(name="a", runs=runs)]),
+        "parallel": ParallelAgent(name="par", sub_agents=[Step(name="a", runs=runs)]),
+    }
+
+
+@pytest.mark.parametrize("shape", ["sequential", "loop", "parallel"])
+async def test_a_non_resumable_run_streams_no_agent_checkpoints(
+    make: MakeRunner, shape: str
+) -> None:
+    resumable = await make(agent_shapes()[shape], resumable=True)
+    replay = await make(agent_shapes()[shape], resumable=False)
+
+    with_checkpoints = await resumable.start()
+    without = await replay.start()
+
+    # As the reference: a resumable run streams its agents' checkpoints and ends, a
+    # non-resumable one only what the agents say.
+    assert any(e.is_checkpoint_only() for e in with_checkpoints)
+    assert seen(without) == [
+        s for e, s in zip(with_checkpoints, seen(with_checkpoints), strict=False) if e.content
+    ]
+    assert all(e.actions.agent_state is None and not e.actions.end_of_agent for e in without)
+    # baton stores them in both modes: its agents resume from them.
+    session = await replay.service.get_session(
+        app_name="app", user_id="u", session_id=replay.session_id
+    )
+    assert session is not None
+    assert [e.id for e in session.events if e.is_checkpoint_only()]
+
+
+async def test_a_non_resumable_pause_in_a_sequence_resumes_from_stored_checkpoints(
+    make: MakeRunner,
+) -> None:
+    runs = Runs()
+    seq = SequentialAgent(
+        name="seq",
+        sub_agents=[
+            Step(name="before", runs=runs),
+            approval_agent("ask", runs),
+            Step(name="after", runs=runs),
+        ],
+    )
+    h = await make(seq, resumable=False)
+
+    started = await h.start()
+    resumed = await h.answer(("ask-ok", "yes"), name="approval_tool")
+
+    assert texts(started) == [("before", "before done"), ("ask", "ask is waiting")]
+    assert texts(resumed) == [("ask", "ask approved"), ("after", "after done")]
+    assert not [e for e in started + resumed if e.is_checkpoint_only()]
+    assert runs.count == {"before": 1, "ask": 3, "after": 1}
     assert (await h.invocation()).status == InvocationStatus.COMPLETED

@@ -64,21 +64,6 @@ def _apply(event: Event, ctx: AgentContext) -> None:
 
 def _is_shown(event: Event, ctx: AgentContext, *, resumable: bool) -> bool:
     """Checkpoint-only events show on a resumable context, and not the quiet ones."""
-    if not _only_checkpoint(event):
+    if not event.is_checkpoint_only():
         return True
     return resumable and event.id not in ctx.quiet
-
-
-def _only_checkpoint(event: Event) -> bool:
-    actions = event.actions
-    if actions.agent_state is None and not actions.end_of_agent:
-        return False
-    return not (
-        event.content
-        or event.output is not None
-        or event.error_code
-        or event.long_running_tool_ids
-        or actions.state_delta
-        or actions.escalate
-        or actions.transfer_to_agent
-    )
