@@ -291,8 +291,9 @@ def approval_agent(name: str, runs: Runs) -> LlmAgent:
     )
 
 
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
 async def test_an_answer_inside_a_sequence_continues_with_the_next_sub_agent(
-    make: MakeRunner,
+    make: MakeRunner, resumable: bool
 ) -> None:
     runs = Runs()
     seq = SequentialAgent(
@@ -303,7 +304,7 @@ async def test_an_answer_inside_a_sequence_continues_with_the_next_sub_agent(
             Step(name="after", runs=runs),
         ],
     )
-    h = await make(seq)
+    h = await make(seq, resumable=resumable)
 
     started = await h.start()
     assert asked(started) == ["ask-ok"]
@@ -311,6 +312,9 @@ async def test_an_answer_inside_a_sequence_continues_with_the_next_sub_agent(
     events = await h.answer(("ask-ok", "yes"), name="approval_tool")
 
     assert texts(events) == [("ask", "ask approved"), ("after", "after done")]
+    # Checkpoints are streamed in resumable mode only (stored in both: they resume it).
+    streamed = any(e.is_checkpoint_only() for e in started + events)
+    assert streamed == resumable
     assert runs.count == {"before": 1, "ask": 3, "after": 1}
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 

@@ -14,7 +14,6 @@ from baton.sessions.store import InvocationStatus
 from baton.types import Content, Part
 from tests.agents.agents import Boom, Runs, Step, Waiter, texts
 from tests.agents.conftest import MakeRunner
-from tests.agents.test_llm_agent import approval_agent
 
 
 async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) -> None:
@@ -236,27 +235,3 @@ async def test_a_non_resumable_run_streams_no_agent_checkpoints(
     )
     assert session is not None
     assert [e.id for e in session.events if e.is_checkpoint_only()]
-
-
-async def test_a_non_resumable_pause_in_a_sequence_resumes_from_stored_checkpoints(
-    make: MakeRunner,
-) -> None:
-    runs = Runs()
-    seq = SequentialAgent(
-        name="seq",
-        sub_agents=[
-            Step(name="before", runs=runs),
-            approval_agent("ask", runs),
-            Step(name="after", runs=runs),
-        ],
-    )
-    h = await make(seq, resumable=False)
-
-    started = await h.start()
-    resumed = await h.answer(("ask-ok", "yes"), name="approval_tool")
-
-    assert texts(started) == [("before", "before done"), ("ask", "ask is waiting")]
-    assert texts(resumed) == [("ask", "ask approved"), ("after", "after done")]
-    assert not [e for e in started + resumed if e.is_checkpoint_only()]
-    assert runs.count == {"before": 1, "ask": 3, "after": 1}
-    assert (await h.invocation()).status == InvocationStatus.COMPLETED
