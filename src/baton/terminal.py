@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import signal
 import sys
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -101,11 +102,17 @@ def prompt_reader(console: Console) -> ReadLine:
     """Reads answers at a terminal prompt; Ctrl-C or Ctrl-D ends input (None), at once."""
 
     def read(prompt: str) -> str | None:
+        # The command's asyncio.Runner takes SIGINT to cancel its task, which can only
+        # happen once this blocking read returns (after Enter): while reading, Ctrl-C
+        # raises KeyboardInterrupt here instead.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             return console.input(f"[bold cyan]{prompt}[/] ")
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: stop asking, stay paused
             console.print()
             return None
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     return read
 

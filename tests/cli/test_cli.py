@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -610,3 +612,35 @@ def test_a_bad_page_is_refused_naming_it(command: list[str], tmp_path: Path) -> 
     code, out = baton(*command, "-p", str(EXAMPLES), "--limit", "0", db=db)
     assert code == 2
     assert "--limit" in out
+
+
+def test_ctrl_c_at_a_terminal_prompt_stops_at_once_and_says_how_to_resume(
+    tmp_path: Path,
+) -> None:
+    """At a real terminal (a pty), Ctrl-C at the prompt ends the command without Enter:
+    the command's event loop would otherwise only cancel its task once the read returned."""
+    args = [str(BATON), "run", APP, "taxi 12 EUR", "--db", str(tmp_path / "s.db")]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: baton, with the pty as its terminal
+        os.execve(args[0], args, {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})
+    seen = read_until(fd, "review_0>")
+    os.write(fd, b"\x03")  # Ctrl-C, as typed: the terminal sends SIGINT
+    seen += read_until(fd, "baton web")
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 2, seen  # paused
+    assert re.search(r"baton resume [0-9a-f-]{36} -p ", seen), seen
+
+
+def read_until(fd: int, text: str, deadline: float = 60) -> str:
+    """What the pty shows until `text` appears (failing when it does not within `deadline`)."""
+    seen = ""
+    end = time.monotonic() + deadline
+    while text not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        assert ready, f"{text!r} did not appear; the terminal shows:\n{seen}"
+        try:
+            seen += os.read(fd, 4096).decode(errors="replace")
+        except OSError:  # the child closed the terminal
+            break
+    return seen
