@@ -222,15 +222,17 @@ def report(backend: str, result: Result, floor: float) -> None:
     p99 = answers[min(len(answers) - 1, int(len(answers) * 0.99))] if answers else float("nan")
     median = statistics.median(answers) if answers else float("nan")
     rate = round(result.runs_per_second, 1)
-    figures.emit("baton", f"HITL runs over HTTP, {where}", backend, rate, "runs/s", note)
-    figures.emit("baton", f"answer p50, {where}", backend, round(median * 1000, 2), "ms", note)
+    # The issue's target for one process on SQLite: at least 300 runs/s.
+    least = {"at_least": 300.0} if result.processes == 1 and backend == "sqlite" else {}
+    figures.emit("baton", f"http/runs, {where}", backend, rate, "runs/s", note, **least)
+    figures.emit("baton", f"http/answer p50, {where}", backend, round(median * 1000, 2), "ms", note)
     figures.emit(
-        "baton", f"answer p99, {where}", backend, round(p99 * 1000, 2), "ms", note, target=50.0
+        "baton", f"http/answer p99, {where}", backend, round(p99 * 1000, 2), "ms", note, target=50.0
     )
     per_request = result.cpu_per_request
     figures.emit(
         "baton",
-        f"server CPU per request, {where}",
+        f"http/server CPU per request, {where}",
         backend,
         round(per_request, 3),
         "ms",
@@ -244,13 +246,14 @@ def report_scaling(backend: str, one: Result, two: Result) -> None:
     """Emit how much two server processes on one database add to one."""
     figures.emit(
         "baton",
-        f"2 processes / 1 process, runs/s, {one.clients} clients",
+        f"http/runs of 2 processes / 1, {one.clients} clients",
         backend,
         round(two.runs_per_second / one.runs_per_second, 2),
         "x",
         f"{two.runs_per_second:.1f} / {one.runs_per_second:.1f} runs/s; "
         f"load average {os.getloadavg()[0]:.2f}",
-        target=1.6,
+        # The issue's target, for PostgreSQL: two processes give at least 1.6 times one's.
+        **({"at_least": 1.6} if backend == "postgres" else {}),
     )
 
 
@@ -272,7 +275,7 @@ async def library_floor(backend: str, runs: int) -> float:
                 await runner.close()
     figures.emit(
         "baton",
-        "library floor: CPU per HITL run in process (create, run, answer)",
+        "http/library floor: CPU per run in process (create, run, answer)",
         backend,
         round(per_run, 3),
         "ms",

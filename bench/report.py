@@ -4,7 +4,8 @@
 
 RESULTS_DIR holds `<system>.jsonl` files (one JSON figure per line, from
 baton_bench.py and peers/*_bench.py) and, for a peer that failed, `<system>.err`;
-`recovery.jsonl` (from recovery_bench.py) and `postgres.jsonl` (postgres_bench.py).
+`recovery.jsonl` (from recovery_bench.py), `postgres.jsonl` (postgres_bench.py) and
+`http.jsonl` (http_bench.py).
 A ratio is the peer's figure divided by baton's: 10x means the peer took ten times as
 long (in the PostgreSQL table, baton's figure divided by its floor's).
 
@@ -31,6 +32,7 @@ RECOVERY_WORKLOADS = (
     "deadline/other-process",
 )
 POSTGRES = "postgres"  # postgres.jsonl: baton on PostgreSQL against its raw asyncpg floors
+HTTP = "http"  # http.jsonl: HITL runs over HTTP against `baton api_server` processes
 POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor is
     ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
@@ -59,13 +61,14 @@ class Figure:
     max: float | None = None  # recovery figures: the worst repetition
     ttl: float | None = None  # the lease time to live the figure was measured with
     target: float | None = None
+    at_least: float | None = None  # a target the figure must reach (runs/s, a ratio)
 
 
 def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
     """Every figure in the folder, and why a system produced none (its stderr's tail)."""
     figures: list[Figure] = []
     problems: dict[str, str] = {}
-    for system in (*SYSTEMS, RECOVERY, POSTGRES):
+    for system in (*SYSTEMS, RECOVERY, POSTGRES, HTTP):
         path = folder / f"{system}.jsonl"
         found = 0
         lines = path.read_text().splitlines() if path.exists() else []
@@ -84,11 +87,12 @@ def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
                         max=_number(raw.get("max")),
                         ttl=_number(raw.get("ttl")),
                         target=_number(raw.get("target")),
+                        at_least=_number(raw.get("at_least")),
                     )
                 )
                 found += 1
         errors = folder / f"{system}.err"
-        if not found and (system not in (RECOVERY, POSTGRES) or path.exists()):
+        if not found and (system not in (RECOVERY, POSTGRES, HTTP) or path.exists()):
             tail = errors.read_text().strip().splitlines()[-1:] if errors.exists() else []
             problems[system] = tail[0] if tail else "no figures produced"
     return figures, problems
@@ -128,7 +132,7 @@ def table(figures: list[Figure]) -> list[str]:
         {
             f.workload
             for f in figures
-            if f.workload not in RECOVERY_WORKLOADS and not f.workload.startswith("pg/")
+            if f.workload not in RECOVERY_WORKLOADS and not f.workload.startswith(("pg/", "http/"))
         },
         key=_workload_order,
     )
@@ -180,6 +184,32 @@ def postgres_table(figures: list[Figure]) -> list[str]:
         if figure is not None:
             rows.append(_postgres_row(figure, label, index.get(floor_workload), floor_label))
     return rows if len(rows) > 2 else []
+
+
+def http_table(figures: list[Figure]) -> list[str]:
+    """The HTTP figures as measured (in the order measured), each with its target and,
+    where the script gave one, the ratio or load average it was measured under."""
+    rows = ["| figure | backend | value | unit | target | verdict | measured with |"]
+    rows.append("|" + "---|" * 7)
+    for figure in figures:
+        if not figure.workload.startswith("http/"):
+            continue
+        target, verdict = _http_target(figure)
+        rows.append(
+            f"| {figure.workload.removeprefix('http/')} | {figure.backend} | {cell(figure)} "
+            f"| {figure.unit} | {target} | {verdict} | {figure.note.split('; ')[0]} |"
+        )
+    return rows if len(rows) > 2 else []
+
+
+def _http_target(figure: Figure) -> tuple[str, str]:
+    if figure.value is None:
+        return "", ""
+    if figure.at_least is not None:
+        return f"≥ {figure.at_least:g}", "met" if figure.value >= figure.at_least else "MISSED"
+    if figure.target is not None:
+        return f"≤ {figure.target:g}", "met" if figure.value <= figure.target else "MISSED"
+    return "", ""
 
 
 def _postgres_row(figure: Figure, label: str, floor: Figure | None, floor_label: str) -> str:
@@ -256,9 +286,10 @@ def main() -> None:
     lines = table(figures)
     recovery = recovery_table(figures)
     postgres = postgres_table(figures)
+    http = http_table(figures)
     notes = [f"- {system}: no figures: {why}" for system, why in problems.items()]
     notes = notes if lines or RECOVERY in problems else []
-    print("\n".join([*lines, *notes, "", *recovery, "", *postgres]))
+    print("\n".join([*lines, *notes, "", *recovery, "", *postgres, "", *http]))
     if args.write:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         sections = read_sections(args.write)
@@ -271,6 +302,9 @@ def main() -> None:
         if postgres:
             measured = f"Measured {when} by `bench/postgres_bench.py` on {machine()}."
             sections[POSTGRES_HEADING] = [measured, *POSTGRES_TEXT, "", *postgres]
+        if http:
+            measured = f"Measured {when} by `bench/http_bench.py` on {machine()}."
+            sections[HTTP_HEADING] = [measured, *HTTP_TEXT, "", *http]
         write_sections(args.write, sections)
 
 
@@ -288,6 +322,15 @@ POSTGRES_TEXT = [
     "transaction; the statements (plus BEGIN/COMMIT of explicit transactions) baton sends",
     "during that call; and the growth of baton's tables per chain step",
     "(`pg_total_relation_size` after VACUUM, a database of its own). Durable commits.",
+]
+HTTP_HEADING = "HITL runs over HTTP"
+HTTP_TEXT = [
+    "16 clients each repeat create session + `POST /run` (the run asks and pauses) +",
+    "answer (the run finishes) against 1 and 2 `baton api_server` processes on loopback,",
+    "requests in turn. Server CPU per request is the processes' user + system time over",
+    "the requests served, beside the same runs through the library in the bench's own",
+    "process (the floor, measured in the same run); on a shared machine the absolute",
+    "figures move with the load average, the ratios much less.",
 ]
 RECOVERY_HEADING = "Recovery and deadlines"
 RECOVERY_TEXT = [
