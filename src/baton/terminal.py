@@ -31,7 +31,7 @@ from baton.errors import (
     InvocationFinishedError,
     InvocationNotFoundError,
 )
-from baton.events import Event
+from baton.events import REQUEST_INPUT_FUNCTION, Event
 from baton.history import EntryKind, TimelineEntry, acting_node, describe_event
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
@@ -431,8 +431,17 @@ def _field_value(field: _Field, line: str) -> JsonValue:
     return value
 
 
+def _question_title(row: Interrupt) -> str:
+    """The question's heading, in the web inbox's words (its `title`)."""
+    if row.message:
+        return row.message
+    if row.function_name != REQUEST_INPUT_FUNCTION:  # an agent's tool call, by its tool
+        return f"{row.function_name} is waiting for your answer"
+    return "Input requested"
+
+
 def _question_panel(row: Interrupt) -> Panel:
-    parts: list[Text | Table | Syntax] = [Text(row.message or "(no message)", style="bold")]
+    parts: list[Text | Table | Syntax] = [Text(_question_title(row), style="bold")]
     if row.payload is not None:
         parts.append(Syntax(json.dumps(row.payload, indent=2), "json", background_color="default"))
     parts.append(describe_schema(row.response_schema))

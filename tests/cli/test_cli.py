@@ -447,6 +447,7 @@ def test_an_agents_approval_is_answered_with_y_or_n(tmp_path: Path) -> None:
     code, out = baton("run", agent, "Please refund order 7", stdin="y\n", db=tmp_path / "s.db")
     assert code == 0, out
     assert "The refund for order 7 was approved." in out
+    assert "issue_refund is waiting for your answer" in out  # the page's words for the card
     code, out = baton("run", agent, "Please refund order 42", stdin="n\n", db=tmp_path / "s.db")
     assert code == 0, out
     assert "The refund for order 42 was declined." in out
