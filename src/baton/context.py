@@ -240,6 +240,7 @@ class ChildRuns(Protocol):
         use_as_output: bool = False,
         use_sub_branch: bool = False,
         override_branch: str | None = None,
+        raise_on_wait: bool = False,
     ) -> Any:
         """Run `node` as a checkpointed child run and return its output."""
         ...
@@ -247,6 +248,11 @@ class ChildRuns(Protocol):
     @property
     def delegates_output(self) -> bool:
         """Whether a child's output stands for this run's (`use_as_output`)."""
+        ...
+
+    @property
+    def waits_for_output(self) -> bool:
+        """Whether a call stopped this run at a child still waiting (`raise_on_wait`)."""
         ...
 
 
@@ -358,6 +364,13 @@ class Context(ArtifactMethods, MemoryMethods):
         this run's own output then goes to the nodes after it, without an event of its own."""
         return self._children is not None and self._children.delegates_output
 
+    @property
+    def waits_for_output(self) -> bool:
+        """Whether `run_node(..., raise_on_wait=True)` stopped this run at a child that
+        ended without output while waiting for one: the run then ends without output and
+        triggers nothing after it."""
+        return self._children is not None and self._children.waits_for_output
+
     async def run_node(
         self,
         node: object,
@@ -367,6 +380,7 @@ class Context(ArtifactMethods, MemoryMethods):
         run_id: str | None = None,
         use_sub_branch: bool = False,
         override_branch: str | None = None,
+        raise_on_wait: bool = False,
     ) -> Any:
         """Run a node (function, agent, workflow) as a child of this run; return its output.
 
@@ -387,6 +401,10 @@ class Context(ArtifactMethods, MemoryMethods):
                 (`<this run's branch>.<child>@<n>`), so agents outside it do not see them
                 and an agent child sees only its branch and those above it.
             override_branch: the branch the child's events carry, instead of this run's.
+            raise_on_wait: when the child ends without output while it waits for one (a
+                workflow, or a node with wait_for_output=True, that produced none), stop
+                this run there instead of returning None: it ends without output and
+                triggers nothing after it (a later trigger runs it, and the child, again).
 
         Returns:
             The child's output.
@@ -416,6 +434,7 @@ class Context(ArtifactMethods, MemoryMethods):
             use_as_output=use_as_output,
             use_sub_branch=use_sub_branch,
             override_branch=override_branch,
+            raise_on_wait=raise_on_wait,
         )
 
     @property

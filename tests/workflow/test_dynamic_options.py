@@ -189,3 +189,47 @@ async def test_conflicting_options_fail_the_run_naming_them(
     session = await h.service.store.get_session(h.key)
     assert session is not None
     assert [e.output for e in session.events if e.output is not None] == ran
+
+
+def calling_a_quiet_workflow(counter: Counter, *, raise_on_wait: bool) -> Workflow:
+    """parent: run_node(inner), a workflow that ends without output, then after."""
+
+    def quiet(node_input: str) -> None:
+        counter.bump("quiet")
+
+    inner = Workflow(name="inner", edges=[("START", quiet)])
+
+    @node(rerun_on_resume=True)
+    async def parent(ctx: Context) -> str:
+        got = await ctx.run_node(inner, "x", raise_on_wait=raise_on_wait)
+        counter.bump("parent went on")
+        return f"got {got}"
+
+    def after(node_input: str) -> str:
+        counter.bump("after")
+        return f"after({node_input})"
+
+    return Workflow(name="wf", edges=[("START", parent, after)])
+
+
+@pytest.mark.parametrize("raise_on_wait", [False, True], ids=["returns-none", "raise-on-wait"])
+async def test_a_child_waiting_for_output_stops_its_caller_only_with_raise_on_wait(
+    stores: StoreFactory, resumable: bool, raise_on_wait: bool
+) -> None:
+    counter = Counter()
+    root = calling_a_quiet_workflow(counter, raise_on_wait=raise_on_wait)
+    h = await build_harness(root, BaseSessionService(stores.open()), resumable=resumable)
+
+    events = await h.start()
+
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+    if raise_on_wait:
+        # The caller stopped at the call: no output of its own, nothing after it ran.
+        assert shown(events) == []
+        assert counter.runs == {"quiet": 1}
+    else:
+        assert [(path, output) for path, output, _, _ in shown(events)] == [
+            ("wf@1/parent@1", "got None"),
+            ("wf@1/after@1", "after(got None)"),
+        ]
+        assert counter.runs == {"quiet": 1, "parent went on": 1, "after": 1}

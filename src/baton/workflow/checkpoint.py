@@ -82,6 +82,9 @@ class RunRecord:
     # its output stands for (use_as_output: the caller's, and those the caller's stands for).
     branch: str | None = None
     output_for: list[str] = field(default_factory=list)
+    # Set as the run completes, read as the workflow folds it in (so never stored): it
+    # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
+    waits_for_output: bool = False
 
     @property
     def key(self) -> str:

@@ -31,7 +31,7 @@ from baton.workflow.checkpoint import (
 )
 from baton.workflow.nodes import FunctionNode, Node
 
-__all__ = ["ChildInterrupted", "ChildRunner", "DynamicRuns", "as_node"]
+__all__ = ["ChildInterrupted", "ChildRunner", "ChildWaiting", "DynamicRuns", "as_node"]
 
 Finish: TypeAlias = Callable[[RunRecord], None]
 ChildRunner: TypeAlias = Callable[[Node, RunRecord, InvocationContext, Finish], Awaitable[None]]
@@ -48,6 +48,16 @@ class ChildInterrupted(BaseException):
         super().__init__(f"dynamic child '{path}' waits for {', '.join(interrupts)}")
         self.path = path
         self.interrupts = interrupts
+
+
+class ChildWaiting(ChildInterrupted):
+    """A child called with raise_on_wait=True ended without output while it waits for
+    one: unwinds the calling node, which ends without output (see `Context.run_node`)."""
+
+    def __init__(self, path: str) -> None:
+        BaseException.__init__(self, f"dynamic child '{path}' waits for its output")
+        self.path = path
+        self.interrupts = []
 
 
 def as_node(target: object) -> Node:
@@ -77,11 +87,17 @@ class DynamicRuns:
         self._issued = 0
         self._inflight: set[asyncio.Task[None]] = set()
         self._delegate: str | None = None  # the child whose output stands for this run's
+        self._waiting = False  # a raise_on_wait call stopped the run at a waiting child
 
     @property
     def delegates_output(self) -> bool:
         """Whether a call of this execution passed use_as_output=True."""
         return self._delegate is not None
+
+    @property
+    def waits_for_output(self) -> bool:
+        """Whether a raise_on_wait call stopped this execution at a waiting child."""
+        return self._waiting
 
     async def run_node(
         self,
@@ -92,13 +108,15 @@ class DynamicRuns:
         use_as_output: bool = False,
         use_sub_branch: bool = False,
         override_branch: str | None = None,
+        raise_on_wait: bool = False,
     ) -> Any:
         """Run `node` as a child of this run and return its output (see the module doc and
         `Context.run_node` for the options; a child keeps the ones it started with).
 
         Raises:
             WorkflowChangedError: this call differs from the one recorded at its position.
-            ChildInterrupted: the child waits for input (the caller then waits too).
+            ChildInterrupted: the child waits for input (the caller then waits too), or
+                (ChildWaiting, with `raise_on_wait`) for its output.
             ValueError: a second call passed use_as_output=True.
         """
         child = as_node(node)
@@ -108,7 +126,7 @@ class DynamicRuns:
         state = self._state()
         call = self._match(state, child.name, value, run_id)
         if call.done:
-            return call.output
+            return self._settled(child, call.output, [], call.key, raise_on_wait)
         record = state.runs.get(call.key)
         if record is None:
             parent = self._record
@@ -126,8 +144,21 @@ class DynamicRuns:
         task.add_done_callback(self._inflight.discard)
         await task
         if record.status is RunStatus.COMPLETED:
-            return record.output
+            return self._settled(child, record.output, record.routes, record.path, raise_on_wait)
         raise ChildInterrupted(record.path, list(record.interrupts))
+
+    def _settled(
+        self, child: Node, output: Any, routes: list[Any], path: str, raise_on_wait: bool
+    ) -> Any:
+        """A completed child's output; with `raise_on_wait`, ChildWaiting when it ended
+        without output or route while it waits for output."""
+        waits = getattr(child, "wait_for_output", False) or getattr(
+            child, "is_waiting_when_empty", False
+        )
+        if raise_on_wait and waits and output is None and not routes:
+            self._waiting = True
+            raise ChildWaiting(path)
+        return output
 
     def _claim_output(self, name: str) -> None:
         """Make `name`'s call the one whose output stands for this run's.

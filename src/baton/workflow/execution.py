@@ -650,6 +650,7 @@ async def _commit_end(
         record.interrupts = list(ctx.open_interrupts)
         record.status = RunStatus.WAITING if record.interrupts else RunStatus.COMPLETED
         record.output = ctx.output
+        record.waits_for_output = ctx.waits_for_output
         record.routes = list(routes)
         record.fresh = []
         record.error = None

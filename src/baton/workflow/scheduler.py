@@ -66,6 +66,9 @@ class Workflow(BaseNode):
     """
 
     emits_output: ClassVar[bool] = False
+    # As in the reference, a workflow called with ctx.run_node that ends without output
+    # is still waiting for one (see `baton.workflow.dynamic`, raise_on_wait).
+    is_waiting_when_empty: ClassVar[bool] = True
 
     graph: Graph
     max_concurrency: int | None = None
@@ -355,7 +358,11 @@ class _Scheduler:
             self.state.recorded.setdefault(replay_key(run.node, run.input), []).append(
                 Outcome(run_id=run.run_id, output=run.output, routes=list(run.routes))
             )
-        if run.output is None and not run.routes and self._waits_for_output(run.node):
+        if (
+            run.output is None
+            and not run.routes
+            and (run.waits_for_output or self._waits_for_output(run.node))
+        ):
             return  # nothing to pass on: its successors wait for a run that produces output
         successors = self.graph.successors(run.node, run.routes)
         for name in successors:
