@@ -87,6 +87,9 @@ class StepParts:
     state_delta: dict[str, JsonValue] = field(default_factory=dict)
     opened: tuple[Interrupt, ...] = ()
     answered: tuple[tuple[str, JsonValue], ...] = ()
+    # The step may land together with the invocation's next one, as long as no node's
+    # own code runs in between (see `InvocationContext.land_held`).
+    joinable: bool = False
 
 
 CommitFn: TypeAlias = Callable[[StepParts, Callable[[], None]], Awaitable[None]]
@@ -166,6 +169,12 @@ class InvocationContext:
         # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
         self.tracer = tracer
         self.branch = branch
+        # Set while a `joinable` step waits to land with the next one: a node run calls it
+        # before its own code runs, so that code never runs ahead of a finished step.
+        self.land_held: Callable[[], Awaitable[None]] | None = None
+        # How many node runs have their own code under way (workflows' runs don't count:
+        # they only schedule children). A step is held only while none has.
+        self.running_code = 0
         self._agent_states: dict[str, JsonValue] = agent_states if agent_states is not None else {}
         self._end_of_agents: dict[str, bool] = end_of_agents if end_of_agents is not None else {}
 

@@ -133,6 +133,10 @@ class InvocationRun:
         # The invocation's status as of the root run's last step, landed with that step.
         self.final_status: InvocationStatus | None = None
         self.status_landed = False
+        # The run's last step gave the lease up (see StepCommit.release).
+        self.released = False
+        self._held: _HeldSteps | None = None
+        self._renewal: _Renewal | None = None
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
             invocation_id=plan.invocation_id,
@@ -247,8 +251,14 @@ class InvocationRun:
             for row, value in self.plan.answers
             if row.interrupt_id not in continuing
         )
+        # Joinable: a run completing from its answers lands them with its output.
         await self._land(
-            StepParts(events=parts.events, state_delta=parts.state_delta, answered=answered),
+            StepParts(
+                events=parts.events,
+                state_delta=parts.state_delta,
+                answered=answered,
+                joinable=True,
+            ),
             mutate,
             status=InvocationStatus.RUNNING,
             answered_by=answered_by,
@@ -270,36 +280,98 @@ class InvocationRun:
             mutate()
             if status is None and self.final_status is not None:
                 status, self.final_status = self.final_status, None
-            step = StepCommit(
-                session=self.plan.key,
-                invocation_id=self.plan.invocation_id,
-                expected_version=self.version,
-                events=parts.events,
-                state_delta=parts.state_delta,
-                checkpoint=self.root.to_json(),
-                status=status,
-                fingerprint=fingerprint,
-                error=error,
-                opened=parts.opened,
-                answered=tuple((InterruptId(i), v) for i, v in parts.answered)
-                if parts.answered
-                else (),
-                answered_by=answered_by,
-                lease=self.lease,
-            )
-            try:
-                self.version = await self.store.commit_step(step)
-            except StoreUnavailableError as unavailable:
-                self.version = await self._commit_again(step, unavailable)
-            if status is not None:
-                self.status_landed = status is not InvocationStatus.RUNNING
-            if parts.state_delta:
-                self.invocation.session.state.update(parts.state_delta)
-            self.outbox.put_all(parts.events)
+            held = self._held
+            if held is not None and held.reopens(parts):
+                await self._commit(*held.joined(StepParts(), None, None))
+                self._unhold()
+                held = None
+            if self._holds(parts, status):
+                if held is None:
+                    held = self._held = _HeldSteps()
+                    self.invocation.land_held = self._land_held
+                held.add(parts, status, answered_by)
+                return
+            if held is not None:
+                parts, status, answered_by = held.joined(parts, status, answered_by)
+                self._unhold()
+            await self._commit(parts, status, answered_by, fingerprint, error)
         if parts.events:
             # The caller gets the step's events before the next step starts; one that
             # stops reading holds the run here, one that closes the stream cancels it here.
             await self.outbox.handed_over()
+
+    def _holds(self, parts: StepParts, status: InvocationStatus | None) -> bool:
+        """Whether to hold a step back to land with the next one: a joinable step (a run's
+        end, or answers) while no node's code is under way, so none can run ahead of it
+        (each node run lands what is held before its code starts: `land_held`).
+
+        Speed: a run's last node lands with the run's status (and gives the lease up in
+        the same write), and answers land with the output of the run they complete: a
+        resume of `a -> ask -> b` is two commits instead of four. Not with plugins, whose
+        callbacks are code of the user's that runs between steps.
+        """
+        return (
+            parts.joinable
+            and (status is None or status is InvocationStatus.RUNNING)
+            and self.invocation.running_code == 0
+            and not self.settings.plugins
+        )
+
+    async def _land_held(self) -> None:
+        async with self.lock:
+            held = self._held
+            if held is None:
+                return
+            parts, status, answered_by = held.joined(StepParts(), None, None)
+            self._unhold()
+            await self._commit(parts, status, answered_by)
+        if parts.events:
+            await self.outbox.handed_over()
+
+    def _unhold(self) -> None:
+        self._held = None
+        self.invocation.land_held = None
+
+    async def _commit(
+        self,
+        parts: StepParts,
+        status: InvocationStatus | None,
+        answered_by: str | None,
+        fingerprint: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Commit one step (the lock held): the checkpoint as the tree stands now."""
+        release = _gives_lease_up(status, error)
+        if release and self._renewal is not None:
+            await self._renewal.stop()  # a renewal must not find the lease given up
+        step = StepCommit(
+            session=self.plan.key,
+            invocation_id=self.plan.invocation_id,
+            expected_version=self.version,
+            events=parts.events,
+            state_delta=parts.state_delta,
+            checkpoint=self.root.to_json(),
+            status=status,
+            fingerprint=fingerprint,
+            error=error,
+            opened=parts.opened,
+            answered=tuple((InterruptId(i), v) for i, v in parts.answered)
+            if parts.answered
+            else (),
+            answered_by=answered_by,
+            lease=self.lease,
+            release=release,
+        )
+        try:
+            self.version = await self.store.commit_step(step)
+        except StoreUnavailableError as unavailable:
+            self.version = await self._commit_again(step, unavailable)
+        self.released = release
+        if status is not None:
+            self.status_landed = status is not InvocationStatus.RUNNING
+        if parts.state_delta:
+            self.invocation.session.state.update(parts.state_delta)
+        self.outbox.put_all(parts.events)
 
     async def _offer_events(self, parts: StepParts) -> StepParts:
         """Plugins may replace each event (but the user's message) before it is stored."""
@@ -347,7 +419,7 @@ class InvocationRun:
         # generator would throw into the group. The two tasks are owned and awaited here.
         self.outbox.attach()
         driver = asyncio.create_task(self._drive())
-        renewal = _Renewal(self, driver)
+        renewal = self._renewal = _Renewal(self, driver)
         try:
             resumable = self.settings.is_resumable
             while (item := await self.outbox.get()) is not None:
@@ -453,6 +525,57 @@ class InvocationRun:
 
 _RETRY_FIRST: Final = 0.1
 _RETRY_MOST: Final = 2.0
+
+
+def _gives_lease_up(status: InvocationStatus | None, error: str | None) -> bool:
+    """Whether a step is its run's last, which gives the lease up as it lands: the run
+    paused or completed, or the failure's text lands (a failing run lands FAILED twice:
+    with the failing node's step, then with the error)."""
+    if status is InvocationStatus.FAILED:
+        return error is not None
+    return status is InvocationStatus.COMPLETED or status is InvocationStatus.PAUSED
+
+
+@dataclass(slots=True)
+class _HeldSteps:
+    """Joinable steps held back to land with the invocation's next step, as one."""
+
+    events: list[Event] = field(default_factory=list)
+    state_delta: dict[str, JsonValue] = field(default_factory=dict)
+    opened: list[Interrupt] = field(default_factory=list)
+    answered: list[tuple[str, JsonValue]] = field(default_factory=list)
+    answered_by: str | None = None
+    status: InvocationStatus | None = None
+
+    def add(
+        self, parts: StepParts, status: InvocationStatus | None, answered_by: str | None
+    ) -> None:
+        self.events.extend(parts.events)
+        self.state_delta.update(parts.state_delta)
+        self.opened.extend(parts.opened)
+        self.answered.extend(parts.answered)
+        self.answered_by = self.answered_by or answered_by
+        self.status = status or self.status
+
+    def reopens(self, parts: StepParts) -> bool:
+        """Whether `parts` asks again a question these steps answer: one write would
+        then answer the new asking, so the held steps land first."""
+        if not self.answered or not parts.opened:
+            return False
+        answered = {interrupt_id for interrupt_id, _ in self.answered}
+        return any(row.interrupt_id in answered for row in parts.opened)
+
+    def joined(
+        self, parts: StepParts, status: InvocationStatus | None, answered_by: str | None
+    ) -> tuple[StepParts, InvocationStatus | None, str | None]:
+        """These steps followed by `parts`, as one step."""
+        joined = StepParts(
+            events=(*self.events, *parts.events),
+            state_delta={**self.state_delta, **parts.state_delta},
+            opened=(*self.opened, *parts.opened),
+            answered=(*self.answered, *parts.answered),
+        )
+        return joined, status or self.status, self.answered_by or answered_by
 
 
 def _cause(error: Exception) -> Exception:

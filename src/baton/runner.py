@@ -294,13 +294,14 @@ class Runner:
         )
         # Claim before loading the checkpoint, so a second resumer fails before it reads it.
         lease = await self._lease(plan)
+        run: InvocationRun | None = None
         try:
             run = await self._open_run(plan, lease, answered_by)
             async with aclosing(run.stream(yield_user_message)) as events:
                 async for event in events:
                     yield event
         finally:
-            await self._release(lease)
+            await self._release(lease, run)
 
     async def answer(
         self,
@@ -543,10 +544,12 @@ class Runner:
             a node's own exception, after its error event was stored.
         """
         release = True
+        run: InvocationRun | None = None
         try:
             plan = await self.planner.continuing(claimed.key, claimed.lease.invocation_id)
             if plan is not None:
-                await self._drain(plan, claimed.lease, None)
+                run = await self._open_run(plan, claimed.lease, None)
+                await self._drain(run)
         except WorkflowChangedError:
             # Keep the claim until it lapses: a process running the code the invocation
             # started with may take it then, and this one does not retry it at once.
@@ -554,7 +557,7 @@ class Runner:
             raise
         finally:
             if release:
-                await self._release(claimed.lease)
+                await self._release(claimed.lease, run)
 
     async def expire(self, row: Interrupt) -> None:
         """End a question whose deadline passed: answer it with its `on_timeout` (recorded
@@ -567,12 +570,14 @@ class Runner:
         """
         owner = f"{own_prefix(self.worker_id)}expire-{uuid.uuid4().hex[:8]}"
         lease = await self.store.claim(InvocationId(row.invocation_id), owner, self.lease_ttl)
+        run: InvocationRun | None = None
         try:
             plan = await self.planner.expiring(row)
             if plan is not None:
-                await self._drain(plan, lease, TIMEOUT_ANSWERER)
+                run = await self._open_run(plan, lease, TIMEOUT_ANSWERER)
+                await self._drain(run)
         finally:
-            await self._release(lease)
+            await self._release(lease, run)
 
     async def _lease(self, plan: RunPlan) -> Lease:
         # Each call is its own resumer, even when two share this Runner.
@@ -581,13 +586,15 @@ class Runner:
             return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl)
         return await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
 
-    async def _drain(self, plan: RunPlan, lease: Lease, answered_by: str | None) -> None:
-        run = await self._open_run(plan, lease, answered_by)
+    @staticmethod
+    async def _drain(run: InvocationRun) -> None:
         async with aclosing(run.stream(False)) as events:
             async for _ in events:
                 pass
 
-    async def _release(self, lease: Lease) -> None:
+    async def _release(self, lease: Lease, run: InvocationRun | None) -> None:
+        if run is not None and run.released:
+            return  # the run's last step gave it up
         # When the database is away the lease lapses by itself, and recovery continues a
         # run left running.
         with suppress(StoreUnavailableError):

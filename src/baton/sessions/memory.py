@@ -287,6 +287,8 @@ class MemoryStore:
         if commit.status is not None:
             row.invocation.status = commit.status
             row.invocation.error = commit.error
+        if commit.release:
+            row.lease = None
 
     @staticmethod
     def _session_out(data: _SessionData) -> Session:

@@ -203,6 +203,9 @@ class StepCommit:
     # lease; advancing one lands only while its token still holds the lease (fencing),
     # else LeaseLostError and nothing lands. None: an unfenced administrative write.
     lease: Lease | None = None
+    # The run's last step gives its lease up as it lands (the invocation is paused or
+    # ended): what `release` would do after it, in the same write.
+    release: bool = False
     # History copied from another session (a fork): a run landing already ended did
     # not end now, so no run notification is recorded for it.
     copied: bool = False

@@ -118,7 +118,7 @@ async def complete_with_answers(
         record.fresh = []
         finish(record)
 
-    await invocation.commit(StepParts(events=(event,)), mutate)
+    await invocation.commit(StepParts(events=(event,), joinable=True), mutate)
 
 
 @dataclass(slots=True)
@@ -452,6 +452,20 @@ async def _execute(
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
+    if getattr(node, "schedules_only", False):
+        await _run_body(node, ctx, record, collector)
+        return
+    invocation = ctx.invocation_context
+    if invocation.land_held is not None:
+        await invocation.land_held()  # a finished step lands before this node's code runs
+    invocation.running_code += 1
+    try:
+        await _run_body(node, ctx, record, collector)
+    finally:
+        invocation.running_code -= 1
+
+
+async def _run_body(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
     schemas = getattr(node, "schemas", None)
     node_input: NodeInput = record.input
     if schemas is not None:
@@ -658,6 +672,7 @@ async def _commit_end(
         record.ended_agents = sorted(ctx.ended_agents)
         finish(record)
 
+    parts.joinable = True
     await ctx.invocation_context.commit(parts, mutate)
 
 

@@ -69,6 +69,8 @@ class Workflow(BaseNode):
     # As in the reference, a workflow called with ctx.run_node that ends without output
     # is still waiting for one (see `baton.workflow.dynamic`, raise_on_wait).
     is_waiting_when_empty: ClassVar[bool] = True
+    # Its run only schedules child runs: none of the user's code runs in its body.
+    schedules_only: ClassVar[bool] = True
 
     graph: Graph
     max_concurrency: int | None = None

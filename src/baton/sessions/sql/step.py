@@ -189,11 +189,11 @@ def _advance_invocation(
 
 
 def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str, Any]:
-    lease = commit.lease
+    lease = None if commit.release else commit.lease
     return {
         "lease_owner": lease.owner if lease else None,
         "lease_expires_at": lease.expires_at if lease else 0.0,
-        "lease_token": lease.token if lease else 0,
+        "lease_token": commit.lease.token if commit.lease else 0,
         "id": commit.invocation_id,
         "session_pk": session_pk,
         "status": (commit.status or InvocationStatus.RUNNING).value,
@@ -213,6 +213,9 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
     if commit.status is not None:
         changes["status"] = commit.status.value
         changes["error"] = commit.error
+    if commit.release:  # as RELEASE_LEASE does
+        changes["lease_owner"] = None
+        changes["lease_expires_at"] = 0.0
     return changes
 
 
