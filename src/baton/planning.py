@@ -181,6 +181,12 @@ class CallPlanner:
                 f"invocation '{invocation_id}' does not exist in session '{key.session_id}'; "
                 "check the id (it is on every event as invocationId)."
             )
+        return self.resumable(invocation)
+
+    @staticmethod
+    def resumable(invocation: Invocation) -> Invocation:
+        """The invocation, unless it was rewound or already completed (each refused)."""
+        invocation_id = invocation.id
         if invocation.status is InvocationStatus.REWOUND:
             raise InvocationRewoundError(
                 f"invocation '{invocation_id}' was rewound; it can be neither answered nor "

@@ -292,11 +292,12 @@ class Runner:
         plan = await self.planner.plan(
             key, new_message, invocation_id, dict(state_delta or {}), occurrences, answered_by
         )
-        # Claim before loading the checkpoint, so a second resumer fails before it reads it.
-        lease = await self._lease(plan)
+        # Claim before loading the checkpoint (the claim returns it), so a second resumer
+        # fails before it reads it.
+        lease, invocation = await self._lease(plan)
         run: InvocationRun | None = None
         try:
-            run = await self._open_run(plan, lease, answered_by)
+            run = await self._open_run(plan, lease, answered_by, invocation)
             async with aclosing(run.stream(yield_user_message)) as events:
                 async for event in events:
                     yield event
@@ -579,12 +580,13 @@ class Runner:
         finally:
             await self._release(lease, run)
 
-    async def _lease(self, plan: RunPlan) -> Lease:
+    async def _lease(self, plan: RunPlan) -> tuple[Lease, Invocation | None]:
+        """The call's lease, and the invocation it resumes (None for a new one)."""
         # Each call is its own resumer, even when two share this Runner.
         owner = f"{own_prefix(self.worker_id)}{uuid.uuid4().hex[:8]}"
         if plan.kind is PlanKind.START:
-            return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl)
-        return await self.store.claim(plan.invocation_id, owner, self.lease_ttl)
+            return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl), None
+        return await self.store.claim_loaded(plan.key, plan.invocation_id, owner, self.lease_ttl)
 
     @staticmethod
     async def _drain(run: InvocationRun) -> None:
@@ -643,7 +645,11 @@ class Runner:
         self._models_ready = True
 
     async def _open_run(
-        self, plan: RunPlan, lease: Lease, answered_by: str | None
+        self,
+        plan: RunPlan,
+        lease: Lease,
+        answered_by: str | None,
+        invocation: Invocation | None = None,
     ) -> InvocationRun:
         if plan.kind is PlanKind.START:
             root = RunRecord(
@@ -659,7 +665,10 @@ class Runner:
             run = InvocationRun(self._settings(), plan, lease, root, version=0)
             await run.begin(answered_by)
             return run
-        invocation = await self.planner.existing(plan.key, plan.invocation_id)
+        if invocation is None:
+            invocation = await self.planner.existing(plan.key, plan.invocation_id)
+        else:
+            invocation = self.planner.resumable(invocation)
         self._check_fingerprint(invocation)
         root = RunRecord.from_json(invocation.checkpoint)
         run = InvocationRun(self._settings(), plan, lease, root, version=invocation.version)

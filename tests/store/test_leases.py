@@ -93,6 +93,69 @@ async def test_claiming_an_unknown_invocation_is_refused(store: Store) -> None:
         await store.claim(InvocationId("inv-9"), "worker-1", TTL)
 
 
+async def test_a_claim_can_return_the_invocation_as_load_invocation_gives_it(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    lease = await _start(store, session)
+    checkpoint = {"node": "root", "status": "waiting", "answers": {"q": [1, 2]}}
+    second = step(session, INV, 1, checkpoint=checkpoint, status=InvocationStatus.PAUSED)
+    second.lease = lease
+    await store.commit_step(second)
+    clock.advance(31)
+
+    taken, invocation = await store.claim_loaded(session, INV, "worker-2", TTL)
+
+    assert (taken.owner, taken.token) == ("worker-2", 2)
+    assert await store.holder(INV) == taken
+    assert invocation == await store.load_invocation(session, INV)
+    assert (invocation.fingerprint, invocation.checkpoint) == ("fp", checkpoint)
+    assert (invocation.version, invocation.status) == (2, InvocationStatus.PAUSED)
+
+
+async def test_a_loading_claim_is_refused_like_a_claim_and_takes_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    other = await _session(store, "s2")
+    held = await _start(store, session)
+    await _start(store, other, "inv-2", owner="worker-3")
+    clock.advance(10)
+
+    with pytest.raises(InvocationBusyError, match="is being run by 'worker-1'"):
+        await store.claim_loaded(session, INV, "worker-2", TTL)
+    with pytest.raises(InvocationNotFoundError, match="'inv-9' does not exist"):
+        await store.claim_loaded(session, InvocationId("inv-9"), "worker-2", TTL)
+    clock.advance(30)  # both leases lapsed: only the session stops the claim now
+    with pytest.raises(InvocationNotFoundError, match="'inv-2' does not exist"):
+        await store.claim_loaded(session, InvocationId("inv-2"), "worker-2", TTL)
+
+    assert (await store.claim(INV, "worker-1", TTL)).token == held.token + 1
+    assert (await store.claim(InvocationId("inv-2"), "worker-3", TTL)).token == 2
+
+
+async def test_a_step_that_releases_leaves_the_invocation_free_to_claim(
+    store: Store, clock: FakeClock
+) -> None:
+    session = await _session(store)
+    lease = await _start(store, session)
+    last = step(session, INV, 1, status=InvocationStatus.PAUSED)
+    last.lease, last.release = lease, True
+    created = step(session, "inv-2", 0, status=InvocationStatus.COMPLETED)
+    created.lease, created.release = store.lease_new(InvocationId("inv-2"), "worker-1", TTL), True
+
+    await store.commit_step(last)
+    await store.commit_step(created)
+
+    assert await store.holder(INV) is None
+    assert await store.holder(InvocationId("inv-2")) is None
+    assert (await store.claim(INV, "worker-2", TTL)).token == 2  # at once, not after the TTL
+    stale = step(session, INV, 2)
+    stale.lease = lease
+    with pytest.raises(LeaseLostError):  # the old token is fenced out by the new claim
+        await store.commit_step(stale)
+
+
 async def test_renew_extends_a_held_lease_and_fails_once_lost(
     store: Store, clock: FakeClock
 ) -> None:

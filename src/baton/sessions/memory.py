@@ -414,6 +414,17 @@ class MemoryStore:
         row.lease = Lease(invocation_id, owner, now + ttl.total_seconds(), row.token)
         return row.lease
 
+    async def claim_loaded(
+        self, key: SessionKey, invocation_id: InvocationId, owner: str, ttl: timedelta
+    ) -> tuple[Lease, Invocation]:
+        data = self._sessions.get(key)
+        if data is None or invocation_id not in data.invocations:
+            raise InvocationNotFoundError(
+                f"invocation '{invocation_id}' does not exist, so it cannot be claimed."
+            )
+        lease = await self.claim(invocation_id, owner, ttl)
+        return lease, self._invocation_out(data.invocations[invocation_id])
+
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
         row = self._invocation_row(lease.invocation_id)
         if row is None or row.lease is None or row.token != lease.token:

@@ -390,6 +390,18 @@ class Store(Protocol):
         """
         ...
 
+    async def claim_loaded(
+        self, key: SessionKey, invocation_id: InvocationId, owner: str, ttl: timedelta
+    ) -> tuple[Lease, Invocation]:
+        """`claim`, and the invocation as `load_invocation` gives it, by the same write:
+        a resume claims and reads its checkpoint in one round trip.
+
+        Raises:
+            InvocationBusyError: another owner holds an unexpired lease on it.
+            InvocationNotFoundError: the session has no such invocation.
+        """
+        ...
+
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
         """Extend a held lease; LeaseLostError when its token no longer holds it."""
         ...

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from sqlalchemy import Column, ColumnElement, Dialect, select
+from sqlalchemy import ColumnElement, Dialect, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import Update, UpdateBase
 from sqlalchemy.sql.selectable import Select
@@ -37,7 +37,7 @@ class UpdateReturning:
     """
 
     def __init__(
-        self, update: Update, returning: tuple[Column[Any], ...], refind: ColumnElement[bool]
+        self, update: Update, returning: tuple[ColumnElement[Any], ...], refind: ColumnElement[bool]
     ) -> None:
         self.update = update
         self.returning = returning

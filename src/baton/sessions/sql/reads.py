@@ -159,9 +159,11 @@ def recent_sessions(
     ]
 
 
-def invocation_from(key: SessionKey, row: tuple[Any, ...]) -> Invocation:
-    """The invocation in a row of `INVOCATION`."""
-    return _to_invocation(key, dict(zip(_INVOCATION_COLUMNS, row, strict=True)))
+def invocation_from(
+    key: SessionKey, row: tuple[Any, ...], columns: tuple[str, ...] = _INVOCATION_COLUMNS
+) -> Invocation:
+    """The invocation in a row of `INVOCATION` (or of other `columns` holding its fields)."""
+    return _to_invocation(key, dict(zip(columns, row, strict=True)))
 
 
 def list_invocations(

@@ -341,6 +341,23 @@ class SqlStore:
         held = await self._one(writes.HOLDER, {"key_invocation_id": invocation_id}, write=False)
         raise writes.refusal(invocation_id, held, now)
 
+    async def claim_loaded(
+        self, key: SessionKey, invocation_id: InvocationId, owner: str, ttl: timedelta
+    ) -> tuple[Lease, Invocation]:
+        """`claim`, returning the invocation too (see `Store.claim_loaded`)."""
+        now = self._clock()
+        wanted = Lease(invocation_id, owner, now + ttl.total_seconds())
+        params = {**writes.claim_params(wanted, now), **session_params(key)}
+        rows = await self._one(writes.CLAIM_LOADED, params, write=True)
+        if rows:
+            token, *fields = rows[0]
+            invocation = reads.invocation_from(key, tuple(fields), writes.CLAIM_LOADED_FIELDS)
+            return Lease(invocation_id, owner, wanted.expires_at, int(token)), invocation
+        held = await self._one(writes.HOLDER, {"key_invocation_id": invocation_id}, write=False)
+        if held and await self.load_invocation(key, invocation_id) is None:
+            held = []  # another session's: not found in this one
+        raise writes.refusal(invocation_id, held, now)
+
     async def renew(self, lease: Lease, ttl: timedelta) -> Lease:
         """Extend a held lease; LeaseLostError when its token no longer holds it."""
         expires_at = self._clock() + ttl.total_seconds()

@@ -26,7 +26,14 @@ from baton.errors import (
 from baton.sessions.sql.artifacts import delete_session_artifacts
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.direct import UpdateReturning
-from baton.sessions.sql.schema import IS_SESSION, events, invocations, session_params, sessions
+from baton.sessions.sql.schema import (
+    IS_SESSION,
+    events,
+    fingerprints,
+    invocations,
+    session_params,
+    sessions,
+)
 from baton.sessions.store import (
     Claimed,
     InvocationStatus,
@@ -39,6 +46,8 @@ from baton.types import InvocationId, SessionId
 
 __all__ = [
     "CLAIM",
+    "CLAIM_LOADED",
+    "CLAIM_LOADED_FIELDS",
     "HOLDER",
     "RELEASE_LEASE",
     "RENEW_LEASE",
@@ -82,6 +91,37 @@ CLAIM = UpdateReturning(
     _TOKEN,
     _IS_INVOCATION,
 )
+# A claim that also returns the invocation (as `reads.INVOCATION`'s row; bind
+# `session_params` too): a resume's claim and checkpoint read in one round trip.
+_FINGERPRINT = (
+    select(fingerprints.c.fingerprint)
+    .where(fingerprints.c.digest == invocations.c.fingerprint_digest)
+    .scalar_subquery()
+    .label("fingerprint")
+)
+CLAIM_LOADED = UpdateReturning(
+    _TAKEN.where(
+        _IS_INVOCATION,
+        invocations.c.session_pk == _SESSION_PK.scalar_subquery(),
+        (invocations.c.lease_owner.is_(None))
+        | (invocations.c.lease_expires_at <= bindparam("key_now"))
+        | (invocations.c.lease_owner == bindparam("key_owner")),
+    ),
+    (
+        invocations.c.lease_token,
+        invocations.c.id,
+        invocations.c.status,
+        _FINGERPRINT,
+        invocations.c.checkpoint,
+        invocations.c.version,
+        invocations.c.created_at,
+        invocations.c.updated_at,
+        invocations.c.error,
+    ),
+    _IS_INVOCATION,
+)
+CLAIM_LOADED_FIELDS = tuple(str(c.name) for c in CLAIM_LOADED.returning[1:])
+"""The invocation's fields in `CLAIM_LOADED`'s rows, after the lease token."""
 RENEW_LEASE = UpdateReturning(
     update(invocations)
     .where(_IS_LEASE, invocations.c.lease_owner == bindparam("key_owner"))
