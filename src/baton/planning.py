@@ -132,18 +132,22 @@ class CallPlanner:
             right now; the lease claim and the fingerprint check come after).
         """
         _check_call(message, invocation_id, state_delta)
-        session = await self._session(key)
         responses = message.function_responses if message else []
         if responses:
             assert message is not None
+            # The session and the first answer's question, read together.
+            first = InterruptId(responses[0].id or "")
+            session, rows = await self.store.find_session_interrupts(key, first)
+            answering = _Answering(occurrences or {}, answered_by, {first: rows})
             return await self._plan_answers(
                 key,
-                session,
+                session or await self._missing_session(key),
                 message,
                 invocation_id,
                 state_delta,
-                _Answering(occurrences or {}, answered_by),
+                answering,
             )
+        session = await self._session(key)
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
             await self._fail_if_waiting(invocation)
@@ -162,8 +166,11 @@ class CallPlanner:
 
     async def _session(self, key: SessionKey) -> Session:
         session = await self.store.get_session(key, with_events=False)
-        if session is not None:
-            return session
+        return session or await self._missing_session(key)
+
+    async def _missing_session(self, key: SessionKey) -> Session:
+        """The session a call names that does not exist: created when the runner
+        auto-creates sessions, else refused with SessionNotFoundError."""
         if self.auto_create_session:
             return await self.store.create_session(
                 key.app_name, key.user_id, session_id=key.session_id
@@ -239,7 +246,9 @@ class CallPlanner:
                     f"function response '{response.name}' has no id; set it to the id of the "
                     "function call it answers (the interrupt id)."
                 )
-            row = await self._open_interrupt(key, InterruptId(response.id), invocation_id)
+            row = await self._open_interrupt(
+                key, InterruptId(response.id), invocation_id, answering.read.pop(response.id, None)
+            )
             _check_occurrence(row, answering.occurrences.get(response.id))
             _check_assignee(row, answering.answered_by)
             if response.will_continue:
@@ -264,9 +273,15 @@ class CallPlanner:
         )
 
     async def _open_interrupt(
-        self, key: SessionKey, interrupt_id: InterruptId, invocation_id: str | None
+        self,
+        key: SessionKey,
+        interrupt_id: InterruptId,
+        invocation_id: str | None,
+        rows: list[Interrupt] | None = None,
     ) -> Interrupt:
-        rows = await self.store.find_interrupts(key, interrupt_id)
+        """The open row `interrupt_id` answers (`rows`: its rows, when already read)."""
+        if rows is None:
+            rows = await self.store.find_interrupts(key, interrupt_id)
         if invocation_id:
             rows = [r for r in rows if r.invocation_id == invocation_id]
             if not rows:
@@ -376,10 +391,12 @@ class CallPlanner:
 
 @dataclass(frozen=True)
 class _Answering:
-    """What a caller says about its answers: the occurrences it saw, and who it is."""
+    """What a caller says about its answers: the occurrences it saw, and who it is;
+    and the index rows already read for some of them (by interrupt id)."""
 
     occurrences: Mapping[str, str]
     answered_by: str | None
+    read: dict[str, list[Interrupt]]
 
 
 def _check_progress(row: Interrupt) -> None:

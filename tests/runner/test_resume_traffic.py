@@ -1,9 +1,9 @@
 """What a resume sends PostgreSQL: every statement of the answering call goes to asyncpg
 directly (see `sql.postgres`), each a transaction of its own, with no BEGIN or COMMIT.
 
-The round trips are counted, not timed: the checks, the claim (which returns the
-checkpoint), and one statement per step the engine commits (the last one gives the
-lease up).
+The round trips are counted, not timed: the checks (one read), the claim (which
+returns the checkpoint), and one statement per step the engine commits (the last one
+gives the lease up).
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
     await runner.close()
 
     assert invocation.status is InvocationStatus.COMPLETED
-    # the session and the answered interrupt (the call's checks), the claim returning the
-    # checkpoint; two steps: the answer with ask's output (it completes from the answer),
-    # b's output with the run's status and the lease given up
-    assert seen.statements == ["SELECT", "SELECT", "UPDATE", "WITH", "WITH"]
+    # the session with the answered interrupt (the call's checks), the claim returning
+    # the checkpoint; two steps: the answer with ask's output (it completes from the
+    # answer), b's output with the run's status and the lease given up
+    assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
     assert seen.direct == len(seen.statements)
     assert seen.commits == 0

@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from pydantic import JsonValue
 
 from baton.errors import InvocationBusyError, InvocationNotFoundError, LeaseLostError
 from baton.sessions.store import InvocationStatus, Lease, SessionKey, Store
@@ -98,7 +99,7 @@ async def test_a_claim_can_return_the_invocation_as_load_invocation_gives_it(
 ) -> None:
     session = await _session(store)
     lease = await _start(store, session)
-    checkpoint = {"node": "root", "status": "waiting", "answers": {"q": [1, 2]}}
+    checkpoint: JsonValue = {"node": "root", "status": "waiting", "answers": {"q": [1, 2]}}
     second = step(session, INV, 1, checkpoint=checkpoint, status=InvocationStatus.PAUSED)
     second.lease = lease
     await store.commit_step(second)

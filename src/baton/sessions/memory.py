@@ -364,6 +364,12 @@ class MemoryStore:
             if iid == interrupt_id
         ]
 
+    async def find_session_interrupts(
+        self, key: SessionKey, interrupt_id: InterruptId
+    ) -> tuple[Session | None, list[Interrupt]]:
+        session = await self.get_session(key, with_events=False)
+        return session, await self.find_interrupts(key, interrupt_id)
+
     async def list_interrupts(
         self,
         app_name: str,

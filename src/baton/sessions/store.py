@@ -353,6 +353,13 @@ class Store(Protocol):
         """Index rows with that id in the session (open or answered), by index, not scan."""
         ...
 
+    async def find_session_interrupts(
+        self, key: SessionKey, interrupt_id: InterruptId
+    ) -> tuple[Session | None, list[Interrupt]]:
+        """The session (without events, or None) and `find_interrupts`' rows, read
+        together: an answer's checks in one round trip."""
+        ...
+
     async def list_interrupts(
         self,
         app_name: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, select, tuple_
+from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select, tuple_
 from sqlalchemy.engine import Connection
 
 from baton.events import Event
@@ -43,6 +43,7 @@ __all__ = [
     "INTERRUPTS_BY_ID",
     "INVOCATION",
     "SESSION",
+    "SESSION_INTERRUPTS",
     "due_interrupts",
     "get_session",
     "interrupts_from",
@@ -53,6 +54,7 @@ __all__ = [
     "next_due",
     "recent_sessions",
     "session_from",
+    "session_interrupts_from",
 ]
 
 _SESSIONS = select(sessions)
@@ -79,6 +81,23 @@ INTERRUPTS_BY_ID = (
 """A session's interrupt rows with one id, by index (bind `key_interrupt_id` and
 `session_params`); `interrupts_from` reads them."""
 _INTERRUPT_COLUMNS = tuple(str(c.key) for c in INTERRUPTS_BY_ID.selected_columns)
+# The session's row and its interrupt rows with one id (none: NULLs), in one statement.
+SESSION_INTERRUPTS = (
+    select(*sessions.c, *(c.label(f"interrupt_{c.name}") for c in interrupts.c))
+    .select_from(
+        sessions.outerjoin(
+            interrupts,
+            and_(
+                interrupts.c.session_pk == sessions.c.pk,
+                interrupts.c.interrupt_id == bindparam("key_interrupt_id"),
+            ),
+        )
+    )
+    .where(IS_SESSION)
+    .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
+)
+"""A session and its interrupt rows with one id (bind `key_interrupt_id` and
+`session_params`); `session_interrupts_from` reads them."""
 _EVENT_COLUMNS = (events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event)
 _EVENTS = select(*_EVENT_COLUMNS).where(events.c.session_pk == bindparam("key_pk"))
 _ALL_EVENTS = _EVENTS.order_by(events.c.seq)
@@ -179,6 +198,19 @@ def list_invocations(
     return [
         invocation_from(key, tuple(row)) for row in connection.execute(query, session_params(key))
     ]
+
+
+def session_interrupts_from(rows: list[tuple[Any, ...]]) -> tuple[Session | None, list[Interrupt]]:
+    """The session and its interrupts in rows of `SESSION_INTERRUPTS`."""
+    if not rows:
+        return None, []
+    width = len(_SESSION_COLUMNS)
+    session = session_from(rows[0][:width])
+    found = [row[width:] for row in rows if row[width + _INTERRUPT_ID_AT] is not None]
+    return session, interrupts_from(found)
+
+
+_INTERRUPT_ID_AT = _INTERRUPT_COLUMNS.index("interrupt_id")
 
 
 def interrupts_from(rows: list[tuple[Any, ...]]) -> list[Interrupt]:

@@ -269,6 +269,14 @@ class SqlStore:
         params = {"key_interrupt_id": interrupt_id, **session_params(key)}
         return reads.interrupts_from(await self._one(reads.INTERRUPTS_BY_ID, params, write=False))
 
+    async def find_session_interrupts(
+        self, key: SessionKey, interrupt_id: InterruptId
+    ) -> tuple[Session | None, list[Interrupt]]:
+        """The session and its rows with that id, in one statement."""
+        params = {"key_interrupt_id": interrupt_id, **session_params(key)}
+        rows = await self._one(reads.SESSION_INTERRUPTS, params, write=False)
+        return reads.session_interrupts_from(rows)
+
     async def list_interrupts(
         self,
         app_name: str,
