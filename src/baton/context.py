@@ -175,6 +175,9 @@ class InvocationContext:
         # How many node runs have their own code under way (workflows' runs don't count:
         # they only schedule children). A step is held only while none has.
         self.running_code = 0
+        # Set by a workflow inside a child's commit: more of its runs are queued, so the
+        # child's step would only wait for the next one's code (see `land_held`).
+        self.work_queued = False
         self._agent_states: dict[str, JsonValue] = agent_states if agent_states is not None else {}
         self._end_of_agents: dict[str, bool] = end_of_agents if end_of_agents is not None else {}
 

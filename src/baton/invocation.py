@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from pydantic import JsonValue
 
@@ -135,7 +135,8 @@ class InvocationRun:
         self.status_landed = False
         # The run's last step gave the lease up (see StepCommit.release).
         self.released = False
-        self._held: _HeldSteps | None = None
+        # A joinable step held back to land with the next one: its parts, status, answerer.
+        self._held: _Held | None = None
         self._renewal: _Renewal | None = None
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
@@ -281,19 +282,16 @@ class InvocationRun:
             if status is None and self.final_status is not None:
                 status, self.final_status = self.final_status, None
             held = self._held
-            if held is not None and held.reopens(parts):
-                await self._commit(*held.joined(StepParts(), None, None))
-                self._unhold()
-                held = None
-            if self._holds(parts, status):
-                if held is None:
-                    held = self._held = _HeldSteps()
-                    self.invocation.land_held = self._land_held
-                held.add(parts, status, answered_by)
-                return
             if held is not None:
-                parts, status, answered_by = held.joined(parts, status, answered_by)
                 self._unhold()
+                if _reopens(held[0], parts):  # one write would answer the new asking
+                    await self._commit(*held)
+                else:
+                    parts, status, answered_by = _joined(held, parts, status, answered_by)
+            if self._holds(parts, status):
+                self._held = (parts, status, answered_by)
+                self.invocation.land_held = self._land_held
+                return
             await self._commit(parts, status, answered_by, fingerprint, error)
         if parts.events:
             # The caller gets the step's events before the next step starts; one that
@@ -303,17 +301,20 @@ class InvocationRun:
     def _holds(self, parts: StepParts, status: InvocationStatus | None) -> bool:
         """Whether to hold a step back to land with the next one: a joinable step (a run's
         end, or answers) while no node's code is under way, so none can run ahead of it
-        (each node run lands what is held before its code starts: `land_held`).
+        (each node run lands what is held before its code starts: `land_held`), and
+        while its workflow has no more runs queued (those would land it at once anyway).
 
         Speed: a run's last node lands with the run's status (and gives the lease up in
         the same write), and answers land with the output of the run they complete: a
         resume of `a -> ask -> b` is two commits instead of four. Not with plugins, whose
         callbacks are code of the user's that runs between steps.
         """
+        invocation = self.invocation
         return (
             parts.joinable
             and (status is None or status is InvocationStatus.RUNNING)
-            and self.invocation.running_code == 0
+            and invocation.running_code == 0
+            and not invocation.work_queued
             and not self.settings.plugins
         )
 
@@ -322,10 +323,9 @@ class InvocationRun:
             held = self._held
             if held is None:
                 return
-            parts, status, answered_by = held.joined(StepParts(), None, None)
             self._unhold()
-            await self._commit(parts, status, answered_by)
-        if parts.events:
+            await self._commit(*held)
+        if held[0].events:
             await self.outbox.handed_over()
 
     def _unhold(self) -> None:
@@ -341,7 +341,14 @@ class InvocationRun:
         error: str | None = None,
     ) -> None:
         """Commit one step (the lock held): the checkpoint as the tree stands now."""
-        release = _gives_lease_up(status, error)
+        # The run's last step gives the lease up: it paused or completed, or the failure's
+        # text lands (a failing run lands FAILED twice: with the failing node's step, then
+        # with the error).
+        release = (
+            status is InvocationStatus.COMPLETED
+            or status is InvocationStatus.PAUSED
+            or (status is InvocationStatus.FAILED and error is not None)
+        )
         if release and self._renewal is not None:
             await self._renewal.stop()  # a renewal must not find the lease given up
         step = StepCommit(
@@ -527,55 +534,30 @@ _RETRY_FIRST: Final = 0.1
 _RETRY_MOST: Final = 2.0
 
 
-def _gives_lease_up(status: InvocationStatus | None, error: str | None) -> bool:
-    """Whether a step is its run's last, which gives the lease up as it lands: the run
-    paused or completed, or the failure's text lands (a failing run lands FAILED twice:
-    with the failing node's step, then with the error)."""
-    if status is InvocationStatus.FAILED:
-        return error is not None
-    return status is InvocationStatus.COMPLETED or status is InvocationStatus.PAUSED
+_Held: TypeAlias = tuple[StepParts, InvocationStatus | None, str | None]
 
 
-@dataclass(slots=True)
-class _HeldSteps:
-    """Joinable steps held back to land with the invocation's next step, as one."""
+def _reopens(held: StepParts, parts: StepParts) -> bool:
+    """Whether `parts` asks again a question the held step answers."""
+    if not held.answered or not parts.opened:
+        return False
+    answered = {interrupt_id for interrupt_id, _ in held.answered}
+    return any(row.interrupt_id in answered for row in parts.opened)
 
-    events: list[Event] = field(default_factory=list)
-    state_delta: dict[str, JsonValue] = field(default_factory=dict)
-    opened: list[Interrupt] = field(default_factory=list)
-    answered: list[tuple[str, JsonValue]] = field(default_factory=list)
-    answered_by: str | None = None
-    status: InvocationStatus | None = None
 
-    def add(
-        self, parts: StepParts, status: InvocationStatus | None, answered_by: str | None
-    ) -> None:
-        self.events.extend(parts.events)
-        self.state_delta.update(parts.state_delta)
-        self.opened.extend(parts.opened)
-        self.answered.extend(parts.answered)
-        self.answered_by = self.answered_by or answered_by
-        self.status = status or self.status
-
-    def reopens(self, parts: StepParts) -> bool:
-        """Whether `parts` asks again a question these steps answer: one write would
-        then answer the new asking, so the held steps land first."""
-        if not self.answered or not parts.opened:
-            return False
-        answered = {interrupt_id for interrupt_id, _ in self.answered}
-        return any(row.interrupt_id in answered for row in parts.opened)
-
-    def joined(
-        self, parts: StepParts, status: InvocationStatus | None, answered_by: str | None
-    ) -> tuple[StepParts, InvocationStatus | None, str | None]:
-        """These steps followed by `parts`, as one step."""
-        joined = StepParts(
-            events=(*self.events, *parts.events),
-            state_delta={**self.state_delta, **parts.state_delta},
-            opened=(*self.opened, *parts.opened),
-            answered=(*self.answered, *parts.answered),
-        )
-        return joined, status or self.status, self.answered_by or answered_by
+def _joined(
+    held: _Held, parts: StepParts, status: InvocationStatus | None, answered_by: str | None
+) -> _Held:
+    """The held step followed by `parts`, as one step."""
+    first, held_status, held_by = held
+    joined = StepParts(
+        events=first.events + parts.events,
+        state_delta={**first.state_delta, **parts.state_delta},
+        opened=first.opened + parts.opened,
+        answered=first.answered + parts.answered,
+        joinable=parts.joinable,
+    )
+    return joined, status or held_status, held_by or answered_by
 
 
 def _cause(error: Exception) -> Exception:

@@ -77,6 +77,7 @@ class BaseAgent(BaseModel):
     # An agent signs its own events, in a workflow too (function nodes' carry the workflow's
     # name), and its reply is its output: the engine adds no output event of its own.
     authors_own_events: ClassVar[bool] = True
+    schedules_only: ClassVar[bool] = False
     emits_output: ClassVar[bool] = False
     # The reference ends only its own agent classes with an event; a custom agent that
     # returns is ended for it, quietly (the event is stored, not shown to direct callers).

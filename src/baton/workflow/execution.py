@@ -452,34 +452,30 @@ async def _execute(
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
-    if getattr(node, "schedules_only", False):
-        await _run_body(node, ctx, record, collector)
-        return
     invocation = ctx.invocation_context
-    if invocation.land_held is not None:
-        await invocation.land_held()  # a finished step lands before this node's code runs
-    invocation.running_code += 1
+    own_code = not getattr(node, "schedules_only", False)
+    if own_code:
+        if invocation.land_held is not None:
+            await invocation.land_held()  # a finished step lands before this node's code runs
+        invocation.running_code += 1
     try:
-        await _run_body(node, ctx, record, collector)
+        schemas = getattr(node, "schemas", None)
+        node_input: NodeInput = record.input
+        if schemas is not None:
+            checked = message_value(record.input) if record.message_input else record.input
+            node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
+        elif record.message_input:
+            node_input = Content.model_validate(record.input)
+        if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
+            # Most nodes: one call, one result, no generator to drive or close.
+            collector.add(await node.call(ctx, node_input))  # commits at the end
+        else:
+            await _drive(node, ctx, node_input, collector)
+        if schemas is not None and ctx.output is not None:
+            _check_output(node.name, schemas[1], ctx, collector)
     finally:
-        invocation.running_code -= 1
-
-
-async def _run_body(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
-    schemas = getattr(node, "schemas", None)
-    node_input: NodeInput = record.input
-    if schemas is not None:
-        checked = message_value(record.input) if record.message_input else record.input
-        node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
-    elif record.message_input:
-        node_input = Content.model_validate(record.input)
-    if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
-        # Most nodes: one call, one result, no generator to drive or close.
-        collector.add(await node.call(ctx, node_input))  # commits at the end
-    else:
-        await _drive(node, ctx, node_input, collector)
-    if schemas is not None and ctx.output is not None:
-        _check_output(node.name, schemas[1], ctx, collector)
+        if own_code:
+            invocation.running_code -= 1
 
 
 def _check_output(

@@ -199,6 +199,10 @@ class BaseNode(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     commits_each_event: ClassVar[bool] = False
+    # Declared here (read with getattr, as agents have them too): a missing attribute of a
+    # pydantic model is looked up through a raised exception, on every step.
+    authors_own_events: ClassVar[bool] = False
+    schedules_only: ClassVar[bool] = False
 
     name: str
     description: str = ""

@@ -352,7 +352,13 @@ class _Scheduler:
                 self._pump()
 
     def _absorb(self, run: RunRecord, *, record: bool = True) -> None:
-        """Fold a finished run into the workflow state (inside the run's commit)."""
+        """Fold a finished run into the workflow state (inside the run's commit), and tell
+        the invocation whether more of this workflow's runs are queued: a step that
+        finishes this workflow's last run may wait to land with the workflow's own."""
+        self._fold(run, record=record)
+        self.invocation.work_queued = bool(self.state.queue)
+
+    def _fold(self, run: RunRecord, *, record: bool) -> None:
         if run.status != RunStatus.COMPLETED:
             return
         self.state.runs.pop(run.key, None)
