@@ -251,7 +251,8 @@ async def test_the_session_and_its_interrupts_read_together_are_as_read_apart(
     missing = await store.find_session_interrupts(key("s9"), InterruptId("q1"))
 
     assert session == await store.get_session(key(), with_events=False)
-    assert session is not None and session.state == {"n": 1}
+    assert session is not None
+    assert session.state == {"n": 1}
     assert rows == await store.find_interrupts(key(), InterruptId("q1"))
     assert [r.invocation_id for r in rows] == ["inv-1", "inv-2"]
     assert (alone, none) == (await store.get_session(key("s2"), with_events=False), [])
