@@ -266,7 +266,7 @@ class CallPlanner:
             key,
             session,
             InvocationId(owners[0]),
-            message=message,
+            message=_named(message, answers),
             answers=tuple(answers),
             state_delta=state_delta,
             continuing=frozenset(continuing),
@@ -387,6 +387,19 @@ class CallPlanner:
         return RunPlan(
             PlanKind.ANSWER, key, session, invocation_id, message=message, answers=answers
         )
+
+
+def _named(message: Content, answers: list[tuple[Interrupt, JsonValue]]) -> Content:
+    """The message, with each function response that has no name named after the
+    function of the question it answers (`Runner.answer` leaves them for this)."""
+    if all(response.name for response in message.function_responses):
+        return message
+    functions = {row.interrupt_id: row.function_name for row, _ in answers}
+    named = message.model_copy(deep=True)
+    for response in named.function_responses:
+        if not response.name and response.id is not None:
+            response.name = functions.get(response.id) or REQUEST_INPUT_FUNCTION
+    return named
 
 
 @dataclass(frozen=True)

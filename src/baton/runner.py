@@ -344,8 +344,7 @@ class Runner:
             UnknownInterruptError, AlreadyAnsweredError, InvalidResponseError, and the
                 rest of `run_async`'s refusals, before anything changed.
         """
-        key = self.planner.session_key(user_id, session_id, None)
-        message = await answers_message(self.store, key, answers, progress=progress)
+        message = answers_message(answers, progress=progress)
         events = self.run_async(
             user_id=user_id,
             session_id=session_id,

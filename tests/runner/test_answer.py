@@ -9,7 +9,9 @@ from pydantic import BaseModel
 
 from baton import RequestInput, Workflow
 from baton.errors import InvalidMessageError, InvalidResponseError, UnknownInterruptError
+from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.store import InterruptStatus
+from baton.types import Content, FunctionResponse, Part
 from tests.harness import MakeHarness
 
 
@@ -54,3 +56,27 @@ async def test_answer_by_id_resumes_and_records_who(make_harness: MakeHarness) -
     assert (answered.answer, answered.answered_by) == ({"approved": True}, "boss")
     runs = await runner.invocations(user_id=h.user_id, session_id=h.session_id)
     assert [r.status.value for r in runs] == ["completed"]
+
+
+async def test_an_answer_without_a_function_name_is_named_after_its_question(
+    make_harness: MakeHarness,
+) -> None:
+    h = await make_harness(Workflow(name="wf", edges=[("START", ask, done)]))
+    await h.start("go")
+    response = FunctionResponse(id="ok", response={"result": {"approved": True}})
+    message = Content(role="user", parts=[Part(function_response=response)])
+
+    events = [
+        e
+        async for e in h.runner.run_async(
+            user_id=h.user_id,
+            session_id=h.session_id,
+            new_message=message,
+            yield_user_message=True,
+        )
+    ]
+
+    [sent] = events[0].content.function_responses if events[0].content else []
+    assert (sent.id, sent.name) == ("ok", REQUEST_INPUT_FUNCTION)
+    assert response.name is None  # the caller's message is left as it was
+    assert events[-1].output == "approved=True"

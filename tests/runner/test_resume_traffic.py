@@ -69,3 +69,26 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
     assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
     assert seen.direct == len(seen.statements)
     assert seen.commits == 0
+
+
+async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> None:
+    service = DatabaseSessionService(postgres_url)
+    app = App(
+        name="app",
+        root_agent=_ask_workflow(),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    runner = Runner(app=app, session_service=service)
+    session = await service.create_session(app_name="app", user_id="u")
+    await _drain(runner, session.id, types.Content(role="user", parts=[types.Part(text="go")]))
+    store = service.store
+    assert isinstance(store, SqlStore)
+
+    with traffic(store) as seen:
+        async for _ in runner.answer(user_id="u", session_id=session.id, answers={"ask": True}):
+            pass
+    [invocation] = await runner.invocations(user_id="u", session_id=session.id)
+    await runner.close()
+
+    assert invocation.status is InvocationStatus.COMPLETED
+    assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
