@@ -44,7 +44,8 @@ async def _drain(runner: Runner, session_id: str, message: types.Content) -> Non
         pass
 
 
-async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: str) -> None:
+async def _paused(postgres_url: str) -> tuple[Runner, str, SqlStore]:
+    """A runner on PostgreSQL and a session whose run waits at `ask`."""
     service = DatabaseSessionService(postgres_url)
     app = App(
         name="app",
@@ -56,13 +57,22 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
     await _drain(runner, session.id, types.Content(role="user", parts=[types.Part(text="go")]))
     store = service.store
     assert isinstance(store, SqlStore)
+    return runner, session.id, store
+
+
+async def _status(runner: Runner, session_id: str) -> InvocationStatus:
+    [invocation] = await runner.invocations(user_id="u", session_id=session_id)
+    await runner.close()
+    return invocation.status
+
+
+async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: str) -> None:
+    runner, session_id, store = await _paused(postgres_url)
 
     with traffic(store) as seen:
-        await _drain(runner, session.id, _answer())
-    [invocation] = await runner.invocations(user_id="u", session_id=session.id)
-    await runner.close()
+        await _drain(runner, session_id, _answer())
 
-    assert invocation.status is InvocationStatus.COMPLETED
+    assert await _status(runner, session_id) is InvocationStatus.COMPLETED
     # the session with the answered interrupt (the call's checks), the claim returning
     # the checkpoint; two steps: the answer with ask's output (it completes from the
     # answer), b's output with the run's status and the lease given up
@@ -72,23 +82,11 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
 
 
 async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> None:
-    service = DatabaseSessionService(postgres_url)
-    app = App(
-        name="app",
-        root_agent=_ask_workflow(),
-        resumability_config=ResumabilityConfig(is_resumable=True),
-    )
-    runner = Runner(app=app, session_service=service)
-    session = await service.create_session(app_name="app", user_id="u")
-    await _drain(runner, session.id, types.Content(role="user", parts=[types.Part(text="go")]))
-    store = service.store
-    assert isinstance(store, SqlStore)
+    runner, session_id, store = await _paused(postgres_url)
 
     with traffic(store) as seen:
-        async for _ in runner.answer(user_id="u", session_id=session.id, answers={"ask": True}):
+        async for _ in runner.answer(user_id="u", session_id=session_id, answers={"ask": True}):
             pass
-    [invocation] = await runner.invocations(user_id="u", session_id=session.id)
-    await runner.close()
 
-    assert invocation.status is InvocationStatus.COMPLETED
+    assert await _status(runner, session_id) is InvocationStatus.COMPLETED
     assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
