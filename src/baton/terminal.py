@@ -212,7 +212,13 @@ _YES_NO: dict[str, JsonValue] = {"y": True, "yes": True, "n": False, "no": False
 
 
 def _yes_no_field(schema: dict[str, JsonValue] | None) -> str | None:
-    """The field of an object schema whose only required field is a boolean, else None."""
+    """The field of an object schema whose only required field is a boolean, else None;
+    of `anyOf` alternatives, the first one's that has such a field (a tool's confirmation:
+    "y" is `{"confirmed": true}`)."""
+    alternatives = schema.get("anyOf") if schema else None
+    if isinstance(alternatives, list):
+        found = (_yes_no_field(a) for a in alternatives if isinstance(a, dict))
+        return next((name for name in found if name is not None), None)
     fields = _object_fields(schema)
     required = [f for f in fields or [] if f.required]
     if len(required) == 1 and required[0].kind == "boolean":

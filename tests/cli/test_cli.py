@@ -457,6 +457,20 @@ def test_an_agents_approval_is_answered_with_y_or_n(tmp_path: Path) -> None:
     assert "does not match its response_schema" in out
 
 
+def test_a_tool_confirmation_is_answered_with_y_or_n(tmp_path: Path) -> None:
+    """A tool that needs approval (bank_desk: over 100) asks for a ToolConfirmation:
+    "y" confirms it and the money is sent; "n" rejects it and nothing is sent."""
+    desk = str(EXAMPLES / "bank_desk")
+    code, out = baton("run", desk, "Please send 250 to Bob", stdin="y\n", db=tmp_path / "s.db")
+    assert code == 0, out
+    assert "Answer y or n" in out
+    assert "Done: 250 sent to Bob." in out
+    code, out = baton("run", desk, "Please send 300 to Eve", stdin="n\n", db=tmp_path / "s.db")
+    assert code == 0, out
+    assert "The payment was not made" in out
+    assert "sent to Eve" not in out
+
+
 def test_the_printed_resume_command_works_as_printed(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     code, out = baton("run", APP, "9 pens", "--user", "ann", db=db)

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from baton import App, Runner, Workflow
 from baton.errors import InvalidResponseError
-from baton.events import Event
+from baton.events import CONFIRMATION_SCHEMA, Event
 from baton.server.catalog import load_app
 from baton.server.security import ApiKeys
 from baton.server.settings import keys_from_env
@@ -56,6 +56,13 @@ def question(schema: dict[str, JsonValue] | None) -> Interrupt:
         (None, '{"a": 1}', {"a": 1}),
         (None, "plain words", "plain words"),
         ({"enum": ["a", "b"]}, '"b"', "b"),
+        (CONFIRMATION_SCHEMA, "y", {"confirmed": True}),
+        (CONFIRMATION_SCHEMA, " No ", {"confirmed": False}),
+        (
+            CONFIRMATION_SCHEMA,
+            '{"confirmed": true, "payload": 3}',
+            {"confirmed": True, "payload": 3},
+        ),
     ],
 )
 def test_typed_lines_become_answers(
