@@ -351,9 +351,13 @@ async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
     terminal.console.print(_question_panel(row))
     fields = _object_fields(row.response_schema) if terminal.interactive else None
     if fields:
-        terminal.console.print(
-            Text("Type the answer as JSON, or press Enter to fill it in field by field.", "dim")
+        # After the panel's "Answer y or n (or the whole answer as JSON)", one more way.
+        said = (
+            "Or press Enter to fill it in field by field."
+            if _yes_no_field(row.response_schema) is not None
+            else "Type the answer as JSON, or press Enter to fill it in field by field."
         )
+        terminal.console.print(Text(said, "dim"))
     while True:
         line = _read(terminal, f"{row.interrupt_id}>")
         if line is None:

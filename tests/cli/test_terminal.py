@@ -164,6 +164,10 @@ async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> 
     text = console.export_text()
     assert "'nah' is not of type 'boolean'" in text
     assert "paid 12.00 for 'lunch' via payroll (travel)" in text
+    # One instruction, then one more way: no second "type it as JSON" beside "y or n".
+    assert "Answer y or n (or the whole answer as JSON)." in text
+    assert "Or press Enter to fill it in field by field." in text
+    assert "Type the answer as JSON" not in text
 
 
 async def wait_then_a(node_input: object) -> str:
