@@ -9,19 +9,21 @@ from typing import Any
 
 import pytest
 
-from baton import Event, Workflow
+from baton import Event, Runner, Workflow
 from baton.errors import (
     CheckpointNotFoundError,
     CheckpointUnavailableError,
     SessionExistsError,
     SessionNotFoundError,
 )
-from baton.sessions.services import BaseSessionService
+from baton.server.catalog import load_app
+from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import InvocationStatus, SessionKey
-from baton.types import SessionId
+from baton.types import Content, Part, SessionId
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, MakeHarness, build_harness
 from tests.runner.test_rewind import ask, asking_workflow, remember, session_events
+from tests.server.conftest import EXAMPLES
 
 
 async def two_runs(make_harness: MakeHarness) -> tuple[Harness, str, str]:
@@ -298,3 +300,17 @@ async def test_a_step_of_an_unknown_or_rewound_run_cannot_be_forked(
     with pytest.raises(CheckpointNotFoundError, match="step:nope"):
         await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id="step:nope")
     assert len(await h.service.store.list_sessions("app", "u")) == len(sessions)
+
+
+async def test_a_tools_question_is_labelled_with_the_tool_that_waits() -> None:
+    service = InMemorySessionService()
+    runner = Runner(app=load_app(EXAMPLES / "approval_agent"), session_service=service)
+    session = await service.create_session(app_name=runner.app_name, user_id="u")
+    message = Content(role="user", parts=[Part(text="Please refund order 7")])
+    async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+        pass
+
+    points = await runner.checkpoints(user_id="u", session_id=session.id)
+
+    [asked] = [p for p in points if p.kind == "question"]
+    assert asked.label.endswith("asks: issue_refund")

@@ -25,7 +25,7 @@ from typing import Final
 from pydantic import Field, JsonValue
 
 from baton.errors import CheckpointNotFoundError, CheckpointUnavailableError
-from baton.events import Event
+from baton.events import REQUEST_INPUT_FUNCTION, Event
 from baton.sessions.rewind import live_events
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, InvocationStatus
 from baton.types import WireModel
@@ -196,7 +196,7 @@ def _question(
         return None
     rows = {r.interrupt_id: r for r in history.interrupts if r.invocation_id == run.id}
     answered = [rows[i] for i in asked if i in rows and rows[i].status is InterruptStatus.ANSWERED]
-    messages = [rows[i].message or i for i in asked if i in rows]
+    messages = [_asking(rows[i]) for i in asked if i in rows]
     return Checkpoint(
         id=f"question:{event.id}",
         kind="question",
@@ -208,6 +208,13 @@ def _question(
         answers={r.interrupt_id: r.answer for r in answered},
         answered_by={r.interrupt_id: r.answered_by for r in answered if r.answered_by},
     )
+
+
+def _asking(row: Interrupt) -> str:
+    """What a question asks, in a few words: its message, else the tool that waits."""
+    if row.message:
+        return row.message
+    return row.interrupt_id if row.function_name == REQUEST_INPUT_FUNCTION else row.function_name
 
 
 def _snapshot(history: SessionHistory, event: Event, interrupt_id: str) -> JsonValue:
