@@ -22,7 +22,7 @@ from sqlalchemy.schema import CreateTable
 
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
 from baton.sessions.services import DatabaseSessionService, SqliteSessionService
-from baton.sessions.sql import SqlStore, schema
+from baton.sessions.sql import SqlStore, reads, schema
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.executors import Executor
@@ -417,6 +417,27 @@ async def test_lookups_use_indexes_and_event_limit_uses_sql_limit(tmp_path: Path
         plans = await database.transact(explain, write=False)
     assert [p for p in plans if p.startswith("SCAN")] == []
     assert [sql for sql, _ in selects if "FROM baton_events" in sql and "LIMIT" not in sql] == []
+
+
+async def test_an_invocations_events_are_read_off_their_index(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    store = SqlStore(url)
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    events = tuple(event(f"e{i}", invocation_id="inv-1") for i in range(5))
+    await store.commit_step(step(key(), "inv-1", 0, events=events))
+    await store.close()
+    params = {"key_invocation_id": "inv-1", **schema.session_params(key())}
+
+    def explain(connection: Connection) -> list[str]:
+        statement = reads.INVOCATION_EVENTS.params(params)
+        sql = str(statement.compile(connection, compile_kwargs={"literal_binds": True}))
+        return [row.detail for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]
+
+    async with _database(url) as database:
+        plans = await database.transact(explain, write=False)
+    assert [p for p in plans if p.startswith("SCAN")] == []
+    assert any("ix_baton_events_session_invocation" in p for p in plans), plans
+    assert [p for p in plans if "TEMP B-TREE" in p] == []  # in order: the rowid is seq
 
 
 @contextmanager

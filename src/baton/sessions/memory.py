@@ -73,6 +73,8 @@ class _SessionData:
     session: Session  # last_update_time is stale here
     last_update_time: float
     events: list[bytes] = field(default_factory=list)  # JSON
+    # The same events by invocation id (`list_events` reads one invocation's, not all).
+    events_of: dict[str, list[bytes]] = field(default_factory=dict[str, list[bytes]])
     invocations: dict[str, _InvocationRow] = field(default_factory=dict[str, _InvocationRow])
     # (invocation id, interrupt id) -> row
     interrupts: dict[tuple[str, str], Interrupt] = field(
@@ -134,6 +136,12 @@ class MemoryStore:
             events = data.events if event_limit is None else data.events[-event_limit:]
             copy.events = [Event.model_validate_json(e) for e in events] if event_limit != 0 else []
         return copy
+
+    async def list_events(self, key: SessionKey, invocation_id: InvocationId) -> list[Event]:
+        data = self._sessions.get(key)
+        if data is None:
+            return []
+        return [Event.model_validate_json(e) for e in data.events_of.get(invocation_id, [])]
 
     async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
         data = self._sessions.get(key)
@@ -203,7 +211,9 @@ class MemoryStore:
         for event in commit.events:
             # The model's own serializer, as model_dump_json calls it, minus that wrapper's
             # keyword plumbing and the decode to str (bytes parse back just the same).
-            data.events.append(event.__pydantic_serializer__.to_json(event))
+            stored = event.__pydantic_serializer__.to_json(event)
+            data.events.append(stored)
+            data.events_of.setdefault(event.invocation_id, []).append(stored)
         if commit.state_delta:
             data.session.state.update(strip_temp_state(commit.state_delta))
         data.last_update_time = now

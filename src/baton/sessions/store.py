@@ -349,6 +349,11 @@ class Store(Protocol):
         the position `after` (an `Invocation.position`) when given."""
         ...
 
+    async def list_events(self, key: SessionKey, invocation_id: InvocationId) -> list[Event]:
+        """The events of one invocation of the session, oldest first, read by index: what
+        an agent resuming its run reads, however long the session's history."""
+        ...
+
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         """Index rows with that id in the session (open or answered), by index, not scan."""
         ...

@@ -461,6 +461,15 @@ def _v12_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     ]
 
 
+def _v13_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    return [
+        _ddl(
+            "CREATE INDEX ix_baton_events_session_invocation "
+            "ON baton_events (session_pk, invocation_id)"
+        )
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -478,6 +487,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "each webhook receiver's place in the notification outbox", _v10_statements),
     Migration(11, "no foreign key from events to sessions on PostgreSQL", _v11_statements),
     Migration(12, "memories kept in the sessions' database, with their words", _v12_statements),
+    Migration(13, "an index reading one invocation's events in order", _v13_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

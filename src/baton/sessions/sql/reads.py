@@ -99,6 +99,14 @@ SESSION_INTERRUPTS = (
 """A session and its interrupt rows with one id (bind `key_interrupt_id` and
 `session_params`); `session_interrupts_from` reads them."""
 _EVENT_COLUMNS = (events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event)
+INVOCATION_EVENTS = (
+    select(*_EVENT_COLUMNS)
+    .join(sessions, sessions.c.pk == events.c.session_pk)
+    .where(IS_SESSION, events.c.invocation_id == bindparam("key_invocation_id"))
+    .order_by(events.c.seq)
+)
+"""One invocation's events, oldest first, off the (session, invocation) index (bind
+`key_invocation_id` and `session_params`); `events_from` reads them."""
 _EVENTS = select(*_EVENT_COLUMNS).where(events.c.session_pk == bindparam("key_pk"))
 _ALL_EVENTS = _EVENTS.order_by(events.c.seq)
 # Newest first with LIMIT reads only N rows off the (session, seq) index.
@@ -121,6 +129,11 @@ def get_session(
         pk = rows[0][_SESSION_COLUMNS.index("pk")]
         session.events = _load_events(connection, pk, event_limit)
     return session
+
+
+def events_from(rows: list[tuple[Any, ...]]) -> list[Event]:
+    """The events in rows of `INVOCATION_EVENTS`."""
+    return [event_from_row(*row) for row in rows]
 
 
 def session_from(row: tuple[Any, ...]) -> Session:

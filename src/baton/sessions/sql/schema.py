@@ -135,6 +135,11 @@ events = Table(
     ForeignKeyConstraint(["session_pk"], [sessions.c.pk], ondelete="CASCADE").ddl_if(
         callable_=_unless_on_postgresql
     ),
+    # An agent resuming reads its invocation's events only. Without `seq` in the key,
+    # PostgreSQL keeps an invocation's entries as one deduplicated key (about 13 bytes
+    # an event, not 127) and sorts the run's rows; SQLite's and InnoDB's entries end
+    # with the row's key, `seq`, so they come in order.
+    Index("ix_baton_events_session_invocation", "session_pk", "invocation_id"),
 )
 
 invocations = Table(

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from baton.errors import SessionNotFoundError, StoreUnavailableError
+from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
 from baton.sessions.sql import artifacts, memories, outbox, reads, writes
@@ -263,6 +264,11 @@ class SqlStore:
     ) -> list[Invocation]:
         """The session's invocations, oldest first (see `Store`)."""
         return await self._read_once(reads.list_invocations, key, limit, after)
+
+    async def list_events(self, key: SessionKey, invocation_id: InvocationId) -> list[Event]:
+        """One invocation's events, oldest first: one statement, by index (see `Store`)."""
+        params = {"key_invocation_id": invocation_id, **session_params(key)}
+        return reads.events_from(await self._one(reads.INVOCATION_EVENTS, params, write=False))
 
     async def find_interrupts(self, key: SessionKey, interrupt_id: InterruptId) -> list[Interrupt]:
         """Index rows with that id in the session (open or answered), by index, not scan."""
