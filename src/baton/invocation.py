@@ -147,6 +147,8 @@ class InvocationRun:
             user_content=plan.message if plan.kind is not PlanKind.ANSWER else None,
             is_resumable=settings.is_resumable,
             load_history=self._history,
+            load_invocation_events=self._invocation_events,
+            load_last_event=self._last_event,
             commit=self._land,
             agent_name=settings.root.name,
             artifact_service=settings.artifact_service,
@@ -157,6 +159,19 @@ class InvocationRun:
     async def _history(self) -> list[Event]:
         session = await self.store.get_session(self.plan.key)
         return live_events(session.events) if session else []
+
+    async def _invocation_events(self) -> list[Event]:
+        # A running invocation is not rewound: all of its events are live.
+        return await self.store.list_events(self.plan.key, self.plan.invocation_id)
+
+    async def _last_event(self) -> Event | None:
+        session = await self.store.get_session(self.plan.key, event_limit=1)
+        newest = live_events(session.events) if session else []
+        if session is None or newest or not session.events:
+            return newest[-1] if newest else None
+        # The newest event is a rewind: the last live one lies before what it annulled.
+        history = await self._history()
+        return history[-1] if history else None
 
     async def begin(self, answered_by: str | None) -> None:
         await self._offer_user_message()

@@ -408,7 +408,7 @@ class BaseAgent(BaseModel):
 
 async def _run_events(ctx: AgentContext) -> list[Event]:
     """The events this node run committed, oldest first."""
-    events = await ctx.log.events()
+    events = await ctx.log.invocation_events()
     return [
         e
         for e in events

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pydantic import JsonValue
@@ -24,34 +24,69 @@ from baton.sessions.store import Interrupt, Session
 __all__ = ["AgentContext", "EventLog", "as_agent_context"]
 
 
-class EventLog:
-    """The session's events, loaded once per node run and extended as events commit."""
+class _View:
+    """Events loaded once by `load`, then extended with the events committed since."""
 
-    def __init__(self, invocation: InvocationContext) -> None:
-        self._invocation = invocation
-        self._events: list[Event] | None = None
-        self._early: list[Event] = []  # committed while the first load was under way
-        self._ids: set[str] = set()
+    def __init__(self, load: Callable[[], Awaitable[list[Event]]]) -> None:
+        self._load = load
+        self.events: list[Event] | None = None
+        self.ids: set[str] = set()
         self._lock = asyncio.Lock()
+
+    async def read(self, committed: list[Event]) -> list[Event]:
+        """The loaded events, with those of `committed` (this run's) the load missed."""
+        async with self._lock:
+            if self.events is None:
+                loaded = await self._load()
+                ids = {e.id for e in loaded}
+                self.events = [*loaded, *(e for e in committed if e.id not in ids)]
+                self.ids = {e.id for e in self.events}
+        return self.events
+
+    def add(self, event: Event) -> None:
+        if self.events is not None and event.id not in self.ids:  # a load may have read it
+            self.ids.add(event.id)
+            self.events.append(event)
+
+
+class EventLog:
+    """The session's events as a node run reads them, each view loaded on first use and
+    extended as the run's events commit.
+
+    A run's own bookkeeping reads its invocation's events (`invocation_events`), by
+    index, however long the session; only what needs the whole conversation (a
+    model's contents, memory) reads the session's events (`events`).
+    """
+
+    def __init__(self, invocation: InvocationContext, *, stored: bool = True) -> None:
+        """`stored`: the run's events are committed to a store (not only to this log, as
+        when an agent is driven directly)."""
+        self._invocation = invocation
+        self._stored = stored
+        self._session = _View(invocation.load_history)
+        self._own = _View(invocation.load_invocation_events)
+        self._committed: list[Event] = []  # by this node run, in order
 
     async def events(self) -> list[Event]:
         """All committed events of the session, oldest first (loaded on first use)."""
-        async with self._lock:
-            if self._events is None:
-                loaded = await self._invocation.load_history()
-                ids = {e.id for e in loaded}
-                self._events = [*loaded, *(e for e in self._early if e.id not in ids)]
-                self._ids = {e.id for e in self._events}
-                self._early = []
-        return self._events
+        return await self._session.read(self._committed)
+
+    async def invocation_events(self) -> list[Event]:
+        """The committed events of this invocation, oldest first (loaded on first use)."""
+        return await self._own.read(self._committed)
+
+    async def last_event(self) -> Event | None:
+        """The session's last committed event (None in an empty session)."""
+        if self._session.events is None and self._stored:
+            return await self._invocation.load_last_event()
+        events = await self.events()
+        return events[-1] if events else None
 
     def add(self, event: Event) -> None:
         """Record an event that has just been committed."""
-        if self._events is None:
-            self._early.append(event)
-        elif event.id not in self._ids:  # a load may have read it already
-            self._ids.add(event.id)
-            self._events.append(event)
+        self._committed.append(event)
+        self._session.add(event)
+        self._own.add(event)
 
 
 class AgentContext(InvocationContext):
@@ -155,9 +190,10 @@ class AgentContext(InvocationContext):
 
     async def artifacts_for(self, saver: str) -> ArtifactScope:
         """The artifacts a callback of this run reaches. Its saves are keyed by `saver`
-        and by how many events the session had committed when it ran, which is the same
-        when the run executes again after a crash (a committed callback is not rerun)."""
-        committed = len(await self.log.events())
+        and by how many events the invocation had committed when it ran, which is the
+        same when the run executes again after a crash (a committed callback is not
+        rerun)."""
+        committed = len(await self.log.invocation_events())
         return ArtifactScope(
             self.artifact_service,
             app_name=self.app_name,
@@ -202,7 +238,7 @@ class AgentContext(InvocationContext):
         if not open_ids:
             return {}
         owners: dict[str, str] = {}
-        for event in await self.log.events():
+        for event in await self.log.invocation_events():  # the run's questions are its own
             for iid in (event.long_running_tool_ids or set()) & open_ids:
                 owners[iid] = event.author
         return owners

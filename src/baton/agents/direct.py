@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Protocol
 
-from baton.agents.context import AgentContext
+from baton.agents.context import AgentContext, EventLog
 from baton.context import Context, InvocationContext
 from baton.events import Event
 
@@ -39,7 +39,8 @@ async def run_directly(agent: _Agent, ic: InvocationContext) -> AsyncGenerator[E
     run.agent_states = ic.agent_states
     run.ended_agents = {name for name, ended in ic.end_of_agents.items() if ended}
     text = ic.user_content.text if ic.user_content else None
-    agent_ctx = AgentContext(run, node_input=text or None, branch=ic.branch)
+    log = EventLog(ic, stored=False)
+    agent_ctx = AgentContext(run, node_input=text or None, log=log, branch=ic.branch)
     async with aclosing(agent.run_async(agent_ctx)) as events:
         async for event in events:
             _apply(event, agent_ctx)

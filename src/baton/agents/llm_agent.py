@@ -82,7 +82,7 @@ class LlmAgentState(BaseAgentState):
 class _Progress:
     """What the agent's run has recorded so far."""
 
-    before: list[Event]  # the session's events up to the run's first event
+    run_start: str  # the id of the session's last event before the run ('' for none)
     current: list[Event]  # the run's events (this agent's, and answers to its calls)
     turn: Event | None  # the last recorded model turn
 
@@ -336,29 +336,46 @@ class LlmAgent(BaseAgent):
         return calls + 1
 
     async def _progress(self, ctx: AgentContext, state: LlmAgentState) -> _Progress:
-        events = await ctx.log.events()
-        start = (
-            -1  # the run began in an empty session
-            if not state.run_start
-            else next(
-                (i for i in range(len(events) - 1, -1, -1) if events[i].id == state.run_start),
-                None,
-            )
+        """The run's events so far: its invocation's, from the first carrying its checkpoint
+        (none yet on a fresh start). The session's history is not read for this."""
+        events = await ctx.log.invocation_events()
+        start = next(
+            (i for i, e in enumerate(events) if _starts_run(e, self.name, state.run_start)),
+            len(events),
         )
-        if start is None:
-            raise ValueError(
-                f"the start of agent '{self.name}''s run (event '{state.run_start}') is not in "
-                "the session; the session's events were removed while the run was paused."
-            )
         current = [
             e
-            for e in events[start + 1 :]
+            for e in events[start:]
             if is_visible(e, ctx.branch) and (e.author == self.name or e.author == "user")
         ]
         turns = [e for e in current if e.author == self.name and _is_model_turn(e)]
         return _Progress(
-            before=events[: start + 1], current=current, turn=turns[-1] if turns else None
+            run_start=state.run_start, current=current, turn=turns[-1] if turns else None
         )
+
+    async def _before_run(self, ctx: AgentContext, run_start: str) -> list[Event]:
+        """The events the model sees before the run: the session's up to the run's start
+        ("default"), or only the last of them ("none", read without the history when it
+        is in the run's invocation).
+
+        Raises:
+            ValueError: the run's start is no longer in the session.
+        """
+        if not run_start:
+            return []  # the run began in an empty session
+        if self.include_contents == "none":
+            own = await ctx.log.invocation_events()
+            found = next((e for e in reversed(own) if e.id == run_start), None)
+            if found is not None:
+                return [found]
+        events = await ctx.log.events()
+        start = next((i for i in range(len(events) - 1, -1, -1) if events[i].id == run_start), None)
+        if start is None:
+            raise ValueError(
+                f"the start of agent '{self.name}''s run (event '{run_start}') is not in "
+                "the session; the session's events were removed while the run was paused."
+            )
+        return events[: start + 1] if self.include_contents == "default" else [events[start]]
 
     async def _run_tool(
         self,
@@ -518,8 +535,7 @@ class LlmAgent(BaseAgent):
         return response
 
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
-        before = progress.before if self.include_contents == "default" else progress.before[-1:]
-        events = [*before, *progress.current]
+        events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         llm = self.canonical_model
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
         request = LlmRequest(
@@ -711,8 +727,15 @@ class LlmAgent(BaseAgent):
 
 async def _last_event_id(ctx: AgentContext) -> str:
     """The id of the session's last event: the run begins after it ('' in an empty session)."""
-    events = await ctx.log.events()
-    return events[-1].id if events else ""
+    last = await ctx.log.last_event()
+    return last.id if last else ""
+
+
+def _starts_run(event: Event, agent: str, run_start: str) -> bool:
+    """Whether `event` is the first of `agent`'s run that began after `run_start`: the
+    run's checkpoint rides on its first event (later ones carry the same start)."""
+    state = event.actions.agent_state
+    return event.author == agent and isinstance(state, dict) and state.get("run_start") == run_start
 
 
 def _index_tools(

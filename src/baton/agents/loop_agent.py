@@ -79,11 +79,9 @@ class LoopAgent(BaseAgent):
 
     async def _escalated_since_checkpoint(self, ctx: AgentContext, sub: BaseAgent) -> bool:
         """Whether `sub` escalated after this loop's last checkpoint (read from the events)."""
-        events = await ctx.log.events()
+        events = await ctx.log.invocation_events()
         names = {a.name for a in sub.walk()}
         for event in reversed(events):
-            if event.invocation_id != ctx.invocation_id:
-                break
             if event.author == self.name and event.actions.agent_state is not None:
                 return False
             if event.author in names and event.actions.escalate:
