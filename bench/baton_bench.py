@@ -15,6 +15,13 @@
   straight through the store with `invocation_id=None`); a `START -> a -> ask -> b`
   run pauses in it; the figure is the median latency, in milliseconds, of the
   `run_async` call whose answer completes the run.
+- agent-resume: the same, for an LlmAgent (a scripted model) paused at its
+  long-running tool's call, with `include_contents="none"`: the call answering it
+  resumes the agent and asks the model once more. Flat in H: the resume reads the
+  run's checkpoint and its invocation's events, never the session's history.
+- agent-resume-history: the same agent showing the model the session's history
+  (`include_contents="default"`): the model's request needs every earlier message,
+  so this grows with H (up to 10,000 here); the resume's own bookkeeping does not.
 
 Prints one JSON object per figure (see `bench/report.py`).
 """
@@ -31,14 +38,26 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 import figures
 from pydantic import JsonValue
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from baton import App, FunctionNode, RequestInput, ResumabilityConfig, Runner, Workflow, types
+from baton import (
+    App,
+    FunctionNode,
+    LlmAgent,
+    LongRunningFunctionTool,
+    RequestInput,
+    ResumabilityConfig,
+    Runner,
+    Workflow,
+    types,
+)
 from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import (
     BaseSessionService,
     DatabaseSessionService,
@@ -47,13 +66,14 @@ from baton.sessions.services import (
 )
 from baton.sessions.store import SessionKey, StepCommit
 from baton.threads import run_sync
-from baton.types import SessionId
+from baton.types import FunctionCall, SessionId
 
 POSTGRES_URL = os.environ.get(
     "BATON_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 CHAIN_NODES = 100
 HISTORY_SIZES = (0, 1_000, 10_000, 100_000)
+AGENT_HISTORY_SIZES = HISTORY_SIZES[:3]  # the model's request holds the whole history
 HISTORY_BATCH = 1_000  # events per commit while building a history
 
 
@@ -102,7 +122,7 @@ def resume_workflow() -> Workflow:
     return Workflow(name="resume", edges=[("START", a, ask, b)])
 
 
-def runner_for(root: Workflow, service: BaseSessionService) -> Runner:
+def runner_for(root: Workflow | LlmAgent, service: BaseSessionService) -> Runner:
     config = ResumabilityConfig(is_resumable=True)
     return Runner(
         app=App(name="bench", root_agent=root, resumability_config=config),
@@ -185,17 +205,58 @@ async def fill_history(service: BaseSessionService, key: SessionKey, size: int) 
 
 async def bench_resume(service: BaseSessionService, history: int, runs: int) -> float:
     runner = runner_for(resume_workflow(), service)
+    return await time_answers(
+        runner, history, runs, start=text_message("go"), answer=answer_message()
+    )
+
+
+async def time_answers(
+    runner: Runner, history: int, runs: int, *, start: types.Content, answer: types.Content
+) -> float:
+    """Median ms of the call answering a run that `start` paused, in a session holding
+    `history` earlier events (each run adds its own few)."""
+    service = runner.session_service
     session = await service.create_session(app_name="bench", user_id="u")
-    key = SessionKey("bench", "u", SessionId(session.id))
-    await fill_history(service, key, history)
+    await fill_history(service, SessionKey("bench", "u", SessionId(session.id)), history)
     seconds: list[float] = []
     for attempt in range(runs + 1):
-        await drain(runner, session.id, text_message("go"))
+        await drain(runner, session.id, start)
         started = time.perf_counter()
-        await drain(runner, session.id, answer_message())
+        await drain(runner, session.id, answer)
         if attempt >= 1:
             seconds.append(time.perf_counter() - started)
     return statistics.median(seconds) * 1e3
+
+
+def start_job(what: str) -> None:
+    """Start a job; its result arrives later (None: no interim status for the model)."""
+    del what
+
+
+def respond(request: LlmRequest) -> str | FunctionCall:
+    """Call the long-running tool; once its result is in, answer."""
+    if request.contents[-1].function_responses:
+        return "done"
+    return FunctionCall(id="job", name="start_job", args={"what": "report"})
+
+
+def agent_with_a_job(contents: Literal["default", "none"]) -> LlmAgent:
+    model = ScriptedModel(responder=respond)
+    tool = LongRunningFunctionTool(start_job)
+    return LlmAgent(name="assistant", model=model, tools=[tool], include_contents=contents)
+
+
+def job_result() -> types.Content:
+    result = types.FunctionResponse(id="job", name="start_job", response={"url": "r.pdf"})
+    return types.Content(role="user", parts=[types.Part(function_response=result)])
+
+
+async def bench_agent_resume(
+    service: BaseSessionService, history: int, runs: int, contents: Literal["default", "none"]
+) -> float:
+    runner = runner_for(agent_with_a_job(contents), service)
+    start = text_message("make the report")
+    return await time_answers(runner, history, runs, start=start, answer=job_result())
 
 
 @asynccontextmanager
@@ -242,10 +303,16 @@ def jobs_for(quick: bool) -> list[tuple[str, str, Job]]:
     def resume_job(history: int) -> Job:
         return lambda service: bench_resume(service, history, resume_runs)
 
+    def agent_job(history: int, contents: Literal["default", "none"]) -> Job:
+        return lambda service: bench_agent_resume(service, history, resume_runs, contents)
+
     jobs: list[tuple[str, str, Job]] = [
         ("chain", "us/node", lambda service: bench_chains(service, chain_runs))
     ]
-    return jobs + [(f"resume@{h}", "ms", resume_job(h)) for h in sizes]
+    jobs += [(f"resume@{h}", "ms", resume_job(h)) for h in sizes]
+    jobs += [(f"agent-resume@{h}", "ms", agent_job(h, "none")) for h in sizes]
+    shown = [h for h in sizes if h in AGENT_HISTORY_SIZES]
+    return jobs + [(f"agent-resume-history@{h}", "ms", agent_job(h, "default")) for h in shown]
 
 
 async def measure(backend: str, quick: bool) -> None:
