@@ -37,7 +37,7 @@ class Handover:
         owner: the agent handing over; `first` is in its subtree.
         ctx: the owner's ctx.
         first: the agent that gets the conversation first.
-        start: the position in the session's events where `first`'s run begins.
+        start: the position in the invocation's events where `first`'s run begins.
     """
 
     def __init__(self, owner: BaseAgent, ctx: AgentContext, first: BaseAgent, start: int) -> None:
@@ -55,7 +55,8 @@ class Handover:
                 yield event
             if current.name not in self.ctx.ended_agents:
                 return  # it waits for input
-            name, cursor = find_handoff(await self.ctx.log.events(), current, cursor)
+            events = await self.ctx.log.invocation_events()  # hand-overs are the run's own
+            name, cursor = find_handoff(events, current, cursor)
             if name is None:
                 return
             if name == self.owner.name:

@@ -235,7 +235,7 @@ class LlmAgent(BaseAgent):
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
         state = self._load_agent_state(ctx, LlmAgentState)
-        if state is None and self._is_app_root(agent_ctx):
+        if state is None and self.sub_agents and self._is_app_root(agent_ctx):
             # A new message goes to the agent the conversation was left with. Routing
             # reads only earlier invocations, so a resumed run routes the same way.
             events = await agent_ctx.log.events()
@@ -245,7 +245,7 @@ class LlmAgent(BaseAgent):
             )
             owner = agent_to_continue(self, events[:start])
             if owner is not self:
-                handover = Handover(self, agent_ctx, owner, start)
+                handover = Handover(self, agent_ctx, owner, 0)
                 async for event in handover.run():
                     yield event
                 if not handover.came_back:
@@ -269,7 +269,7 @@ class LlmAgent(BaseAgent):
         while True:
             checkpoint: JsonValue = None
             if state is None:
-                fresh = LlmAgentState(run_start=await _last_event_id(agent_ctx))
+                fresh = LlmAgentState(run_start=await self._run_start(agent_ctx))
                 state, checkpoint = fresh, fresh.model_dump(mode="json")
             transfer = _Transfer()
             async for event in self._turns(ctx, agent_ctx, state, transfer):
@@ -352,6 +352,16 @@ class LlmAgent(BaseAgent):
         return _Progress(
             run_start=state.run_start, current=current, turn=turns[-1] if turns else None
         )
+
+    async def _run_start(self, ctx: AgentContext) -> str:
+        """The id of the session's last event: a fresh run begins after it ('' in an empty
+        session). With the default contents the first request reads the session's events
+        anyway; with "none" only the last one is read."""
+        if self.include_contents == "default":
+            events = await ctx.log.events()
+            return events[-1].id if events else ""
+        last = await ctx.log.last_event()
+        return last.id if last else ""
 
     async def _before_run(self, ctx: AgentContext, run_start: str) -> list[Event]:
         """The events the model sees before the run: the session's up to the run's start
@@ -445,7 +455,7 @@ class LlmAgent(BaseAgent):
                 "start a new run."
             )
         if target in self.sub_agents:
-            events = await ctx.log.events()
+            events = await ctx.log.invocation_events()  # the transfer is the run's own
             at = next(i for i in range(len(events) - 1, -1, -1) if events[i].id == event.id)
             transfer.handover = Handover(self, ctx, target, at + 1)
         return True
@@ -723,12 +733,6 @@ class LlmAgent(BaseAgent):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
         return event
-
-
-async def _last_event_id(ctx: AgentContext) -> str:
-    """The id of the session's last event: the run begins after it ('' in an empty session)."""
-    last = await ctx.log.last_event()
-    return last.id if last else ""
 
 
 def _starts_run(event: Event, agent: str, run_start: str) -> bool:
