@@ -116,8 +116,8 @@ class InvocationContext:
         load_history: loads the session's committed events (default: `session.events`).
         load_invocation_events: loads this invocation's committed events (default: those
             of `load_history`); what an agent resuming its run reads.
-        load_last_event: loads the session's last committed event (default: the last of
-            `load_history`).
+        load_recent_events: loads the session's newest `limit` committed events, oldest
+            first (default: the last of `load_history`).
         commit: lands a step (default: none; a caller-built context stores nothing).
         artifact_service: where `save_artifact` / `load_artifact` keep files.
         memory_service: the user's memory (`search_memory`, `add_session_to_memory`).
@@ -139,7 +139,7 @@ class InvocationContext:
         is_resumable: bool | None = None,
         load_history: Callable[[], Awaitable[list[Event]]] | None = None,
         load_invocation_events: Callable[[], Awaitable[list[Event]]] | None = None,
-        load_last_event: Callable[[], Awaitable[Event | None]] | None = None,
+        load_recent_events: Callable[[int], Awaitable[list[Event]]] | None = None,
         commit: CommitFn | None = None,
         agent_name: str = "",
         artifact_service: BaseArtifactService | None = None,
@@ -164,7 +164,7 @@ class InvocationContext:
         self.is_resumable = is_resumable
         self.load_history = load_history or self._session_events
         self.load_invocation_events = load_invocation_events or self._invocation_events
-        self.load_last_event = load_last_event or self._last_event
+        self.load_recent_events = load_recent_events or self._recent_events
         self.commit: CommitFn = commit or _store_nothing
         self.agent = agent
         self.agent_name = agent_name or str(getattr(agent, "name", ""))
@@ -195,9 +195,8 @@ class InvocationContext:
     async def _invocation_events(self) -> list[Event]:
         return [e for e in await self.load_history() if e.invocation_id == self.invocation_id]
 
-    async def _last_event(self) -> Event | None:
-        events = await self.load_history()
-        return events[-1] if events else None
+    async def _recent_events(self, limit: int) -> list[Event]:
+        return (await self.load_history())[-limit:]
 
     @property
     def session_key(self) -> SessionKey:

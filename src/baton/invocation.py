@@ -148,7 +148,7 @@ class InvocationRun:
             is_resumable=settings.is_resumable,
             load_history=self._history,
             load_invocation_events=self._invocation_events,
-            load_last_event=self._last_event,
+            load_recent_events=self._recent_events,
             commit=self._land,
             agent_name=settings.root.name,
             artifact_service=settings.artifact_service,
@@ -164,14 +164,15 @@ class InvocationRun:
         # A running invocation is not rewound: all of its events are live.
         return await self.store.list_events(self.plan.key, self.plan.invocation_id)
 
-    async def _last_event(self) -> Event | None:
-        session = await self.store.get_session(self.plan.key, event_limit=1)
-        newest = live_events(session.events) if session else []
-        if session is None or newest or not session.events:
-            return newest[-1] if newest else None
-        # The newest event is a rewind: the last live one lies before what it annulled.
-        history = await self._history()
-        return history[-1] if history else None
+    async def _recent_events(self, limit: int) -> list[Event]:
+        session = await self.store.get_session(self.plan.key, event_limit=limit)
+        events = session.events if session else []
+        if any(e.actions.rewind_before_invocation_id for e in events):
+            # A rewind among them annuls events before it, maybe older than these: the
+            # live ones are known from the whole history. (An older rewind annuls only
+            # older events.)
+            return (await self._history())[-limit:]
+        return events
 
     async def begin(self, answered_by: str | None) -> None:
         await self._offer_user_message()

@@ -216,3 +216,70 @@ async def test_an_agent_resume_sends_postgres_the_same_statements_after_any_hist
 
     assert seen[0] == seen[1]
     assert seen[0].count("SELECT") <= 6
+
+
+def _desk_transfers(request: LlmRequest) -> FunctionCall:
+    return FunctionCall(id="t1", name="transfer_to_agent", args={"agent_name": "assistant"})
+
+
+def _assistant_greets_then_works(request: LlmRequest) -> str | FunctionCall:
+    last = request.contents[-1]
+    return "hi" if last.text == "hello" else _respond(request)
+
+
+async def routed_resume_after(
+    store: Store, reads: Reads, history: int, *, between: int = 0
+) -> Reads:
+    """A conversation the desk handed to its assistant; a new message goes to the
+    assistant (the root routes it there), which pauses at its long-running call; what
+    the call answering it read. `between`: user events between the two messages."""
+    assistant = LlmAgent(
+        name="assistant",
+        model=ScriptedModel(responder=_assistant_greets_then_works),
+        tools=[LongRunningFunctionTool(start_job)],
+        include_contents="none",
+    )
+    desk = LlmAgent(
+        name="desk",
+        model=ScriptedModel(responder=_desk_transfers),
+        sub_agents=[assistant],
+        include_contents="none",
+    )
+    h = await build_harness(desk, BaseSessionService(store), resumable=True)
+    await fill_history(store, h.key, history)
+    await h.start("hello")
+    await fill_history(store, h.key, between)
+    asked = await h.start("make the report")
+    # The assistant answers it directly: the desk does not run (nor transfer again).
+    assert [(e.author, c.name) for e in asked for c in e.function_calls] == [
+        ("assistant", "start_job")
+    ]
+    reads.events = reads.histories = 0
+    done = await h.collect(new_message=job_result())
+    assert [(e.author, e.content.text) for e in done if e.content and e.content.text] == [
+        ("assistant", "done")
+    ]
+    return Reads(reads.events, reads.histories)
+
+
+async def test_a_conversation_left_with_a_sub_agent_resumes_there_without_the_history(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = stores.open()
+    reads = count_reads(store, monkeypatch)
+    shorter = await routed_resume_after(store, reads, HISTORY)
+    longer = await routed_resume_after(store, reads, 4 * HISTORY)
+
+    # Routing reads back from the newest earlier events until one decides.
+    assert shorter == longer
+    assert longer.histories == 0
+
+
+async def test_routing_reads_further_back_until_an_agents_reply_decides(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = stores.open()
+    reads = count_reads(store, monkeypatch)
+    # 200 user events since the assistant's reply: more than the first read covers.
+    resumed = await routed_resume_after(store, reads, 0, between=200)
+    assert resumed.histories == 0

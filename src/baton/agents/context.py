@@ -77,10 +77,32 @@ class EventLog:
 
     async def last_event(self) -> Event | None:
         """The session's last committed event (None in an empty session)."""
+        recent = await self.recent_events(1)
+        return recent[-1] if recent else None
+
+    async def recent_events(self, limit: int) -> list[Event]:
+        """The session's newest `limit` committed events, oldest first (without reading
+        the rest unless the session's events are loaded already)."""
         if self._session.events is None and self._stored:
-            return await self._invocation.load_last_event()
-        events = await self.events()
-        return events[-1] if events else None
+            return await self._invocation.load_recent_events(limit)
+        return (await self.events())[-limit:]
+
+    async def before_invocation(self, limit: int) -> tuple[list[Event], bool]:
+        """Some of the newest events before this invocation's first (before now, when it
+        has none), oldest first, reading about `limit` besides the invocation's; and
+        whether they are all the session has before it.
+
+        Other runs' events interleaved with this invocation's can leave its first one
+        out of what was read: then nothing comes back (read again with a larger limit).
+        """
+        own = await self.invocation_events()
+        recent = await self.recent_events(len(own) + limit)
+        everything = len(recent) < len(own) + limit
+        mine = self._invocation.invocation_id
+        if not everything and sum(e.invocation_id == mine for e in recent) < len(own):
+            return [], False
+        start = next((i for i, e in enumerate(recent) if e.invocation_id == mine), len(recent))
+        return recent[:start], everything
 
     def add(self, event: Event) -> None:
         """Record an event that has just been committed."""

@@ -106,13 +106,15 @@ def find_handoff(events: Sequence[Event], agent: BaseAgent, start: int) -> tuple
     return name, end + 1
 
 
-def agent_to_continue(root: BaseAgent, events: Sequence[Event]) -> BaseAgent:
-    """The agent that answers a new message in a session with these events.
+def agent_to_continue(root: BaseAgent, events: Sequence[Event]) -> BaseAgent | None:
+    """The agent that answers a new message in a session with these events (the newest of
+    them, at least), or None when none of them decides (the root answers when they are
+    all the session's).
 
     The latest event that is a reply (an agent's turn or tool result) decides: a transfer
     in it names the agent, else its author is; that agent answers when it and every agent
     above it may transfer to its parent (so the conversation could still come back up).
-    Otherwise the search goes on to earlier events, and ends at the root.
+    Otherwise the search goes on to earlier events.
     """
     for event in reversed(events):
         if not _is_reply(event):
@@ -127,7 +129,7 @@ def agent_to_continue(root: BaseAgent, events: Sequence[Event]) -> BaseAgent:
             return root
         if source is not None and _can_climb_to_root(source):
             return source
-    return root
+    return None
 
 
 def _is_reply(event: Event) -> bool:

@@ -62,6 +62,8 @@ from baton.types import Content, FunctionCall, Part
 
 __all__ = ["InstructionProvider", "LlmAgent", "LlmAgentState", "ModelCallError"]
 
+_ROUTING_READ = 16  # earlier events read at first to find who answers a new message
+
 InstructionProvider = Callable[[InvocationContext], str | Awaitable[str]]
 """Computes the instruction from the agent's ctx (no `{key}` templating is applied)."""
 
@@ -236,14 +238,7 @@ class LlmAgent(BaseAgent):
         agent_ctx = as_agent_context(ctx)
         state = self._load_agent_state(ctx, LlmAgentState)
         if state is None and self.sub_agents and self._is_app_root(agent_ctx):
-            # A new message goes to the agent the conversation was left with. Routing
-            # reads only earlier invocations, so a resumed run routes the same way.
-            events = await agent_ctx.log.events()
-            start = next(
-                (i for i, e in enumerate(events) if e.invocation_id == agent_ctx.invocation_id),
-                len(events),
-            )
-            owner = agent_to_continue(self, events[:start])
+            owner = await self._owner(agent_ctx)
             if owner is not self:
                 handover = Handover(self, agent_ctx, owner, 0)
                 async for event in handover.run():
@@ -252,6 +247,20 @@ class LlmAgent(BaseAgent):
                     return
         async for event in self._runs(ctx, agent_ctx, state):
             yield event
+
+    async def _owner(self, ctx: AgentContext) -> BaseAgent:
+        """The agent a new message goes to: the one the conversation was left with.
+
+        Routing reads only earlier invocations, so a resumed run routes the same way; it
+        reads back from the newest of them until one event decides, not the history.
+        """
+        limit = _ROUTING_READ
+        while True:
+            earlier, everything = await ctx.log.before_invocation(limit)
+            owner = agent_to_continue(self, earlier)
+            if owner is not None or everything:
+                return owner or self
+            limit *= 8
 
     def _is_app_root(self, ctx: AgentContext) -> bool:
         """Whether this agent is the App's root agent (not a node of a workflow)."""
