@@ -24,7 +24,7 @@ from baton.cli.base import (
 )
 from baton.errors import UnknownInterruptError
 from baton.runner import Runner
-from baton.sessions.store import SessionKey
+from baton.sessions.services import GetSessionConfig
 from baton.terminal import (
     Outcome,
     Terminal,
@@ -35,7 +35,7 @@ from baton.terminal import (
     typed_answer,
     unfinished_invocation,
 )
-from baton.types import Content, Part, SessionId
+from baton.types import Content, Part
 
 __all__ = ["resume", "run"]
 
@@ -102,9 +102,15 @@ async def _run(
 
 async def _ensure_session(runner: Runner, user: str, session: str | None) -> str:
     session_id = session or str(uuid.uuid4())
-    key = SessionKey(runner.app_name, user, SessionId(session_id))
-    if await runner.store.get_session(key, with_events=False) is None:
-        await runner.store.create_session(runner.app_name, user, session_id=key.session_id)
+    service = runner.session_service
+    found = await service.get_session(
+        app_name=runner.app_name,
+        user_id=user,
+        session_id=session_id,
+        config=GetSessionConfig(num_recent_events=0),  # only whether it exists
+    )
+    if found is None:
+        await service.create_session(app_name=runner.app_name, user_id=user, session_id=session_id)
     return session_id
 
 

@@ -30,8 +30,8 @@ from baton.artifacts import ArtifactVersion, BaseArtifactService
 from baton.errors import ArtifactNotFoundError, InvalidArtifactError, SessionNotFoundError
 from baton.server.catalog import AppCatalog
 from baton.server.refusals import ERROR_RESPONSES
-from baton.sessions.store import SessionKey
-from baton.types import Part, SessionId, WireModel
+from baton.sessions.services import GetSessionConfig
+from baton.types import Part, WireModel
 
 __all__ = ["SaveArtifactRequest", "artifact_routes"]
 
@@ -158,8 +158,13 @@ class _Finder:
 
     async def service(self, app_name: str, user_id: str, session_id: str) -> BaseArtifactService:
         runner = self._catalog.runner(app_name)
-        key = SessionKey(app_name, user_id, SessionId(session_id))
-        if await runner.store.get_session(key, with_events=False) is None:
+        found = await runner.session_service.get_session(
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            config=GetSessionConfig(num_recent_events=0),  # only whether it exists
+        )
+        if found is None:
             raise SessionNotFoundError(
                 f"session '{session_id}' of user '{user_id}' does not exist in app "
                 f"'{app_name}'; its artifacts cannot be read or saved. List the user's "

@@ -99,7 +99,9 @@ def history_routes(
 
 async def _run_graph(catalog: AppCatalog, key: SessionKey, invocation_id: str | None) -> RunGraph:
     runner = catalog.runner(key.app_name)
-    session = await runner.store.get_session(key)
+    session = await runner.session_service.get_session(
+        app_name=key.app_name, user_id=key.user_id, session_id=key.session_id
+    )
     if session is None:
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "

@@ -11,8 +11,7 @@ from fastapi import APIRouter, params
 from baton.errors import SessionNotFoundError
 from baton.server.catalog import AppCatalog
 from baton.server.refusals import ERROR_RESPONSES
-from baton.sessions.store import SessionKey
-from baton.types import SessionId, WireModel
+from baton.types import WireModel
 
 __all__ = ["UpdateMemoryRequest", "memory_routes"]
 
@@ -30,8 +29,9 @@ def memory_routes(catalog: AppCatalog, dependencies: Sequence[params.Depends]) -
     @router.patch("/apps/{app_name}/users/{user_id}/memory")
     async def add_session(app_name: str, user_id: str, body: UpdateMemoryRequest) -> None:  # pyright: ignore[reportUnusedFunction] -- a route
         runner = catalog.runner(app_name)
-        key = SessionKey(app_name, user_id, SessionId(body.session_id))
-        session = await runner.store.get_session(key)
+        session = await runner.session_service.get_session(
+            app_name=app_name, user_id=user_id, session_id=body.session_id
+        )
         if session is None:
             raise SessionNotFoundError(
                 f"session '{body.session_id}' of user '{user_id}' does not exist in app "
