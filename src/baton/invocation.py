@@ -37,6 +37,7 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     Store,
+    ends_run,
 )
 from baton.tracing import end_invocation_span, invocation_span
 from baton.types import Content, InterruptId, InvocationId
@@ -357,14 +358,8 @@ class InvocationRun:
         error: str | None = None,
     ) -> None:
         """Commit one step (the lock held): the checkpoint as the tree stands now."""
-        # The run's last step gives the lease up: it paused or completed, or the failure's
-        # text lands (a failing run lands FAILED twice: with the failing node's step, then
-        # with the error).
-        release = (
-            status is InvocationStatus.COMPLETED
-            or status is InvocationStatus.PAUSED
-            or (status is InvocationStatus.FAILED and error is not None)
-        )
+        # The run's last step gives the lease up: it paused, or it ended.
+        release = status is InvocationStatus.PAUSED or ends_run(status, error)
         if release and self._renewal is not None:
             await self._renewal.stop()  # a renewal must not find the lease given up
         step = StepCommit(

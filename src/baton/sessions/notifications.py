@@ -22,6 +22,7 @@ from baton.sessions.store import (
     InvocationStatus,
     Notification,
     StepCommit,
+    ends_run,
 )
 
 __all__ = ["NotificationKind", "notifications_of"]
@@ -40,15 +41,6 @@ _FINAL = {
     InvocationStatus.COMPLETED: NotificationKind.RUN_COMPLETED,
     InvocationStatus.FAILED: NotificationKind.RUN_FAILED,
 }
-
-
-def _ends_run(commit: StepCommit) -> bool:
-    """Whether `commit` is the one that ends its run. A failing run lands FAILED twice:
-    with the failing node's step, then once more with the failure's text; the second
-    tells receivers why, so it is the one that notifies."""
-    if commit.status is InvocationStatus.FAILED:
-        return commit.error is not None
-    return commit.status is InvocationStatus.COMPLETED
 
 
 def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
@@ -83,7 +75,8 @@ def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
         found.append(
             _notification(commit, NotificationKind.QUESTION_OPENED, now, question=question)
         )
-    if commit.status is not None and not commit.copied and _ends_run(commit):
+    # Of a failing run's two FAILED steps, the one with the failure's text tells why.
+    if commit.status is not None and not commit.copied and ends_run(commit.status, commit.error):
         run: dict[str, JsonValue] = {"status": commit.status.value, "error": commit.error}
         found.append(_notification(commit, _FINAL[commit.status], now, run=run))
     return found

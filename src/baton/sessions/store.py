@@ -39,6 +39,7 @@ __all__ = [
     "Store",
     "Subscription",
     "busy_error",
+    "ends_run",
     "lost_error",
     "strip_temp_state",
 ]
@@ -551,6 +552,15 @@ def lost_error(lease: Lease) -> LeaseLostError:
         f"of '{lease.owner}' (token {lease.token}) no longer holds, so nothing more of this "
         "run is recorded; the new holder continues it from the last commit."
     )
+
+
+def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
+    """Whether a step landing `status` (with `error`) is the one that ends its run. A
+    failing run lands FAILED twice: with the failing node's step, then once more with the
+    failure's text; the second ends it."""
+    if status is InvocationStatus.FAILED:
+        return error is not None
+    return status is InvocationStatus.COMPLETED
 
 
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:
