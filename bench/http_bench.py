@@ -5,47 +5,71 @@
 
 Each of N concurrent clients repeats a whole run: create a session, `POST /run` (the
 run asks its question and pauses), then answer it with `POST .../respond` (the run
-finishes). Requests go to the server processes in turn, as a load balancer would.
+finishes). Requests go to the server processes in turn, as a load balancer would. The
+clients live in a load generator of their own (`http_load.py`, a minimal keep-alive
+HTTP/1.1 client checking every response), cheap enough that the servers' CPU is what
+is measured, not the client's: on 2 cores the two compete.
+
 Prints, per backend and process count: completed runs per second, the median and 99th
-percentile of the answering call, and the servers' CPU per request (user + system time
-of the server processes from /proc, divided by the requests they served). The floor is
-the same runs through the library in this process, measured in the same run: the CPU
-per request is also given as a ratio to it, and two processes' runs/s as a ratio to
-one's, since on a shared machine the absolute figures move with the load average
-(printed with each). The load is bounded in runs and in seconds; every server listens
-on 127.0.0.1 only.
+percentile of the answering call, and the CPU per request of each part (user + system
+time from /proc over the measured runs, divided by the requests served): the servers,
+the load generator, and on PostgreSQL the database backends serving the servers'
+connections; with the CPU the rest of the machine used meanwhile (other processes), as
+cores. The floor is the same runs through the library in this process, measured in the
+same run: the servers' CPU per request is also given as a ratio to it, and two
+processes' runs/s as a ratio to one's, since on a shared machine the absolute figures
+move with the load (printed with each). The load is bounded in runs and in seconds;
+every server listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
+import contextlib
+import json
 import os
 import re
 import signal
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import figures
-import httpx
 from baton_bench import POSTGRES_URL, run_on_postgres
+from sqlalchemy.engine import make_url
 
 from baton import Runner, types
 from baton.server.catalog import load_app, open_session_service
 
 ROOT = Path(__file__).parents[1]
 APPS = Path(__file__).parent / "http_apps"
+LOAD = Path(__file__).parent / "http_load.py"
 BATON = ROOT / ".venv" / "bin" / "baton"
 APP = "approve"
 _URL = re.compile(rb"http://127\.0\.0\.1:(\d+)")
 _TICKS = os.sysconf("SC_CLK_TCK")
+_POSTGRES_PORT = make_url(POSTGRES_URL).port or 5432
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time every core of the machine spent busy so far (/proc/stat)."""
+    counters = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = counters[3] + counters[4]  # idle, iowait
+    return (sum(counters[:8]) - idle) / _TICKS
 
 
 @dataclass
@@ -57,8 +81,7 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the process used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        return cpu_seconds(self.process.pid)
 
     async def stop(self) -> None:
         if self.process.returncode is None:
@@ -104,47 +127,6 @@ async def _drain(stream: asyncio.StreamReader) -> None:
         pass
 
 
-@dataclass
-class Load:
-    """What the clients did: runs completed, answer latencies, requests sent."""
-
-    runs: int = 0
-    requests: int = 0
-    answers: list[float] = field(default_factory=list[float])
-    failures: list[str] = field(default_factory=list[str])
-
-
-async def one_run(client: httpx.AsyncClient, urls: itertools.cycle[str], load: Load) -> None:
-    """Create a session, start a run that asks, answer it; raise on anything unexpected."""
-    user = "u"
-    made = await client.post(f"{next(urls)}/apps/{APP}/users/{user}/sessions", json={})
-    made.raise_for_status()
-    session = made.json()["id"]
-    message = {"role": "user", "parts": [{"text": "taxi"}]}
-    body = {"appName": APP, "userId": user, "sessionId": session, "newMessage": message}
-    started = await client.post(f"{next(urls)}/run", json=body)
-    started.raise_for_status()
-    respond = f"/apps/{APP}/users/{user}/sessions/{session}/interrupts/ok/respond"
-    before = time.perf_counter()
-    answered = await client.post(f"{next(urls)}{respond}", json={"response": True})
-    load.answers.append(time.perf_counter() - before)
-    answered.raise_for_status()
-    if answered.json()[-1].get("output") != "approved":
-        raise RuntimeError(f"the run did not finish: {answered.text[-300:]}")
-    load.requests += 3
-    load.runs += 1
-
-
-async def client_loop(urls: itertools.cycle[str], load: Load, runs: int, deadline: float) -> None:
-    """One client: runs back to back until the bench's run count or deadline is reached."""
-    async with httpx.AsyncClient(timeout=60) as client:
-        while load.runs + len(load.failures) < runs and time.perf_counter() < deadline:
-            try:
-                await one_run(client, urls, load)
-            except (httpx.HTTPError, RuntimeError) as error:
-                load.failures.append(f"{type(error).__name__}: {error}"[:300])
-
-
 @asynccontextmanager
 async def database(backend: str, folder: Path) -> AsyncIterator[str]:
     """A fresh database for the servers: a SQLite file, or a PostgreSQL schema."""
@@ -160,23 +142,35 @@ async def database(backend: str, folder: Path) -> AsyncIterator[str]:
 
 
 @dataclass(frozen=True)
+class Load:
+    """What the load generator reported of the measured runs."""
+
+    runs: int
+    requests: int
+    answers: list[float]
+    failures: list[str]
+    elapsed: float
+    client_cpu: float  # the load generator's own CPU seconds while measuring
+
+
+@dataclass(frozen=True)
 class Result:
     """One measurement's figures."""
 
     processes: int
     clients: int
     load: Load
-    elapsed: float
-    cpu: float
+    server_cpu: float  # seconds, the server processes together
+    database_cpu: float | None  # seconds, PostgreSQL's backends serving them (None: SQLite)
+    machine_cpu: float  # seconds, every core busy with anything
 
     @property
     def runs_per_second(self) -> float:
-        return self.load.runs / self.elapsed
+        return self.load.runs / self.load.elapsed
 
-    @property
-    def cpu_per_request(self) -> float:
-        """Milliseconds of the servers' CPU per request served."""
-        return self.cpu / self.load.requests * 1000 if self.load.requests else float("nan")
+    def per_request(self, cpu: float) -> float:
+        """Milliseconds of `cpu` (seconds) per request served."""
+        return cpu / self.load.requests * 1000 if self.load.requests else float("nan")
 
     @property
     def where(self) -> str:
@@ -190,32 +184,92 @@ async def measure(backend: str, processes: int, clients: int, runs: int, seconds
         async with database(backend, Path(folder)) as db:
             servers = [await start_server(db, Path(folder) / f"s{i}.err") for i in range(processes)]
             try:
-                return await _drive(servers, clients, runs, seconds)
+                return await _drive(servers, backend, clients, runs, seconds)
             finally:
                 for server in servers:
                     await server.stop()
 
 
-async def _drive(servers: list[Server], clients: int, runs: int, seconds: float) -> Result:
-    urls = itertools.cycle([s.url for s in servers])
-    warm = Load()
-    await asyncio.gather(
-        *(client_loop(urls, warm, clients * 2, time.perf_counter() + 30) for _ in range(clients))
+async def _drive(
+    servers: list[Server], backend: str, clients: int, runs: int, seconds: float
+) -> Result:
+    """Run the load generator against `servers`; read the CPU of every part around the
+    runs it measures (after its warm-up)."""
+    load = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(LOAD),
+        *(s.url for s in servers),
+        *("--clients", str(clients), "--runs", str(runs), "--seconds", str(seconds)),
+        *("--warm", str(clients * 2)),
+        stdout=asyncio.subprocess.PIPE,
     )
-    load = Load()
-    cpu_before = sum(s.cpu_seconds() for s in servers)
-    started = time.perf_counter()
-    deadline = started + seconds
-    await asyncio.gather(*(client_loop(urls, load, runs, deadline) for _ in range(clients)))
-    elapsed = time.perf_counter() - started
-    cpu = sum(s.cpu_seconds() for s in servers) - cpu_before
-    return Result(len(servers), clients, load, elapsed, cpu)
+    assert load.stdout is not None
+    try:
+        async with asyncio.timeout(seconds + 120):  # bounded, whatever the servers do
+            line = await load.stdout.readline()
+            if line.strip() != b"measuring":
+                raise RuntimeError(f"the warm-up runs failed: {line[:600]!r}")
+            machine_before = machine_cpu_seconds()
+            server_before = sum(s.cpu_seconds() for s in servers)
+            database_before = await database_cpu(servers) if backend == "postgres" else None
+            summary = json.loads(await load.stdout.readline())
+            server_cpu = sum(s.cpu_seconds() for s in servers) - server_before
+            machine = machine_cpu_seconds() - machine_before
+            database = None
+            if database_before is not None:
+                database = _cpu_spent(database_before, await database_cpu(servers))
+    finally:
+        if load.returncode is None:
+            load.kill()
+        await load.wait()
+    return Result(len(servers), clients, Load(**summary), server_cpu, database, machine)
+
+
+async def database_cpu(servers: list[Server]) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend process serving one of `servers`'
+    connections, by pid: found by the servers' local ports in pg_stat_activity."""
+    ports = _database_ports([s.process.pid for s in servers])
+    connection = await asyncpg.connect(POSTGRES_URL.replace("+asyncpg", ""))
+    try:
+        rows = await connection.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])", list(ports)
+        )
+    finally:
+        await connection.close()
+    spent: dict[int, float] = {}
+    for row in rows:
+        with contextlib.suppress(OSError):  # a backend that just ended
+            spent[row["pid"]] = cpu_seconds(row["pid"])
+    return spent
+
+
+def _cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU spent between two readings; a backend started in between counts whole."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+def _database_ports(pids: list[int]) -> set[int]:
+    """The local ports of the processes' TCP connections to PostgreSQL (/proc)."""
+    inodes: set[str] = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):  # closed meanwhile
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    ports: set[int] = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pids[0]}/net/{table}").read_text().splitlines()[1:]:
+            local, remote, inode = (line.split()[i] for i in (1, 2, 9))
+            if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == _POSTGRES_PORT:
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
 
 
 def report(backend: str, result: Result, floor: float) -> None:
     """Emit a measurement's figures; `floor` is the library's CPU per request (ms)."""
     load, where = result.load, result.where
-    note = f"load average {os.getloadavg()[0]:.2f}; {load.runs} runs in {result.elapsed:.1f} s"
+    note = f"{_busy(result)}; {load.runs} runs in {load.elapsed:.1f} s"
     if load.failures:
         note += f"; {len(load.failures)} failed, e.g. {load.failures[0]}"
     answers = sorted(load.answers)
@@ -229,7 +283,7 @@ def report(backend: str, result: Result, floor: float) -> None:
     figures.emit(
         "baton", f"http/answer p99, {where}", backend, round(p99 * 1000, 2), "ms", note, target=50.0
     )
-    per_request = result.cpu_per_request
+    per_request = result.per_request(result.server_cpu)
     figures.emit(
         "baton",
         f"http/server CPU per request, {where}",
@@ -239,6 +293,42 @@ def report(backend: str, result: Result, floor: float) -> None:
         f"{per_request / floor:.2f}x the library's {floor:.3f} ms from the same run; {note}",
         floor=round(floor, 3),
         target=1.0,
+    )
+    _report_other_cpu(backend, result, note)
+
+
+def _report_other_cpu(backend: str, result: Result, note: str) -> None:
+    """The load generator's and the database's CPU per request, beside the servers'."""
+    client = result.per_request(result.load.client_cpu)
+    figures.emit(
+        "baton",
+        f"http/load generator CPU per request, {result.where}",
+        backend,
+        round(client, 3),
+        "ms",
+        f"{client / result.per_request(result.server_cpu):.2f}x the servers'; {note}",
+    )
+    if result.database_cpu is not None:
+        database = result.per_request(result.database_cpu)
+        figures.emit(
+            "baton",
+            f"http/database CPU per request, {result.where}",
+            backend,
+            round(database, 3),
+            "ms",
+            f"PostgreSQL's backends serving the servers' connections; {note}",
+        )
+
+
+def _busy(result: Result) -> str:
+    """How busy the machine's cores were while measuring: ours, and everything else."""
+    elapsed = result.load.elapsed
+    ours = result.server_cpu + result.load.client_cpu + (result.database_cpu or 0.0)
+    others = max(0.0, result.machine_cpu - ours)
+    return (
+        f"cores busy: servers {result.server_cpu / elapsed:.2f}, load generator "
+        f"{result.load.client_cpu / elapsed:.2f}, database "
+        f"{(result.database_cpu or 0.0) / elapsed:.2f}, other processes {others / elapsed:.2f}"
     )
 
 
@@ -304,8 +394,8 @@ async def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres"], action="append")
     parser.add_argument("--processes", type=int, choices=[1, 2], action="append")
     args = parser.parse_args()
-    runs = args.runs or (200 if args.quick else 1000)
-    seconds = args.seconds or (20.0 if args.quick else 60.0)
+    runs = args.runs or (1000 if args.quick else 4000)
+    seconds = args.seconds or (15.0 if args.quick else 60.0)
     for backend in args.backend or ["sqlite", "postgres"]:
         floor = await library_floor(backend, 100 if args.quick else 300)
         results = {

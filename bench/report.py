@@ -327,10 +327,16 @@ HTTP_HEADING = "HITL runs over HTTP"
 HTTP_TEXT = [
     "16 clients each repeat create session + `POST /run` (the run asks and pauses) +",
     "answer (the run finishes) against 1 and 2 `baton api_server` processes on loopback,",
-    "requests in turn. Server CPU per request is the processes' user + system time over",
-    "the requests served, beside the same runs through the library in the bench's own",
-    "process (the floor, measured in the same run); on a shared machine the absolute",
-    "figures move with the load average, the ratios much less.",
+    "requests in turn. The clients are a load generator process of their own",
+    "(`bench/http_load.py`: keep-alive HTTP/1.1, prebuilt requests, every response",
+    "checked), a twentieth of the servers' CPU per request, so the servers are what is",
+    "measured. CPU per request is user + system time over the requests served: of the",
+    "servers, of the load generator, and on PostgreSQL of the database backends serving",
+    "the servers' connections; 'measured with' gives the cores each part kept busy and",
+    "what other processes used meanwhile. The servers' CPU is also set beside the same",
+    "runs through the library in the bench's own process (the floor, measured in the",
+    "same run); on a shared machine the absolute figures move with the load, the ratios",
+    "much less.",
 ]
 RECOVERY_HEADING = "Recovery and deadlines"
 RECOVERY_TEXT = [
