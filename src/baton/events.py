@@ -320,6 +320,18 @@ class Event(WireModel):
             or actions.transfer_to_agent
         )
 
+    def without_checkpoints(self) -> Event | None:
+        """The event as a caller is shown it when its agent checkpoints are not for the
+        caller's eyes: without `agent_state` and `end_of_agent` (a copy; the event itself
+        keeps them), None for an event that holds nothing else."""
+        actions = self.actions
+        if actions.agent_state is None and not actions.end_of_agent:
+            return self
+        if self.is_checkpoint_only():
+            return None
+        bare = actions.model_copy(update={"agent_state": None, "end_of_agent": None})
+        return self.model_copy(update={"actions": bare})
+
     def is_final_response(self) -> bool:
         """True for a model message that ends a turn (no pending calls, not partial); a
         method, as the reference's (`event.is_final_response()`)."""

@@ -89,17 +89,15 @@ _STATUS_OF: Final = {
 }
 
 
-def _as_non_resumable_shows(event: Event) -> Event | None:
-    """The event as a non-resumable run shows it: without agent checkpoints, as in the
-    reference (baton stores them all the same: its agents resume from them in either
-    mode); None for an event that holds nothing else."""
-    actions = event.actions
-    if actions.agent_state is None and not actions.end_of_agent:
+def _shown(event: Event, *, resumable: bool, private: set[str]) -> Event | None:
+    """The event as the caller is shown it: a non-resumable run's without agent checkpoints,
+    as in the reference (baton stores them all the same: its agents resume from them in
+    either mode), and in either mode without the checkpoints the reference's agents do
+    not write (an LlmAgent's own, see `InvocationContext.private_checkpoints`); None for
+    an event that holds nothing else."""
+    if resumable and event.id not in private:
         return event
-    if event.is_checkpoint_only():
-        return None
-    bare = actions.model_copy(update={"agent_state": None, "end_of_agent": None})
-    return event.model_copy(update={"actions": bare})
+    return event.without_checkpoints()
 
 
 @dataclass(frozen=True)
@@ -440,10 +438,11 @@ class InvocationRun:
         renewal = self._renewal = _Renewal(self, driver)
         try:
             resumable = self.settings.is_resumable
+            private = self.invocation.private_checkpoints
             while (item := await self.outbox.get()) is not None:
                 if item is self.user_event and not yield_user_message:
                     continue
-                shown = item if resumable else _as_non_resumable_shows(item)
+                shown = _shown(item, resumable=resumable, private=private)
                 if shown is not None:
                     yield shown
         finally:

@@ -7,9 +7,10 @@ sees its own turns), its state writes join the run's state, and its checkpoints
 (`agent_state`, `end_of_agent`) land in `ctx.agent_states` / `ctx.end_of_agents`,
 where the caller reads them and from where a second `run_async(ctx)` resumes.
 
-The events shown are the reference's: checkpoint events only for a resumable
-context, and no end-of-agent event for an agent the reference does not end
-itself (a custom agent's implicit end; see `AgentContext.quiet`).
+The events shown are the reference's: checkpoints only for a resumable context,
+no end-of-agent event for an agent the reference does not end itself (a custom
+agent's implicit end; see `AgentContext.quiet`), and none of the checkpoints only
+baton's agents write (see `InvocationContext.private_checkpoints`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Protocol
 from baton.agents.context import AgentContext, EventLog
 from baton.context import Context, InvocationContext
 from baton.events import Event
+from baton.sessions.store import Interrupt
 
 __all__ = ["run_directly"]
 
@@ -46,8 +48,9 @@ async def run_directly(agent: _Agent, ic: InvocationContext) -> AsyncGenerator[E
             _apply(event, agent_ctx)
             ic.end_of_agents.clear()
             ic.end_of_agents.update(dict.fromkeys(sorted(run.ended_agents), True))
-            if _is_shown(event, agent_ctx, resumable=ic.is_resumable):
-                yield event
+            shown = _shown(event, agent_ctx, resumable=ic.is_resumable)
+            if shown is not None:
+                yield shown
 
 
 def _apply(event: Event, ctx: AgentContext) -> None:
@@ -60,11 +63,31 @@ def _apply(event: Event, ctx: AgentContext) -> None:
     if event.actions.end_of_agent:
         run.agent_states.pop(event.author, None)
         run.ended_agents.add(event.author)
+    for iid in sorted(event.long_running_tool_ids or ()):
+        # The agent waits for this call's answer: it is not ended for it (`is_waiting`).
+        if iid not in run.resume_inputs:
+            run.open_interrupts[iid] = _asked(ctx, iid)
     ctx.log.add(event)
 
 
-def _is_shown(event: Event, ctx: AgentContext, *, resumable: bool) -> bool:
-    """Checkpoint-only events show on a resumable context, and not the quiet ones."""
-    if not event.is_checkpoint_only():
-        return True
-    return resumable and event.id not in ctx.quiet
+def _asked(ctx: AgentContext, iid: str) -> Interrupt:
+    """The question a waiting call asks, as the run's open interrupt (nothing indexes it)."""
+    return Interrupt(
+        app_name=ctx.app_name,
+        user_id=ctx.user_id,
+        session_id=ctx.session.id,
+        invocation_id=ctx.invocation_id,
+        interrupt_id=iid,
+        node_path=ctx.node_path,
+        function_name="",
+    )
+
+
+def _shown(event: Event, ctx: AgentContext, *, resumable: bool) -> Event | None:
+    """The event as the reference shows it: checkpoints only on a resumable context, not
+    the quiet ends nor the private checkpoints (see `InvocationContext.private_checkpoints`)."""
+    if event.is_checkpoint_only() and event.id in ctx.quiet:
+        return None
+    if resumable and event.id not in ctx.invocation_context.private_checkpoints:
+        return event
+    return event.without_checkpoints()

@@ -273,7 +273,8 @@ class LlmAgent(BaseAgent):
         time a sub-agent it transferred to hands the conversation back.
 
         A fresh run checkpoints where it begins on its first event, the first model turn:
-        it emits no content-less event of its own, as the reference emits none.
+        it emits no content-less event of its own, as the reference emits none, and the
+        checkpoint is stored but not shown (the reference's LlmAgent writes none).
         """
         while True:
             checkpoint: JsonValue = None
@@ -284,6 +285,7 @@ class LlmAgent(BaseAgent):
             async for event in self._turns(ctx, agent_ctx, state, transfer):
                 if checkpoint is not None and event.author == self.name:
                     event.actions.agent_state, checkpoint = checkpoint, None
+                    agent_ctx.invocation_context.private_checkpoints.add(event.id)
                 yield event
             if transfer.handover is None:
                 return
@@ -692,6 +694,7 @@ class LlmAgent(BaseAgent):
                 event = await self._call_tool(ctx, call, interim=True)
                 state = state.model_copy(update={"started_calls": [*state.started_calls, call.id]})
                 event.actions.agent_state = state.model_dump(mode="json")
+                ctx.invocation_context.private_checkpoints.add(event.id)
                 yield event
 
     @staticmethod
