@@ -8,7 +8,7 @@ from contextlib import aclosing
 from typing import TypeAlias, final
 
 from baton.agents.base_agent import BaseAgent
-from baton.agents.context import as_agent_context
+from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.state import ParallelAgentState
 from baton.context import InvocationContext
 from baton.events import Event
@@ -21,18 +21,18 @@ class ParallelAgent(BaseAgent):
     """Runs `sub_agents` at the same time.
 
     Each sub-agent runs on the branch `[<parent branch>.]<name>.<sub-agent>` and sees
-    only its own branch's events besides the shared history. A resumed run starts
-    only the sub-agents that had not finished; the agent ends when all have.
+    only its own branch's events besides the shared history (a run started before
+    6f16d2b keeps the branches it was started on, see `_branch_prefix`). A resumed
+    run starts only the sub-agents that had not finished; the agent ends when all have.
     """
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
-        if self._load_agent_state(ctx, ParallelAgentState) is None:
+        resuming = self._load_agent_state(ctx, ParallelAgentState) is not None
+        if not resuming:
             agent_ctx.reset_agent_states(a.name for sub in self.sub_agents for a in sub.walk())
             yield self._create_agent_state_event(ctx, ParallelAgentState())
-        # As the reference names them: the agent's own name joins its branch, so a
-        # parallel agent inside a branch 'par.inner' runs 'z' on 'par.inner.par2.z'.
-        prefix = f"{agent_ctx.branch}.{self.name}" if agent_ctx.branch else self.name
+        prefix = await self._branch_prefix(agent_ctx, resuming=resuming)
         pending = [s for s in self.sub_agents if s.name not in agent_ctx.ended_agents]
         streams = [s.run_async(agent_ctx.with_branch(f"{prefix}.{s.name}")) for s in pending]
         async with aclosing(merge_streams(streams)) as events:
@@ -40,6 +40,30 @@ class ParallelAgent(BaseAgent):
                 yield event
         if all(s.name in agent_ctx.ended_agents for s in self.sub_agents):
             yield self._create_agent_state_event(ctx, end_of_agent=True)
+
+    async def _branch_prefix(self, ctx: AgentContext, *, resuming: bool) -> str:
+        """What its sub-agents' branches start with.
+
+        As the reference names them: the agent's own name joins its branch, so a
+        parallel agent inside the branch 'par.inner' runs 'z' on 'par.inner.par2.z'.
+        baton before 6f16d2b ran it on 'par.inner.z' (the branch alone, inside another
+        branch): a run that started then and resumes now keeps that naming, found in its
+        events, so its branches see their own earlier events and are not run again.
+        """
+        if ctx.branch is None:
+            return self.name  # both namings agree at the top
+        if resuming and await self._named_before_6f16d2b(ctx):
+            return ctx.branch
+        return f"{ctx.branch}.{self.name}"
+
+    async def _named_before_6f16d2b(self, ctx: AgentContext) -> bool:
+        """Whether this run's sub-agents wrote events on the branches named as before
+        6f16d2b ('<branch>.<sub>'; now that holds no sub-agent of this agent's)."""
+        old = [f"{ctx.branch}.{sub.name}" for sub in self.sub_agents]
+        return any(
+            e.branch is not None and any(e.branch == b or e.branch.startswith(f"{b}.") for b in old)
+            for e in await ctx.log.invocation_events()
+        )
 
 
 _Item: TypeAlias = tuple[Event, asyncio.Event] | BaseException | None
