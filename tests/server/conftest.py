@@ -162,6 +162,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         limits: Limits | None = None,
         recover: bool = True,
         parser: Parser = PARSER,
+        hot_routes: bool = True,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -179,6 +180,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             keepalive=keepalive,
             limits=limits,
             recover=recover,
+            hot_routes=hot_routes,
         )
         serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final, Literal, TypeVar, final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, final
 
 from fastapi import (
     APIRouter,
@@ -52,6 +52,7 @@ from baton.server.dev_routes import dev_routes
 from baton.server.guard import RequestGuard
 from baton.server.headers import SecurityHeaders
 from baton.server.history_routes import history_routes
+from baton.server.hot_routes import HotRoute, HotRoutes
 from baton.server.idempotency import IdempotentReplies
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch, watched_inbox
 from baton.server.lenient_json import LenientJsonMiddleware
@@ -194,6 +195,7 @@ def create_app(
     recover: bool = True,
     grace: float = 30.0,
     notify: NotifySettings | None = None,
+    hot_routes: bool = True,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -216,6 +218,10 @@ def create_app(
         notify: webhook receivers of question and run notifications (see
             `baton.notifier`); None: notifications wait in the store for a process that
             delivers them.
+        hot_routes: serve a run's requests (create a session, `/run`, `/run_sse`,
+            answer) without FastAPI where the request is one it accepts, for a fraction
+            of the CPU and the same replies (see `hot_routes`); False: FastAPI serves
+            every request.
     """
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
 
@@ -247,6 +253,8 @@ def create_app(
     )
     # The hook a graceful shutdown calls first: live streams end, so connections can close.
     app.state.drain = server.drain
+    if hot_routes:
+        app.add_middleware(HotRoutes, routes=_hot_routes(server))
     app.add_middleware(LenientJsonMiddleware)
     # Before anything reads a body: the key, the size, the pace and the JSON depth.
     app.add_middleware(RequestGuard, keys=server.keys, limits=limits or Limits())
@@ -294,6 +302,11 @@ async def _forward_wakeups(server: _Server) -> None:
 
 
 _IDLE: Final = 3600.0
+
+# Paths the hot routes share with their FastAPI routes.
+_USER: Final = "/apps/{app_name}/users/{user_id}"
+_SESSIONS: Final = f"{_USER}/sessions"
+_RESPOND: Final = "/sessions/{session_id}/interrupts/{interrupt_id}/respond"
 
 
 def _accepting(server: _Server) -> params.Depends:
@@ -359,10 +372,14 @@ def _user_checks(server: _Server) -> list[params.Depends]:
     """The route is the path's user's: their key (or an operator's), then the ids."""
 
     async def guard(request: Request, user_id: str) -> None:  # async: no thread hop
-        server.keys.authorize(request, user_id)
-        _check_ids(request)
+        _check_user(server, request, user_id)
 
     return [*_SECURITY, Depends(guard)]
+
+
+def _check_user(server: _Server, request: Request, user_id: str) -> None:
+    server.keys.authorize(request, user_id)
+    _check_ids(request)
 
 
 def _public_routes(server: _Server) -> APIRouter:
@@ -395,9 +412,8 @@ def _public_routes(server: _Server) -> APIRouter:
 
 
 def _session_routes(server: _Server) -> APIRouter:
-    prefix = "/apps/{app_name}/users/{user_id}/sessions"
     router = APIRouter(
-        prefix=prefix,
+        prefix=_SESSIONS,
         dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
@@ -407,18 +423,7 @@ def _session_routes(server: _Server) -> APIRouter:
     async def create_session(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, body: CreateSessionRequest | None = None
     ) -> Response:
-        server.catalog.runner(app_name)
-        body = body or CreateSessionRequest()
-        events = body.events or []
-        session = await service.create_session(
-            app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
-        )
-        if any(carries_run_data(event) for event in events):
-            # An exported session (the reference's web UI imports one this way).
-            return model_reply(await import_session(service, session, events))
-        for event in events:
-            await service.append_event(session, event)
-        return model_reply(session)
+        return await _create_session(server, app_name, user_id, body or CreateSessionRequest())
 
     @router.get("/{session_id}", response_model=Session, response_model_exclude_none=True)
     async def get_session(app_name: str, user_id: str, session_id: str) -> Response:  # pyright: ignore[reportUnusedFunction] -- a route
@@ -474,7 +479,7 @@ def _session_routes(server: _Server) -> APIRouter:
 def _listing_routes(server: _Server) -> APIRouter:
     """A user's sessions, and a session's runs, a page at a time."""
     router = APIRouter(
-        prefix="/apps/{app_name}/users/{user_id}/sessions",
+        prefix=_SESSIONS,
         dependencies=_user_checks(server),
         responses=ERROR_RESPONSES,
     )
@@ -524,6 +529,23 @@ def _listing_routes(server: _Server) -> APIRouter:
     return router
 
 
+async def _create_session(
+    server: _Server, app_name: str, user_id: str, body: CreateSessionRequest
+) -> Response:
+    server.catalog.runner(app_name)
+    service = server.catalog.session_service
+    events = body.events or []
+    session = await service.create_session(
+        app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
+    )
+    if any(carries_run_data(event) for event in events):
+        # An exported session (the reference's web UI imports one this way).
+        return model_reply(await import_session(service, session, events))
+    for event in events:
+        await service.append_event(session, event)
+    return model_reply(session)
+
+
 async def _session(server: _Server, key: SessionKey, *, with_events: bool = True) -> Session:
     server.catalog.runner(key.app_name)
     store = server.catalog.session_service.store
@@ -547,8 +569,7 @@ def _run_routes(server: _Server) -> APIRouter:
 
     @router.post("/run", response_model=list[Event], response_model_exclude_none=True)
     async def run(request: Request, body: RunAgentRequest) -> Response:  # pyright: ignore[reportUnusedFunction] -- a route
-        server.keys.authorize(request, body.user_id)
-        return await run_reply(await _start(server, body))
+        return await _run(server, request, body)
 
     @router.post(
         "/run_sse",
@@ -556,11 +577,20 @@ def _run_routes(server: _Server) -> APIRouter:
         responses={200: {"content": {"text/event-stream": {}}}},
     )
     async def run_sse(request: Request, body: RunAgentRequest) -> StreamingResponse:  # pyright: ignore[reportUnusedFunction] -- a route
-        server.keys.authorize(request, body.user_id)
-        feed = await _start(server, body)
-        return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
+        return await _run_sse(server, request, body)
 
     return router
+
+
+async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Response:
+    server.keys.authorize(request, body.user_id)
+    return await run_reply(await _start(server, body))
+
+
+async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
+    server.keys.authorize(request, body.user_id)
+    feed = await _start(server, body)
+    return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
 
 
 async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
@@ -692,13 +722,13 @@ async def _pending_frames(server: _Server, app_name: str, user_id: str) -> Async
 def _answer_routes(server: _Server) -> APIRouter:
     """Answering a question: by the session's user, or by the person it is assigned to."""
     router = APIRouter(
-        prefix="/apps/{app_name}/users/{user_id}",
+        prefix=_USER,
         dependencies=_answer_checks(server),
         responses=ERROR_RESPONSES,
     )
 
     @router.post(
-        "/sessions/{session_id}/interrupts/{interrupt_id}/respond",
+        _RESPOND,
         response_model=list[Event],
         response_model_exclude_none=True,
     )
@@ -715,28 +745,46 @@ def _answer_routes(server: _Server) -> APIRouter:
         question assigned to someone (`assignee`), only that person: with their own API
         key, or (no keys, an operator's key) naming them in `answered_by`."""
         asked = _Asked(app_name, user_id, session_id, interrupt_id)
-        answerer = await _answerer(server, request, asked, body.answered_by)
-
-        async def act() -> Response:
-            events = server.catalog.runner(app_name).answer(
-                user_id=user_id,
-                session_id=session_id,
-                answers={interrupt_id: body.response},
-                invocation_id=body.invocation_id,
-                answered_by=answerer,
-                state_delta=body.state_delta,
-                occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
-                progress=(interrupt_id,) if body.will_continue else (),
-                yield_user_message=True,  # as in _start: the answer's echo opens the feed
-            )
-            return await run_reply(await _opened(server, events))
-
-        if idempotency_key is None:
-            return await act()
-        scope = (app_name, user_id, session_id, interrupt_id, answerer, idempotency_key)
-        return await server.replies.once(scope, act)
+        return await _respond(server, request, asked, body, idempotency_key)
 
     return router
+
+
+async def _respond(
+    server: _Server,
+    request: Request,
+    asked: _Asked,
+    body: RespondRequest,
+    idempotency_key: str | None,
+) -> Response:
+    answerer = await _answerer(server, request, asked, body.answered_by)
+    interrupt_id = asked.interrupt_id
+
+    async def act() -> Response:
+        events = server.catalog.runner(asked.app_name).answer(
+            user_id=asked.user_id,
+            session_id=asked.session_id,
+            answers={interrupt_id: body.response},
+            invocation_id=body.invocation_id,
+            answered_by=answerer,
+            state_delta=body.state_delta,
+            occurrences={interrupt_id: body.occurrence} if body.occurrence else None,
+            progress=(interrupt_id,) if body.will_continue else (),
+            yield_user_message=True,  # as in _start: the answer's echo opens the feed
+        )
+        return await run_reply(await _opened(server, events))
+
+    if idempotency_key is None:
+        return await act()
+    scope = (
+        asked.app_name,
+        asked.user_id,
+        asked.session_id,
+        interrupt_id,
+        answerer,
+        idempotency_key,
+    )
+    return await server.replies.once(scope, act)
 
 
 def _answer_checks(server: _Server) -> list[params.Depends]:
@@ -744,11 +792,46 @@ def _answer_checks(server: _Server) -> list[params.Depends]:
     user may answer is decided by `_answerer`), then the ids, then 503 when draining."""
 
     async def guard(request: Request) -> None:  # async: no thread hop
-        server.keys.caller(request)
-        _check_ids(request)
-        _refuse_if_draining(server)
+        _check_answerer(server, request)
 
     return [*_SECURITY, Depends(guard)]
+
+
+def _check_answerer(server: _Server, request: Request) -> None:
+    server.keys.caller(request)
+    _check_ids(request)
+    _refuse_if_draining(server)
+
+
+def _hot_routes(server: _Server) -> list[HotRoute[Any]]:
+    """The routes `HotRoutes` serves without FastAPI: each runs its FastAPI route's
+    dependencies' checks, in their order, then the endpoint's code."""
+
+    async def create(
+        request: Request, path: dict[str, str], body: CreateSessionRequest
+    ) -> Response:
+        _check_user(server, request, path["user_id"])
+        return await _create_session(server, path["app_name"], path["user_id"], body)
+
+    async def run(request: Request, _: dict[str, str], body: RunAgentRequest) -> Response:
+        _refuse_if_draining(server)
+        return await _run(server, request, body)
+
+    async def run_sse(request: Request, _: dict[str, str], body: RunAgentRequest) -> Response:
+        _refuse_if_draining(server)
+        return await _run_sse(server, request, body)
+
+    async def respond(request: Request, path: dict[str, str], body: RespondRequest) -> Response:
+        _check_answerer(server, request)
+        asked = _Asked(path["app_name"], path["user_id"], path["session_id"], path["interrupt_id"])
+        return await _respond(server, request, asked, body, request.headers.get("idempotency-key"))
+
+    return [
+        HotRoute(_SESSIONS, CreateSessionRequest, create, when_empty=CreateSessionRequest),
+        HotRoute("/run", RunAgentRequest, run),
+        HotRoute("/run_sse", RunAgentRequest, run_sse),
+        HotRoute(_USER + _RESPOND, RespondRequest, respond),
+    ]
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ sentence a person can act on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Final
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import JsonValue
 from starlette.exceptions import HTTPException
 
@@ -57,7 +57,14 @@ from baton.errors import (
 from baton.server.bodies import ErrorBody
 from baton.server.catalog import DatabaseUnavailableError, ShuttingDownError
 
-__all__ = ["ERROR_RESPONSES", "RETRY_AFTER_SECONDS", "STATUS", "install_refusals", "status_of"]
+__all__ = [
+    "ERROR_RESPONSES",
+    "RETRY_AFTER_SECONDS",
+    "STATUS",
+    "install_refusals",
+    "refusal",
+    "status_of",
+]
 
 # The one place HTTP statuses of baton errors are decided; any other is a 500.
 STATUS: Final[dict[type[BatonError], int]] = {
@@ -113,10 +120,18 @@ def status_of(error: BaseException) -> int:
 
 def install_refusals(app: FastAPI) -> None:
     """Make every refusal of `app` answer in the one JSON shape."""
-    # starlette types handlers loosely (Exception), so each registration names the rule.
-    app.add_exception_handler(BatonError, _baton_refusal)  # pyright: ignore[reportArgumentType] -- see above
-    app.add_exception_handler(HTTPException, _http_refusal)  # pyright: ignore[reportArgumentType] -- see above
-    app.add_exception_handler(RequestValidationError, _invalid_request)  # pyright: ignore[reportArgumentType] -- see above
+    for kind, handler in _HANDLERS.items():
+        app.add_exception_handler(kind, handler)
+
+
+async def refusal(request: Request, error: Exception) -> Response | None:
+    """The reply `install_refusals`' handlers give `error`, found as Starlette finds a
+    handler (the nearest class in its MRO); None when none handles it."""
+    for kind in type(error).__mro__:
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return await handler(request, error)
+    return None
 
 
 RETRY_AFTER_SECONDS: Final = 2
@@ -152,6 +167,16 @@ async def _invalid_request(_: Request, error: RequestValidationError) -> JSONRes
         "message": describe_problems(problems),
     }
     return JSONResponse(body, status_code=422)
+
+
+_Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+# starlette types handlers loosely (Exception), so each one names the rule.
+_HANDLERS: Final[dict[type[Exception], _Handler]] = {
+    BatonError: _baton_refusal,  # pyright: ignore[reportAssignmentType] -- see above
+    HTTPException: _http_refusal,  # pyright: ignore[reportAssignmentType] -- see above
+    RequestValidationError: _invalid_request,  # pyright: ignore[reportAssignmentType] -- see above
+}
 
 
 def describe_problems(problems: Sequence[Mapping[str, JsonValue]]) -> str:
