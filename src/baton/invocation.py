@@ -31,6 +31,7 @@ from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.sessions.rewind import live_events
 from baton.sessions.store import (
     Interrupt,
+    Invocation,
     InvocationStatus,
     Lease,
     Session,
@@ -80,6 +81,9 @@ class RunPlan:
     state_delta: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     # Answered with `will_continue` (a progress update): the interrupt stays open.
     continuing: frozenset[str] = frozenset()
+    # The lease and invocation an answer's checks claimed as they read (see
+    # `Store.claim_answering`); None when the Runner is still to claim them.
+    claimed: tuple[Lease, Invocation] | None = None
 
 
 _STATUS_OF: Final = {

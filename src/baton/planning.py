@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import cast, final
 
 from pydantic import JsonValue
@@ -30,6 +31,7 @@ from baton.errors import (
     InvocationWaitingError,
     NotAssigneeError,
     SessionNotFoundError,
+    StoreUnavailableError,
     UnknownInterruptError,
 )
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION
@@ -37,11 +39,13 @@ from baton.invocation import PlanKind, RunPlan
 from baton.sessions.ids import check_depth, check_id, check_key, check_text
 from baton.sessions.store import (
     TIMEOUT_ANSWERER,
+    AnswerClaim,
     Clock,
     Interrupt,
     InterruptStatus,
     Invocation,
     InvocationStatus,
+    Lease,
     Session,
     SessionKey,
     Store,
@@ -117,8 +121,13 @@ class CallPlanner:
         state_delta: dict[str, JsonValue],
         occurrences: Mapping[str, str] | None = None,
         answered_by: str | None = None,
+        *,
+        owner: str,
+        ttl: timedelta,
     ) -> RunPlan:
-        """What the call does (start, answer, continue), checked; nothing is written.
+        """What the call does (start, answer, continue), checked; nothing is written,
+        except that an answer's checks claim its invocation for `owner` (for `ttl`) when
+        they find it answerable (`RunPlan.claimed`); refused, it claims nothing.
 
         `occurrences` (interrupt id -> the occurrence the caller saw) makes an answer
         answer only that asking of its question: once it was answered and asked again,
@@ -135,17 +144,11 @@ class CallPlanner:
         responses = message.function_responses if message else []
         if responses:
             assert message is not None
-            # The session and the first answer's question, read together.
-            first = InterruptId(responses[0].id or "")
-            session, rows = await self.store.find_session_interrupts(key, first)
-            answering = _Answering(occurrences or {}, answered_by, {first: rows})
-            return await self._plan_answers(
-                key,
-                session or await self._missing_session(key),
-                message,
-                invocation_id,
-                state_delta,
-                answering,
+            _check_answer_parts(message)
+            answering = _Answering(occurrences or {}, answered_by, {})
+            claim = answering.claim(responses[0], invocation_id, owner, ttl)
+            return await self._plan_claimed(
+                key, message, invocation_id, state_delta, answering, claim
             )
         session = await self._session(key)
         if invocation_id:
@@ -163,6 +166,43 @@ class CallPlanner:
         return RunPlan(
             PlanKind.START, key, session, new_id, message=message, state_delta=state_delta
         )
+
+    async def _plan_claimed(
+        self,
+        key: SessionKey,
+        message: Content,
+        invocation_id: str | None,
+        state_delta: dict[str, JsonValue],
+        answering: _Answering,
+        claim: AnswerClaim,
+    ) -> RunPlan:
+        """The plan of an answer, checked, with the claim its checks' read took (if it
+        took one); a claim whose answer the checks then refuse is released."""
+        # The session and the first answer's question read together, with the claim of
+        # its invocation when the rows let the answer through (one round trip).
+        found = await self.store.claim_answering(key, claim)
+        answering.read[claim.interrupt_id] = found.interrupts
+        try:
+            plan = await self._plan_answers(
+                key,
+                found.session or await self._missing_session(key),
+                message,
+                invocation_id,
+                state_delta,
+                answering,
+            )
+        except BaseException:
+            if found.claimed is not None:
+                await self._release(found.claimed[0])
+            raise
+        # One open row let the answer through, so the plan's invocation is the claimed one.
+        assert found.claimed is None or found.claimed[0].invocation_id == plan.invocation_id
+        return replace(plan, claimed=found.claimed)
+
+    async def _release(self, lease: Lease) -> None:
+        # When the database cannot be reached, the lease lapses by itself.
+        with suppress(StoreUnavailableError):
+            await self.store.release(lease)
 
     async def _session(self, key: SessionKey) -> Session:
         session = await self.store.get_session(key, with_events=False)
@@ -233,19 +273,10 @@ class CallPlanner:
         state_delta: dict[str, JsonValue],
         answering: _Answering,
     ) -> RunPlan:
-        if any(p.function_response is None for p in message.parts or []):
-            raise InvalidMessageError(
-                "a message cannot mix function responses with text or other parts; send the "
-                "answers in one message and any text in another."
-            )
         answers: list[tuple[Interrupt, JsonValue]] = []
         continuing: set[str] = set()
         for response in message.function_responses:
-            if not response.id:
-                raise InvalidMessageError(
-                    f"function response '{response.name}' has no id; set it to the id of the "
-                    "function call it answers (the interrupt id)."
-                )
+            assert response.id  # _check_answer_parts
             row = await self._open_interrupt(
                 key, InterruptId(response.id), invocation_id, answering.read.pop(response.id, None)
             )
@@ -410,6 +441,40 @@ class _Answering:
     occurrences: Mapping[str, str]
     answered_by: str | None
     read: dict[str, list[Interrupt]]
+
+    def claim(
+        self, first: FunctionResponse, invocation_id: str | None, owner: str, ttl: timedelta
+    ) -> AnswerClaim:
+        """The claim the read of the `first` answer's question takes, if it passes."""
+        interrupt_id = first.id or ""
+        return AnswerClaim(
+            InterruptId(interrupt_id),
+            owner,
+            ttl,
+            invocation_id=InvocationId(invocation_id) if invocation_id else None,
+            occurrence=self.occurrences.get(interrupt_id),
+            answered_by=self.answered_by,
+            progress=bool(first.will_continue),
+        )
+
+
+def _check_answer_parts(message: Content) -> None:
+    """Refuse a message of answers that also holds other parts, or an answer without id.
+
+    Raises:
+        InvalidMessageError: saying which.
+    """
+    if any(p.function_response is None for p in message.parts or []):
+        raise InvalidMessageError(
+            "a message cannot mix function responses with text or other parts; send the "
+            "answers in one message and any text in another."
+        )
+    for response in message.function_responses:
+        if not response.id:
+            raise InvalidMessageError(
+                f"function response '{response.name}' has no id; set it to the id of the "
+                "function call it answers (the interrupt id)."
+            )
 
 
 def _check_progress(row: Interrupt) -> None:

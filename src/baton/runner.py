@@ -289,12 +289,21 @@ class Runner:
         self._check_models()
         # A write the app's state_schema refuses is refused before anything is stored.
         check_state_delta(self.state_schema, dict(state_delta or {}), "the caller's state_delta")
+        # Each call is its own resumer, even when two share this Runner.
+        owner = f"{own_prefix(self.worker_id)}{uuid.uuid4().hex[:8]}"
         plan = await self.planner.plan(
-            key, new_message, invocation_id, dict(state_delta or {}), occurrences, answered_by
+            key,
+            new_message,
+            invocation_id,
+            dict(state_delta or {}),
+            occurrences,
+            answered_by,
+            owner=owner,
+            ttl=self.lease_ttl,
         )
         # Claim before loading the checkpoint (the claim returns it), so a second resumer
-        # fails before it reads it.
-        lease, invocation = await self._lease(plan)
+        # fails before it reads it. An answer's checks may have claimed it already.
+        lease, invocation = await self._lease(plan, owner)
         run: InvocationRun | None = None
         try:
             run = await self._open_run(plan, lease, answered_by, invocation)
@@ -579,10 +588,10 @@ class Runner:
         finally:
             await self._release(lease, run)
 
-    async def _lease(self, plan: RunPlan) -> tuple[Lease, Invocation | None]:
+    async def _lease(self, plan: RunPlan, owner: str) -> tuple[Lease, Invocation | None]:
         """The call's lease, and the invocation it resumes (None for a new one)."""
-        # Each call is its own resumer, even when two share this Runner.
-        owner = f"{own_prefix(self.worker_id)}{uuid.uuid4().hex[:8]}"
+        if plan.claimed is not None:
+            return plan.claimed
         if plan.kind is PlanKind.START:
             return self.store.lease_new(plan.invocation_id, owner, self.lease_ttl), None
         return await self.store.claim_loaded(plan.key, plan.invocation_id, owner, self.lease_ttl)

@@ -1,9 +1,9 @@
 """What a resume sends PostgreSQL: every statement of the answering call goes to asyncpg
 directly (see `sql.postgres`), each a transaction of its own, with no BEGIN or COMMIT.
 
-The round trips are counted, not timed: the checks (one read), the claim (which
-returns the checkpoint), and one statement per step the engine commits (the last one
-gives the lease up).
+The round trips are counted, not timed: the checks' read, which claims the invocation
+and returns its checkpoint when the answer passes them (`Store.claim_answering`), and
+one statement per step the engine commits (the last one gives the lease up).
 """
 
 from __future__ import annotations
@@ -73,10 +73,10 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
         await _drain(runner, session_id, _answer())
 
     assert await _status(runner, session_id) is InvocationStatus.COMPLETED
-    # the session with the answered interrupt (the call's checks), the claim returning
+    # the session with the answered interrupt (the call's checks) and the claim returning
     # the checkpoint; two steps: the answer with ask's output (it completes from the
     # answer), b's output with the run's status and the lease given up
-    assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
+    assert seen.statements == ["WITH", "WITH", "WITH"]
     assert seen.direct == len(seen.statements)
     assert seen.commits == 0
 
@@ -89,4 +89,4 @@ async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> Non
             pass
 
     assert await _status(runner, session_id) is InvocationStatus.COMPLETED
-    assert seen.statements == ["SELECT", "UPDATE", "WITH", "WITH"]
+    assert seen.statements == ["WITH", "WITH", "WITH"]

@@ -236,24 +236,3 @@ async def test_list_interrupts_filters(store: Store) -> None:
     ) == ["inv-1/q1", "inv-1/q2"]
     assert ids(await store.list_interrupts("other", USER)) == ["inv-4/q1"]
     assert await store.list_interrupts(APP, "nobody") == []
-
-
-async def test_the_session_and_its_interrupts_read_together_are_as_read_apart(
-    store: Store,
-) -> None:
-    await _paused_run(store, invocation_id="inv-1")
-    await _ask(store, key(), "inv-2", "q1")
-    await store.create_session(APP, USER, session_id=SessionId("s2"))
-    await _ask(store, key("s2"), "inv-3", "q1")
-
-    session, rows = await store.find_session_interrupts(key(), InterruptId("q1"))
-    alone, none = await store.find_session_interrupts(key("s2"), InterruptId("q-unknown"))
-    missing = await store.find_session_interrupts(key("s9"), InterruptId("q1"))
-
-    assert session == await store.get_session(key(), with_events=False)
-    assert session is not None
-    assert session.state == {"n": 1}
-    assert rows == await store.find_interrupts(key(), InterruptId("q1"))
-    assert [r.invocation_id for r in rows] == ["inv-1", "inv-2"]
-    assert (alone, none) == (await store.get_session(key("s2"), with_events=False), [])
-    assert missing == (None, [])

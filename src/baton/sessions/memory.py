@@ -31,6 +31,8 @@ from baton.sessions.memory_outbox import MemoryOutbox
 from baton.sessions.notifications import notifications_of
 from baton.sessions.paging import Position
 from baton.sessions.store import (
+    AnswerClaim,
+    Answering,
     Claimed,
     Clock,
     Delivery,
@@ -44,6 +46,7 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     Subscription,
+    answerable,
     busy_error,
     lost_error,
     strip_temp_state,
@@ -374,11 +377,16 @@ class MemoryStore:
             if iid == interrupt_id
         ]
 
-    async def find_session_interrupts(
-        self, key: SessionKey, interrupt_id: InterruptId
-    ) -> tuple[Session | None, list[Interrupt]]:
+    async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
         session = await self.get_session(key, with_events=False)
-        return session, await self.find_interrupts(key, interrupt_id)
+        rows = await self.find_interrupts(key, claim.interrupt_id)
+        now = self._clock()
+        invocation_id = answerable(rows, claim, now) if session is not None else None
+        row = None if invocation_id is None else self._invocation_row(invocation_id)
+        if row is None or _is_held(row, claim.owner, now):
+            return Answering(session, rows)
+        lease = await self.claim(InvocationId(row.invocation.id), claim.owner, claim.ttl)
+        return Answering(session, rows, (lease, self._invocation_out(row)))
 
     async def list_interrupts(
         self,
@@ -424,7 +432,7 @@ class MemoryStore:
                 f"invocation '{invocation_id}' does not exist, so it cannot be claimed."
             )
         held = row.lease
-        if held is not None and held.owner != owner and held.expires_at > now:
+        if held is not None and _is_held(row, owner, now):
             raise busy_error(invocation_id, held.owner, held.expires_at, now)
         row.token += 1
         row.lease = Lease(invocation_id, owner, now + ttl.total_seconds(), row.token)
@@ -546,6 +554,12 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+
+
+def _is_held(row: _InvocationRow, owner: str, now: float) -> bool:
+    """Whether someone other than `owner` holds an unexpired lease on the invocation."""
+    held = row.lease
+    return held is not None and held.owner != owner and held.expires_at > now
 
 
 def _latest_run(data: _SessionData) -> InvocationStatus | None:

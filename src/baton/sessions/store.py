@@ -16,13 +16,15 @@ from typing import Protocol, TypeAlias
 from pydantic import Field, JsonValue, computed_field
 
 from baton.errors import InvocationBusyError, LeaseLostError
-from baton.events import Event
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION, Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
     "TIMEOUT_ANSWERER",
+    "AnswerClaim",
+    "Answering",
     "Claimed",
     "Clock",
     "Delivery",
@@ -38,6 +40,7 @@ __all__ = [
     "StepCommit",
     "Store",
     "Subscription",
+    "answerable",
     "busy_error",
     "ends_run",
     "lost_error",
@@ -264,6 +267,34 @@ class Claimed:
     lease: Lease
 
 
+@dataclass(frozen=True)
+class AnswerClaim:
+    """An answer's first read and the claim it may take (`Store.claim_answering`): the
+    interrupt id answered (first), what the caller says of that answer, and who claims
+    the invocation it answers, for how long."""
+
+    interrupt_id: InterruptId
+    owner: str
+    ttl: timedelta
+    # The invocation the caller named, the occurrence it saw, who answers, and whether
+    # the answer is a progress update (`will_continue`): as `Runner.run_async` takes them.
+    invocation_id: InvocationId | None = None
+    occurrence: str | None = None
+    answered_by: str | None = None
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class Answering:
+    """What `Store.claim_answering` read: the session (without events; None when there
+    is none), its index rows with the interrupt id (as `find_interrupts` gives them),
+    and the lease and invocation it claimed (None when it claimed nothing)."""
+
+    session: Session | None
+    interrupts: list[Interrupt]
+    claimed: tuple[Lease, Invocation] | None = None
+
+
 class Subscription(Protocol):
     """Wake-ups from the store: something a worker or a pending stream may act on happened
     (an interrupt opened or was answered, a deadline moved, a running invocation's lease
@@ -359,11 +390,14 @@ class Store(Protocol):
         """Index rows with that id in the session (open or answered), by index, not scan."""
         ...
 
-    async def find_session_interrupts(
-        self, key: SessionKey, interrupt_id: InterruptId
-    ) -> tuple[Session | None, list[Interrupt]]:
-        """The session (without events, or None) and `find_interrupts`' rows, read
-        together: an answer's checks in one round trip."""
+    async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
+        """The session and its rows with `claim.interrupt_id`, read together (an answer's
+        checks), and, only when those rows let the answer through (`answerable`) and
+        nobody else holds an unexpired lease on the invocation it answers, the claim of
+        that invocation as `claim_loaded` takes it, in the same write: a resume's checks
+        and claim in one round trip. An answer the rows refuse claims nothing; a caller
+        whose own checks refuse it after a claim releases the lease.
+        """
         ...
 
     async def list_interrupts(
@@ -552,6 +586,35 @@ def lost_error(lease: Lease) -> LeaseLostError:
         f"of '{lease.owner}' (token {lease.token}) no longer holds, so nothing more of this "
         "run is recorded; the new holder continues it from the last commit."
     )
+
+
+def answerable(rows: Sequence[Interrupt], claim: AnswerClaim, now: float) -> InvocationId | None:
+    """The invocation an answer may claim, judged from its interrupt's index rows as the
+    Runner's checks judge them: the one open row with the id (in `claim.invocation_id`,
+    when given), not past its deadline, asked in the occurrence the caller saw, that
+    `claim.answered_by` may answer, and (for a progress update) a long-running tool's
+    call. None when the checks refuse the answer or must say why (then nothing is
+    claimed). A backend that claims in SQL states this same rule there."""
+    wanted = claim.invocation_id
+    open_rows = [
+        row
+        for row in rows
+        if row.status is InterruptStatus.OPEN and (wanted is None or row.invocation_id == wanted)
+    ]
+    if len(open_rows) != 1:
+        return None
+    row = open_rows[0]
+    refused = (
+        (row.expires_at is not None and row.expires_at <= now)
+        or (claim.occurrence is not None and claim.occurrence != row.occurrence)
+        or (row.assignee is not None and row.assignee != claim.answered_by)
+        or (claim.progress and row.function_name in _ONE_ANSWER_FUNCTIONS)
+    )
+    return None if refused else InvocationId(row.invocation_id)
+
+
+_ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
+"""Questions one answer settles: a progress update (`will_continue`) to them is refused."""
 
 
 def ends_run(status: InvocationStatus | None, error: str | None) -> bool:

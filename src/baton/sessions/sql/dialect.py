@@ -111,6 +111,12 @@ class SqlDialect(Protocol):
         rows say whether the invocation is still running (`writes.released_running`)."""
         ...
 
+    @property
+    def answering_statement(self) -> OneStatement | None:
+        """`Store.claim_answering` as one statement (`answering.ANSWERING`), or None to
+        run it as a transaction of `answering.claim_answering`."""
+        ...
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         """The one statement (and its parameters) landing `commit` outside BEGIN/COMMIT,
         or None to land it as a transaction of the shared `step.write_step`."""

@@ -116,6 +116,10 @@ class MysqlDialect:
         derived = subquery.limit(_NO_LIMIT).subquery()
         return select(*derived.c)  # pyright: ignore[reportReturnType] -- the same columns
 
+    @property
+    def answering_statement(self) -> OneStatement | None:
+        return None  # no UPDATE in a CTE: a transaction
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return None  # without RETURNING a step takes several statements: a transaction
 

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.selectable import Select
 
 from baton.errors import ExtraNotInstalledError
+from baton.sessions.sql.answering import ANSWERING
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecutor
@@ -87,6 +88,10 @@ class PostgresDialect(ReturningStatements):
 
     def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
         return subquery  # a locking read locks only the rows of its FROM tables
+
+    @property
+    def answering_statement(self) -> OneStatement | None:
+        return ANSWERING
 
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return step_at_once(commit, now) if fits_one_statement(commit) else None

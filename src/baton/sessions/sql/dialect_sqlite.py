@@ -77,6 +77,10 @@ class SqliteDialect(ReturningStatements):
     def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
         return subquery  # a locking read locks only the rows of its FROM tables
 
+    @property
+    def answering_statement(self) -> OneStatement | None:
+        return None  # inline, a transaction costs no round trip
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return None  # inline, a transaction costs no round trip: one code path serves all
 

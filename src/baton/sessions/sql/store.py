@@ -36,7 +36,7 @@ from baton.errors import SessionNotFoundError, StoreUnavailableError
 from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
-from baton.sessions.sql import artifacts, memories, outbox, reads, writes
+from baton.sessions.sql import answering, artifacts, memories, outbox, reads, writes
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
@@ -44,6 +44,8 @@ from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
 from baton.sessions.sql.step import INVOCATION_VERSION, stale_error, write_step
 from baton.sessions.store import (
+    AnswerClaim,
+    Answering,
     Claimed,
     Clock,
     Delivery,
@@ -275,13 +277,15 @@ class SqlStore:
         params = {"key_interrupt_id": interrupt_id, **session_params(key)}
         return reads.interrupts_from(await self._one(reads.INTERRUPTS_BY_ID, params, write=False))
 
-    async def find_session_interrupts(
-        self, key: SessionKey, interrupt_id: InterruptId
-    ) -> tuple[Session | None, list[Interrupt]]:
-        """The session and its rows with that id, in one statement."""
-        params = {"key_interrupt_id": interrupt_id, **session_params(key)}
-        rows = await self._one(reads.SESSION_INTERRUPTS, params, write=False)
-        return reads.session_interrupts_from(rows)
+    async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
+        """An answer's checks read, with the claim it lets through (see `Store`): one
+        statement on PostgreSQL, a transaction elsewhere."""
+        now = self._clock()
+        statement = self._dialect.answering_statement
+        if statement is None:
+            return await self._write(answering.claim_answering, self._dialect, key, claim, now)
+        rows = await self._one(statement, answering.answering_params(key, claim, now), write=True)
+        return answering.answering_from(key, claim, rows, now)
 
     async def list_interrupts(
         self,

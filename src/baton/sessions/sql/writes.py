@@ -49,8 +49,10 @@ __all__ = [
     "CLAIM_LOADED",
     "CLAIM_LOADED_FIELDS",
     "HOLDER",
+    "IS_FREE",
     "RELEASE_LEASE",
     "RENEW_LEASE",
+    "TAKEN",
     "OrphanClaim",
     "claim_orphans",
     "claim_params",
@@ -76,21 +78,19 @@ HOLDER = select(
 # Take the lease only when it lapsed, was released, or is already this owner's; the
 # token grows with every claim, which fences out the previous holder's commits.
 _TOKEN = (invocations.c.lease_token,)
-_TAKEN = update(invocations).values(
+TAKEN = update(invocations).values(
     lease_owner=bindparam("key_owner"),
     lease_expires_at=bindparam("key_expires_at"),
     lease_token=invocations.c.lease_token + 1,
 )
-CLAIM = UpdateReturning(
-    _TAKEN.where(
-        _IS_INVOCATION,
-        (invocations.c.lease_owner.is_(None))
-        | (invocations.c.lease_expires_at <= bindparam("key_now"))
-        | (invocations.c.lease_owner == bindparam("key_owner")),
-    ),
-    _TOKEN,
-    _IS_INVOCATION,
+"""An update taking the lease of the invocations it picks (bind `claim_params`)."""
+IS_FREE = (
+    (invocations.c.lease_owner.is_(None))
+    | (invocations.c.lease_expires_at <= bindparam("key_now"))
+    | (invocations.c.lease_owner == bindparam("key_owner"))
 )
+"""Nobody but `key_owner` holds the invocation's lease at `key_now`: a claim may take it."""
+CLAIM = UpdateReturning(TAKEN.where(_IS_INVOCATION, IS_FREE), _TOKEN, _IS_INVOCATION)
 # A claim that also returns the invocation (as `reads.INVOCATION`'s row; bind
 # `session_params` too): a resume's claim and checkpoint read in one round trip.
 _FINGERPRINT = (
@@ -100,13 +100,7 @@ _FINGERPRINT = (
     .label("fingerprint")
 )
 CLAIM_LOADED = UpdateReturning(
-    _TAKEN.where(
-        _IS_INVOCATION,
-        invocations.c.session_pk == _SESSION_PK.scalar_subquery(),
-        (invocations.c.lease_owner.is_(None))
-        | (invocations.c.lease_expires_at <= bindparam("key_now"))
-        | (invocations.c.lease_owner == bindparam("key_owner")),
-    ),
+    TAKEN.where(_IS_INVOCATION, invocations.c.session_pk == _SESSION_PK.scalar_subquery(), IS_FREE),
     (
         invocations.c.lease_token,
         invocations.c.id,
@@ -135,7 +129,7 @@ RELEASE_LEASE = UpdateReturning(
     _IS_INVOCATION,
 )
 # Claims a row `claim_orphans` locked.
-_TAKE = UpdateReturning(_TAKEN.where(_IS_INVOCATION), _TOKEN, _IS_INVOCATION)
+_TAKE = UpdateReturning(TAKEN.where(_IS_INVOCATION), _TOKEN, _IS_INVOCATION)
 
 
 def insert_session(connection: Connection, dialect: SqlDialect, session: Session) -> None:

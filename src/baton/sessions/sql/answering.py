@@ -1,0 +1,186 @@
+"""An answer's checks read and the claim that goes with it (`Store.claim_answering`).
+
+On PostgreSQL it is one statement, `ANSWERING`: one CTE reads the session and its
+interrupt rows with the answered id, and an UPDATE in another claims the invocation
+only when those rows let the answer through (`store.answerable`, stated again in SQL
+here) and nobody else holds its lease; the rows come back with the claim's columns,
+NULL when nothing was claimed. Speed: a resume's checks and claim are one round trip
+instead of two. Elsewhere (SQLite, MySQL, which cannot update in a CTE) it is one
+transaction, `claim_answering`: the same read, `answerable` itself, and
+`writes.CLAIM_LOADED`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    String,
+    and_,
+    bindparam,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.selectable import CTE, Select
+
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION
+from baton.sessions.sql.dialect import Rows, SqlDialect
+from baton.sessions.sql.reads import (
+    SESSION_INTERRUPTS,
+    invocation_from,
+    session_interrupts_from,
+)
+from baton.sessions.sql.schema import invocations, session_params
+from baton.sessions.sql.writes import (
+    CLAIM_LOADED,
+    CLAIM_LOADED_FIELDS,
+    IS_FREE,
+    TAKEN,
+    claim_params,
+)
+from baton.sessions.store import (
+    AnswerClaim,
+    Answering,
+    InterruptStatus,
+    Invocation,
+    Lease,
+    SessionKey,
+    answerable,
+)
+from baton.types import InvocationId
+
+__all__ = ["ANSWERING", "answering_from", "answering_params", "claim_answering"]
+
+_FOUND = SESSION_INTERRUPTS.order_by(None).cte("found")
+_WIDTH = len(_FOUND.c)
+
+
+def _open_rows(found: CTE) -> CTE:
+    """The open rows with the id, in the invocation the caller named (when it did)."""
+    answered_in = bindparam("key_answer_invocation", type_=String)
+    return (
+        select(
+            found.c.interrupt_invocation_id.label("invocation_id"),
+            found.c.interrupt_interrupt_id.label("interrupt_id"),
+            found.c.interrupt_node_path.label("node_path"),
+            found.c.interrupt_function_name.label("function_name"),
+            found.c.interrupt_expires_at.label("expires_at"),
+            found.c.interrupt_assignee.label("assignee"),
+        )
+        .where(
+            found.c.interrupt_status == InterruptStatus.OPEN.value,
+            found.c.interrupt_invocation_id
+            == func.coalesce(answered_in, found.c.interrupt_invocation_id),
+        )
+        .cte("open_rows")
+    )
+
+
+def _occurrence(row: Any) -> ColumnElement[str]:
+    """`Interrupt.occurrence` in SQL: the first 16 hex digits of the SHA-256 of
+    'invocation|node path|interrupt id'."""
+    bar = literal_column("'|'", String)
+    ident = row.invocation_id + bar + row.node_path + bar + row.interrupt_id
+    digest = func.sha256(func.convert_to(ident, literal_column("'UTF8'")))
+    return func.substr(func.encode(digest, literal_column("'hex'")), literal_column("1"), 16)
+
+
+def _lets_through(row: Any) -> ColumnElement[bool]:
+    """`answerable`'s rule for the one open row (the count is checked apart)."""
+    occurrence = _occurrence(row)
+    one_answer = or_(
+        *(row.function_name == literal_column(f"'{name}'") for name in _ONE_ANSWER_FUNCTIONS)
+    )
+    return and_(
+        or_(row.expires_at.is_(None), row.expires_at > bindparam("key_now")),
+        occurrence == func.coalesce(bindparam("key_occurrence", type_=String), occurrence),
+        or_(row.assignee.is_(None), row.assignee == bindparam("key_answered_by", type_=String)),
+        not_(and_(bindparam("key_progress", type_=Boolean), one_answer)),
+    )
+
+
+_ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
+
+
+def _answering() -> Select[Any]:
+    open_rows = _open_rows(_FOUND)
+    only_one = select(func.count()).select_from(open_rows).scalar_subquery() == 1
+    claimed = (
+        TAKEN.where(
+            invocations.c.id.in_(
+                select(open_rows.c.invocation_id).where(_lets_through(open_rows.c))
+            ),
+            only_one,
+            IS_FREE,
+        )
+        .returning(*CLAIM_LOADED.returning)
+        .cte("claimed")
+    )
+    return (
+        select(*_FOUND.c, *claimed.c)
+        .select_from(_FOUND.outerjoin(claimed, true()))
+        .order_by(_FOUND.c.interrupt_created_at, _FOUND.c.interrupt_invocation_id)
+    )
+
+
+ANSWERING = _answering()
+"""PostgreSQL's `claim_answering` in one statement (bind `answering_params`); its rows
+are `SESSION_INTERRUPTS`' followed by `CLAIM_LOADED`'s, read by `answering_from`."""
+
+
+def answering_params(key: SessionKey, claim: AnswerClaim, now: float) -> dict[str, Any]:
+    """What `ANSWERING` binds."""
+    return {
+        **session_params(key),
+        "key_interrupt_id": claim.interrupt_id,
+        "key_answer_invocation": claim.invocation_id,
+        "key_occurrence": claim.occurrence,
+        "key_answered_by": claim.answered_by,
+        "key_progress": claim.progress,
+        "key_owner": claim.owner,
+        "key_expires_at": now + claim.ttl.total_seconds(),
+        "key_now": now,
+    }
+
+
+def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) -> Answering:
+    """What `ANSWERING`'s rows say."""
+    session, found = session_interrupts_from([row[:_WIDTH] for row in rows])
+    if not rows or rows[0][_WIDTH] is None:
+        return Answering(session, found)
+    return Answering(session, found, _claimed(key, claim, now, rows[0][_WIDTH:]))
+
+
+def claim_answering(
+    connection: Connection, dialect: SqlDialect, key: SessionKey, claim: AnswerClaim, now: float
+) -> Answering:
+    """`claim_answering` as a transaction: the read, `answerable`, and the claim."""
+    params = {**session_params(key), "key_interrupt_id": claim.interrupt_id}
+    session, found = session_interrupts_from(dialect.run(connection, SESSION_INTERRUPTS, params))
+    invocation_id = answerable(found, claim, now) if session is not None else None
+    if invocation_id is None:
+        return Answering(session, found)
+    wanted = Lease(invocation_id, claim.owner, now + claim.ttl.total_seconds())
+    params = {**claim_params(wanted, now), **session_params(key)}
+    taken = dialect.update_returning(connection, CLAIM_LOADED, params)
+    if not taken:
+        return Answering(session, found)
+    return Answering(session, found, _claimed(key, claim, now, taken[0]))
+
+
+def _claimed(
+    key: SessionKey, claim: AnswerClaim, now: float, row: tuple[Any, ...]
+) -> tuple[Lease, Invocation]:
+    """The lease and invocation in a row of `CLAIM_LOADED`'s columns."""
+    token, *fields = row
+    invocation = invocation_from(key, tuple(fields), CLAIM_LOADED_FIELDS)
+    expires_at = now + claim.ttl.total_seconds()
+    lease = Lease(InvocationId(invocation.id), claim.owner, expires_at, int(token))
+    return lease, invocation

@@ -1,0 +1,203 @@
+"""An answer's checks read and its claim (`Store.claim_answering`) on every backend: the
+read is what the separate reads give, and the invocation is claimed only when the rows
+let the answer through and its lease is free; any other answer claims nothing at all."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from baton.sessions.store import AnswerClaim, InvocationStatus, Lease, SessionKey, Store
+from baton.types import InterruptId, InvocationId, SessionId
+from tests.conftest import FakeClock
+from tests.store.builders import APP, USER, event, key, question, step
+
+TTL = timedelta(seconds=30)
+INV = InvocationId("inv-1")
+
+
+def _claim(interrupt_id: str = "q1", **fields: object) -> AnswerClaim:
+    claim = AnswerClaim(InterruptId(interrupt_id), "answerer", TTL)
+    return replace(claim, **fields)  # pyright: ignore[reportArgumentType] -- the test's fields
+
+
+async def _paused(
+    store: Store,
+    session: SessionKey | None = None,
+    invocation_id: str = INV,
+    *,
+    held_by: str | None = None,
+    deadline: float | None = None,
+    assignee: str | None = None,
+) -> None:
+    """A session (created when new) whose invocation waits at 'q1', its lease free or
+    held by `held_by`."""
+    session = session or key()
+    if await store.get_session(session, with_events=False) is None:
+        await store.create_session(APP, USER, session_id=session.session_id, state={"n": 0})
+    asked = question(session, invocation_id, "q1").model_copy(
+        update={"timeout": deadline, "assignee": assignee}
+    )
+    paused = step(
+        session,
+        invocation_id,
+        0,
+        events=(event("asked", invocation_id=invocation_id),),
+        state={"n": 1},
+        checkpoint={"at": "ask"},
+        status=InvocationStatus.PAUSED,
+        opened=(asked,),
+    )
+    if held_by is not None:
+        paused.lease = store.lease_new(InvocationId(invocation_id), held_by, TTL)
+    await store.commit_step(paused)
+
+
+async def _next_token(store: Store, invocation_id: str = INV) -> int:
+    """The token the next claim takes (and releases again): shows what was claimed before."""
+    lease = await store.claim(InvocationId(invocation_id), "probe", TTL)
+    await store.release(lease)
+    return lease.token
+
+
+async def test_the_read_is_what_the_session_and_interrupt_reads_give(store: Store) -> None:
+    await _paused(store)
+    await _paused(store, invocation_id="inv-2")
+    await store.create_session(APP, USER, session_id=SessionId("s2"))
+
+    found = await store.claim_answering(key(), _claim())
+    alone = await store.claim_answering(key("s2"), _claim("q-unknown"))
+    missing = await store.claim_answering(key("s9"), _claim())
+
+    assert found.session == await store.get_session(key(), with_events=False)
+    assert found.session is not None
+    assert found.session.state == {"n": 1}
+    assert found.interrupts == await store.find_interrupts(key(), InterruptId("q1"))
+    assert [r.invocation_id for r in found.interrupts] == ["inv-1", "inv-2"]
+    assert alone.session == await store.get_session(key("s2"), with_events=False)
+    assert (alone.interrupts, alone.claimed) == ([], None)
+    assert (missing.session, missing.interrupts, missing.claimed) == (None, [], None)
+
+
+async def test_an_answerable_answer_claims_its_invocation_with_the_read(
+    store: Store, clock: FakeClock
+) -> None:
+    await _paused(store)
+
+    found = await store.claim_answering(key(), _claim(answered_by="alice"))
+
+    assert found.claimed is not None
+    lease, invocation = found.claimed
+    assert (lease.invocation_id, lease.owner, lease.token) == (INV, "answerer", 1)
+    assert clock.now < lease.expires_at <= clock.now + 30
+    assert await store.holder(INV) == lease
+    assert invocation == await store.load_invocation(key(), INV)
+    assert (invocation.checkpoint, invocation.version) == ({"at": "ask"}, 1)
+    assert found.interrupts == await store.find_interrupts(key(), InterruptId("q1"))
+
+
+async def test_a_claim_follows_the_rule_the_runner_checks_by(store: Store) -> None:
+    await _paused(store, assignee="bob")
+    [row] = await store.find_interrupts(key(), InterruptId("q1"))
+
+    as_seen = await store.claim_answering(
+        key(), _claim(occurrence=row.occurrence, answered_by="bob", invocation_id=INV)
+    )
+
+    assert as_seen.claimed is not None
+    assert as_seen.claimed[0].token == 1
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        _claim("q9"),
+        _claim(invocation_id=InvocationId("inv-2")),
+        _claim(occurrence="0123456789abcdef"),
+        _claim(progress=True),
+    ],
+    ids=["unknown id", "other invocation", "stale occurrence", "progress to a question"],
+)
+async def test_an_answer_the_rows_refuse_claims_nothing(store: Store, claim: AnswerClaim) -> None:
+    await _paused(store)
+
+    found = await store.claim_answering(key(), claim)
+
+    assert found.claimed is None
+    assert await store.holder(INV) is None
+    assert await _next_token(store) == 1  # not claimed and released either
+
+
+async def test_an_answered_question_claims_nothing(store: Store) -> None:
+    await _paused(store)
+    await store.commit_step(step(key(), INV, 1, answered={"q1": True}))
+
+    found = await store.claim_answering(key(), _claim())
+
+    assert [row.status for row in found.interrupts] == ["answered"]
+    assert found.claimed is None
+    assert await _next_token(store) == 1
+
+
+async def test_a_question_open_in_two_runs_claims_only_the_one_named(store: Store) -> None:
+    await _paused(store)
+    await _paused(store, invocation_id="inv-2")
+
+    either = await store.claim_answering(key(), _claim())
+    named = await store.claim_answering(key(), _claim(invocation_id=InvocationId("inv-2")))
+
+    assert either.claimed is None
+    assert named.claimed is not None
+    assert named.claimed[0].invocation_id == "inv-2"
+    assert await _next_token(store) == 1
+
+
+async def test_an_expired_question_claims_nothing(store: Store, clock: FakeClock) -> None:
+    await _paused(store, deadline=10)
+    clock.advance(11)
+
+    found = await store.claim_answering(key(), _claim())
+
+    assert found.claimed is None
+    assert await _next_token(store) == 1
+
+
+@pytest.mark.parametrize("answered_by", [None, "alice"])
+async def test_an_assigned_question_claims_nothing_for_anyone_else(
+    store: Store, answered_by: str | None
+) -> None:
+    await _paused(store, assignee="bob")
+
+    found = await store.claim_answering(key(), _claim(answered_by=answered_by))
+
+    assert found.claimed is None
+    assert await _next_token(store) == 1
+
+
+async def test_a_run_held_by_a_live_worker_is_not_taken_from_it(
+    store: Store, clock: FakeClock
+) -> None:
+    await _paused(store, held_by="worker-1")
+    held = await store.holder(INV)
+    clock.advance(10)
+
+    found = await store.claim_answering(key(), _claim())
+
+    assert found.claimed is None
+    assert await store.holder(INV) == held
+    clock.advance(21)  # the lease lapsed: the answer may take it
+    taken = await store.claim_answering(key(), _claim())
+    assert taken.claimed is not None
+    assert taken.claimed[0] == Lease(INV, "answerer", taken.claimed[0].expires_at, 2)
+
+
+async def test_another_session_claims_nothing_of_this_one(store: Store) -> None:
+    await _paused(store)
+    await store.create_session(APP, "v", session_id=SessionId("s1"))
+
+    found = await store.claim_answering(key(user="v"), _claim())
+
+    assert (found.interrupts, found.claimed) == ([], None)
+    assert await _next_token(store) == 1
