@@ -1,6 +1,6 @@
 """Human-in-the-loop runs over HTTP against real `baton api_server` processes (loopback).
 
-    .venv/bin/python bench/http_bench.py [--quick] [--clients 16] [--runs 600]
+    .venv/bin/python bench/http_bench.py [--quick] [--clients 16] [--runs 4000] [--rounds 2]
         [--seconds 60] [--backend sqlite|postgres] [--processes 1|2]
 
 Each of N concurrent clients repeats a whole run: create a session, `POST /run` (the
@@ -152,6 +152,17 @@ class Load:
     elapsed: float
     client_cpu: float  # the load generator's own CPU seconds while measuring
 
+    def __add__(self, other: Load) -> Load:
+        """Two measurements' runs as one."""
+        return Load(
+            self.runs + other.runs,
+            self.requests + other.requests,
+            self.answers + other.answers,
+            self.failures + other.failures,
+            self.elapsed + other.elapsed,
+            self.client_cpu + other.client_cpu,
+        )
+
 
 @dataclass(frozen=True)
 class Result:
@@ -163,6 +174,20 @@ class Result:
     server_cpu: float  # seconds, the server processes together
     database_cpu: float | None  # seconds, PostgreSQL's backends serving them (None: SQLite)
     machine_cpu: float  # seconds, every core busy with anything
+
+    def __add__(self, other: Result) -> Result:
+        """Two rounds of the same measurement as one."""
+        database = None
+        if self.database_cpu is not None and other.database_cpu is not None:
+            database = self.database_cpu + other.database_cpu
+        return Result(
+            self.processes,
+            self.clients,
+            self.load + other.load,
+            self.server_cpu + other.server_cpu,
+            database,
+            self.machine_cpu + other.machine_cpu,
+        )
 
     @property
     def runs_per_second(self) -> float:
@@ -240,6 +265,7 @@ async def database_cpu(servers: list[Server]) -> dict[int, float]:
     for row in rows:
         with contextlib.suppress(OSError):  # a backend that just ended
             spent[row["pid"]] = cpu_seconds(row["pid"])
+
     return spent
 
 
@@ -332,16 +358,20 @@ def _busy(result: Result) -> str:
     )
 
 
-def report_scaling(backend: str, one: Result, two: Result) -> None:
-    """Emit how much two server processes on one database add to one."""
+def report_scaling(backend: str, ones: list[Result], twos: list[Result]) -> None:
+    """Emit how much two server processes on one database add to one: the median of
+    the rounds' ratios, each of two measurements made one after the other."""
+    pairs = zip(ones, twos, strict=True)
+    ratios = [two.runs_per_second / one.runs_per_second for one, two in pairs]
+    one, two = sum(ones[1:], ones[0]), sum(twos[1:], twos[0])
     figures.emit(
         "baton",
         f"http/runs of 2 processes / 1, {one.clients} clients",
         backend,
-        round(two.runs_per_second / one.runs_per_second, 2),
+        round(statistics.median(ratios), 2),
         "x",
-        f"{two.runs_per_second:.1f} / {one.runs_per_second:.1f} runs/s; "
-        f"load average {os.getloadavg()[0]:.2f}",
+        f"rounds: {', '.join(f'{r:.2f}' for r in ratios)}; "
+        f"{two.runs_per_second:.1f} / {one.runs_per_second:.1f} runs/s",
         # The issue's target, for PostgreSQL: two processes give at least 1.6 times one's.
         **({"at_least": 1.6} if backend == "postgres" else {}),
     )
@@ -391,21 +421,26 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--runs", type=int, default=0, help="runs per measurement")
     parser.add_argument("--seconds", type=float, default=0.0, help="longest measurement")
+    parser.add_argument("--rounds", type=int, default=0, help="measurements per figure")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], action="append")
     parser.add_argument("--processes", type=int, choices=[1, 2], action="append")
     args = parser.parse_args()
     runs = args.runs or (1000 if args.quick else 4000)
     seconds = args.seconds or (15.0 if args.quick else 60.0)
+    rounds = args.rounds or (1 if args.quick else 2)
     for backend in args.backend or ["sqlite", "postgres"]:
         floor = await library_floor(backend, 100 if args.quick else 300)
-        results = {
-            processes: await measure(backend, processes, args.clients, runs, seconds)
-            for processes in sorted(set(args.processes or [1, 2]))
-        }
-        for result in results.values():
-            report(backend, result, floor)
-        if 1 in results and 2 in results:
-            report_scaling(backend, results[1], results[2])
+        # Rounds alternate the process counts, so a change in the machine's load
+        # between them weighs on both.
+        measured: dict[int, list[Result]] = {}
+        for _ in range(rounds):
+            for processes in sorted(set(args.processes or [1, 2])):
+                result = await measure(backend, processes, args.clients, runs, seconds)
+                measured.setdefault(processes, []).append(result)
+        for results in measured.values():
+            report(backend, sum(results[1:], results[0]), floor)
+        if 1 in measured and 2 in measured:
+            report_scaling(backend, measured[1], measured[2])
 
 
 if __name__ == "__main__":
