@@ -225,7 +225,8 @@ async def _drive(
         str(LOAD),
         *(s.url for s in servers),
         *("--clients", str(clients), "--runs", str(runs), "--seconds", str(seconds)),
-        *("--warm", str(clients * 2)),
+        # Warm enough that each database connection has planned its statements.
+        *("--warm", str(clients * 8)),
         stdout=asyncio.subprocess.PIPE,
     )
     assert load.stdout is not None
