@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
@@ -13,7 +14,11 @@ from baton.sessions.sql.dialect_postgres import POOLED_CONNECTIONS, create_postg
 async def test_concurrent_transactions_reuse_the_pooled_connections(postgres_url: str) -> None:
     engine = create_postgres_engine(make_url(postgres_url))
     opened: list[object] = []
-    event.listen(engine.sync_engine, "connect", lambda connection, _: opened.append(connection))
+
+    def count(connection: Any, _record: Any) -> None:
+        opened.append(connection)
+
+    event.listen(engine.sync_engine, "connect", count)
 
     async def burst() -> None:
         """POOLED_CONNECTIONS transactions open at once, then all committed."""
