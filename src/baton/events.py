@@ -207,7 +207,7 @@ class Event(WireModel):
         ) -> None: ...
 
     # At run time pydantic's own __init__: `model_fields_set` holds exactly the fields
-    # the caller gave (the shortcuts count as the fields they stand for).
+    # the caller gave (the shortcuts count as the fields they stand for) and the id.
 
     @model_validator(mode="before")
     @classmethod
@@ -215,6 +215,11 @@ class Event(WireModel):
         if not isinstance(data, dict):
             return data
         fields: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType] -- raw input
+        if not fields.get("id"):
+            # Given here, not by the field's default: the id counts as set, as in the
+            # reference (which assigns it after construction), so a dump of the set
+            # fields (`exclude_unset`) keeps it.
+            fields["id"] = new_event_id()
         message = fields.pop("message", None)
         if message is not None and fields.get("content") is None:
             fields["content"] = (

@@ -144,9 +144,13 @@ def test_node_info_names_and_event_fields_set() -> None:
     info = NodeInfo(path="outer@1/inner@2/ask@3")
     assert (info.name, info.parent_run_id) == ("ask", "2")
     assert NodeInfo(path="wf@1").parent_run_id is None
-    assert Event(author="x", output=1).model_fields_set == {"author", "output"}
-    assert Event(message="hi", state={"k": 1}).model_fields_set == {"content", "actions"}
-    assert Event().model_fields_set == set()
+    # As the reference's: the fields given, and the id (it assigns one after construction).
+    assert Event(author="x", output=1).model_fields_set == {"id", "author", "output"}
+    assert Event(message="hi", state={"k": 1}).model_fields_set == {"id", "content", "actions"}
+    assert Event().model_fields_set == {"id"}
+    assert Event(id="e1").id == "e1"
+    kept = Event(author="x").model_dump(exclude_unset=True)
+    assert Event.model_validate(kept).id == kept["id"]
 
 
 def test_in_memory_runner_takes_an_app_or_an_agent() -> None:
