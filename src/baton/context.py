@@ -186,9 +186,10 @@ class InvocationContext:
         # Set by a workflow inside a child's commit: more of its runs are queued, so the
         # child's step would only wait for the next one's code (see `land_held`).
         self.work_queued = False
-        # Ids of events whose `agent_state` is bookkeeping the reference's agents do not
-        # write (an LlmAgent's run start and started calls): stored with the event, since
-        # baton's agents resume from it, and left out of what the caller is shown.
+        # Ids of events whose checkpoint is bookkeeping the reference's agents do not
+        # write (an LlmAgent's run start and started calls, a custom agent's implicit
+        # end): stored with the event, since baton's agents resume from it, and left out
+        # of what the caller is shown.
         self.private_checkpoints: set[str] = set()
         self._agent_states: dict[str, JsonValue] = agent_states if agent_states is not None else {}
         self._end_of_agents: dict[str, bool] = end_of_agents if end_of_agents is not None else {}

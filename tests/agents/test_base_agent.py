@@ -50,8 +50,13 @@ async def test_a_custom_agent_reads_committed_state_of_its_sub_agents(make: Make
     events = await h.start()
 
     assert texts(events) == [("w", "w done"), ("reader", "e- read w=1")]
-    assert events[-1].actions.end_of_agent  # ended for it: it returned without waiting
-    assert texts(events)[-1][1] == "e- read w=1"
+    # Ended for it (it returned without waiting): stored, and shown to no caller, as the
+    # reference ends no custom agent with an event.
+    assert not [e for e in events if e.actions.end_of_agent]
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert [e.author for e in session.events if e.actions.end_of_agent] == ["w", "reader"]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
 async def test_an_agent_is_a_workflow_node_and_its_reply_the_output(make: MakeRunner) -> None:

@@ -194,10 +194,14 @@ async def test_sequential_and_parallel_agents(
         "test_sequential_and_parallel_agents", par, resumable=resumable
     )
     events = [e async for e in par.run_async(ctx)]
+    # baton tags a custom agent's events with its branch (the reference leaves them
+    # without one); as the reference, it is not ended with an event, only the parallel
+    # agent is (which the reference's never is for custom sub-agents).
     assert sorted((e.author, e.branch) for e in events if e.content) == [
         ("p1", "par.p1"),
         ("p2", "par.p2"),
     ]
+    assert [e.author for e in events if e.actions.end_of_agent] == (["par"] if resumable else [])
 
 
 async def _drive(agent: BaseAgent, ctx: InvocationContext, take: Callable[[Event], None]) -> None:

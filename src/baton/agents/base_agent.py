@@ -80,7 +80,8 @@ class BaseAgent(BaseModel):
     schedules_only: ClassVar[bool] = False
     emits_output: ClassVar[bool] = False
     # The reference ends only its own agent classes with an event; a custom agent that
-    # returns is ended for it, quietly (the event is stored, not shown to direct callers).
+    # returns is ended for it, quietly (the event is stored, its end mark shown to no
+    # caller: `InvocationContext.private_checkpoints`).
     ends_quietly: ClassVar[bool] = True
 
     name: str
@@ -263,8 +264,9 @@ class BaseAgent(BaseModel):
             if await self.is_waiting(ctx):
                 return None
             end = await self._end_event(ctx)
-            if type(self).ends_quietly and end.content is None:
-                ctx.quiet.add(end.id)
+            if type(self).ends_quietly:
+                # Stored (the agent resumes from it), not shown: see `ends_quietly`.
+                ctx.invocation_context.private_checkpoints.add(end.id)
             return end
         callbacks = self._after_callbacks(ctx)
         if callbacks is None:

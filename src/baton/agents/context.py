@@ -151,15 +151,11 @@ class AgentContext(InvocationContext):
         self.last_response: str | None = None
         # Runs to skip, by agent: they ended after the step being re-executed began.
         self.replays: Counter[str] = Counter()
-        # Ids of end-of-agent events the reference does not emit (a custom agent's
-        # implicit end): not shown when the agent is driven directly (see agents.direct).
-        self.quiet: set[str] = set()
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
         child.replays = self.replays
-        child.quiet = self.quiet
         return child
 
     @property

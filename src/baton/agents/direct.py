@@ -8,9 +8,9 @@ sees its own turns), its state writes join the run's state, and its checkpoints
 where the caller reads them and from where a second `run_async(ctx)` resumes.
 
 The events shown are the reference's: checkpoints only for a resumable context,
-no end-of-agent event for an agent the reference does not end itself (a custom
-agent's implicit end; see `AgentContext.quiet`), and none of the checkpoints only
-baton's agents write (see `InvocationContext.private_checkpoints`).
+and none of those only baton's agents write (see
+`InvocationContext.private_checkpoints`): an LlmAgent's own, and the end of an
+agent the reference does not end itself (a custom agent's implicit end).
 """
 
 from __future__ import annotations
@@ -84,10 +84,8 @@ def _asked(ctx: AgentContext, iid: str) -> Interrupt:
 
 
 def _shown(event: Event, ctx: AgentContext, *, resumable: bool) -> Event | None:
-    """The event as the reference shows it: checkpoints only on a resumable context, not
-    the quiet ends nor the private checkpoints (see `InvocationContext.private_checkpoints`)."""
-    if event.is_checkpoint_only() and event.id in ctx.quiet:
-        return None
+    """The event as the reference shows it: checkpoints only on a resumable context, and
+    not the private ones (see `InvocationContext.private_checkpoints`)."""
     if resumable and event.id not in ctx.invocation_context.private_checkpoints:
         return event
     return event.without_checkpoints()
