@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator
 import pytest
 from pydantic import InstanceOf
 
-from baton import Event, InvocationContext
+from baton import Event, EventActions, InvocationContext
 from baton.agents import BaseAgent, LoopAgent, ParallelAgent, SequentialAgent
 from baton.sessions.store import InvocationStatus
 from baton.types import Content, Part
@@ -235,3 +235,41 @@ async def test_a_non_resumable_run_streams_no_agent_checkpoints(
     )
     assert session is not None
     assert [e.id for e in session.events if e.is_checkpoint_only()]
+
+
+class Talker(BaseAgent):
+    """Says two things, a pause apart; the first may escalate."""
+
+    pause: float = 0.0
+    escalate: bool = False
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        for said in ("says", "again"):
+            await asyncio.sleep(self.pause)
+            yield Event(
+                author=self.name,
+                message=f"{self.name} {said}",
+                actions=EventActions(escalate=(self.escalate and said == "says") or None),
+            )
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_a_sub_agent_that_escalates_ends_its_parallel_agent_at_once(
+    make: MakeRunner, resumable: bool
+) -> None:
+    par = ParallelAgent(
+        name="par", sub_agents=[Talker(name="p1", escalate=True), Talker(name="p2", pause=0.2)]
+    )
+    loop = LoopAgent(
+        name="loop", max_iterations=2, sub_agents=[par, Step(name="after", runs=Runs())]
+    )
+    h = await make(loop, resumable=resumable)
+
+    events = await h.start()
+
+    # As the reference (google-adk 2.13.0): the escalation stops the other branch and the
+    # escalating agent where they are, ends the parallel agent, and the loop with it.
+    assert texts(events) == [("p1", "p1 says")]
+    ends = [e.author for e in events if e.actions.end_of_agent]
+    assert ends == (["par", "loop"] if resumable else [])
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

@@ -23,7 +23,8 @@ class ParallelAgent(BaseAgent):
     Each sub-agent runs on the branch `[<parent branch>.]<name>.<sub-agent>` and sees
     only its own branch's events besides the shared history (a run started before
     6f16d2b keeps the branches it was started on, see `_branch_prefix`). A resumed
-    run starts only the sub-agents that had not finished; the agent ends when all have.
+    run starts only the sub-agents that had not finished; the agent ends when all have,
+    or at once when one of them escalates (the others stop where they are).
     """
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
@@ -32,14 +33,35 @@ class ParallelAgent(BaseAgent):
         if not resuming:
             agent_ctx.reset_agent_states(a.name for sub in self.sub_agents for a in sub.walk())
             yield self._create_agent_state_event(ctx, ParallelAgentState())
-        prefix = await self._branch_prefix(agent_ctx, resuming=resuming)
-        pending = [s for s in self.sub_agents if s.name not in agent_ctx.ended_agents]
-        streams = [s.run_async(agent_ctx.with_branch(f"{prefix}.{s.name}")) for s in pending]
-        async with aclosing(merge_streams(streams)) as events:
-            async for event in events:
-                yield event
-        if all(s.name in agent_ctx.ended_agents for s in self.sub_agents):
+        escalated = resuming and await self._escalated_since_checkpoint(agent_ctx)
+        if not escalated:
+            prefix = await self._branch_prefix(agent_ctx, resuming=resuming)
+            pending = [s for s in self.sub_agents if s.name not in agent_ctx.ended_agents]
+            streams = [s.run_async(agent_ctx.with_branch(f"{prefix}.{s.name}")) for s in pending]
+            async with aclosing(merge_streams(streams)) as events:
+                async for event in events:
+                    yield event
+                    if self._is_exit(event):
+                        # As the reference: a sub-agent's escalation ends this agent at
+                        # once; closing the merge stops the other branches where they are.
+                        escalated = True
+                        break
+        if escalated or all(s.name in agent_ctx.ended_agents for s in self.sub_agents):
             yield self._create_agent_state_event(ctx, end_of_agent=True)
+
+    def _is_exit(self, event: Event) -> bool:
+        """An escalation by one of its own sub-agents (a deeper one's is its parent's)."""
+        return bool(event.actions.escalate) and any(s.name == event.author for s in self.sub_agents)
+
+    async def _escalated_since_checkpoint(self, ctx: AgentContext) -> bool:
+        """Whether a sub-agent escalated after this agent's last checkpoint (a crash came
+        before its end was committed)."""
+        for event in reversed(await ctx.log.invocation_events()):
+            if event.author == self.name and event.actions.agent_state is not None:
+                return False
+            if self._is_exit(event):
+                return True
+        return False
 
     async def _branch_prefix(self, ctx: AgentContext, *, resuming: bool) -> str:
         """What its sub-agents' branches start with.
