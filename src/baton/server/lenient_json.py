@@ -71,7 +71,8 @@ class LenientJsonMiddleware:
 
 def _is_json(scope: Scope) -> bool:
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    return any(k == b"content-type" and b"json" in v for k, v in headers)
+    # Filtered inside the generator: it yields once, not once per header.
+    return any(b"json" in value for name, value in headers if name == b"content-type")
 
 
 def _replay(messages: list[Message], then: Receive | None = None) -> Receive:

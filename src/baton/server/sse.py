@@ -8,6 +8,7 @@ up, and an error raised before the first event still becomes an HTTP status.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import time
@@ -54,19 +55,46 @@ class ChangeSignal:
     """Wakes every waiter when something that the inbox shows may have changed."""
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        # Made by the first waiter after a notify, so a notify that nobody waits for costs
+        # nothing: runs notify on each of their events, mostly with no stream open.
+        self._event: asyncio.Event | None = None
 
     def notify(self) -> None:
         """Wake the current waiters."""
-        self._event.set()
-        self._event = asyncio.Event()
+        event, self._event = self._event, None
+        if event is not None:
+            event.set()
 
     async def wait(self, seconds: float) -> None:
         """Return on the next notify, or after `seconds` (to see changes by other processes)."""
+        if self._event is None:
+            self._event = asyncio.Event()
         event = self._event
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
                 await event.wait()
+
+
+@final
+class _Mailbox:
+    """An unbounded queue with one reader: what `asyncio.Queue` does for a `RunFeed`, in
+    two calls per item instead of a dozen (a run's reply carries several items)."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[object] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: object) -> None:
+        self._items.append(item)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():  # done: its reader was cancelled
+            waiter.set_result(None)
+
+    async def get(self) -> object:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return self._items.popleft()
 
 
 @final
@@ -81,7 +109,7 @@ class RunFeed:
         on_change: Callable[[], None],
     ) -> None:
         """Start driving `events` in `group`; `on_change` is called after each event."""
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._queue = _Mailbox()
         self._head: object = None
         self._has_head = False
         self._on_change = on_change
@@ -91,19 +119,19 @@ class RunFeed:
         try:
             async with aclosing(events) as stream:
                 async for event in stream:
-                    self._queue.put_nowait(event)
+                    self._queue.put(event)
                     self._on_change()
         except Exception as exc:  # handed to the request; the task group must not fail
-            self._queue.put_nowait(exc)
+            self._queue.put(exc)
         finally:
-            self._queue.put_nowait(_END)
+            self._queue.put(_END)
             self._on_change()
 
     def hand_over(self, reason: Exception) -> None:
         """Cut the run off (the server is shutting down): the reader gets `reason` after
         the events so far, and the run's lease is released as it stops, so another
         process continues it."""
-        self._queue.put_nowait(reason)
+        self._queue.put(reason)
         self.task.cancel()
 
     async def opening(self) -> None:
@@ -129,12 +157,15 @@ class RunFeed:
             assert isinstance(head, Event | Exception)
             yield head
         while True:
-            try:
-                async with asyncio.timeout(idle_after):
-                    item = await self._queue.get()
-            except TimeoutError:
-                yield None
-                continue
+            if idle_after is None:  # /run's and an answer's reply: no timer to arm per event
+                item = await self._queue.get()
+            else:
+                try:
+                    async with asyncio.timeout(idle_after):
+                        item = await self._queue.get()
+                except TimeoutError:
+                    yield None
+                    continue
             if item is _END:
                 return
             assert isinstance(item, Event | Exception)
