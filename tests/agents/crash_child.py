@@ -242,12 +242,47 @@ def build_with_handback(recorder: Recorder) -> BaseAgent:
     )
 
 
+class Escalating(BaseAgent):
+    """Records its execution, then escalates: its ParallelAgent ends at once."""
+
+    recorder: Recorder
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        self.recorder.record(self.name)
+        yield Event(
+            author=self.name,
+            content=types.Content(role="model", parts=[types.Part(text="enough")]),
+            actions=EventActions(escalate=True),
+        )
+
+
+class Slow(BaseAgent):
+    """Records its execution, then takes longer than any test waits."""
+
+    recorder: Recorder
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        self.recorder.record(self.name)
+        await asyncio.sleep(3600)
+        yield Event(author=self.name)
+
+
+def build_with_escalation(recorder: Recorder) -> BaseAgent:
+    """seq[par[p1 (escalates), p2 (slow)], last]: par ends at p1's escalation."""
+    par = ParallelAgent(
+        name="par",
+        sub_agents=[Escalating(name="p1", recorder=recorder), Slow(name="p2", recorder=recorder)],
+    )
+    return SequentialAgent(name="root", sub_agents=[par, Recorded(name="last", recorder=recorder)])
+
+
 ROOTS = {
     "tree": build_root,
     "story": build_story,
     "callbacks": build_with_callbacks,
     "transfer": build_with_transfer,
     "handback": build_with_handback,
+    "escalation": build_with_escalation,
 }
 
 

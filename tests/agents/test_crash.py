@@ -174,3 +174,21 @@ async def kill_and_resume(work: Path, kill_at: int, root: str) -> str:
     ]
     found = "; ".join(p for p in problems if p)
     return f"killed after commit {kill_at}: {found}" if found else ""
+
+
+async def test_a_parallel_agent_killed_after_an_escalation_ends_without_its_branches(
+    tmp_path: Path,
+) -> None:
+    # root: seq[par[p1 escalates, p2 slow], last]; commit 4 holds p1's escalation, and a
+    # run killed right after it must end par on resume, not run p1 and p2 again.
+    for kill_at in range(1, 6):
+        work = tmp_path / f"escalation{kill_at}"
+        work.mkdir()
+        url, key = await prepare(work)
+        start = (url, key.session_id, work, "start", kill_at, "escalation")
+        await asyncio.to_thread(run_child, *start)
+        await asyncio.to_thread(run_child, url, key.session_id, work, "resume", None, "escalation")
+
+        status, _ = await outcome(url, key)
+        assert (kill_at, status) == (kill_at, InvocationStatus.COMPLETED)
+        assert (kill_at, executions(work)) == (kill_at, Counter({"p1": 1, "p2": 1, "last": 1}))
