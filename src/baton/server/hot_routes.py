@@ -10,7 +10,8 @@ then the model). It then runs the route's own checks and code, so the reply is t
 one the FastAPI route sends, refusals included (`refusals.refusal`).
 
 Every other request goes on to FastAPI with its body unread: malformed JSON, a body
-that fails validation, another content type, a query string. So every validation
+that fails validation, another content type, a query string, or any request while
+FastAPI's own OpenTelemetry instrumentation records it. So every validation
 refusal still comes from FastAPI itself, and a request served here is one FastAPI
 would have accepted.
 """
@@ -120,6 +121,9 @@ class HotRoutes:
             or scope["method"] != "POST"
             or scope.get("query_string")
             or scope.get("root_path")
+            # FastAPI's OpenTelemetry spans (a tracer provider is set) name the route
+            # and time its dependencies and endpoint: it serves what it observes.
+            or scope.get("fastapi.telemetry") is not None
         ):
             return None
         path: str = scope["path"]
