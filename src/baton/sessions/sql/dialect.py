@@ -139,7 +139,8 @@ class SqlDialect(Protocol):
 
 OneStatementStep = tuple[Select[Any], dict[str, Any]]
 """A step's one statement and its parameters: it returns no row when the session does
-not exist, and a row holding None instead of the new version when the commit is stale."""
+not exist, and fails with an error `step.is_stale_step` recognizes when the commit is
+stale (the failure rolls it back: nothing landed)."""
 
 
 class EncodedJson(str):

@@ -358,7 +358,12 @@ def stored_event(event: Event) -> str:
     """What an event's row keeps in its `event` column: the event's wire JSON without
     the fields the row has columns for (its invocation id, author and timestamp), which
     would be a quarter of the row again."""
-    return event.model_dump_json(by_alias=True, exclude_none=True, exclude=_IN_COLUMNS)
+    # The model's own serializer, as `model_dump_json` calls it, without that wrapper's
+    # argument plumbing: about a quarter of the call, on every step.
+    json = event.__pydantic_serializer__.to_json(
+        event, by_alias=True, exclude_none=True, exclude=_IN_COLUMNS
+    )
+    return json.decode()
 
 
 def event_from_row(invocation_id: str, author: str, timestamp: float, stored: Any) -> Event:

@@ -19,11 +19,13 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Double,
+    Integer,
     String,
     Text,
     bindparam,
     cast,
     func,
+    literal_column,
     select,
     true,
     update,
@@ -65,6 +67,7 @@ from baton.sessions.store import (
 __all__ = [
     "INVOCATION_VERSION",
     "fits_one_statement",
+    "is_stale_step",
     "stale_error",
     "step_at_once",
     "write_step",
@@ -310,11 +313,34 @@ def _answer_interrupts(
 # answering are fine, see below) land in ONE statement, outside any explicit
 # transaction: a single statement is atomic by itself, so BEGIN and COMMIT, two of its
 # round trips, go too.
-# The order is the same as `write_step`'s: the session row is locked first (FOR NO KEY
-# UPDATE, the lock an UPDATE of it takes), the invocation is advanced only after that
-# (it joins the locked row), and the events are inserted only from the advanced row, so
-# a stale version lands nothing; the session's `updated_at` is set from it too.
-_LOCKED = select(sessions.c.pk).where(IS_SESSION).with_for_update(key_share=True).cte("locked")
+# The order is the same as `write_step`'s: the session row is locked first, by the
+# UPDATE of its `updated_at` (as `_TOUCH_SESSION`), the invocation is advanced only
+# after that (it joins the updated row), and the events are inserted only from the
+# advanced row. Updating the session row once, rather than locking it (FOR NO KEY
+# UPDATE) and updating it later in the statement, spares the server a tuple lock, its
+# WAL record (54 bytes) and a second scan of the row: a tenth of the statement's
+# instructions (callgrind of the backend serving it: 334k a step instead of 371k).
+_LOCKED = (
+    update(sessions)
+    .where(IS_SESSION)
+    .values(updated_at=bindparam("new_updated_at"))
+    .returning(sessions.c.pk)
+    .cte("locked")
+)
+# A stale step (the invocation is not at the expected version, or its lease was taken
+# over) must land nothing, the session's `updated_at` included: its statement fails
+# with this text in its error, which rolls the statement back. It fails by casting the
+# text to an integer (PostgreSQL has no RAISE outside functions); COALESCE evaluates the
+# cast only when the advanced row is missing.
+_STALE_STEP = "baton: stale step in session "
+_INVALID_TEXT = "22P02"  # the SQLSTATE of that cast
+
+
+def is_stale_step(error: BaseException) -> bool:
+    """True when `error` is how a step's one statement (`step_at_once`) says it is stale."""
+    return getattr(error, "sqlstate", None) == _INVALID_TEXT and _STALE_STEP in str(error)
+
+
 _NEW_EVENTS = (
     func.unnest(
         bindparam("key_invocation_ids", type_=postgresql.ARRAY(String)),
@@ -393,8 +419,8 @@ def _reopens_an_answer(commit: StepCommit) -> bool:
 
 def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str, Any]]:
     """The one PostgreSQL statement landing a commit that `fits_one_statement`, with its
-    parameters. It returns no row when the session does not exist, and a row holding
-    None instead of the new version when the commit is stale (nothing landed then)."""
+    parameters. It returns no row when the session does not exist, and fails with an
+    error `is_stale_step` recognizes when the commit is stale (nothing landed then)."""
     creating = commit.expected_version == 0
     if creating:
         changes = _new_invocation(0, commit, now)
@@ -590,17 +616,11 @@ def _step_at_once(
         ["session_pk", "invocation_id", "author", "timestamp", "event"],
         _appended_rows(advanced, one_event=one_event),
     )
-    # The session changed: its last update is this step's (set only from the advanced row).
-    touched = (
-        update(sessions)
-        .where(sessions.c.pk == advanced.c.session_pk)
-        .values(updated_at=bindparam("new_updated_at"))
-    )
+    stale = cast(literal_column(f"'{_STALE_STEP}'", Text) + cast(_LOCKED.c.pk, Text), Integer)
     statement = (
-        select(advanced.c.version)
+        select(func.coalesce(advanced.c.version, stale))
         .select_from(_LOCKED.outerjoin(advanced, true()))
         .add_cte(appended.cte("appended"))
-        .add_cte(touched.cte("touched"))
     )
     if opening:
         statement = statement.add_cte(_open_at_once(advanced).cte("opened"))

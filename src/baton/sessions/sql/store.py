@@ -42,7 +42,7 @@ from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
-from baton.sessions.sql.step import INVOCATION_VERSION, stale_error, write_step
+from baton.sessions.sql.step import INVOCATION_VERSION, is_stale_step, stale_error, write_step
 from baton.sessions.store import (
     AnswerClaim,
     Answering,
@@ -241,16 +241,19 @@ class SqlStore:
     ) -> int:
         """Land a commit in its one statement (see `SqlDialect.one_statement_step`); the
         new version."""
-        rows = await self._one(statement, parameters, write=True)
+        try:
+            rows = await self._one(statement, parameters, write=True)
+        except Exception as error:
+            if not is_stale_step(error):
+                raise
+            found = await self._one(
+                INVOCATION_VERSION, {"key_id": commit.invocation_id}, write=False
+            )
+            raise stale_error(commit, found) from None
         if not rows:
             raise SessionNotFoundError(
                 f"session '{commit.session}' does not exist; create it first."
             )
-        if rows[0][0] is None:
-            found = await self._one(
-                INVOCATION_VERSION, {"key_id": commit.invocation_id}, write=False
-            )
-            raise stale_error(commit, found)
         return commit.expected_version + 1
 
     async def load_invocation(
