@@ -466,7 +466,7 @@ async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Col
             node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
         elif record.message_input:
             node_input = Content.model_validate(record.input)
-        if node.timeout is None and isinstance(node, FunctionNode) and node.is_plain:
+        if node.timeout is None and isinstance(node, FunctionNode) and node.returns_once:
             # Most nodes: one call, one result, no generator to drive or close.
             collector.add(await node.call(ctx, node_input))  # commits at the end
         else:

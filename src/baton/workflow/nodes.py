@@ -352,16 +352,23 @@ class FunctionNode(BaseNode):
         return self._binder, kind
 
     @property
-    def is_plain(self) -> bool:
-        """The function is a plain one (not async, not a generator): `call` runs it.
+    def returns_once(self) -> bool:
+        """The function returns one value (a plain or an `async def` function, not a
+        generator): `call` runs it.
 
-        Plain functions and sync generators run in worker threads (`baton.threads`),
-        so one that blocks never holds the event loop."""
-        return self._calling[1] == "plain"
+        Speed: `call` gives what `run` would yield, without an async generator to create,
+        register with the loop, drive and close on every run."""
+        return self._calling[1] in _RETURNS_ONCE
 
     async def call(self, ctx: Context, node_input: NodeInput) -> object:
-        """Run a plain function in a worker thread: what `run` would yield, without a generator."""
-        return await run_sync(partial(self.func, **self._calling[0].bind(ctx, node_input)))
+        """Run a function that returns once (see `returns_once`): an `async def` one on the
+        loop, a plain one in a worker thread (`baton.threads`), so one that blocks never
+        holds the event loop."""
+        binder, kind = self._calling
+        kwargs = binder.bind(ctx, node_input)
+        if kind == "coroutine":
+            return await self.func(**kwargs)
+        return await run_sync(partial(self.func, **kwargs))
 
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         binder, kind = self._calling
@@ -384,6 +391,9 @@ class FunctionNode(BaseNode):
                 await steps.close()
         else:
             yield await run_sync(partial(func, **kwargs))
+
+
+_RETURNS_ONCE: Final = frozenset({"plain", "coroutine"})
 
 
 @final
