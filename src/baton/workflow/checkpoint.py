@@ -99,7 +99,8 @@ class RunRecord:
             "node": self.node,
             "path": self.path,
             "run_id": self.run_id,
-            "status": self.status.value,
+            # The member's own value attribute: `.value` is a Python-level descriptor.
+            "status": self.status._value_,
             "attempt": self.attempt,
         }
         # Field by field, not a loop over (key, value) tuples: this runs on every step.
