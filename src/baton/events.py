@@ -84,8 +84,28 @@ RouteValue: TypeAlias = str | int | bool
 
 
 def new_event_id() -> str:
-    """A fresh, unique event id."""
-    return os.urandom(16).hex()  # as unique as a uuid4's hex, at a third of the cost
+    """A fresh, unique event id: 16 random bytes from the OS, in hex (as unique as a
+    uuid4's hex, at a third of the cost)."""
+    try:
+        return _spare_ids.pop()
+    except IndexError:  # none left (or another thread took the last one): draw a batch
+        _draw_ids()
+        return new_event_id()
+
+
+# Speed: ids are drawn from the OS a batch at a time, one system call for _ID_BATCH events
+# (a call per event was ~2% of an engine step's time). A forked child drops its parent's spares,
+# so the two never hand out the same id.
+_ID_BATCH: Final = 128
+_spare_ids: Final[list[str]] = []
+
+
+def _draw_ids() -> None:
+    drawn = os.urandom(16 * _ID_BATCH).hex()
+    _spare_ids.extend([drawn[i : i + 32] for i in range(0, len(drawn), 32)])
+
+
+os.register_at_fork(after_in_child=_spare_ids.clear)
 
 
 _JSON_SCALARS: Final = frozenset({str, int, float, bool})
