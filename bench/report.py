@@ -340,7 +340,8 @@ HTTP_TEXT = [
 ]
 RECOVERY_HEADING = "Recovery and deadlines"
 RECOVERY_TEXT = [
-    "Real processes on one machine, 5 repetitions each, seconds. dead-holder: from",
+    "Real processes on one machine, 5 repetitions each (3 with --quick), seconds.",
+    "dead-holder: from",
     "SIGKILL of the process holding a run to the run's next commit by an idle `baton",
     "worker` with another --worker-id (target: lease TTL + 1 s). restarted-holder: from",
     "the ready line of a `baton worker` started with the killed process's --worker-id",
