@@ -47,7 +47,9 @@ async def test_a_killed_servers_notifications_are_sent_by_another_process(
     agents, log = write_app(tmp_path)
     port = black_hole.getsockname()[1]
     url = f"http://127.0.0.1:{port}/hook"
-    notify = ["--notify-url", url, "--notify-secret", SECRET, "--db", store_url]
+    # A 2 s receiver timeout: the dead server's claim lapses 7 s after it died.
+    notify = ["--notify-url", url, "--notify-secret", SECRET, "--notify-timeout", "2"]
+    notify += ["--db", store_url]
     server = await start_baton("api_server", str(agents), "--port", "0", *notify, log=log)
     receiver = Receiver()
     worker = None
@@ -61,8 +63,8 @@ async def test_a_killed_servers_notifications_are_sent_by_another_process(
         black_hole.close()
         await receiver.start(port)  # the receiver is back, at the URL the claim is on
         worker = await start_baton("worker", str(agents), *notify, log=log)
-        # The dead server's claim lapses (its 10 s timeout + 5 s), then the worker sends.
-        [opened] = await receiver.wait_for(1, within=WITHIN + 15)
+        # The dead server's claim lapses (its 2 s timeout + 5 s), then the worker sends.
+        [opened] = await receiver.wait_for(1, within=WITHIN + 7)
     finally:
         if worker is not None:
             worker.signal(signal.SIGTERM)

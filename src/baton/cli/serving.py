@@ -169,21 +169,47 @@ NotifySecretOption = Annotated[
 ]
 
 
-def _notify(urls: list[str] | None, secret: str | None) -> NotifySettings | None:
+NotifyTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--notify-timeout",
+        metavar="SECONDS",
+        help="Seconds a receiver has to answer one notification's POST (default 10). A "
+        "process that dies while sending holds that receiver back for this plus 5 s, "
+        "then another process sends.",
+        show_default=False,
+    ),
+]
+
+
+def _notify(
+    urls: list[str] | None, secret: str | None, timeout: float | None
+) -> NotifySettings | None:
     """The webhook settings the options give (None without --notify-url); bad ones are
     refused naming the option."""
     if not urls:
-        if secret:
-            raise typer.BadParameter(
-                "--notify-secret is given but no --notify-url; add the receiver's URL.",
-                param_hint="--notify-url",
-            )
+        for given, option in ((secret, "--notify-secret"), (timeout, "--notify-timeout")):
+            if given is not None and given != "":
+                raise typer.BadParameter(
+                    f"{option} is given but no --notify-url; add the receiver's URL.",
+                    param_hint="--notify-url",
+                )
         return None
+    if timeout is not None and not (0 < timeout < float("inf")):
+        raise typer.BadParameter(
+            f"{timeout} is not a number of seconds above 0; give it as e.g. 10.",
+            param_hint="--notify-timeout",
+        )
     try:
-        return NotifySettings(tuple(urls), secret or "")
+        return NotifySettings(tuple(urls), secret or "", **_given(timeout=timeout))
     except ValueError as error:
         hint = "--notify-secret" if "secret" in str(error) else "--notify-url"
         raise typer.BadParameter(str(error), param_hint=hint) from None
+
+
+def _given(**options: float | None) -> dict[str, float]:
+    """The options that were given (the others keep NotifySettings' defaults)."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 @cli.command("api_server")
@@ -207,6 +233,7 @@ def api_server(
     worker_id: WorkerIdOption = None,
     notify_url: NotifyUrlOption = None,
     notify_secret: NotifySecretOption = None,
+    notify_timeout: NotifyTimeoutOption = None,
 ) -> None:
     """Serve the apps of AGENTS_DIR over HTTP: the reference API plus pending inputs.
 
@@ -226,7 +253,7 @@ def api_server(
     settings = replace(
         settings,
         trace_to_ui=trace_to_ui,
-        notify=_notify(notify_url, notify_secret),
+        notify=_notify(notify_url, notify_secret, notify_timeout),
         access_log=access_log,
     )
     named = _checked_worker_id(worker_id)
@@ -256,6 +283,7 @@ def web(
     worker_id: WorkerIdOption = None,
     notify_url: NotifyUrlOption = None,
     notify_secret: NotifySecretOption = None,
+    notify_timeout: NotifyTimeoutOption = None,
 ) -> None:
     """Serve the apps and the web inbox: answer pending inputs in a browser.
 
@@ -272,7 +300,7 @@ def web(
     settings = replace(
         settings,
         trace_to_ui=trace_to_ui,
-        notify=_notify(notify_url, notify_secret),
+        notify=_notify(notify_url, notify_secret, notify_timeout),
         access_log=access_log,
     )
     named = _checked_worker_id(worker_id)
@@ -292,6 +320,7 @@ def worker(
     worker_id: WorkerIdOption = None,
     notify_url: NotifyUrlOption = None,
     notify_secret: NotifySecretOption = None,
+    notify_timeout: NotifyTimeoutOption = None,
 ) -> None:
     """Continue runs of AGENTS_DIR's apps whose process died, and enforce question
     deadlines, without serving HTTP. Run as many as you like against one database.
@@ -306,7 +335,7 @@ def worker(
     """
     identity = _checked_worker_id(worker_id) or f"{_host()}:{os.getpid()}"
     operation = Operation(lease_ttl, True, grace, identity)
-    execute(_work(agents_dir, db, operation, _notify(notify_url, notify_secret)))
+    execute(_work(agents_dir, db, operation, _notify(notify_url, notify_secret, notify_timeout)))
 
 
 @final
