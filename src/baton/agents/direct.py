@@ -22,7 +22,7 @@ from typing import Protocol
 from baton.agents.context import AgentContext, EventLog
 from baton.context import Context, InvocationContext
 from baton.events import Event
-from baton.sessions.store import Interrupt
+from baton.workflow.execution import open_interrupt
 
 __all__ = ["run_directly"]
 
@@ -66,21 +66,8 @@ def _apply(event: Event, ctx: AgentContext) -> None:
     for iid in sorted(event.long_running_tool_ids or ()):
         # The agent waits for this call's answer: it is not ended for it (`is_waiting`).
         if iid not in run.resume_inputs:
-            run.open_interrupts[iid] = _asked(ctx, iid)
+            run.open_interrupts[iid] = open_interrupt(ctx.invocation_context, ctx.node_path, iid)
     ctx.log.add(event)
-
-
-def _asked(ctx: AgentContext, iid: str) -> Interrupt:
-    """The question a waiting call asks, as the run's open interrupt (nothing indexes it)."""
-    return Interrupt(
-        app_name=ctx.app_name,
-        user_id=ctx.user_id,
-        session_id=ctx.session.id,
-        invocation_id=ctx.invocation_id,
-        interrupt_id=iid,
-        node_path=ctx.node_path,
-        function_name="",
-    )
 
 
 def _shown(event: Event, ctx: AgentContext, *, resumable: bool) -> Event | None:

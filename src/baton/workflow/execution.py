@@ -58,6 +58,7 @@ __all__ = [
     "event_author",
     "execute_run",
     "message_value",
+    "open_interrupt",
     "wants_execution",
 ]
 
@@ -380,13 +381,19 @@ def _context_for(
 
 def carried_interrupt(invocation: InvocationContext, record: RunRecord, iid: str) -> Interrupt:
     """A still-open interrupt carried over from an earlier execution (its index row exists)."""
+    return open_interrupt(invocation, record.path, iid)
+
+
+def open_interrupt(invocation: InvocationContext, node_path: str, iid: str) -> Interrupt:
+    """The run's record of a question `node_path` waits on: what the engine needs of it
+    (no function name; its index row, if any, holds the rest)."""
     return Interrupt(
         app_name=invocation.app_name,
         user_id=invocation.user_id,
         session_id=invocation.session.id,
         invocation_id=invocation.invocation_id,
         interrupt_id=iid,
-        node_path=record.path,
+        node_path=node_path,
         function_name="",
     )
 
