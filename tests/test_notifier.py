@@ -204,3 +204,10 @@ async def test_an_expired_question_is_notified_by_the_worker(
 def test_bad_settings_are_refused(urls: tuple[str, ...], secret: str, names: str) -> None:
     with pytest.raises(ValueError, match=names):
         NotifySettings(urls, secret)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("inf"), float("nan")])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused(timeout: float) -> None:
+    # An endless POST timeout would hold a dead sender's claim on its receiver for ever.
+    with pytest.raises(ValueError, match="must be a finite number of seconds above 0"):
+        NotifySettings(("http://x/hook",), SECRET, timeout=timeout)

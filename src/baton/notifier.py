@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping
@@ -117,10 +118,14 @@ class NotifySettings:
                 "notifications are signed: give a secret (--notify-secret or "
                 "BATON_NOTIFY_SECRET) that receivers verify with."
             )
-        if not (self.timeout > 0 and 0 < self.first_retry <= self.longest_retry):
+        if (
+            not (self.timeout > 0 and math.isfinite(self.timeout))
+            or not 0 < self.first_retry <= self.longest_retry
+        ):
             raise ValueError(
-                f"timeout ({self.timeout}) and first_retry ({self.first_retry}) must be "
-                f"positive, and first_retry at most longest_retry ({self.longest_retry})."
+                f"timeout ({self.timeout}) must be a finite number of seconds above 0 "
+                f"(--notify-timeout), and first_retry ({self.first_retry}) positive and "
+                f"at most longest_retry ({self.longest_retry})."
             )
 
     def retry_delay(self, attempts: int) -> float:

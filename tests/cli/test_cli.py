@@ -536,7 +536,7 @@ def test_bad_operation_options_are_refused_naming_the_option(command: str, tmp_p
         ("--notify-secret", "s"): "no --notify-url",
         ("--notify-timeout", "5"): "--notify-timeout is given but no --notify-url",
         ("--notify-url", "http://127.0.0.1:9/x", "--notify-secret", "s", "--notify-timeout", "0"): (
-            "not a number of seconds above 0"
+            "must be a finite number of seconds above 0"
         ),
         (
             "--notify-url",
@@ -545,7 +545,7 @@ def test_bad_operation_options_are_refused_naming_the_option(command: str, tmp_p
             "s",
             "--notify-timeout",
             "inf",
-        ): ("not a number of seconds above 0"),
+        ): ("must be a finite number of seconds above 0"),
         ("--notify-url", "http://127.0.0.1:9/x", "--notify-secret", "s", "--notify-timeout", "x"): (
             "--notify-timeout"
         ),

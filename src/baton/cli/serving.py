@@ -195,21 +195,20 @@ def _notify(
                     param_hint="--notify-url",
                 )
         return None
-    if timeout is not None and not (0 < timeout < float("inf")):
-        raise typer.BadParameter(
-            f"{timeout} is not a number of seconds above 0; give it as e.g. 10.",
-            param_hint="--notify-timeout",
-        )
     try:
-        return NotifySettings(tuple(urls), secret or "", **_given(timeout=timeout))
+        return NotifySettings(
+            tuple(urls),
+            secret or "",
+            timeout=NotifySettings.timeout if timeout is None else timeout,
+        )
     except ValueError as error:
-        hint = "--notify-secret" if "secret" in str(error) else "--notify-url"
-        raise typer.BadParameter(str(error), param_hint=hint) from None
-
-
-def _given(**options: float | None) -> dict[str, float]:
-    """The options that were given (the others keep NotifySettings' defaults)."""
-    return {name: value for name, value in options.items() if value is not None}
+        problem = str(error)
+        hint = "--notify-url"
+        if "secret" in problem:
+            hint = "--notify-secret"
+        elif "timeout" in problem:
+            hint = "--notify-timeout"
+        raise typer.BadParameter(problem, param_hint=hint) from None
 
 
 @cli.command("api_server")
