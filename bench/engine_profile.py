@@ -96,9 +96,14 @@ def main() -> None:
         per_node = statistics.median(seconds) / CHAIN_NODES * 1e6
         print(f"chain-async {args.backend}: {per_node:.1f} us/node (median of {len(seconds)})")
     if profiler is not None:
-        stats = pstats.Stats(profiler)
-        stats.sort_stats("tottime").print_stats(45)
-        stats.sort_stats("cumulative").print_stats(60)
+        print_profile(profiler)
+
+
+def print_profile(profiler: cProfile.Profile) -> None:
+    """The functions with the most own time, then the most time inside them."""
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(45)
+    stats.sort_stats("cumulative").print_stats(60)
 
 
 if __name__ == "__main__":
