@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pydantic_core
 from jsonschema import Draft202012Validator
 from jsonschema import exceptions as schema_errors
 from jsonschema.exceptions import ValidationError
@@ -41,7 +42,7 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     if isinstance(value, str) and schema.get("type") not in (None, "string"):
         with contextlib.suppress(ValueError):
             value = json.loads(value)
-    validator = Draft202012Validator(schema)
+    validator = _validator_for(schema)
     value = _without_null_optionals(validator, schema, schema, value)
     errors: list[ValidationError] = list(
         validator.iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
@@ -54,6 +55,24 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
         f"answer to interrupt '{row.interrupt_id}' does not match its response_schema: "
         f"{where}: {error.message}. Nothing was stored; correct the answer and send it again."
     )
+
+
+_VALIDATORS_KEPT = 256
+# Validators by their schema's JSON text. Building one (its reference registry) costs
+# more than checking a small answer, and a question's schema recurs on every answer to
+# it. Keyed by content, a schema that changed (a new workflow version) gets its own.
+_validators: dict[bytes, Draft202012Validator] = {}
+
+
+def _validator_for(schema: dict[str, JsonValue]) -> Draft202012Validator:
+    """A validator of `schema`, kept for the next answer to the same schema."""
+    key = pydantic_core.to_json(schema)
+    validator = _validators.get(key)
+    if validator is None:
+        if len(_validators) >= _VALIDATORS_KEPT:
+            del _validators[next(iter(_validators))]  # the oldest
+        validator = _validators[key] = Draft202012Validator(schema)
+    return validator
 
 
 def _without_null_optionals(

@@ -80,3 +80,38 @@ async def test_an_answer_without_a_function_name_is_named_after_its_question(
     assert (sent.id, sent.name) == ("ok", REQUEST_INPUT_FUNCTION)
     assert response.name is None  # the caller's message is left as it was
     assert events[-1].output == "approved=True"
+
+
+class Amount(BaseModel):
+    amount: int
+
+
+def ask_amount(node_input: Any) -> RequestInput:
+    return RequestInput(interrupt_id="ok", message="How much?", response_schema=Amount)
+
+
+async def test_an_answer_is_checked_against_the_schema_its_question_has_now(
+    make_harness: MakeHarness,
+) -> None:
+    # The same question id asks for a Decision, then (a new version of the workflow) for
+    # an Amount: an answer that fitted the first schema is refused by the second.
+    first = await make_harness(Workflow(name="wf", edges=[("START", ask, done)]))
+    await first.start("go")
+    events = await first.answer(("ok", {"approved": True}))
+    assert events[-1].output == "approved=True"
+
+    def shown(node_input: Any) -> str:
+        return f"amount={node_input['amount']}"
+
+    second = await make_harness(Workflow(name="wf", edges=[("START", ask_amount, shown)]))
+    await second.start("go")
+    with pytest.raises(InvalidResponseError, match="'amount' is a required property"):
+        await second.answer(("ok", {"approved": True}))
+    [row] = await second.runner.pending(user_id=second.user_id, session_id=second.session_id)
+    assert (row.interrupt_id, row.message, row.answer) == ("ok", "How much?", None)
+
+    events = await second.answer(("ok", {"amount": 7}))
+    assert events[-1].output == "amount=7"
+    await first.start("again")  # the first schema is asked again, after the second
+    with pytest.raises(InvalidResponseError, match="'approved' is a required property"):
+        await first.answer(("ok", {"amount": 7}))
