@@ -11,7 +11,7 @@ from baton import Event, EventActions, InvocationContext
 from baton.agents import BaseAgent
 from baton.agents.context import as_agent_context
 from baton.models import LlmRequest, ScriptedModel
-from baton.types import Content, Part
+from baton.types import Content, FunctionCall, Part
 
 
 class Boom(RuntimeError):
@@ -81,3 +81,31 @@ def counting_model(name: str, runs: Runs, reply: str | None = None) -> ScriptedM
         return reply if reply is not None else f"{name} says {run}"
 
     return ScriptedModel(model=name, responder=respond)
+
+
+class Models:
+    """Agents' models that count their calls: some reply "<name> done", one asks a
+    long-running call first and keeps its requests."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.asker_requests: list[LlmRequest] = []
+
+    def reply(self, name: str) -> ScriptedModel:
+        def respond(request: LlmRequest) -> str | list[FunctionCall]:
+            self.calls[name] += 1
+            return f"{name} done"
+
+        return ScriptedModel(responder=respond)
+
+    def asks(self, name: str, call: FunctionCall) -> ScriptedModel:
+        """Makes `call` until the request holds a function response, then says done."""
+
+        def respond(request: LlmRequest) -> str | list[FunctionCall]:
+            self.calls[name] += 1
+            self.asker_requests.append(request)
+            if any(c.function_responses for c in request.contents):
+                return f"{name} done"
+            return [call]
+
+        return ScriptedModel(responder=respond)

@@ -12,7 +12,6 @@ and nothing that finished runs again.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -22,44 +21,22 @@ from sqlalchemy.engine import Connection
 
 from baton import App, DatabaseSessionService, ResumabilityConfig, Runner
 from baton.agents import LlmAgent, ParallelAgent, SequentialAgent
-from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.sql import schema
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.store import InvocationStatus
 from baton.tools import LongRunningFunctionTool
 from baton.types import Content, FunctionCall, FunctionResponse, Part
+from tests.agents.agents import Models
 
 NEW_PREFIX = "par.inner.par2."
 OLD_PREFIX = "par.inner."
 
 
+ASK = FunctionCall(id="cz", name="approve", args={"x": 1})
+
+
 def approve(x: int) -> None:
     """Waits for a person's approval."""
-
-
-class Models:
-    """Each agent's model: counts its calls, keeps z's requests."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.z_requests: list[LlmRequest] = []
-
-    def reply(self, name: str) -> ScriptedModel:
-        def respond(request: LlmRequest) -> str | list[FunctionCall]:
-            self.calls[name] += 1
-            return f"{name} done"
-
-        return ScriptedModel(responder=respond)
-
-    def asks(self) -> ScriptedModel:
-        def respond(request: LlmRequest) -> str | list[FunctionCall]:
-            self.calls["z"] += 1
-            self.z_requests.append(request)
-            if any(c.function_responses for c in request.contents):
-                return "z done"
-            return [FunctionCall(id="cz", name="approve", args={"x": 1})]
-
-        return ScriptedModel(responder=respond)
 
 
 def tree(models: Models) -> ParallelAgent:
@@ -68,7 +45,9 @@ def tree(models: Models) -> ParallelAgent:
         name="par2",
         sub_agents=[
             LlmAgent(name="y", model=models.reply("y")),
-            LlmAgent(name="z", model=models.asks(), tools=[LongRunningFunctionTool(approve)]),
+            LlmAgent(
+                name="z", model=models.asks("z", ASK), tools=[LongRunningFunctionTool(approve)]
+            ),
         ],
     )
     inner = SequentialAgent(
@@ -137,7 +116,7 @@ async def test_a_run_paused_in_a_nested_parallel_agent_resumes_on_its_branches(
 
     # Only z's model is asked, once, and it sees its own call and the answer.
     assert after.calls == {"z": 1}
-    seen = [p for c in after.z_requests[0].contents for p in c.parts or []]
+    seen = [p for c in after.asker_requests[0].contents for p in c.parts or []]
     assert [p.function_call.id for p in seen if p.function_call] == ["cz"]
     assert [p.function_response.id for p in seen if p.function_response] == ["cz"]
     shown: list[tuple[str, str | None, JsonValue]] = [

@@ -52,6 +52,18 @@ class Trigger:
     input: JsonValue = None
     # The input is a user's message (`Content` as JSON): START's successors get it as one.
     message: bool = False
+    # The conversation branch of the run it starts (see `RunRecord.branch`): `branch`
+    # itself, or with `fan_out` (one of several successors) a lane of its own below it,
+    # `<branch>.<node>@<run id>`, as the reference names it.
+    branch: str | None = None
+    fan_out: bool = False
+
+    def run_branch(self, run_id: str) -> str | None:
+        """The branch of the run this trigger starts, once its run id is known."""
+        if not self.fan_out:
+            return self.branch
+        lane = f"{self.node}@{run_id}"
+        return f"{self.branch}.{lane}" if self.branch else lane
 
 
 @dataclass(slots=True)
@@ -78,9 +90,12 @@ class RunRecord:
     ended_agents: list[str] = field(default_factory=list)
     child: WorkflowState | None = None
     error: str | None = None
-    # A dynamic child's `ctx.run_node` options: the branch its events carry, and the runs
-    # its output stands for (use_as_output: the caller's, and those the caller's stands for).
+    # The conversation branch its events carry (None: the workflow's root, which every
+    # agent sees): a run after a fan-out is on a lane of its own, a dynamic child where
+    # `ctx.run_node` put it. Kept with the run, so it resumes on the branch it started on.
     branch: str | None = None
+    # A dynamic child's runs its output stands for (use_as_output: the caller's, and
+    # those the caller's stands for).
     output_for: list[str] = field(default_factory=list)
     # Set as the run completes, read as the workflow folds it in (so never stored): it
     # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
@@ -210,6 +225,9 @@ class WorkflowState:
     queue: list[Trigger] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
     joins: dict[str, dict[str, JsonValue]] = field(default_factory=dict)
+    # The branches of the join arrivals that had one, by join and predecessor: the join
+    # runs on the branch they share.
+    join_branches: dict[str, dict[str, str]] = field(default_factory=dict)
     output: JsonValue = None
     # The last output of each terminal node (no outgoing edges) that produced one.
     terminal_outputs: dict[str, JsonValue] = field(default_factory=dict)
@@ -231,8 +249,7 @@ class WorkflowState:
             data["queue"] = [_trigger_json(t) for t in self.queue]
         if self.runs:
             data["runs"] = {key: run.to_json() for key, run in self.runs.items()}
-        if self.joins:
-            data["joins"] = {join: dict(arrivals) for join, arrivals in self.joins.items()}
+        self._put_joins(data)
         if self.output is not None:
             data["output"] = self.output
         if self.terminal_outputs:
@@ -256,11 +273,24 @@ class WorkflowState:
             }
         return data
 
+    def _put_joins(self, data: dict[str, JsonValue]) -> None:
+        """Copies of the join arrivals and their branches, when there are any."""
+        if self.joins:
+            data["joins"] = {join: dict(arrivals) for join, arrivals in self.joins.items()}
+        if self.join_branches:
+            data["join_branches"] = {
+                join: dict(branches) for join, branches in self.join_branches.items()
+            }
+
 
 def _trigger_json(trigger: Trigger) -> dict[str, JsonValue]:
     data: dict[str, JsonValue] = {"node": trigger.node, "input": trigger.input}
     if trigger.message:
         data["message"] = True
+    if trigger.branch is not None:
+        data["branch"] = trigger.branch
+    if trigger.fan_out:
+        data["fan_out"] = True
     return data
 
 

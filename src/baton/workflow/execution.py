@@ -115,6 +115,7 @@ async def complete_with_answers(
         output=output,
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
     )
+    _put_on_branch(event, record)
 
     def mutate() -> None:
         record.status = RunStatus.COMPLETED
@@ -247,10 +248,10 @@ class _Collector:
         return not _is_bare(event)
 
     def _place(self, event: Event) -> None:
-        """A dynamic child's event: on its branch, its output standing for its callers'."""
+        """The event on the run's branch, its output standing for its callers' (a dynamic
+        child's, with `use_as_output`)."""
         record = self.record
-        if record.branch is not None and event.branch is None:
-            event.branch = record.branch
+        _put_on_branch(event, record)
         info = event.node_info
         if record.output_for and info and (event.output is not None or info.message_as_output):
             event.node_info = info.model_copy(
@@ -308,6 +309,7 @@ class _Collector:
             node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
         )
         event.actions.state_delta = dict(delta)
+        _put_on_branch(event, self.record)
         return event
 
     def parts(self) -> StepParts:
@@ -588,13 +590,21 @@ async def _close(items: AsyncIterator[object]) -> None:
 def _error_event(
     node: Node, record: RunRecord, invocation: InvocationContext, error: BaseException
 ) -> Event:
-    return Event(
+    event = Event(
         invocation_id=invocation.invocation_id,
         author=event_author(node),
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
         error_code=type(error).__name__,
         error_message=str(error),
     )
+    _put_on_branch(event, record)
+    return event
+
+
+def _put_on_branch(event: Event, record: RunRecord) -> None:
+    """The event on its run's conversation branch, unless it names one of its own."""
+    if record.branch is not None and event.branch is None:
+        event.branch = record.branch
 
 
 async def _commit_attempt_error(
@@ -653,15 +663,15 @@ async def _commit_end(
         and getattr(node, "emits_output", True)
         and not ctx.delegates_output
     ):
-        collector.events.append(
-            Event.of_output(
-                ctx.output,
-                invocation_id=ctx.invocation_id,
-                author=event_author(node),
-                path=record.path,
-                run_id=record.run_id,
-            )
+        event = Event.of_output(
+            ctx.output,
+            invocation_id=ctx.invocation_id,
+            author=event_author(node),
+            path=record.path,
+            run_id=record.run_id,
         )
+        _put_on_branch(event, record)
+        collector.events.append(event)
     parts = collector.parts()
     saved = ctx.take_artifact_delta()
     if not parts.events and (parts.state_delta or saved):

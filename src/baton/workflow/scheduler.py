@@ -132,7 +132,8 @@ class Workflow(BaseNode):
         frontier = _restart(state) if restarted else []
         if not state.started or restarted:
             state.started = True
-            state.queue.extend(_start_triggers(self.graph.successors(_START, []), node_input))
+            successors = self.graph.successors(_START, [])
+            state.queue.extend(_start_triggers(successors, node_input, record.branch))
         schema = self.state_schema or current_state_schema.get()
         token = current_state_schema.set(schema)  # the children's tasks inherit it
         author = current_workflow.set(self.name)  # its children's events are signed with it
@@ -169,13 +170,31 @@ class Workflow(BaseNode):
         return state.output  # a checkpoint written before terminal outputs were recorded
 
 
-def _start_triggers(successors: list[str], node_input: NodeInput) -> list[Trigger]:
-    """START's successors' triggers: a user's message goes on as one (`Content`), as in the
-    reference; anything else as it is."""
+def _start_triggers(
+    successors: list[str], node_input: NodeInput, branch: str | None
+) -> list[Trigger]:
+    """START's successors' triggers, on the workflow's branch (on lanes of their own when
+    there are several): a user's message goes on as one (`Content`), as in the reference;
+    anything else as it is."""
+    fan_out = len(successors) > 1
     if isinstance(node_input, Content):
         message = node_input.model_dump(mode="json", exclude_none=True)
-        return [Trigger(node=n, input=message, message=True) for n in successors]
-    return [Trigger(node=n, input=node_input) for n in successors]
+        return [
+            Trigger(node=n, input=message, message=True, branch=branch, fan_out=fan_out)
+            for n in successors
+        ]
+    return [Trigger(node=n, input=node_input, branch=branch, fan_out=fan_out) for n in successors]
+
+
+def _shared_branch(branches: list[str | None]) -> str | None:
+    """The branch the given ones lie on (their common leading segments), None for none."""
+    split = [b.split(".") if b else [] for b in branches]
+    shared: list[str] = []
+    for segments in zip(*split, strict=False):
+        if any(s != segments[0] for s in segments):
+            break
+        shared.append(segments[0])
+    return ".".join(shared) or None
 
 
 def _is_model_class(value: object) -> bool:
@@ -191,6 +210,7 @@ def _restart(state: WorkflowState) -> list[RunRecord]:
     state.queue.clear()
     state.runs.clear()
     state.joins.clear()
+    state.join_branches.clear()
     state.counters.clear()
     state.output = None
     state.terminal_outputs.clear()
@@ -281,6 +301,7 @@ class _Scheduler:
                 input=trigger.input,
                 message_input=trigger.message,
                 child=forked.child if forked is not None else None,
+                branch=trigger.run_branch(str(run_id)),
             )
             self.state.runs[run.key] = run
             self.running += 1
@@ -323,6 +344,7 @@ class _Scheduler:
             message_input=trigger.message,
             output=outcome.output,
             routes=list(outcome.routes),
+            branch=trigger.run_branch(outcome.run_id),
         )
         self._absorb(done, record=record)
 
@@ -373,11 +395,16 @@ class _Scheduler:
         ):
             return  # nothing to pass on: its successors wait for a run that produces output
         successors = self.graph.successors(run.node, run.routes)
+        # As in the reference: successors of a run go on its branch, each on a lane of its
+        # own when there are several, so agents on parallel paths do not see each other.
+        fan_out = len(successors) > 1
         for name in successors:
             if name in self.graph.joins:
                 self._arrive(name, run)
             else:
-                self.state.queue.append(Trigger(node=name, input=run.output))
+                self.state.queue.append(
+                    Trigger(node=name, input=run.output, branch=run.branch, fan_out=fan_out)
+                )
         if run.node in self.graph.terminals and run.output is not None:
             self.state.terminal_outputs[run.node] = run.output
 
@@ -387,6 +414,10 @@ class _Scheduler:
     def _arrive(self, join: str, run: RunRecord) -> None:
         arrivals = self.state.joins.setdefault(join, {})
         arrivals[run.node] = run.output
+        if run.branch is not None:
+            self.state.join_branches.setdefault(join, {})[run.node] = run.branch
         if all(p in arrivals for p in self.graph.predecessors.get(join, [])):
-            self.state.queue.append(Trigger(node=join, input=dict(arrivals)))
+            branches = self.state.join_branches.pop(join, {})
+            shared = _shared_branch([branches.get(p) for p in arrivals])
+            self.state.queue.append(Trigger(node=join, input=dict(arrivals), branch=shared))
             del self.state.joins[join]
