@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, JsonValue
 
 from baton import App, Context, Event, RequestInput, ResumabilityConfig, Workflow
-from baton.server.app import create_app
+from baton.server.app import create_app, drain_server
 from baton.server.catalog import AppCatalog, load_app
 from baton.server.connections import PARSER, Parser, server_config
 from baton.server.security import ApiKeys
@@ -140,6 +140,7 @@ async def serve(app: FastAPI, limits: Limits | None = None, parser: Parser = PAR
 
 
 StartLive = Callable[..., Any]
+_GRACE = 30.0  # create_app's default: runs still going at a server's stop may pause
 
 
 @pytest.fixture
@@ -148,7 +149,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
 
     Each server gets its own SQLite file unless `db_url` names a shared database.
     """
-    stack: list[tuple[Serving, Live]] = []
+    stack: list[tuple[Serving, Live, FastAPI]] = []
 
     async def start(
         apps: list[App] | None = None,
@@ -181,17 +182,26 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             limits=limits,
             recover=recover,
             hot_routes=hot_routes,
+            grace=_GRACE,
         )
         serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10)
         live = Live(serving.url, client, service, app)
-        stack.append((serving, live))
+        stack.append((serving, live, app))
         return live
 
     yield start
-    for serving, live in reversed(stack):
+    for _, live, _ in stack:
         await live.client.aclose()
-        await serving.stop()
+    # As `baton api_server` stops on SIGTERM: the drain starts at once, so the worker and
+    # live streams wind down while uvicorn closes connections (a drain that waited for
+    # uvicorn's shutdown would add the worker's poll, 0.2 s, to every server's stop); and
+    # the servers stop together, each paying uvicorn's fixed 0.1-0.2 s at the same time.
+    async with asyncio.TaskGroup() as group:
+        for serving, _, app in stack:
+            drain_server(app, _GRACE)
+            group.create_task(serving.stop())
+    for _, live, _ in stack:
         await live.service.close()
 
 
