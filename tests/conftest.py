@@ -10,6 +10,8 @@
   opens its own store: `SqlStore(url)`, `DatabaseSessionService(url)`, a crash
   test's subprocess or a server. Pass it on as is: the PostgreSQL URL carries its
   schema as `?search_path=...`, which `SqlStore` understands.
+- `emptied_store_url`: like `store_url`, but PostgreSQL and MySQL databases at the latest
+  schema, reused (see `_reused_database_url`), for code that needs no unmigrated database.
 - `clock`: the `FakeClock` every fixture store reads; `clock.advance(s)` moves time.
 - `live_store`: a store on each backend that reads real time, for workers and deadlines.
 
@@ -115,6 +117,16 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
     """A fresh, empty database URL: a SQLite file, a new PostgreSQL schema, a new MySQL
     database."""
     async with _database_url(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", _POSTGRES, _MYSQL])
+async def emptied_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A database URL with no rows, like `store_url`, but the PostgreSQL and MySQL ones are
+    databases an earlier test left, emptied (see `_reused_database_url`): for servers and
+    stores that need no unmigrated database. Request it before `start_live`, so that its
+    servers stop before the database is emptied for the next test."""
+    async with _reused_database_url(request.param, tmp_path) as url:
         yield url
 
 

@@ -38,8 +38,8 @@ def report_app() -> App:
 
 
 @pytest.fixture
-async def served(start_live: StartLive, store_url: str) -> tuple[Live, str]:
-    live: Live = await start_live([report_app()], db_url=store_url)
+async def served(emptied_store_url: str, start_live: StartLive) -> tuple[Live, str]:
+    live: Live = await start_live([report_app()], db_url=emptied_store_url)
     session = await live.create("reports", "ann")
     await live.start("reports", "ann", session)
     return live, f"/apps/reports/users/ann/sessions/{session}/artifacts"

@@ -50,8 +50,10 @@ def _respond(sid: str, interrupt: str = "approve") -> str:
     return f"/apps/refunds/users/ann/sessions/{sid}/interrupts/{interrupt}/respond"
 
 
-async def test_the_assignee_answers_with_their_key(start_live: StartLive, store_url: str) -> None:
-    live: Live = await start_live([manager_app()], keys=KEYS, db_url=store_url)
+async def test_the_assignee_answers_with_their_key(
+    emptied_store_url: str, start_live: StartLive
+) -> None:
+    live: Live = await start_live([manager_app()], keys=KEYS, db_url=emptied_store_url)
     client = live.client
     sid = await paused_for_bob(live, ANN)
 

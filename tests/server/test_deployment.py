@@ -20,10 +20,10 @@ from tests.server.test_routes import read_sse
 
 
 async def test_two_servers_on_one_database_share_runs(
-    start_live: StartLive, store_url: str
+    emptied_store_url: str, start_live: StartLive
 ) -> None:
-    first: Live = await start_live(db_url=store_url)
-    second: Live = await start_live(db_url=store_url)
+    first: Live = await start_live(db_url=emptied_store_url)
+    second: Live = await start_live(db_url=emptied_store_url)
     sid = await first.create("approval", "u")
     paused = await first.start("approval", "u", sid)
     pending = (await second.client.get("/apps/approval/users/u/pending")).json()

@@ -110,9 +110,9 @@ async def test_graph_routes_need_a_key_when_keys_are_on(start_live: StartLive) -
 
 
 async def test_an_exported_session_imports_as_history_that_says_what_cannot_go_on(
-    start_live: StartLive, store_url: str
+    emptied_store_url: str, start_live: StartLive
 ) -> None:
-    live = await expense_live(start_live, db_url=store_url)
+    live = await expense_live(start_live, db_url=emptied_store_url)
     sid = await live.create("expense_approval", "ann")
     await live.start("expense_approval", "ann", sid, "120.50 taxi to the airport")
     exported = (await live.client.get(f"/apps/expense_approval/users/ann/sessions/{sid}")).json()

@@ -25,8 +25,10 @@ async def rewind(live: Live, sid: str, body: Any) -> Any:
     return await live.client.post(f"/apps/approval/users/u/sessions/{sid}/rewind", json=body)
 
 
-async def test_rewind_route_undoes_a_waiting_run(start_live: StartLive, store_url: str) -> None:
-    live: Live = await start_live(db_url=store_url)
+async def test_rewind_route_undoes_a_waiting_run(
+    emptied_store_url: str, start_live: StartLive
+) -> None:
+    live: Live = await start_live(db_url=emptied_store_url)
     sid, first, second = await paused_twice(live)
     base = f"/apps/approval/users/u/sessions/{sid}"
     events = (await live.client.get(base)).json()["events"]
@@ -67,8 +69,8 @@ async def test_rewind_route_undoes_a_waiting_run(start_live: StartLive, store_ur
     assert done.json()[-1]["output"] == 'done:{"approved": false}'
 
 
-async def test_checkpoints_and_fork_routes(start_live: StartLive, store_url: str) -> None:
-    live: Live = await start_live(db_url=store_url)
+async def test_checkpoints_and_fork_routes(emptied_store_url: str, start_live: StartLive) -> None:
+    live: Live = await start_live(db_url=emptied_store_url)
     sid, first, second = await paused_twice(live)
     base = f"/apps/approval/users/u/sessions/{sid}"
     listed = await live.client.get(f"{base}/checkpoints")
@@ -120,9 +122,9 @@ async def test_checkpoints_and_fork_routes(start_live: StartLive, store_url: str
 
 
 async def test_a_fork_at_a_step_is_continued_from_there(
-    start_live: StartLive, store_url: str
+    emptied_store_url: str, start_live: StartLive
 ) -> None:
-    live: Live = await start_live(db_url=store_url, recover=False)
+    live: Live = await start_live(db_url=emptied_store_url, recover=False)
     sid, first, _ = await paused_twice(live)
     base = f"/apps/approval/users/u/sessions/{sid}"
     points = (await live.client.get(f"{base}/checkpoints")).json()

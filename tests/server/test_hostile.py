@@ -37,9 +37,11 @@ async def everything(store: Store) -> list[JsonValue]:
 
 
 @pytest.fixture
-async def guarded(start_live: StartLive, store_url: str) -> Live:
+async def guarded(emptied_store_url: str, start_live: StartLive) -> Live:
     """A key-protected server with small limits, holding one paused run of user 'u'."""
-    live: Live = await start_live(db_url=store_url, keys=["op-key"], headers=KEY, limits=LIMITS)
+    live: Live = await start_live(
+        db_url=emptied_store_url, keys=["op-key"], headers=KEY, limits=LIMITS
+    )
     sid = await live.create("approval", "u", sessionId="s1")
     await live.start("approval", "u", sid)
     return live

@@ -24,8 +24,8 @@ def recall_app() -> App:
 
 
 @pytest.fixture
-async def live(start_live: StartLive, store_url: str) -> Live:
-    started: Live = await start_live([recall_app()], db_url=store_url)
+async def live(emptied_store_url: str, start_live: StartLive) -> Live:
+    started: Live = await start_live([recall_app()], db_url=emptied_store_url)
     return started
 
 

@@ -104,9 +104,9 @@ async def test_a_connection_that_sends_nothing_is_closed(start_live: StartLive) 
 
 
 async def test_a_body_sent_a_byte_at_a_time_gets_408_and_changes_nothing(
-    start_live: StartLive, store_url: str
+    emptied_store_url: str, start_live: StartLive
 ) -> None:
-    live: Live = await start_live(limits=FAST, db_url=store_url)
+    live: Live = await start_live(limits=FAST, db_url=emptied_store_url)
     sid = await live.create("approval", "u")
     before = await everything(live.service.store)
     body = json.dumps({"appName": "approval", "userId": "u", "sessionId": sid}).encode()
