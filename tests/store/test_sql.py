@@ -8,23 +8,23 @@ import sys
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy import Engine, create_mock_engine, func, inspect, select, text
 from sqlalchemy import event as sql_events
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateTable
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
 from baton.sessions.services import DatabaseSessionService, SqliteSessionService
 from baton.sessions.sql import SqlStore, reads, schema
 from baton.sessions.sql.backends import open_dialect
-from baton.sessions.sql.dialect import SqlDialect
+from baton.sessions.sql.dialect import EncodedJson, SqlDialect
 from baton.sessions.sql.executors import Executor
 from baton.sessions.sql.migrations import LATEST_VERSION, MIGRATIONS, migrate, read_version
 from baton.sessions.store import InvocationStatus
@@ -117,7 +117,7 @@ async def test_a_database_of_step_1_migrates_to_exactly_todays_schema(store_url:
         shape = await database.transact(_schema_shape, write=False)
         kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
 
-    assert shape == _declared_shape()
+    assert shape == _declared_shape(store_url)
     assert kept == 1
     store = SqlStore(store_url)
     try:  # the running invocation of the old database lapsed: recovery may claim it
@@ -168,6 +168,83 @@ async def test_migration_10_keeps_the_outbox_and_never_reuses_a_number(store_url
         await store.close()
     assert after is not None
     assert [(n.seq, n.kind) for n in after.notifications] == [(2, "run.completed")]
+
+
+async def test_migration_14_keeps_every_sessions_events_in_order_and_its_runs_resumable(
+    store_url: str,
+) -> None:
+    """On PostgreSQL the events' key becomes (session, seq), standing in for the
+    (session, seq) index; a database of step 13 with two sessions' events interleaved
+    reads each session's events in order after it, newest first with a limit too, and
+    its lapsed run is claimed and continues, its next event after the old ones."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=13)
+        await database.transact(_seed_events_13, write=True)
+        assert await _migrate(database) == [14]
+        keyed, indexes = await database.transact(_events_key_and_indexes, write=False)
+    on_postgresql = store_url.startswith("postgresql")
+    assert keyed == (["session_pk", "seq"] if on_postgresql else ["seq"])
+    assert ("ix_baton_events_session_seq" in indexes) is not on_postgresql
+    store = SqlStore(store_url)
+    try:
+        newest = await store.get_session(key(), event_limit=1)
+        other = await store.get_session(key("s2"))
+        (claimed,) = await store.claim_orphans([APP], "w/1", timedelta(seconds=5), limit=5)
+        events = (event("e2", invocation_id="inv-1"),)
+        commit = replace(step(key(), "inv-1", 2, events=events), lease=claimed.lease)
+        assert await store.commit_step(commit) == 3
+        resumed = await store.get_session(key())
+        run = await store.list_events(key(), InvocationId("inv-1"))
+    finally:
+        await store.close()
+    assert newest is not None
+    assert texts(newest.events) == ["e1"]
+    assert other is not None
+    assert texts(other.events) == ["x0", "x1"]
+    assert resumed is not None
+    assert texts(resumed.events) == ["e0", "e1", "e2"]
+    assert texts(run) == ["e0", "e1", "e2"]
+
+
+def _seed_events_13(connection: Connection) -> None:
+    """Sessions s1 (with invocation inv-1 at version 2, its lease lapsed) and s2, whose
+    events were appended in turns."""
+    for session_id in ("s1", "s2"):
+        connection.execute(
+            schema.sessions.insert().values(
+                app_name=APP, user_id=USER, session_id=session_id, state={}, updated_at=1.0
+            )
+        )
+    pks = dict(connection.execute(select(schema.sessions.c.session_id, schema.sessions.c.pk)).all())
+    connection.execute(
+        schema.invocations.insert().values(
+            id="inv-1",
+            session_pk=pks["s1"],
+            status=InvocationStatus.RUNNING.value,
+            checkpoint={"at": "b"},
+            version=2,
+            created_at=1.0,
+            updated_at=1.0,
+        )
+    )
+    for i in range(2):
+        for session_id, text_, invocation_id in (("s1", f"e{i}", "inv-1"), ("s2", f"x{i}", "")):
+            written = event(text_, invocation_id=invocation_id)
+            connection.execute(
+                schema.events.insert().values(
+                    session_pk=pks[session_id],
+                    invocation_id=invocation_id,
+                    author=written.author,
+                    timestamp=written.timestamp,
+                    event=EncodedJson(schema.stored_event(written)),
+                )
+            )
+
+
+def _events_key_and_indexes(connection: Connection) -> tuple[list[str], list[str]]:
+    found = inspect(connection)
+    keyed = [str(c) for c in found.get_pk_constraint("baton_events")["constrained_columns"]]
+    return keyed, [str(i["name"]) for i in found.get_indexes("baton_events")]
 
 
 def _seed_outbox_9(connection: Connection) -> None:
@@ -255,11 +332,25 @@ def _schema_shape(connection: Connection) -> Shape:
     }
 
 
-def _declared_shape() -> Shape:
+def _declared_shape(url: str) -> Shape:
+    """The shape `schema` declares on that URL's database (some indexes exist on some
+    databases only: see `schema.events`)."""
+    created: list[Any] = []
+
+    def record(ddl: Any, *_args: Any, **_kwargs: Any) -> None:
+        created.append(ddl)
+
+    declaring = create_mock_engine(f"{open_dialect(url).url.drivername}://", record)
+    schema.metadata.create_all(declaring, checkfirst=False)
+    indexes = {ddl.element for ddl in created if isinstance(ddl, CreateIndex)}
     return {
         table.name: (
             sorted((c.name, bool(c.nullable)) for c in table.columns),
-            sorted((str(i.name), tuple(c.name for c in i.columns)) for i in table.indexes),
+            sorted(
+                (str(i.name), tuple(c.name for c in i.columns))
+                for i in table.indexes
+                if i in indexes
+            ),
         )
         for table in schema.metadata.sorted_tables
     }

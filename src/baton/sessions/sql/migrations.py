@@ -470,6 +470,19 @@ def _v13_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     ]
 
 
+def _v14_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    # See `schema.events`: on PostgreSQL the primary key leads with the session and
+    # stands in for the (session, seq) index.
+    if dialect != "postgresql":
+        return []
+    ddl = [
+        "ALTER TABLE baton_events DROP CONSTRAINT baton_events_pkey, "
+        "ADD PRIMARY KEY (session_pk, seq)",
+        _drop_index(dialect, "ix_baton_events_session_seq", "baton_events"),
+    ]
+    return [_ddl(statement) for statement in ddl]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -488,6 +501,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "no foreign key from events to sessions on PostgreSQL", _v11_statements),
     Migration(12, "memories kept in the sessions' database, with their words", _v12_statements),
     Migration(13, "an index reading one invocation's events in order", _v13_statements),
+    Migration(14, "events keyed by (session, seq) on PostgreSQL: one index fewer", _v14_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
