@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import sys
+import threading
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -671,6 +672,42 @@ async def test_sqlite_waits_for_another_writer_off_the_event_loop(tmp_path: Path
         assert texts(session.events) == ["hi"]
     finally:
         await store.close()
+
+
+async def test_sqlite_transactions_run_inline_again_once_the_worker_is_done(
+    tmp_path: Path,
+) -> None:
+    """Transactions arriving while one waits out another process's write lock wait for
+    it, then run on the event loop's thread again, though more keep arriving: they do not
+    stay queued on the worker, a thread hop each, for as long as the load lasts."""
+    path = tmp_path / "convoy.db"
+
+    def thread(connection: Connection) -> int:
+        return threading.get_ident()
+
+    async with _database(f"sqlite:///{path}") as database:
+        await database.transact(thread, write=False)  # the file is in WAL mode
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        waiting = asyncio.create_task(database.transact(thread, write=True))
+        after: list[int] = []  # threads of the transactions begun once it was done
+
+        async def client() -> None:
+            for _ in range(30):
+                done = waiting.done()
+                ran_on = await database.transact(thread, write=True)
+                if done:
+                    after.append(ran_on)
+
+        clients = [asyncio.create_task(client()) for _ in range(8)]
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        other.execute("COMMIT")
+        other.close()
+        assert await waiting != threading.get_ident()  # it waited on the worker
+        await asyncio.gather(*clients)
+    assert len(after) > 8 * 25
+    assert set(after) == {threading.get_ident()}
 
 
 async def test_sqlite_wal_is_checkpointed_while_steps_commit_inline(tmp_path: Path) -> None:
