@@ -141,7 +141,7 @@ def write_step(connection: Connection, dialect: SqlDialect, commit: StepCommit, 
         if commit.status is InvocationStatus.REWOUND:
             parameters = {"key_invocation_id": commit.invocation_id}
             dialect.run(connection, _CLOSE_REWOUND, parameters)
-    record_notifications(connection, commit, now)
+    record_notifications(connection, dialect, commit, now)
     return version
 
 
