@@ -57,6 +57,7 @@ APP = "approve"
 _URL = re.compile(rb"http://127\.0\.0\.1:(\d+)")
 _TICKS = os.sysconf("SC_CLK_TCK")
 _POSTGRES_PORT = make_url(POSTGRES_URL).port or 5432
+_SUMMARY_LIMIT = 64 * 1024 * 1024  # bytes of the load generator's summary line
 
 
 def cpu_seconds(pid: int) -> float:
@@ -228,6 +229,9 @@ async def _drive(
         # Warm enough that each database connection has planned its statements.
         *("--warm", str(clients * 8)),
         stdout=asyncio.subprocess.PIPE,
+        # Its summary is one line with every answer's latency: past 64 KiB (some 3,000
+        # runs), the default limit, reading it failed.
+        limit=_SUMMARY_LIMIT,
     )
     assert load.stdout is not None
     try:
