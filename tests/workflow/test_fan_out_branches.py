@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 from pydantic import JsonValue
 
-from baton import Event, FunctionNode, JoinNode, LlmAgent, Workflow
+from baton import Context, Event, FunctionNode, JoinNode, LlmAgent, Workflow
 from baton.models import LlmRequest, ScriptedModel
 from baton.types import FunctionCall
 from tests.harness import MakeHarness
@@ -237,3 +237,57 @@ async def test_each_run_of_a_fan_in_sees_only_the_path_it_came_from(
     assert second[-1] == "user:b says"
     assert not [line for line in first if "b says" in line]
     assert not [line for line in second if "a says" in line]
+
+
+def child(node_input: str) -> str:
+    return f"child out {node_input}"
+
+
+async def claims(ctx: Context, node_input: JsonValue) -> None:
+    """Its output is its child's, whose events are on a branch of their own."""
+    await ctx.run_node(child, "x", use_sub_branch=True, use_as_output=True)
+
+
+async def claims_a_claim(ctx: Context, node_input: JsonValue) -> None:
+    await ctx.run_node(
+        FunctionNode(claims, name="mid"), "m", use_sub_branch=True, use_as_output=True
+    )
+
+
+async def uses(ctx: Context, node_input: JsonValue) -> str:
+    return "q " + await ctx.run_node(child, "y", use_sub_branch=True)
+
+
+async def test_an_output_that_stands_for_its_callers_goes_on_the_outermost_callers_branch(
+    make_harness: MakeHarness,
+) -> None:
+    s = FunctionNode(claims, name="s")
+    p, q = FunctionNode(claims_a_claim, name="p"), FunctionNode(uses, name="q")
+    h = await make_harness(Workflow(name="wf", edges=[("START", s, (p, q)), ((p, q), end())]))
+
+    events = await h.start()
+
+    # As the reference: a claimed output is on its claimer's branch (the outermost
+    # claimer's, through a claim of a claim); an unclaimed child's stays on its own.
+    assert sorted(shown(events), key=lambda e: e[2] or "") == [
+        ("wf", "p@1", "wf@1/p@1/mid@1/child@1", "child out x"),
+        ("wf", "q@1", "wf@1/q@1", "q child out y"),
+        ("wf", "q@1.child@1", "wf@1/q@1/child@1", "child out y"),
+        ("wf", None, "wf@1/s@1/child@1", "child out x"),
+    ]
+
+
+async def test_an_agents_reply_that_stands_for_its_callers_goes_on_the_callers_branch(
+    make_harness: MakeHarness,
+) -> None:
+    agent = Models().agent("ag")
+
+    async def asks_agent(ctx: Context, node_input: JsonValue) -> str:
+        return await ctx.run_node(agent, "hi", use_sub_branch=True, use_as_output=True)
+
+    p, q = FunctionNode(asks_agent, name="p"), FunctionNode(done, name="q")
+    h = await make_harness(Workflow(name="wf", edges=[("START", (p, q))]))
+
+    events = await h.start()
+
+    assert shown(events) == [("ag", "p@1", "wf@1/p@1/ag@1", "ag says")]

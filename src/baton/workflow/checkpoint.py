@@ -95,8 +95,10 @@ class RunRecord:
     # `ctx.run_node` put it. Kept with the run, so it resumes on the branch it started on.
     branch: str | None = None
     # A dynamic child's runs its output stands for (use_as_output: the caller's, and
-    # those the caller's stands for).
+    # those the caller's stands for), and the branch its output event goes on then: the
+    # outermost of those callers', as in the reference.
     output_for: list[str] = field(default_factory=list)
+    output_branch: str | None = None
     # Set as the run completes, read as the workflow folds it in (so never stored): it
     # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
     waits_for_output: bool = False
@@ -129,6 +131,8 @@ class RunRecord:
             data["error"] = self.error
         if self.branch is not None:
             data["branch"] = self.branch
+        if self.output_branch is not None:
+            data["output_branch"] = self.output_branch
         self._put_containers(data)
         if self.child is not None:
             data["child"] = self.child.to_json()

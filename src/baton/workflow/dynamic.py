@@ -137,6 +137,7 @@ class DynamicRuns:
                 input=value,
                 branch=override_branch or _sub_branch(parent.branch, call.key, use_sub_branch),
                 output_for=[parent.path, *parent.output_for] if use_as_output else [],
+                output_branch=_claimer_branch(parent) if use_as_output else None,
             )
             state.runs[call.key] = record
         task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
@@ -256,6 +257,12 @@ def _sub_branch(branch: str | None, key: str, use_sub_branch: bool) -> str | Non
     if not use_sub_branch:
         return branch
     return f"{branch}.{key}" if branch else key
+
+
+def _claimer_branch(parent: RunRecord) -> str | None:
+    """The branch of the run a child's output stands for at the top (`use_as_output`):
+    the caller's, or the caller's own claimer's."""
+    return parent.output_branch if parent.output_for else parent.branch
 
 
 def _check_run_id(name: str, run_id: str, state: WorkflowState, key: str) -> None:

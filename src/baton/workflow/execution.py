@@ -211,7 +211,7 @@ class _Collector:
         if event.node_info is None:
             event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
         if self.record.branch is not None or self.record.output_for:
-            self._place(event)
+            self.place(event)
         if event.output is not None and not self._take_output(event):
             return
         if event.actions.route is not None:
@@ -247,9 +247,10 @@ class _Collector:
         event.output = None  # the value still goes to the next nodes, through ctx.output
         return not _is_bare(event)
 
-    def _place(self, event: Event) -> None:
+    def place(self, event: Event) -> None:
         """The event on the run's branch, its output standing for its callers' (a dynamic
-        child's, with `use_as_output`)."""
+        child's, with `use_as_output`): that one on the branch of the outermost of them,
+        as in the reference, so what runs after it there sees it."""
         record = self.record
         _put_on_branch(event, record)
         info = event.node_info
@@ -257,6 +258,8 @@ class _Collector:
             event.node_info = info.model_copy(
                 update={"output_for": [record.path, *record.output_for]}
             )
+            if event.content is None or not event.content.function_responses:
+                event.branch = record.output_branch
 
     def _note_long_running(self, event: Event) -> None:
         if not event.long_running_tool_ids:
@@ -670,7 +673,8 @@ async def _commit_end(
             path=record.path,
             run_id=record.run_id,
         )
-        _put_on_branch(event, record)
+        if record.branch is not None or record.output_for:
+            collector.place(event)
         collector.events.append(event)
     parts = collector.parts()
     saved = ctx.take_artifact_delta()
