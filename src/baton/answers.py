@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 
 import pydantic_core
@@ -57,22 +58,21 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     )
 
 
-_VALIDATORS_KEPT = 256
-# Validators by their schema's JSON text. Building one (its reference registry) costs
-# more than checking a small answer, and a question's schema recurs on every answer to
-# it. Keyed by content, a schema that changed (a new workflow version) gets its own.
-_validators: dict[bytes, Draft202012Validator] = {}
-
-
 def _validator_for(schema: dict[str, JsonValue]) -> Draft202012Validator:
     """A validator of `schema`, kept for the next answer to the same schema."""
-    key = pydantic_core.to_json(schema)
-    validator = _validators.get(key)
-    if validator is None:
-        if len(_validators) >= _VALIDATORS_KEPT:
-            del _validators[next(iter(_validators))]  # the oldest
-        validator = _validators[key] = Draft202012Validator(schema)
-    return validator
+    return _validator_of(pydantic_core.to_json(schema))
+
+
+# Validators by their schema's JSON text, the 256 used last. Building one (its reference
+# registry) costs more than checking a small answer, and a question's schema recurs on
+# every answer to it. Keyed by content, a schema that changed (a new workflow version)
+# gets its own. `lru_cache` because every Runner's sync calls run on a loop thread of
+# their own: its lock keeps threads replacing validators at once from failing (a dict
+# evicted by hand raised KeyError there), and each validator holds a schema of its own,
+# decoded from the key, that no caller's dict can change under it.
+@functools.lru_cache(maxsize=256)
+def _validator_of(schema_json: bytes) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))
 
 
 def _without_null_optionals(
