@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -190,6 +192,29 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / f'baton-{uuid.uuid4().hex[:8]}.db'}"
 
 
+_sqlite_template: list[Path] = []  # the migrated SQLite file, once made (see migrated_sqlite)
+
+
+async def migrated_sqlite(path: Path) -> Path:
+    """Put a SQLite file at `path` with the latest schema and no rows; return `path`.
+
+    It is a copy of one file migrated once per test run: copying costs a fraction of a
+    millisecond, running every migration step 15-20 ms, and a store on the copy finds
+    its schema up to date as on any database it used before. Tests of what a store does
+    to a new or old file make their own (`sqlite_url`, `store_url`).
+    """
+    if not _sqlite_template:
+        template = Path(tempfile.mkdtemp(prefix="baton-tests-")) / "migrated.db"
+        store = SqlStore(f"sqlite+aiosqlite:///{template}")
+        try:
+            await store.list_sessions("template")  # a store migrates on first use
+        finally:
+            await store.close()
+        _sqlite_template.append(template)
+    shutil.copyfile(_sqlite_template[0], path)
+    return path
+
+
 @dataclass(frozen=True)
 class _ServerDatabase:
     """A database made for tests on PostgreSQL (a schema) or MySQL (a database)."""
@@ -273,10 +298,12 @@ async def _reused_database_url(backend: Backend, tmp_path: Path) -> AsyncIterato
     given to the next test, whose first store finds the schema up to date; any other is
     dropped. Ids and sequence numbers carry on from the last test rather than starting
     again. A test that changes the schema itself, or needs an unmigrated database, takes
-    `store_url`. The databases left over are dropped when the test run ends.
+    `store_url`. The databases left over are dropped when the test run ends. SQLite's is
+    a new file, copied from a migrated one (see `migrated_sqlite`).
     """
     if backend == "sqlite":
-        yield sqlite_url(tmp_path)
+        path = await migrated_sqlite(tmp_path / f"baton-{uuid.uuid4().hex[:8]}.db")
+        yield f"sqlite+aiosqlite:///{path}"
         return
     free = _emptied[backend]
     if free:
@@ -296,10 +323,13 @@ async def _reused_database_url(backend: Backend, tmp_path: Path) -> AsyncIterato
 
 
 def pytest_sessionfinish() -> None:
-    """Drop the databases `_reused_database_url` kept for a next test."""
+    """Drop the databases `_reused_database_url` kept for a next test, and remove the
+    migrated SQLite file."""
     left = [database for free in _emptied.values() for database in free]
     if left:
         asyncio.run(_drop_all(left))
+    for template in _sqlite_template:
+        shutil.rmtree(template.parent, ignore_errors=True)
 
 
 async def _drop_all(databases: list[_ServerDatabase]) -> None:

@@ -11,6 +11,7 @@ from pydantic import JsonValue
 from baton import App, ResumabilityConfig, Runner
 from baton.sessions.services import BaseSessionService, InMemorySessionService, SqliteSessionService
 from baton.workflow.nodes import Node
+from tests.conftest import migrated_sqlite
 from tests.harness import Harness
 from tests.harness import make_harness as make_harness  # the engine tests' fixture, both modes
 
@@ -25,7 +26,7 @@ async def service(
     svc = (
         InMemorySessionService()
         if backend == "memory"
-        else SqliteSessionService(str(tmp_path / "sessions.db"))
+        else SqliteSessionService(str(await migrated_sqlite(tmp_path / "sessions.db")))
     )
     yield svc
     await svc.close()

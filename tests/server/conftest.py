@@ -26,6 +26,7 @@ from baton.sessions.services import (
     DatabaseSessionService,
     SqliteSessionService,
 )
+from tests.conftest import migrated_sqlite
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -147,7 +148,8 @@ _GRACE = 30.0  # create_app's default: runs still going at a server's stop may p
 async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
     """Start a server: `await start_live(apps=..., keys=..., web=..., db_url=...)`.
 
-    Each server gets its own SQLite file unless `db_url` names a shared database.
+    Each server gets its own SQLite file (already migrated: see `migrated_sqlite`) unless
+    `db_url` names a shared database.
     """
     stack: list[tuple[Serving, Live, FastAPI]] = []
 
@@ -168,7 +170,9 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
             if db_url
-            else SqliteSessionService(str(tmp_path / f"sessions{len(stack)}.db"))
+            else SqliteSessionService(
+                str(await migrated_sqlite(tmp_path / f"sessions{len(stack)}.db"))
+            )
         )
         apps = apps if apps is not None else [approval_app(), form_app()]
         catalog = AppCatalog.of(apps, service)
