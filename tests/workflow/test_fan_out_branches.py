@@ -291,3 +291,40 @@ async def test_an_agents_reply_that_stands_for_its_callers_goes_on_the_callers_b
     events = await h.start()
 
     assert shown(events) == [("ag", "p@1", "wf@1/p@1/ag@1", "ag says")]
+
+
+async def test_a_join_runs_on_the_branch_of_each_predecessors_latest_arrival(
+    make_harness: MakeHarness,
+) -> None:
+    # p arrives at j twice before r does: first from lane a@1, then from the workflow's
+    # branch (after k, which joins a@1 and g@1). As in the reference, j runs on the branch
+    # of p's latest arrival and r's: their shared part is the workflow's (None), not a@1.
+    p_ran_twice = asyncio.Event()
+    runs: list[str] = []
+
+    def go_on(node_input: JsonValue) -> str:
+        return "on"
+
+    def p(node_input: JsonValue) -> str:
+        runs.append("p")
+        if len(runs) == 2:
+            p_ran_twice.set()
+        return f"p{len(runs)}"
+
+    async def r(node_input: JsonValue) -> str:
+        await p_ran_twice.wait()
+        return "r"
+
+    a, g = FunctionNode(go_on, name="a"), FunctionNode(go_on, name="g")
+    pn, rn = FunctionNode(p, name="p"), FunctionNode(r, name="r")
+    k, j = JoinNode(name="k"), JoinNode(name="j")
+    edges = [("START", (a, g)), (a, (pn, rn, k)), (g, k), (k, pn), ((pn, rn), j)]
+    h = await make_harness(Workflow(name="wf", edges=edges))
+
+    events = await h.start()
+
+    assert [(e.branch, e.node_info.path if e.node_info else None) for e in events][-1] == (
+        None,
+        "wf@1/j@1",
+    )
+    assert events[-1].output == {"p": "p2", "r": "r"}

@@ -414,8 +414,12 @@ class _Scheduler:
     def _arrive(self, join: str, run: RunRecord) -> None:
         arrivals = self.state.joins.setdefault(join, {})
         arrivals[run.node] = run.output
+        # The branch of each predecessor's latest arrival, as the reference keeps it: one
+        # on the workflow's branch replaces a lane an earlier run of it arrived from.
         if run.branch is not None:
             self.state.join_branches.setdefault(join, {})[run.node] = run.branch
+        elif join in self.state.join_branches:
+            self.state.join_branches[join].pop(run.node, None)
         if all(p in arrivals for p in self.graph.predecessors.get(join, [])):
             branches = self.state.join_branches.pop(join, {})
             shared = _shared_branch([branches.get(p) for p in arrivals])
