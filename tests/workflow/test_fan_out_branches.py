@@ -11,14 +11,14 @@ the same workflows and model replies (its events' `branch` and `node_info.path`)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from pydantic import JsonValue
 
 from baton import Context, Event, FunctionNode, JoinNode, LlmAgent, Workflow
 from baton.models import LlmRequest, ScriptedModel
-from baton.types import FunctionCall
+from baton.types import Content, FunctionCall, Part
 from tests.harness import MakeHarness
 
 Shown = tuple[str, str | None, str | None, JsonValue]
@@ -29,16 +29,19 @@ class Models:
 
     def __init__(self) -> None:
         self.seen: dict[str, list[list[str]]] = {}
+        # What a `tool_first` agent's first turn waits for before it calls its tool.
+        self.before_tool: Callable[[], Awaitable[None]] | None = None
 
     def agent(self, name: str, *, tool_first: bool = False) -> LlmAgent:
-        """An agent; with `tool_first`, its first turn calls `add` (after a moment, so
-        the agents beside it reply first) and its second replies."""
+        """An agent; with `tool_first`, its first turn calls `add` (once `before_tool`
+        is done, so the agents beside it can reply first) and its second replies."""
 
         async def respond(request: LlmRequest) -> str | list[FunctionCall]:
             turns = self.seen.setdefault(name, [])
             turns.append(said(request))
             if tool_first and len(turns) == 1:
-                await asyncio.sleep(0.05)
+                if self.before_tool is not None:
+                    await self.before_tool()
                 return [FunctionCall(id="c1", name="add", args={"x": 1})]
             return f"{name} says"
 
@@ -212,16 +215,32 @@ async def test_an_agent_does_not_see_the_reply_of_an_agent_on_a_parallel_path(
     make_harness: MakeHarness,
 ) -> None:
     m = Models()
-    a, b = m.agent("a", tool_first=True), m.agent("b")
-    h = await make_harness(Workflow(name="wf", edges=[("START", (a, b)), ((a, b), end())]))
+    a, b, a2 = m.agent("a", tool_first=True), m.agent("b"), m.agent("a2")
+    edges = [("START", (a, b)), (a, a2), ((a2, b), end())]
+    h = await make_harness(Workflow(name="wf", edges=edges))
 
-    events = await h.start()
+    b_stored = asyncio.Event()  # set as the run streams b's reply, once it is stored
 
-    # b replied while a's tool ran: a's second request still shows only its own path.
+    async def b_replied() -> None:
+        async with asyncio.timeout(10):
+            await b_stored.wait()
+
+    m.before_tool = b_replied
+    go = Content(role="user", parts=[Part(text="go")])
+    events: list[Event] = []
+    async for event in h.runner.run_async(user_id="u", session_id=h.session_id, new_message=go):
+        events.append(event)
+        if event.author == "b" and event.content:
+            b_stored.set()
+
+    # b replied before a called its tool, so before a2, after a on a's path, read the
+    # history: a2 sees a's path and not b's reply. (An agent's later turns in one run
+    # show only its own and the user's events, so a's second request cannot tell.)
     assert shown(events)[0] == ("b", "b@1", "wf@1/b@1", "b says")
     assert m.seen == {
         "a": [["user:go"], ["user:go", "model:call add", "user:resp add"]],
         "b": [["user:go"]],
+        "a2": [["user:go", "user:For context: [a] said: a says", "user:a says"]],
     }
 
 
