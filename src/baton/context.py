@@ -320,16 +320,20 @@ class Context(ArtifactMethods, MemoryMethods):
         self.run_id = run_id
         self.node_name = node_name
         # Any, not JsonValue: answers are JSON, but typed code should read them without casts.
-        self.resume_inputs: dict[str, Any] = dict(resume_inputs or {})
-        self.open_interrupts: dict[str, Interrupt] = dict(open_interrupts or {})
+        # Copies only of what is there (`dict(x) if x else {}`, not `dict(x or {})`, which
+        # makes two dicts for an empty one): a context is built for every node run.
+        self.resume_inputs: dict[str, Any] = dict(resume_inputs) if resume_inputs else {}
+        self.open_interrupts: dict[str, Interrupt] = (
+            dict(open_interrupts) if open_interrupts else {}
+        )
         self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
         self.state = State(
             invocation.session.state, schema=state_schema, writer=f"node '{node_name}'"
         )
-        self.agent_states: dict[str, JsonValue] = dict(agent_states or {})
-        self.ended_agents: set[str] = set(ended_agents or ())
+        self.agent_states: dict[str, JsonValue] = dict(agent_states) if agent_states else {}
+        self.ended_agents: set[str] = set(ended_agents) if ended_agents else set()
         self._artifact_scope: ArtifactScope | None = None
 
     @property

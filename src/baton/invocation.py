@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import types
 from collections import deque
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -633,6 +634,13 @@ class _Renewal:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
+@types.coroutine
+def _pass_turn() -> Generator[None, None, None]:
+    """Let every other ready task run once, as `asyncio.sleep(0)` does (its own bare
+    yield), without the `sleep` coroutine around it: one frame fewer on every step."""
+    yield
+
+
 class _Outbox:
     """Events on their way from the driver task to the caller, in commit order.
 
@@ -674,7 +682,7 @@ class _Outbox:
         # runs ahead of this step in the next loop iteration; when it has taken everything
         # and waits again by then (the common case), the step goes on in that same
         # iteration, where a future would cost another one (~4 us a step).
-        await asyncio.sleep(0)
+        await _pass_turn()
         if self._closed or (not self._items and self._waiter is not None):
             return
         # A future per waiting step: cancelling one step (a failed sibling) leaves the others.

@@ -224,9 +224,11 @@ class MemoryStore:
         data.last_update_time = now
         if commit.invocation_id is not None:
             self._write_invocation(data, commit, version, now)
-            self._write_interrupts(data, commit, now)
             if commit.opened or commit.answered:
+                self._write_interrupts(data, commit, now)
                 self._wakeups.notify()
+            if commit.status is InvocationStatus.REWOUND:
+                self._close_rewound(data, commit.invocation_id)
         for notification in notifications_of(commit, now):
             self._outbox.record(notification)
         return version
@@ -323,6 +325,8 @@ class MemoryStore:
         )
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
+        """Index the questions the step opens and the answers it gives (called only for a
+        step that does either: most steps do neither)."""
         assert commit.invocation_id is not None  # checked by the caller
         # Serialized only for a step that opens questions: most steps open none.
         kept = (
@@ -346,8 +350,6 @@ class MemoryStore:
                     },
                     deep=True,
                 )
-        if commit.status is InvocationStatus.REWOUND:
-            self._close_rewound(data, commit.invocation_id)
 
     @staticmethod
     def _close_rewound(data: _SessionData, invocation_id: str) -> None:

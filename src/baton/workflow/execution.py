@@ -33,6 +33,7 @@ from baton.events import (
     REQUEST_INPUT_FUNCTION,
     RESPONSE_SCHEMAS_KEY,
     Event,
+    EventActions,
     NodeInfo,
     RequestInput,
     to_json_value,
@@ -133,6 +134,8 @@ class _Collector:
     node: Node
     ctx: Context
     record: RunRecord
+    # The invocation's id, read once per run rather than through `ctx`'s property per event.
+    invocation_id: str
     # Plain `list`/`dict` factories: calling an alias like `list[str]` costs 10x, every step.
     events: list[Event] = field(default_factory=list)
     opened: list[Interrupt] = field(default_factory=list)
@@ -157,7 +160,7 @@ class _Collector:
         else:
             event = Event.of_output(
                 to_json_value(item, what=f"the output of node '{self.node.name}'"),
-                invocation_id=self.ctx.invocation_id,
+                invocation_id=self.invocation_id,
                 author=event_author(self.node),
                 path=self.record.path,
                 run_id=self.record.run_id,
@@ -203,9 +206,8 @@ class _Collector:
         return row
 
     def _absorb(self, event: Event) -> None:
-        ctx = self.ctx
-        if event.invocation_id != ctx.invocation_id:
-            event.invocation_id = ctx.invocation_id
+        if event.invocation_id != self.invocation_id:
+            event.invocation_id = self.invocation_id
         if not event.author:
             event.author = event_author(self.node)
         if event.node_info is None:
@@ -214,19 +216,30 @@ class _Collector:
             self.place(event)
         if event.output is not None and not self._take_output(event):
             return
-        if event.actions.route is not None:
-            ctx.route = event.actions.route
-        for key, value in event.actions.state_delta.items():
+        actions = event.actions
+        self._take_actions(actions)
+        # Guarded here, not in the callees: most events ask nothing and carry no agent
+        # state, and a call apiece costs more than the test (this runs for every event).
+        if event.long_running_tool_ids:
+            self._note_long_running(event)
+        if actions.agent_state is not None or actions.end_of_agent:
+            self._note_agent_state(event)
+        self.events.append(event)
+
+    def _take_actions(self, actions: EventActions) -> None:
+        """Apply an event's route and state writes to the run; put the run's pending
+        writes and saved artifacts on the event."""
+        ctx = self.ctx
+        if actions.route is not None:
+            ctx.route = actions.route
+        for key, value in actions.state_delta.items():
             ctx.state[key] = value
         pending = ctx.state.take_pending()
-        if pending or event.actions.state_delta:
-            event.actions.state_delta = pending
+        if pending or actions.state_delta:
+            actions.state_delta = pending
         saved = ctx.take_artifact_delta()
         if saved:
-            event.actions.artifact_delta = {**event.actions.artifact_delta, **saved}
-        self._note_long_running(event)
-        self._note_agent_state(event)
-        self.events.append(event)
+            actions.artifact_delta = {**actions.artifact_delta, **saved}
 
     def _take_output(self, event: Event) -> bool:
         """Record the event's output as the run's; False when the event is then left with
@@ -307,7 +320,7 @@ class _Collector:
     def state_event(self, delta: dict[str, JsonValue]) -> Event:
         """An event carrying this run's state writes, for a run that emitted nothing else."""
         event = Event(
-            invocation_id=self.ctx.invocation_id,
+            invocation_id=self.invocation_id,
             author=event_author(self.node),
             node_info=NodeInfo(path=self.record.path, run_id=self.record.run_id),
         )
@@ -377,7 +390,7 @@ def _context_for(
         output=record.output,
         attempt_count=record.attempt,
         agent_states=record.agent_states,
-        ended_agents=set(record.ended_agents),
+        ended_agents=set(record.ended_agents) if record.ended_agents else None,
         children=children,
         state_schema=current_state_schema.get(),
         branch=record.branch,
@@ -444,7 +457,7 @@ async def _execute(
             record.attempt += 1
             children = DynamicRuns(record, invocation, run_child)
             ctx = _context_for(node, record, invocation, children)
-            collector = _Collector(node, ctx, record)
+            collector = _Collector(node, ctx, record, invocation.invocation_id)
             try:
                 await _run_once(node, ctx, record, collector)
                 if not children.idle:
@@ -668,7 +681,7 @@ async def _commit_end(
     ):
         event = Event.of_output(
             ctx.output,
-            invocation_id=ctx.invocation_id,
+            invocation_id=collector.invocation_id,
             author=event_author(node),
             path=record.path,
             run_id=record.run_id,
