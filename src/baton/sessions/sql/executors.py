@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from baton.sessions.sql.direct import Statement, UpdateReturning, run
+from baton.sessions.sql.direct import Statement, UpdateReturning, run, sqlite_driver
 from baton.sessions.sql.postgres import DirectConnections
 
 __all__ = [
@@ -174,8 +174,7 @@ class SqliteExecutor:
 
     def _run_inline(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
         connection = self._inline_connection()
-        raw = connection.connection.driver_connection
-        assert raw is not None  # a live pysqlite connection
+        raw = sqlite_driver(connection)
         # BEGIN and COMMIT go to the driver: SQLAlchemy's own transaction bookkeeping costs
         # more than SQLite's. Core statements in `fn` join this transaction (see dialect).
         try:
