@@ -126,8 +126,7 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
 async def emptied_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     """A database URL with no rows, like `store_url`, but the PostgreSQL and MySQL ones are
     databases an earlier test left, emptied (see `_reused_database_url`): for servers and
-    stores that need no unmigrated database. Request it before `start_live`, so that its
-    servers stop before the database is emptied for the next test."""
+    stores that need no unmigrated database."""
     async with _reused_database_url(request.param, tmp_path) as url:
         yield url
 
@@ -266,8 +265,8 @@ class _ServerDatabase:
             await engine.dispose()
 
 
-_emptied: dict[Backend, list[_ServerDatabase]] = {"postgres": [], "mysql": []}
-"""Databases `_reused_database_url` emptied after a test, for the next one."""
+_used: dict[Backend, list[_ServerDatabase]] = {"postgres": [], "mysql": []}
+"""Databases earlier tests had from `_reused_database_url`, to be emptied for the next."""
 
 
 def _new_server_database(backend: Backend) -> _ServerDatabase:
@@ -293,39 +292,42 @@ async def _reused_database_url(backend: Backend, tmp_path: Path) -> AsyncIterato
     """Like `_database_url`, but hands PostgreSQL and MySQL databases on from test to test.
 
     Creating a database and running every migration step on it costs 0.1-0.2 s a test
-    on those servers; emptying one costs a few hundredths. So a database a test leaves
-    at the latest schema version is emptied (every row but the version row deleted) and
-    given to the next test, whose first store finds the schema up to date; any other is
-    dropped. Ids and sequence numbers carry on from the last test rather than starting
-    again. A test that changes the schema itself, or needs an unmigrated database, takes
-    `store_url`. The databases left over are dropped when the test run ends. SQLite's is
-    a new file, copied from a migrated one (see `migrated_sqlite`).
+    on those servers; emptying one costs a few hundredths. So a database an earlier test
+    left at the latest schema version is emptied (every row but the version row deleted)
+    and given to the next test, whose first store finds the schema up to date; any other
+    is dropped. It is emptied when the next test takes it, not when the last one ends:
+    by then every fixture of that test has been torn down, whatever their order, so no
+    server or store of it can still be writing. Ids and sequence numbers carry on from
+    the last test rather than starting again. A test that changes the schema itself, or
+    needs an unmigrated database, takes `store_url`. The databases left over are dropped
+    when the test run ends. SQLite's is a new file, copied from a migrated one (see
+    `migrated_sqlite`).
     """
     if backend == "sqlite":
         path = await migrated_sqlite(tmp_path / f"baton-{uuid.uuid4().hex[:8]}.db")
         yield f"sqlite+aiosqlite:///{path}"
         return
-    free = _emptied[backend]
-    if free:
-        database = free.pop()
-    else:
+    free = _used[backend]
+    database = None
+    while free and database is None:
+        left = free.pop()
+        if await left.empty():
+            database = left
+        else:
+            await left.drop()
+    if database is None:
         database = _new_server_database(backend)
         await database.create()
-    emptied = False
     try:
         yield database.url
-        emptied = await database.empty()
     finally:
-        if emptied:
-            free.append(database)
-        else:
-            await database.drop()
+        free.append(database)
 
 
 def pytest_sessionfinish() -> None:
     """Drop the databases `_reused_database_url` kept for a next test, and remove the
     migrated SQLite file."""
-    left = [database for free in _emptied.values() for database in free]
+    left = [database for free in _used.values() for database in free]
     if left:
         asyncio.run(_drop_all(left))
     for template in _sqlite_template:
