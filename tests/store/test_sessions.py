@@ -14,7 +14,7 @@ from baton.events import Event, NodeInfo
 from baton.sessions.store import InterruptStatus, Session, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
-from tests.store.builders import APP, USER, event, key, question, snapshot, step
+from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
 
 RACERS = 6
 
@@ -229,6 +229,23 @@ async def test_delete_session_removes_everything_in_it(store: Store) -> None:
     assert held.owner == "worker-1"
     assert await snapshot(store, key("kept")) == kept_before
     assert await store.delete_session(key("gone")) is False
+
+
+async def test_a_session_deleted_and_created_again_takes_steps_afresh(store: Store) -> None:
+    session = key("again")  # one key object for every call, as a run passes its own
+    await store.create_session(APP, USER, session_id=SessionId("again"))
+    await store.commit_step(step(session, None, 0, events=(event("old"),), state={"x": 1}))
+    assert await store.delete_session(session) is True
+
+    with pytest.raises(SessionNotFoundError, match="app/u/again"):
+        await store.commit_step(step(session, None, 0, events=(event("lost"),)))
+    await store.create_session(APP, USER, session_id=SessionId("again"))
+    await store.commit_step(step(session, None, 0, events=(event("new"),)))
+
+    loaded = await store.get_session(session)
+    assert loaded is not None
+    assert texts(loaded.events) == ["new"]
+    assert loaded.state == {}
 
 
 async def test_session_events_and_invocation_events_share_one_order(store: Store) -> None:

@@ -96,6 +96,10 @@ class MemoryStore:
     def __init__(self, *, clock: Clock = time.time) -> None:
         self._clock = clock
         self._sessions: dict[SessionKey, _SessionData] = {}
+        # The session `_require` found last, by the key object it was given: a run passes
+        # the same key to every step, and the dict lookup costs two calls of the key's
+        # generated __hash__ and __eq__ (its copy is another object). Cleared on delete.
+        self._last_found: tuple[SessionKey, _SessionData] | None = None
         self._wakeups = Wakeups()
         # Every session's invocation rows by id, for lease calls that name only the id.
         self._rows: dict[str, _InvocationRow] = {}
@@ -185,6 +189,7 @@ class MemoryStore:
         data = self._sessions.pop(key, None)
         if data is None:
             return False
+        self._last_found = None
         for invocation_id in data.invocations:
             self._rows.pop(invocation_id, None)
         self._artifacts.drop_session(key)
@@ -256,9 +261,13 @@ class MemoryStore:
         self._outbox.release(owner)
 
     def _require(self, key: SessionKey) -> _SessionData:
+        found = self._last_found
+        if found is not None and found[0] is key:
+            return found[1]
         data = self._sessions.get(key)
         if data is None:
             raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
+        self._last_found = (key, data)
         return data
 
     def _check_version(self, data: _SessionData, commit: StepCommit) -> int:
