@@ -329,8 +329,11 @@ class Context(ArtifactMethods, MemoryMethods):
         self.output: Any = output
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
-        self.state = State(
-            invocation.session.state, schema=state_schema, writer=f"node '{node_name}'"
+        # The writer's name only goes into a schema's errors: made only where there is one.
+        self.state = (
+            State(invocation.session.state)
+            if state_schema is None
+            else State(invocation.session.state, schema=state_schema, writer=f"node '{node_name}'")
         )
         self.agent_states: dict[str, JsonValue] = dict(agent_states) if agent_states else {}
         self.ended_agents: set[str] = set(ended_agents) if ended_agents else set()

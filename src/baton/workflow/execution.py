@@ -136,6 +136,10 @@ class _Collector:
     record: RunRecord
     # The invocation's id, read once per run rather than through `ctx`'s property per event.
     invocation_id: str
+    # The invocation and the run's dynamic calls, as `ctx` holds them: read here, not
+    # through its properties (a call or two each, several a run).
+    invocation: InvocationContext
+    children: DynamicRuns
     # Plain `list`/`dict` factories: calling an alias like `list[str]` costs 10x, every step.
     events: list[Event] = field(default_factory=list)
     opened: list[Interrupt] = field(default_factory=list)
@@ -255,7 +259,7 @@ class _Collector:
             )
         self.has_output = True
         self.ctx.output = event.output
-        if not self.ctx.delegates_output:
+        if not self.children.delegates_output:
             return True
         event.output = None  # the value still goes to the next nodes, through ctx.output
         return not _is_bare(event)
@@ -457,7 +461,9 @@ async def _execute(
             record.attempt += 1
             children = DynamicRuns(record, invocation, run_child)
             ctx = _context_for(node, record, invocation, children)
-            collector = _Collector(node, ctx, record, invocation.invocation_id)
+            collector = _Collector(
+                node, ctx, record, invocation.invocation_id, invocation, children
+            )
             try:
                 await _run_once(node, ctx, record, collector)
                 if not children.idle:
@@ -487,7 +493,7 @@ async def _execute(
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
-    invocation = ctx.invocation_context
+    invocation = collector.invocation
     own_code = not getattr(node, "schedules_only", False)
     if own_code:
         if invocation.land_held is not None:
@@ -677,7 +683,7 @@ async def _commit_end(
         and not collector.has_output
         and not carried
         and getattr(node, "emits_output", True)
-        and not ctx.delegates_output
+        and not collector.children.delegates_output
     ):
         event = Event.of_output(
             ctx.output,
@@ -704,7 +710,7 @@ async def _commit_end(
         record.interrupts = list(ctx.open_interrupts)
         record.status = RunStatus.WAITING if record.interrupts else RunStatus.COMPLETED
         record.output = ctx.output
-        record.waits_for_output = ctx.waits_for_output
+        record.waits_for_output = collector.children.waits_for_output
         record.routes = list(routes)
         record.fresh = []
         record.error = None
@@ -713,7 +719,7 @@ async def _commit_end(
         finish(record)
 
     parts.joinable = True
-    await ctx.invocation_context.commit(parts, mutate)
+    await collector.invocation.commit(parts, mutate)
 
 
 def _is_bare(event: Event) -> bool:
