@@ -198,8 +198,7 @@ class SqliteExecutor:
     def _inline_connection(self) -> Connection:
         if self._inline is None:
             self._inline = self._engine.connect()
-            raw = self._inline.connection.driver_connection
-            assert raw is not None  # a live pysqlite connection
+            raw = sqlite_driver(self._inline)
             raw.execute("PRAGMA busy_timeout = 0")
             raw.execute("PRAGMA wal_autocheckpoint = 0")
         return self._inline
@@ -228,8 +227,7 @@ class SqliteExecutor:
             self._start_on_worker(self._checkpoint_wal, "RESTART")
 
     def _checkpoint_wal(self, mode: str) -> None:
-        raw = self._worker_connection().connection.driver_connection
-        assert raw is not None  # a live pysqlite connection
+        raw = sqlite_driver(self._worker_connection())
         with contextlib.suppress(sqlite3.OperationalError):  # busy: the next one catches up
             raw.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
 
