@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, TypeVar
 
 from pydantic import InstanceOf
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
 
 from baton import Event, EventActions, InvocationContext
 from baton.agents import BaseAgent
 from baton.agents.context import as_agent_context
 from baton.models import LlmRequest, ScriptedModel
+from baton.sessions.sql import schema
+from baton.sessions.sql.backends import open_dialect
 from baton.types import Content, FunctionCall, Part
 
 
@@ -109,3 +114,29 @@ class Models:
             return [call]
 
         return ScriptedModel(responder=respond)
+
+
+T = TypeVar("T")
+
+
+def rewrite_events(connection: Connection, change: Callable[[dict[str, Any]], bool]) -> int:
+    """Hand every stored event's JSON to `change`, which alters it in place and says
+    whether it did; write the altered ones back. How many were altered."""
+    events = schema.events
+    altered = 0
+    for seq, stored in connection.execute(select(events.c.seq, events.c.event)).all():
+        data: dict[str, Any] = dict(stored)
+        if change(data):
+            connection.execute(update(events).where(events.c.seq == seq).values(event=data))
+            altered += 1
+    return altered
+
+
+async def rewrite_stored(url: str, rewrite: Callable[[Connection], T]) -> T:
+    """Run `rewrite` in one writing transaction on the database at `url`: how upgrade
+    tests make today's rows into what an older baton stored."""
+    executor = open_dialect(url).open_executor()
+    try:
+        return await executor.transact(rewrite, write=True)
+    finally:
+        await executor.close()

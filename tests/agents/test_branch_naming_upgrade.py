@@ -16,17 +16,13 @@ from typing import Any
 
 import pytest
 from pydantic import JsonValue
-from sqlalchemy import select, update
-from sqlalchemy.engine import Connection
 
 from baton import App, DatabaseSessionService, ResumabilityConfig, Runner
 from baton.agents import LlmAgent, ParallelAgent, SequentialAgent
-from baton.sessions.sql import schema
-from baton.sessions.sql.backends import open_dialect
 from baton.sessions.store import InvocationStatus
 from baton.tools import LongRunningFunctionTool
 from baton.types import Content, FunctionCall, FunctionResponse, Part
-from tests.agents.agents import Models
+from tests.agents.agents import Models, rewrite_events, rewrite_stored
 
 NEW_PREFIX = "par.inner.par2."
 OLD_PREFIX = "par.inner."
@@ -67,24 +63,14 @@ def runner(service: DatabaseSessionService, models: Models) -> Runner:
 async def name_branches_as_before_6f16d2b(url: str) -> int:
     """Rename the stored events' branches as 6f16d2b^ named them; how many were renamed."""
 
-    def rename(connection: Connection) -> int:
-        events = schema.events
-        renamed = 0
-        for seq, stored in connection.execute(select(events.c.seq, events.c.event)).all():
-            data: dict[str, Any] = dict(stored)
-            branch = data.get("branch")
-            if isinstance(branch, str) and branch.startswith(NEW_PREFIX):
-                data["branch"] = OLD_PREFIX + branch.removeprefix(NEW_PREFIX)
-                connection.execute(update(events).where(events.c.seq == seq).values(event=data))
-                renamed += 1
-        return renamed
+    def renamed(data: dict[str, Any]) -> bool:
+        branch = data.get("branch")
+        if not (isinstance(branch, str) and branch.startswith(NEW_PREFIX)):
+            return False
+        data["branch"] = OLD_PREFIX + branch.removeprefix(NEW_PREFIX)
+        return True
 
-    dialect = open_dialect(url)
-    executor = dialect.open_executor()
-    try:
-        return await executor.transact(rename, write=True)
-    finally:
-        await executor.close()
+    return await rewrite_stored(url, lambda connection: rewrite_events(connection, renamed))
 
 
 @pytest.mark.parametrize("started_before_6f16d2b", [True, False], ids=["old-names", "new-names"])

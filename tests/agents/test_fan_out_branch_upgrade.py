@@ -22,12 +22,11 @@ from sqlalchemy.engine import Connection
 from baton import App, DatabaseSessionService, ResumabilityConfig, Runner
 from baton.agents import LlmAgent
 from baton.sessions.sql import schema
-from baton.sessions.sql.backends import open_dialect
 from baton.sessions.store import InvocationStatus
 from baton.tools import LongRunningFunctionTool
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 from baton.workflow import JoinNode, Workflow
-from tests.agents.agents import Models
+from tests.agents.agents import Models, rewrite_events, rewrite_stored
 
 NAMES = ("branch", "fan_out", "join_branches")
 """What the old code's checkpoints did not hold: run and trigger branches, join lanes."""
@@ -90,24 +89,13 @@ async def store_as_before_branches(url: str) -> tuple[int, int]:
     stored them; how many events and checkpoint entries held one."""
 
     def strip(connection: Connection) -> tuple[int, int]:
-        events = schema.events
-        renamed = 0
-        for seq, stored in connection.execute(select(events.c.seq, events.c.event)).all():
-            data: dict[str, Any] = dict(stored)
-            if data.pop("branch", None) is not None:
-                connection.execute(update(events).where(events.c.seq == seq).values(event=data))
-                renamed += 1
+        renamed = rewrite_events(connection, lambda data: data.pop("branch", None) is not None)
         entries = 0
         for table in (schema.invocations, schema.question_checkpoints):
             entries += _strip_checkpoints(connection, table)
         return renamed, entries
 
-    dialect = open_dialect(url)
-    executor = dialect.open_executor()
-    try:
-        return await executor.transact(strip, write=True)
-    finally:
-        await executor.close()
+    return await rewrite_stored(url, strip)
 
 
 def _strip_checkpoints(connection: Connection, table: Table) -> int:
