@@ -176,14 +176,13 @@ def _start_triggers(
     """START's successors' triggers, on the workflow's branch (on lanes of their own when
     there are several): a user's message goes on as one (`Content`), as in the reference;
     anything else as it is."""
+    message = isinstance(node_input, Content)
+    value = node_input.model_dump(mode="json", exclude_none=True) if message else node_input
     fan_out = len(successors) > 1
-    if isinstance(node_input, Content):
-        message = node_input.model_dump(mode="json", exclude_none=True)
-        return [
-            Trigger(node=n, input=message, message=True, branch=branch, fan_out=fan_out)
-            for n in successors
-        ]
-    return [Trigger(node=n, input=node_input, branch=branch, fan_out=fan_out) for n in successors]
+    return [
+        Trigger(node=n, input=value, message=message, branch=branch, fan_out=fan_out)
+        for n in successors
+    ]
 
 
 def _shared_branch(branches: list[str | None]) -> str | None:
