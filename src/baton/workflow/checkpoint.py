@@ -102,6 +102,10 @@ class RunRecord:
     # agent sees): a run after a fan-out is on a lane of its own, a dynamic child where
     # `ctx.run_node` put it. Kept with the run, so it resumes on the branch it started on.
     branch: str | None = None
+    # Set when the node moved its run onto another branch by yielding an event that
+    # names one (see `move_to_branch`): the branch it started on ("" for the root), which
+    # an execution of it from the top (a rerun, a retry) starts on again.
+    moved_from: str | None = None
     # A dynamic child's runs its output stands for (use_as_output: the caller's, and
     # those the caller's stands for), and the branch its output event goes on then: the
     # outermost of those callers', as in the reference.
@@ -114,6 +118,25 @@ class RunRecord:
     @property
     def key(self) -> str:
         return f"{self.node}@{self.run_id}"
+
+    def move_to_branch(self, branch: str | None) -> None:
+        """Put the run's later events, and its successors, on `branch` (None: the root)."""
+        if branch == self.branch:
+            return
+        if self.moved_from is None:
+            self.moved_from = self.branch or ""
+        self.branch = branch
+
+    def return_to_start_branch(self) -> None:
+        """Back on the branch the run started on, for an execution from the top."""
+        if self.moved_from is not None:
+            self.branch = self.moved_from or None
+            self.moved_from = None
+
+    @property
+    def moved_to(self) -> str | None:
+        """The branch the node moved its run onto ("" for the root), None if it did not."""
+        return None if self.moved_from is None else self.branch or ""
 
     def to_json(self) -> dict[str, JsonValue]:
         """The record as a JSON object, fields at their defaults left out.
@@ -141,6 +164,8 @@ class RunRecord:
             data["branch"] = self.branch
         if self.output_branch is not None:
             data["output_branch"] = self.output_branch
+        if self.moved_from is not None:
+            data["moved_from"] = self.moved_from
         self._put_containers(data)
         if self.child is not None:
             data["child"] = self.child.to_json()
@@ -182,6 +207,8 @@ class Outcome:
     run_id: str
     output: _DecodedJson = None
     routes: list[RouteValue] = field(default_factory=list)
+    # The branch the node moved the run onto (see `RunRecord.moved_to`), None if it did not.
+    moved_to: str | None = None
 
 
 @dataclass(slots=True)
@@ -268,11 +295,7 @@ class WorkflowState:
             data["terminal_outputs"] = dict(self.terminal_outputs)
         if self.recorded:
             data["recorded"] = {
-                key: [
-                    {"run_id": o.run_id, "output": o.output, "routes": list(o.routes)}
-                    for o in outcomes
-                ]
-                for key, outcomes in self.recorded.items()
+                key: [_outcome_json(o) for o in outcomes] for key, outcomes in self.recorded.items()
             }
         if self.calls:
             data["calls"] = [
@@ -293,6 +316,17 @@ class WorkflowState:
             data["join_branches"] = {
                 join: dict(branches) for join, branches in self.join_branches.items()
             }
+
+
+def _outcome_json(outcome: Outcome) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = {
+        "run_id": outcome.run_id,
+        "output": outcome.output,
+        "routes": list(outcome.routes),
+    }
+    if outcome.moved_to is not None:
+        data["moved_to"] = outcome.moved_to
+    return data
 
 
 def _trigger_json(trigger: Trigger) -> dict[str, JsonValue]:

@@ -216,6 +216,8 @@ class _Collector:
             event.author = event_author(self.node)
         if event.node_info is None:
             event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
+        if event.branch is not None and not getattr(self.node, "authors_own_events", False):
+            self._move(event)
         if self.record.branch is not None or self.record.output_for:
             self.place(event)
         if event.output is not None and not self._take_output(event):
@@ -229,6 +231,18 @@ class _Collector:
         if actions.agent_state is not None or actions.end_of_agent:
             self._note_agent_state(event)
         self.events.append(event)
+
+    def _move(self, event: Event) -> None:
+        """As in the reference: an event a node yields on a branch it names moves the run
+        there ("": back to the root), its later events and its successors with it.
+
+        An agent's events are left alone: they name its sub-agents' branches (a
+        ParallelAgent's lanes), which its successors must not end up on.
+        """
+        branch = event.branch or None
+        event.branch = branch
+        self.record.move_to_branch(branch)
+        self.ctx.branch = branch
 
     def _take_actions(self, actions: EventActions) -> None:
         """Apply an event's route and state writes to the run; put the run's pending
@@ -459,6 +473,7 @@ async def _execute(
             await _fail_unanswered(node, record, invocation, finish)
         while True:
             record.attempt += 1
+            record.return_to_start_branch()  # the node names its branch again, if it moves
             children = DynamicRuns(record, invocation, run_child)
             ctx = _context_for(node, record, invocation, children)
             collector = _Collector(

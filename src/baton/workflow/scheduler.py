@@ -345,6 +345,8 @@ class _Scheduler:
             routes=list(outcome.routes),
             branch=trigger.run_branch(outcome.run_id),
         )
+        if outcome.moved_to is not None:
+            done.move_to_branch(outcome.moved_to or None)
         self._absorb(done, record=record)
 
     def _count(self, node: str, run_id: str) -> None:
@@ -385,7 +387,7 @@ class _Scheduler:
         self.state.runs.pop(run.key, None)
         if self.replay and record:
             self.state.recorded.setdefault(replay_key(run.node, run.input), []).append(
-                Outcome(run_id=run.run_id, output=run.output, routes=list(run.routes))
+                Outcome(run.run_id, run.output, list(run.routes), run.moved_to)
             )
         if (
             run.output is None
