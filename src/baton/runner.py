@@ -26,7 +26,7 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
-from baton.errors import StoreUnavailableError, WorkflowChangedError
+from baton.errors import StoreUnavailableError, WorkflowChangedError, WorkflowConfigurationError
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
@@ -210,7 +210,7 @@ class Runner:
             auto_create_session=auto_create_session,
             clock=clock,
         )
-        self._models_ready = False
+        self._agents_checked = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")
 
     @property
@@ -286,7 +286,7 @@ class Runner:
         """
         del run_config
         key = self.planner.session_key(user_id, session_id, session)
-        self._check_models()
+        self._check_agents()
         # A write the app's state_schema refuses is refused before anything is stored.
         check_state_delta(self.state_schema, dict(state_delta or {}), "the caller's state_delta")
         # Each call is its own resumer, even when two share this Runner.
@@ -638,19 +638,28 @@ class Runner:
         )
         return self._loop_thread.iterate(events)
 
-    def _check_models(self) -> None:
-        """Resolve every LlmAgent's model before the first call changes anything.
+    def _check_agents(self) -> None:
+        """Check the agents before the first call changes anything: every LlmAgent's
+        model resolves, and the root is not an LlmAgent in single-turn mode.
 
         Raises:
+            WorkflowConfigurationError: the root is an LlmAgent with mode='single_turn'.
             UnknownModelError, ExtraNotInstalledError: a model string cannot be used.
             ValueError: an LlmAgent has no model, nor an ancestor LlmAgent to take it from.
         """
-        if self._models_ready:
+        if self._agents_checked:
             return
+        root = self.root
+        if isinstance(root, LlmAgent) and root.mode == "single_turn":
+            raise WorkflowConfigurationError(
+                f"root agent '{root.name}' has mode='single_turn', which takes no user's "
+                "messages; give the root agent mode='chat' (or leave it unset), or run this "
+                "agent as a workflow node or as a sub-agent of an LlmAgent."
+            )
         for node in _tree(self.root):
             if isinstance(node, LlmAgent):
                 _ = node.canonical_model
-        self._models_ready = True
+        self._agents_checked = True
 
     async def _open_run(
         self,

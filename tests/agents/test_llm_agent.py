@@ -373,8 +373,8 @@ async def test_node_input_from_a_predecessor_is_a_user_turn(make: MakeRunner) ->
     h = await make(Workflow(name="wf", edges=[("START", draft, agent)]))
     await h.start("a trip")
 
+    # A single-turn node, as the reference's: its input, not the user's message before it.
     assert [(c.role, c.text) for c in model.requests[0].contents] == [
-        ("user", "a trip"),
         ("user", "draft of a trip"),
     ]
 

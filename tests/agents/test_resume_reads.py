@@ -52,11 +52,14 @@ def _respond(request: LlmRequest) -> str | FunctionCall:
 
 
 def _assistant(model: ScriptedModel, contents: str) -> LlmAgent:
+    """A chat agent: as a workflow node too, its model sees the conversation (a single-turn
+    node's sees only its input and its own turns, and reads no history)."""
     return LlmAgent(
         name="assistant",
         model=model,
         tools=[LongRunningFunctionTool(start_job)],
         include_contents="none" if contents == "none" else "default",
+        mode="chat",
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, Literal, final
 
-from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
+from pydantic import Field, InstanceOf, JsonValue, PrivateAttr, field_validator
 
 from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import (
@@ -60,9 +60,12 @@ from baton.tools.confirmation import (
 from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, Part
 
-__all__ = ["InstructionProvider", "LlmAgent", "LlmAgentState", "ModelCallError"]
+__all__ = ["AgentMode", "InstructionProvider", "LlmAgent", "LlmAgentState", "ModelCallError"]
 
 _ROUTING_READ = 16  # earlier events read at first to find who answers a new message
+
+AgentMode = Literal["chat", "task", "single_turn"]
+"""How an LlmAgent takes part in a conversation (see `LlmAgent.mode`)."""
 
 InstructionProvider = Callable[[InvocationContext], str | Awaitable[str]]
 """Computes the instruction from the agent's ctx (no `{key}` templating is applied)."""
@@ -165,6 +168,12 @@ class LlmAgent(BaseAgent):
             back to it once it replied (the root answers it).
         disallow_transfer_to_peers: its model may not transfer to its parent's other
             sub-agents.
+        mode: "chat": its model sees the conversation (the session's history on its
+            branch); "single_turn": its model sees only its input, as a user turn, and
+            its own turns, and nobody answers it ("task" is not supported yet). Unset, it is
+            "chat" as the root agent, as a sub-agent or with sub-agents, and
+            "single_turn" as a node of a workflow (see `effective_mode`). A chat agent
+            in a workflow may only follow START.
 
     Raises:
         ValueError: two tools have the same name.
@@ -186,6 +195,7 @@ class LlmAgent(BaseAgent):
     on_tool_error_callback: Callbacks = None
     disallow_transfer_to_parent: bool = False
     disallow_transfer_to_peers: bool = False
+    mode: AgentMode | None = None
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
@@ -193,10 +203,37 @@ class LlmAgent(BaseAgent):
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
     _transfer: TransferToAgentTool | None = PrivateAttr(default=None)
 
+    @field_validator("mode")
+    @classmethod
+    def _supported(cls, mode: AgentMode | None) -> AgentMode | None:
+        if mode == "task":
+            raise ValueError(
+                "mode='task' (an agent that works with the user until it calls finish_task) "
+                "is not supported yet; use 'chat' or 'single_turn'."
+            )
+        return mode
+
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         self._tools = _index_tools(self.tools, agent=self.name)
         self._transfer = TransferToAgentTool(lambda: self)
+
+    @property
+    def only_after_start(self) -> bool:
+        """Whether, as a workflow node, only START may precede it: a chat agent answers
+        the conversation, not a predecessor's output."""
+        return self.mode == "chat"
+
+    def effective_mode(self, ctx: InvocationContext) -> AgentMode:
+        """The mode this agent runs in under `ctx`: its `mode`; unset, "chat" as the
+        root agent (or driven directly), as a sub-agent or with sub-agents, else
+        "single_turn" (a node of a workflow, or a node a node runs)."""
+        if self.mode is not None:
+            return self.mode
+        is_node = "/" in as_agent_context(ctx).node_path
+        if self.parent_agent is not None or self.sub_agents or not is_node:
+            return "chat"
+        return "single_turn"
 
     def transfer_rules(self) -> TransferRules:
         return TransferRules(
@@ -367,8 +404,8 @@ class LlmAgent(BaseAgent):
     async def _run_start(self, ctx: AgentContext) -> str:
         """The id of the session's last event: a fresh run begins after it ('' in an empty
         session). With the default contents the first request reads the session's events
-        anyway; with "none" only the last one is read."""
-        if self.include_contents == "default":
+        anyway; with "none", or in single-turn mode, only the last one is read."""
+        if self.include_contents == "default" and self.effective_mode(ctx) != "single_turn":
             events = await ctx.log.events()
             return events[-1].id if events else ""
         last = await ctx.log.last_event()
@@ -556,18 +593,10 @@ class LlmAgent(BaseAgent):
         return response
 
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
-        events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         llm = self.canonical_model
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
         request = LlmRequest(
-            model=llm.model,
-            contents=conversation(
-                events,
-                agent=self.name,
-                branch=ctx.branch,
-                node_input=self._node_input(ctx, events),
-            ),
-            config=config,
+            model=llm.model, contents=await self._contents(ctx, progress), config=config
         )
         request.append_instructions([await self._instruction(ctx)])
         targets = transfer_targets(self)
@@ -593,6 +622,19 @@ class LlmAgent(BaseAgent):
         )
         for tool in self.canonical_tools.values():
             await tool.process_llm_request(tool_context=tool_context, llm_request=request)
+
+    async def _contents(self, ctx: AgentContext, progress: _Progress) -> list[Content]:
+        """What the model is shown: in single-turn mode, the node's input and the run's
+        own turns (with their calls' results); else the conversation up to the run
+        (`include_contents`) and the run, with the node's input where it came in."""
+        if self.effective_mode(ctx) == "single_turn":
+            text = input_text(ctx.node_input)
+            own = [e for e in progress.current if e.author == self.name or _answers_calls(e)]
+            at = None if text is None else (0, text)
+            return conversation(own, agent=self.name, branch=ctx.branch, node_input=at)
+        events = [*await self._before_run(ctx, progress.run_start), *progress.current]
+        at = self._node_input(ctx, events)
+        return conversation(events, agent=self.name, branch=ctx.branch, node_input=at)
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
         """Where the node's input goes in the conversation: before the node run's first event.
@@ -772,6 +814,15 @@ def _index_tools(
             )
         index[tool.name] = tool
     return index
+
+
+def _answers_calls(event: Event) -> bool:
+    """Whether a person's event carries function responses (answers to calls)."""
+    return (
+        event.author == "user"
+        and event.content is not None
+        and bool(event.content.function_responses)
+    )
 
 
 def _is_model_turn(event: Event) -> bool:

@@ -346,6 +346,7 @@ def parse_graph(name: str, edges: Sequence[object]) -> tuple[Graph | None, list[
     _check_names(parser)
     if not parser.problems:
         _check_shape(parser)
+        _check_only_after_start(parser)
     if parser.problems:
         return None, parser.problems
     return Graph(name, parser.nodes, parser.edges), []
@@ -375,6 +376,20 @@ def _check_shape(parser: _Parser) -> None:
             f"the cycle {' -> '.join(cycle)} has no routed edge, so it would never end; "
             "put a route on one of its edges."
         )
+
+
+def _check_only_after_start(parser: _Parser) -> None:
+    """A node that reads the conversation, not its input (a chat-mode LlmAgent), follows
+    only START. Read by attribute: agents import this package, so it cannot import them."""
+    for edge in parser.edges:
+        node = parser.nodes[edge.target]
+        if edge.source != _START_NAME and getattr(node, "only_after_start", False):
+            parser.problems.append(
+                f"node '{edge.target}' follows '{edge.source}', but it is an LlmAgent with "
+                "mode='chat': it answers the conversation, not a node's output, so only START "
+                "may precede it. Leave its mode unset (or 'single_turn') to give it "
+                f"'{edge.source}''s output."
+            )
 
 
 def _reachable(
