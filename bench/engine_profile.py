@@ -1,6 +1,8 @@
 """The engine's own cost per node, measured in a way that holds under load.
 
-    .venv/bin/python bench/engine_profile.py [--runs N] [--backend memory|sqlite] [--cprofile]
+    .venv/bin/python bench/engine_profile.py [--runs N] [--backend B] [--cprofile]
+
+B is memory (the default), sqlite or postgres.
 
 Runs baton_bench.py's chain-async workload (a 100-node linear workflow of `async def`
 nodes, a fresh session per run) `--runs` times after two warm-up runs, and prints the
@@ -14,6 +16,10 @@ difference by the extra nodes (this cancels start-up, imports and the warm-up):
         .venv/bin/python bench/engine_profile.py --runs 12
     # instructions per node = (Ir of cg.12 - Ir of cg.2) / (10 x 100)
     # (callgrind_annotate FILE | head prints the "PROGRAM TOTALS" Ir)
+
+`--backend postgres` runs on `BATON_BENCH_POSTGRES_URL` (baton_bench's, in a schema of
+its own): callgrind then counts this process's side of each step (building and
+encoding the statement, asyncpg, the event loop), not the server's.
 
 `--cprofile` prints the Python functions the measured runs spend their time in
 (cumulative and own time, call counts per run show work done more than once a node).
@@ -33,17 +39,18 @@ import cProfile
 import gc
 import pstats
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from baton_bench import CHAIN_NODES, async_chain_workflow, drain, runner_for, text_message
-
-from baton.sessions.services import (
-    BaseSessionService,
-    InMemorySessionService,
-    SqliteSessionService,
+from baton_bench import (
+    CHAIN_NODES,
+    async_chain_workflow,
+    drain,
+    open_service,
+    runner_for,
+    text_message,
 )
+
+from baton.sessions.services import BaseSessionService
 
 WARM_UP_RUNS = 2
 
@@ -74,20 +81,14 @@ async def run_chains(
 
 
 async def measure(backend: str, runs: int, profiler: cProfile.Profile | None) -> list[float]:
-    if backend == "memory":
-        return await run_chains(InMemorySessionService(), runs, profiler)
-    with tempfile.TemporaryDirectory() as folder:
-        service = SqliteSessionService(str(Path(folder) / "profile.db"))
-        try:
-            return await run_chains(service, runs, profiler)
-        finally:
-            await service.close()
+    async with open_service(backend) as service:
+        return await run_chains(service, runs, profiler)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20, help="measured runs (after 2 warm-up)")
-    parser.add_argument("--backend", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--backend", choices=("memory", "sqlite", "postgres"), default="memory")
     parser.add_argument("--cprofile", action="store_true", help="print where the time goes")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.cprofile else None
