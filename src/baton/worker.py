@@ -7,7 +7,7 @@ loops over three kinds of work, all found through the store's indexes:
 - **orphans**: invocations that are `running` with no live lease: their holder died,
   stalled past its time to live, lost the database, or handed them over at shutdown.
   One claim takes each (FOR UPDATE SKIP LOCKED on PostgreSQL, the write lock on
-  SQLite), with a larger fencing token, and the Runner continues it from its last
+  SQLite), with a new fencing token, and the Runner continues it from its last
   commit. At start the worker also takes back the runs its own identity held before
   a restart, without waiting for their leases to lapse.
 - **deadlines**: open questions whose `timeout` passed are answered with their

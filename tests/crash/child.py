@@ -1,7 +1,7 @@
 """The process a crash test kills: starts, answers or resumes the crash workflow once.
 
     python -m tests.crash.child --url URL --session S --work DIR --action start|answer|resume
-        [--invocation ID] [--kill-at K] [--block NODE] [--replay]
+        [--invocation ID] [--kill-at K] [--kill-after-claim] [--block NODE] [--replay]
 
 `--replay` runs the app non-resumable: recovery re-walks the workflow from START and
 fast-forwards completed runs from the recorded outputs.
@@ -12,8 +12,9 @@ fraction of an interpreter start's cost.
 
 It counts every step commit that returned in DIR/commits, across processes, and
 SIGKILLs itself right after the K-th: the store really committed that step,
-nothing after it ran. Lease holders it finds dead expire after LEASE_SECONDS;
-until then a claim is retried.
+nothing after it ran; `--kill-after-claim` SIGKILLs it right after an answer's claim
+took the run, before its first step. Lease holders it finds dead expire after
+LEASE_SECONDS; until then a claim is retried.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from baton.errors import InvocationBusyError
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
-from baton.sessions.store import StepCommit
+from baton.sessions.store import AnswerClaim, Answering, SessionKey, StepCommit
 from tests.crash.workflow import APP_NAME, INTERRUPT_ID, USER_ID, Probe, build_workflow
 
 LEASE_SECONDS = 1.0
@@ -59,6 +60,19 @@ def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
     setattr(store, "commit_step", counted)  # noqa: B010 -- SqlStore is final, so no subclass
 
 
+def kill_after_claim(store: SqlStore) -> None:
+    """Wrap the store's claim_answering: SIGKILL the process once an answer claimed a run."""
+    claim_answering = store.claim_answering
+
+    async def claimed(key: SessionKey, claim: AnswerClaim) -> Answering:
+        answering = await claim_answering(key, claim)
+        if answering.claimed is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return answering
+
+    setattr(store, "claim_answering", claimed)  # noqa: B010 -- as in count_commits
+
+
 def message_for(action: str) -> types.Content | None:
     if action == "start":
         return types.Content(role="user", parts=[types.Part(text="trip to Oslo")])
@@ -75,6 +89,8 @@ async def main(args: argparse.Namespace) -> None:
     probe = Probe(counts=work / "counts", marker=work / "marker", block=args.block)
     store = SqlStore(args.url)
     count_commits(store, work / "commits", args.kill_at)
+    if args.kill_after_claim:
+        kill_after_claim(store)
     runner = Runner(
         app=App(
             name=APP_NAME,
@@ -120,6 +136,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--action", choices=["start", "answer", "resume"], required=True)
     parser.add_argument("--invocation")
     parser.add_argument("--kill-at", type=int)
+    parser.add_argument("--kill-after-claim", action="store_true")
     parser.add_argument("--block")
     parser.add_argument("--replay", action="store_true")
     return parser.parse_args(argv)

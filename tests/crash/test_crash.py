@@ -73,6 +73,7 @@ class Case:
     kill_at: int | None = None
     block: str | None = None
     replay: bool = False
+    kill_after_claim: bool = False
 
     @property
     def marker(self) -> Path:
@@ -140,6 +141,21 @@ async def test_sigkill_inside_a_node_reruns_it_with_the_same_idempotency_key(
     assert case.marker.read_text() == keys[0]
 
 
+async def test_sigkill_right_after_an_answers_claim_lets_the_next_answer_through(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The claim is the answer's only write before its first step (on PostgreSQL it does
+    not wait for its flush): a process killed right after it leaves the question open,
+    and the next answer, once the dead holder's lease lapsed, completes the run."""
+    case = await new_case(store_url, tmp_path, "claim", kill_after_claim=True)
+    outcome = await carry_through(case)
+    assert outcome.committed_at_kill is not None
+    assert "ask" in outcome.committed_at_kill  # the question, asked before the kill
+    assert_recovered(outcome, "SIGKILL right after the answer's claim")
+    assert all(len(keys) == 1 for keys in outcome.executions.values())
+    assert (case.work / "log-1-answer").exists()  # killed there, answered again after
+
+
 def assert_recovered(outcome: Outcome, what: str) -> None:
     """Same result as an uninterrupted run; committed nodes ran once, in-flight ones twice
     at most, always under the same idempotency key."""
@@ -166,6 +182,7 @@ async def new_case(
     kill_at: int | None = None,
     block: str | None = None,
     replay: bool = False,
+    kill_after_claim: bool = False,
 ) -> Case:
     work = tmp_path / name
     work.mkdir()
@@ -174,7 +191,15 @@ async def new_case(
         session = await store.create_session(APP_NAME, USER_ID, session_id=SessionId(name))
     finally:
         await store.close()
-    return Case(url, work, session.key, kill_at=kill_at, block=block, replay=replay)
+    return Case(
+        url,
+        work,
+        session.key,
+        kill_at=kill_at,
+        block=block,
+        replay=replay,
+        kill_after_claim=kill_after_claim,
+    )
 
 
 async def carry_through(case: Case) -> Outcome:
@@ -210,6 +235,8 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
         argv += ["--invocation", invocation_id]
     if case.kill_at is not None:
         argv += ["--kill-at", str(case.kill_at)]
+    if case.kill_after_claim and action == "answer" and attempt == 1:
+        argv += ["--kill-after-claim"]
     watch = case.block is not None and not case.marker.exists()
     if watch:
         argv += ["--block", str(case.block)]

@@ -21,10 +21,10 @@ from baton.errors import (
     UnknownInterruptError,
 )
 from baton.events import REQUEST_INPUT_FUNCTION
-from baton.sessions.store import InvocationStatus, Store
+from baton.sessions.store import InvocationStatus, Lease, Store
 from baton.types import InvocationId
 from tests.harness import Harness, MakeHarness, asked, outputs
-from tests.store.builders import snapshot
+from tests.store.builders import claimed_since, snapshot
 
 TTL = timedelta(seconds=30)
 GOOD: dict[str, JsonValue] = {"amount": 12}
@@ -62,11 +62,12 @@ async def _paused(make_harness: MakeHarness) -> tuple[Harness, InvocationId]:
     return h, InvocationId((await h.invocation()).id)
 
 
-async def _next_token(store: Store, invocation_id: InvocationId) -> int:
-    """The token the next claim takes (claimed and given back at once)."""
+async def _probe_lease(store: Store, invocation_id: InvocationId) -> Lease:
+    """A lease claimed and given back at once: `claimed_since` it tells whether anything
+    claimed the run after it."""
     lease = await store.claim(invocation_id, "probe", TTL)
     await store.release(lease)
-    return lease.token
+    return lease
 
 
 @pytest.mark.parametrize(
@@ -98,7 +99,7 @@ async def test_a_refused_answer_changes_nothing_and_leaves_no_claim(
 ) -> None:
     h, invocation_id = await _paused(make_harness)
     store = h.service.store
-    token = await _next_token(store, invocation_id)
+    probe = await _probe_lease(store, invocation_id)
     before = await snapshot(store, h.key)
 
     with pytest.raises(error):
@@ -107,7 +108,7 @@ async def test_a_refused_answer_changes_nothing_and_leaves_no_claim(
     assert await snapshot(store, h.key) == before
     assert await store.holder(invocation_id) is None
     # Refused by what the read found, nothing was claimed even for a moment.
-    assert await _next_token(store, invocation_id) == token + (2 if claimed else 1)
+    assert await claimed_since(store, h.key, probe) is claimed
     done = await h.collect(new_message=_answers(("approve", GOOD)))
     assert outputs(done)[-1] == ("book", "booked 12")
 
@@ -135,14 +136,14 @@ async def test_an_answer_to_a_finished_run_is_refused_and_claims_nothing(
     await h.collect(new_message=_answers(("approve", GOOD)))
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
     store = h.service.store
-    token = await _next_token(store, invocation_id)
+    probe = await _probe_lease(store, invocation_id)
     before = await snapshot(store, h.key)
 
     with pytest.raises(AlreadyAnsweredError, match="already answered"):
         await h.collect(new_message=_answers(("approve", {"amount": 99})))
 
     assert await snapshot(store, h.key) == before
-    assert await _next_token(store, invocation_id) == token + 1
+    assert not await claimed_since(store, h.key, probe)
 
 
 async def test_an_answer_to_a_run_another_worker_holds_is_refused_busy(

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from baton.errors import StaleVersionError
+from baton.errors import LeaseLostError, StaleVersionError
 from baton.events import Event
 from baton.sessions.store import (
     Interrupt,
     Invocation,
     InvocationStatus,
+    Lease,
     Session,
     SessionKey,
     StepCommit,
@@ -93,6 +94,19 @@ class Snapshot:
     session: Session | None
     invocations: list[Invocation]
     interrupts: list[Interrupt]
+
+
+async def claimed_since(store: Store, session: SessionKey, lease: Lease) -> bool:
+    """Whether the invocation was claimed since `lease` was its lease (a claim's token is
+    not predictable): an empty step fenced by `lease` lands (a new version) when it was not."""
+    invocation = await store.load_invocation(session, lease.invocation_id)
+    assert invocation is not None
+    probe = StepCommit(session, lease.invocation_id, invocation.version, lease=lease)
+    try:
+        await store.commit_step(probe)
+    except LeaseLostError:
+        return True
+    return False
 
 
 async def snapshot(store: Store, session: SessionKey) -> Snapshot:

@@ -12,7 +12,7 @@ import pytest
 from baton.sessions.store import AnswerClaim, InvocationStatus, Lease, SessionKey, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock
-from tests.store.builders import APP, USER, event, key, question, step
+from tests.store.builders import APP, USER, claimed_since, event, key, question, step
 
 TTL = timedelta(seconds=30)
 INV = InvocationId("inv-1")
@@ -55,11 +55,13 @@ async def _paused(
     await store.commit_step(paused)
 
 
-async def _next_token(store: Store, invocation_id: str = INV) -> int:
-    """The token the next claim takes (and releases again): shows what was claimed before."""
-    lease = await store.claim(InvocationId(invocation_id), "probe", TTL)
-    await store.release(lease)
-    return lease.token
+# The lease of an invocation `_paused` creates free: none, token 0.
+UNLEASED = Lease(INV, "nobody", 0.0, 0)
+
+
+async def _never_claimed(store: Store) -> bool:
+    """Whether INV, paused free, was never claimed (not even claimed and released)."""
+    return not await claimed_since(store, key(), UNLEASED)
 
 
 async def test_the_read_is_what_the_session_and_interrupt_reads_give(store: Store) -> None:
@@ -90,7 +92,8 @@ async def test_an_answerable_answer_claims_its_invocation_with_the_read(
 
     assert found.claimed is not None
     lease, invocation = found.claimed
-    assert (lease.invocation_id, lease.owner, lease.token) == (INV, "answerer", 1)
+    assert (lease.invocation_id, lease.owner) == (INV, "answerer")
+    assert await claimed_since(store, key(), UNLEASED)
     assert clock.now < lease.expires_at <= clock.now + 30
     assert await store.holder(INV) == lease
     assert invocation == await store.load_invocation(key(), INV)
@@ -107,7 +110,7 @@ async def test_a_claim_follows_the_rule_the_runner_checks_by(store: Store) -> No
     )
 
     assert as_seen.claimed is not None
-    assert as_seen.claimed[0].token == 1
+    assert as_seen.claimed[0].owner == "answerer"
 
 
 @pytest.mark.parametrize(
@@ -127,7 +130,7 @@ async def test_an_answer_the_rows_refuse_claims_nothing(store: Store, claim: Ans
 
     assert found.claimed is None
     assert await store.holder(INV) is None
-    assert await _next_token(store) == 1  # not claimed and released either
+    assert await _never_claimed(store)  # not claimed and released either
 
 
 async def test_an_answered_question_claims_nothing(store: Store) -> None:
@@ -138,7 +141,7 @@ async def test_an_answered_question_claims_nothing(store: Store) -> None:
 
     assert [row.status for row in found.interrupts] == ["answered"]
     assert found.claimed is None
-    assert await _next_token(store) == 1
+    assert await _never_claimed(store)
 
 
 async def test_a_question_open_in_two_runs_claims_only_the_one_named(store: Store) -> None:
@@ -151,7 +154,7 @@ async def test_a_question_open_in_two_runs_claims_only_the_one_named(store: Stor
     assert either.claimed is None
     assert named.claimed is not None
     assert named.claimed[0].invocation_id == "inv-2"
-    assert await _next_token(store) == 1
+    assert await _never_claimed(store)
 
 
 async def test_an_expired_question_claims_nothing(store: Store, clock: FakeClock) -> None:
@@ -161,7 +164,7 @@ async def test_an_expired_question_claims_nothing(store: Store, clock: FakeClock
     found = await store.claim_answering(key(), _claim())
 
     assert found.claimed is None
-    assert await _next_token(store) == 1
+    assert await _never_claimed(store)
 
 
 @pytest.mark.parametrize("answered_by", [None, "alice"])
@@ -173,7 +176,7 @@ async def test_an_assigned_question_claims_nothing_for_anyone_else(
     found = await store.claim_answering(key(), _claim(answered_by=answered_by))
 
     assert found.claimed is None
-    assert await _next_token(store) == 1
+    assert await _never_claimed(store)
 
 
 async def test_a_run_held_by_a_live_worker_is_not_taken_from_it(
@@ -190,7 +193,10 @@ async def test_a_run_held_by_a_live_worker_is_not_taken_from_it(
     clock.advance(21)  # the lease lapsed: the answer may take it
     taken = await store.claim_answering(key(), _claim())
     assert taken.claimed is not None
-    assert taken.claimed[0] == Lease(INV, "answerer", taken.claimed[0].expires_at, 2)
+    assert held is not None
+    lease = taken.claimed[0]
+    assert lease.owner == "answerer"
+    assert lease.token != held.token
 
 
 async def test_another_session_claims_nothing_of_this_one(store: Store) -> None:
@@ -200,4 +206,4 @@ async def test_another_session_claims_nothing_of_this_one(store: Store) -> None:
     found = await store.claim_answering(key(user="v"), _claim())
 
     assert (found.interrupts, found.claimed) == ([], None)
-    assert await _next_token(store) == 1
+    assert await _never_claimed(store)

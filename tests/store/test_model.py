@@ -88,9 +88,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.store: Store = MemoryStore(clock=clock) if url is None else SqlStore(url, clock=clock)
         self.app = f"app-{uuid.uuid4().hex[:8]}"
         self.model: dict[str, _SessionModel] = {}
-        # invocation -> (owner, expires at, token) of its lease, and its last token
+        # invocation -> (owner, expires at, token) of its lease, and every token it had
         self.leases: dict[str, tuple[str, float, int]] = {}
-        self.tokens: dict[str, int] = {}
+        self.tokens: dict[str, list[int]] = {}
 
     def run(self, call: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(call)
@@ -202,14 +202,15 @@ class StoreMachine(RuleBasedStateMachine):
         assert (lease is not None) is (held is None or held[0] == owner or held[1] <= now)
         if lease is not None:
             assert lease.expires_at == now + ttl
-            assert lease.token == self.tokens.get(inv, 0) + 1
-            self.tokens[inv] = lease.token
+            earlier = self.tokens.setdefault(inv, [0])  # created without a lease: token 0
+            assert lease.token not in earlier  # a claim never takes an earlier claim's token
+            earlier.append(lease.token)
             self.leases[inv] = (owner, lease.expires_at, lease.token)
 
     def _lease_of(self, inv: str, owner: str) -> Lease:
         """The lease `owner` would present: the held one if it is theirs, else a stale one."""
         held = self.leases.get(inv)
-        token = held[2] if held and held[0] == owner else self.tokens.get(inv, 0) - 1
+        token = held[2] if held and held[0] == owner else min(self.tokens.get(inv, [0])) - 1
         return Lease(InvocationId(inv), owner, 0.0, token)
 
     @rule(

@@ -248,9 +248,10 @@ class Delivery:
 class Lease:
     """The right to execute an invocation until `expires_at` (seconds since the epoch).
 
-    `token` grows with every claim of the invocation: a step commit lands only while
-    its lease's token is the invocation's current one, so a holder that stalled past
-    its expiry and was replaced can write nothing more.
+    Every claim of the invocation takes a new `token`, never one an earlier claim of it
+    took: a step commit lands only while its lease's token is the invocation's current
+    one, so a holder that stalled past its expiry and was replaced (or whose claim a
+    database crash undid) can write nothing more.
     """
 
     invocation_id: InvocationId
@@ -429,7 +430,7 @@ class Store(Protocol):
         ...
 
     async def claim(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
-        """Take an existing invocation's lease with a new, larger token.
+        """Take an existing invocation's lease with a new token (no earlier claim's).
 
         Raises:
             InvocationBusyError: another owner holds an unexpired lease on it.
@@ -582,9 +583,10 @@ def busy_error(
 def lost_error(lease: Lease) -> LeaseLostError:
     """The refusal of a renewal or step whose lease was taken over."""
     return LeaseLostError(
-        f"invocation '{lease.invocation_id}' was taken over by another runner: the lease "
-        f"of '{lease.owner}' (token {lease.token}) no longer holds, so nothing more of this "
-        "run is recorded; the new holder continues it from the last commit."
+        f"invocation '{lease.invocation_id}' was taken over by another runner (or a database "
+        f"crash undid its claim): the lease of '{lease.owner}' (token {lease.token}) no "
+        "longer holds, so nothing more of this run is recorded; whoever holds or claims it "
+        "next continues it from the last commit."
     )
 
 

@@ -8,6 +8,36 @@ NULL when nothing was claimed. Speed: a resume's checks and claim are one round 
 instead of two. Elsewhere (SQLite, MySQL, which cannot update in a CTE) it is one
 transaction, `claim_answering`: the same read, `answerable` itself, and
 `writes.CLAIM_LOADED`.
+
+PostgreSQL commits `ANSWERING` without waiting for its WAL to reach the disk
+(`synchronous_commit` off for that statement's transaction alone, set from inside it
+by the claim): the claim is the only thing it writes, and the call's first step
+commits durably right after it. Why that loses no guarantee:
+
+- Every later durable commit flushes the claim too. The WAL is one sequence, flushed
+  in order: a commit waits until everything before its own record is on disk, and the
+  claim's record precedes the answer's step (sent after the claim returned), every
+  renewal and release of its holder, and any commit of anyone that began after it.
+  (A synchronous standby receives the WAL in the same order.) So once the answer's
+  step is durable, so is the claim: a crash after it loses nothing it would not have
+  lost with a durable claim.
+- A crash of the database before then may undo the claim: the row is back at the
+  token before it. The holder of the lost claim then writes nothing: its token was
+  drawn at random (`writes.new_token`), so neither the row's old token nor any later
+  claim's equals it, and its first step, renewal or release is fenced out
+  (LeaseLostError; no step of it landed, the answer included, so the question is
+  still open and answering again works). With tokens counted up by one, the next
+  claimer would have been handed the lost claim's token and both would pass the fence.
+- No code of the user's runs between the claim and that first step: the answer's
+  step lands before any node's code starts (`InvocationRun._holds`, `land_held`).
+  Only plugins' event callbacks may run first (they see the answer's events before
+  they are stored), as they would again for the call retried after the crash.
+- Until the flush, other processes may read the claim (a claim of theirs refused as
+  busy, recovery skipping the run): a refusal to retry, never a write of theirs, and
+  any durable write of theirs would flush the claim first.
+- The answering process crashing leaves a committed claim, durable or about to be
+  (the WAL writer flushes within three `wal_writer_delay`s): recovery waits for its
+  lease to lapse, as after any claim.
 """
 
 from __future__ import annotations
@@ -44,6 +74,7 @@ from baton.sessions.sql.writes import (
     IS_FREE,
     TAKEN,
     claim_params,
+    new_token,
 )
 from baton.sessions.store import (
     AnswerClaim,
@@ -109,6 +140,14 @@ def _lets_through(row: Any) -> ColumnElement[bool]:
 _ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
 
 
+# The claim's transaction (the statement's own) commits without waiting for the WAL
+# flush (see the module docstring). Set by the claim's RETURNING, so only when it
+# claims: computed for each row the UPDATE changes, whether the query reads it or not.
+_NO_FLUSH_WAIT = func.set_config(
+    literal_column("'synchronous_commit'"), literal_column("'off'"), true()
+).label("no_flush_wait")
+
+
 def _answering() -> Select[Any]:
     open_rows = _open_rows(_FOUND)
     only_one = select(func.count()).select_from(open_rows).scalar_subquery() == 1
@@ -120,11 +159,12 @@ def _answering() -> Select[Any]:
             only_one,
             IS_FREE,
         )
-        .returning(*CLAIM_LOADED.returning)
+        .returning(*CLAIM_LOADED.returning, _NO_FLUSH_WAIT)
         .cte("claimed")
     )
+    loaded = [claimed.c[str(c.name)] for c in CLAIM_LOADED.returning]
     return (
-        select(*_FOUND.c, *claimed.c)
+        select(*_FOUND.c, *loaded)
         .select_from(_FOUND.outerjoin(claimed, true()))
         .order_by(_FOUND.c.interrupt_created_at, _FOUND.c.interrupt_invocation_id)
     )
@@ -146,6 +186,7 @@ def answering_params(key: SessionKey, claim: AnswerClaim, now: float) -> dict[st
         "key_progress": claim.progress,
         "key_owner": claim.owner,
         "key_expires_at": now + claim.ttl.total_seconds(),
+        "key_new_token": new_token(),
         "key_now": now,
     }
 

@@ -2,14 +2,29 @@
 
 Synchronous functions over a `Connection`, each run inside one writing transaction
 (see `executors`). A lease lives on its invocation's row: a claim is one `UPDATE ...
-SET token = token + 1 WHERE expired or released or same owner`, which the database
+SET token = new token WHERE expired or released or same owner`, which the database
 evaluates under the row lock, so two stores in two processes cannot both win it. A
 claim, renewal or release is one statement, its own transaction on PostgreSQL (a
 refused claim reads the holder after it, for the message only).
+
+Fencing: a step, renewal or release lands only while its lease's token is the row's
+(`lease_token = token`), so the token must name ONE claim: no claim may ever take a
+token an earlier claim of the invocation took, or two holders could both pass the
+fence. Each claim takes a random 63-bit token drawn by the claimer (`new_token`), not
+the row's token plus one, because a claim can be undone after it was handed out: on
+PostgreSQL an answer's claim commits without waiting for its WAL flush (see
+`answering`), and a database crash in that moment rolls the row back to the token
+before it; with "plus one", the next claimer would be handed the very token the lost
+claim's holder still presents (as would a failover to a standby that missed a claim,
+durable or not). Two drawn tokens are equal with probability 2^-63, and none is 0
+(an invocation created without a lease) or 1 (`lease_new`'s). So a holder whose
+claim was lost writes nothing more: its first step, renewal or release finds another
+token and stops (LeaseLostError), whoever claimed since.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +75,7 @@ __all__ = [
     "holder_from",
     "insert_session",
     "lease_params",
+    "new_token",
     "refusal",
     "released_running",
     "renew_params",
@@ -76,12 +92,12 @@ HOLDER = select(
     invocations.c.lease_owner, invocations.c.lease_expires_at, invocations.c.lease_token
 ).where(_IS_INVOCATION)
 # Take the lease only when it lapsed, was released, or is already this owner's; the
-# token grows with every claim, which fences out the previous holder's commits.
+# new token (see the module docstring) fences out the previous holder's commits.
 _TOKEN = (invocations.c.lease_token,)
 TAKEN = update(invocations).values(
     lease_owner=bindparam("key_owner"),
     lease_expires_at=bindparam("key_expires_at"),
-    lease_token=invocations.c.lease_token + 1,
+    lease_token=bindparam("key_new_token"),
 )
 """An update taking the lease of the invocations it picks (bind `claim_params`)."""
 IS_FREE = (
@@ -170,12 +186,21 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
     return True
 
 
+def new_token() -> int:
+    """A claim's fencing token: random, in [2, 2^63) (see the module docstring)."""
+    return secrets.randbelow(_TOKENS) + 2
+
+
+_TOKENS = 2**63 - 2
+
+
 def claim_params(lease: Lease, now: float) -> dict[str, Any]:
-    """What `CLAIM` binds to take the invocation's lease for `lease.owner`."""
+    """What `CLAIM` binds to take the invocation's lease for `lease.owner` (a new token)."""
     return {
         "key_invocation_id": lease.invocation_id,
         "key_owner": lease.owner,
         "key_expires_at": lease.expires_at,
+        "key_new_token": new_token(),
         "key_now": now,
     }
 
@@ -271,6 +296,7 @@ def _take(
         "key_invocation_id": invocation_id,
         "key_owner": request.owner,
         "key_expires_at": request.expires_at,
+        "key_new_token": new_token(),
     }
     return int(dialect.update_returning(connection, _TAKE, parameters)[0][0])
 
