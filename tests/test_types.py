@@ -142,7 +142,10 @@ def test_engine_output_events_equal_validated_ones(
 ) -> None:
     fast = Event.of_output(output, invocation_id="inv", author=author, path=path, run_id="2")
     slow = Event(
-        invocation_id="inv", author=author, output=output, node_info=NodeInfo(path=path, run_id="2")
+        invocation_id="inv",
+        author=author,
+        output=output,
+        node_info=NodeInfo(path=path, run_id="2", output_for=[path]),
     )
     same = {"id": fast.id, "timestamp": fast.timestamp}
     assert fast == slow.model_copy(update=same)

@@ -291,7 +291,9 @@ class Event(WireModel):
             {"state_delta", "artifact_delta"},
         )
         node_info = _assemble(
-            NodeInfo, {**_NO_NODE_INFO, "path": path, "run_id": run_id}, {"path", "run_id"}
+            NodeInfo,
+            {**_NO_NODE_INFO, "path": path, "run_id": run_id, "output_for": [path]},
+            {"path", "run_id", "output_for"},
         )
         fields = {
             **_NO_FIELDS,

@@ -78,7 +78,7 @@ async def test_a_child_used_as_output_stands_for_its_caller_across_a_restart(
 
     assert shown(last) == [
         ("wf@1/parent@1/ask@1", "x:yes", ["wf@1/parent@1/ask@1", "wf@1/parent@1"], None),
-        ("wf@1/after@1", "after(parent(x:yes))", None, None),
+        ("wf@1/after@1", "after(parent(x:yes))", ["wf@1/after@1", "wf@1"], None),
     ]
     assert counter.runs == {"parent": 2, "ask": 2, "after": 1}
 
@@ -94,9 +94,9 @@ async def test_a_child_on_a_sub_branch_keeps_it_across_a_restart(
     [question] = [e for e in first if e.long_running_tool_ids]
     assert question.branch == "ask@1"
     assert shown(last) == [
-        ("wf@1/parent@1/ask@1", "x:yes", None, "ask@1"),
-        ("wf@1/parent@1", "parent(x:yes)", None, None),
-        ("wf@1/after@1", "after(parent(x:yes))", None, None),
+        ("wf@1/parent@1/ask@1", "x:yes", ["wf@1/parent@1/ask@1"], "ask@1"),
+        ("wf@1/parent@1", "parent(x:yes)", ["wf@1/parent@1"], None),
+        ("wf@1/after@1", "after(parent(x:yes))", ["wf@1/after@1", "wf@1"], None),
     ]
 
 
@@ -109,7 +109,12 @@ async def test_a_child_on_a_given_branch_keeps_it_across_a_restart(
     first, last = await pause_and_answer(stores, root, counter, resumable)
 
     assert [e.branch for e in first if e.long_running_tool_ids] == ["review.legal"]
-    assert shown(last)[0] == ("wf@1/parent@1/ask@1", "x:yes", None, "review.legal")
+    assert shown(last)[0] == (
+        "wf@1/parent@1/ask@1",
+        "x:yes",
+        ["wf@1/parent@1/ask@1"],
+        "review.legal",
+    )
 
 
 async def test_nested_sub_branches_and_outputs_chain_up(stores: StoreFactory) -> None:
@@ -133,12 +138,13 @@ async def test_nested_sub_branches_and_outputs_chain_up(stores: StoreFactory) ->
     events = await h.start()
 
     # As in the reference (2.13.0): the output is on the branch of the outermost run it
-    # stands for, top's (the workflow's), not on the sub-branch leaf ran on.
+    # stands for, top's (the workflow's), not on the sub-branch leaf ran on; it names
+    # the workflow too, top being its terminal node.
     assert shown(events) == [
         (
             "wf@1/top@1/middle@1/leaf@1",
             "leaf(a)",
-            ["wf@1/top@1/middle@1/leaf@1", "wf@1/top@1/middle@1", "wf@1/top@1"],
+            ["wf@1/top@1/middle@1/leaf@1", "wf@1/top@1/middle@1", "wf@1/top@1", "wf@1"],
             None,
         )
     ]

@@ -111,6 +111,10 @@ class RunRecord:
     # outermost of those callers', as in the reference.
     output_for: list[str] = field(default_factory=list)
     output_branch: str | None = None
+    # A terminal node's run: the workflow runs its output is the output of (its
+    # workflow's, and those that one's stands for), named by its output event's
+    # `output_for` as in the reference. Unlike `output_for`, it moves no event's branch.
+    terminal_of: list[str] = field(default_factory=list)
     # Set as the run completes, read as the workflow folds it in (so never stored): it
     # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
     waits_for_output: bool = False
@@ -132,6 +136,12 @@ class RunRecord:
         if self.moved_from is not None:
             self.branch = self.moved_from or None
             self.moved_from = None
+
+    @property
+    def stands_for(self) -> list[str]:
+        """The runs its output is the output of: its callers' (`output_for`), or as a
+        terminal node its workflows' (`terminal_of`)."""
+        return self.output_for or self.terminal_of
 
     @property
     def moved_to(self) -> str | None:
@@ -189,6 +199,8 @@ class RunRecord:
             data["agent_states"] = dict(self.agent_states)
         if self.output_for:
             data["output_for"] = list(self.output_for)
+        if self.terminal_of:
+            data["terminal_of"] = list(self.terminal_of)
 
     @classmethod
     def from_json(cls, data: Any) -> RunRecord:

@@ -136,7 +136,7 @@ class DynamicRuns:
                 run_id=call.key.rpartition("@")[2],
                 input=value,
                 branch=override_branch or _sub_branch(parent.branch, call.key, use_sub_branch),
-                output_for=[parent.path, *parent.output_for] if use_as_output else [],
+                output_for=[parent.path, *parent.stands_for] if use_as_output else [],
                 output_branch=_claimer_branch(parent) if use_as_output else None,
             )
             state.runs[call.key] = record

@@ -114,7 +114,9 @@ async def complete_with_answers(
         invocation_id=invocation.invocation_id,
         author=event_author(node),
         output=output,
-        node_info=NodeInfo(path=record.path, run_id=record.run_id),
+        node_info=NodeInfo(
+            path=record.path, run_id=record.run_id, output_for=[record.path, *record.stands_for]
+        ),
     )
     _put_on_branch(event, record)
 
@@ -214,11 +216,16 @@ class _Collector:
             event.invocation_id = self.invocation_id
         if not event.author:
             event.author = event_author(self.node)
+        record = self.record
         if event.node_info is None:
-            event.node_info = NodeInfo(path=self.record.path, run_id=self.record.run_id)
+            event.node_info = NodeInfo(
+                path=record.path,
+                run_id=record.run_id,
+                output_for=None if event.output is None else [record.path],
+            )
         if event.branch is not None and not getattr(self.node, "authors_own_events", False):
             self._move(event)
-        if self.record.branch is not None or self.record.output_for:
+        if record.branch is not None or record.output_for or record.terminal_of:
             self.place(event)
         if event.output is not None and not self._take_output(event):
             return
@@ -285,12 +292,18 @@ class _Collector:
         record = self.record
         _put_on_branch(event, record)
         info = event.node_info
-        if record.output_for and info and (event.output is not None or info.message_as_output):
+        if not info or (event.output is None and not info.message_as_output):
+            return
+        if record.output_for:
             event.node_info = info.model_copy(
                 update={"output_for": [record.path, *record.output_for]}
             )
             if event.content is None or not event.content.function_responses:
                 event.branch = record.output_branch
+        elif record.terminal_of:
+            event.node_info = info.model_copy(
+                update={"output_for": [record.path, *record.terminal_of]}
+            )
 
     def _note_long_running(self, event: Event) -> None:
         if not event.long_running_tool_ids:
@@ -707,7 +720,7 @@ async def _commit_end(
             path=record.path,
             run_id=record.run_id,
         )
-        if record.branch is not None or record.output_for:
+        if record.branch is not None or record.output_for or record.terminal_of:
             collector.place(event)
         collector.events.append(event)
     parts = collector.parts()

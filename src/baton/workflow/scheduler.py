@@ -242,6 +242,9 @@ class _Scheduler:
         # happened before may be fast-forwarded, never one recorded moments ago by a
         # sibling trigger with an equal input (fan-in without a JoinNode).
         self.replayable = {key: len(done) for key, done in state.recorded.items()}
+        # What a terminal node's output is the output of: this workflow run, and what its
+        # own output is (shared by those runs' records, never changed).
+        self.terminal_of = [record.path, *record.stands_for]
 
     async def run(self) -> None:
         try:
@@ -301,6 +304,7 @@ class _Scheduler:
                 message_input=trigger.message,
                 child=forked.child if forked is not None else None,
                 branch=trigger.run_branch(str(run_id)),
+                terminal_of=self.terminal_of if trigger.node in self.graph.terminals else [],
             )
             self.state.runs[run.key] = run
             self.running += 1
