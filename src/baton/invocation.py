@@ -334,6 +334,13 @@ class InvocationRun:
         the same write), and answers land with the output of the run they complete: a
         resume of `a -> ask -> b` is two commits instead of four. Not with plugins, whose
         callbacks are code of the user's that runs between steps.
+
+        Not fewer: held past `b`'s start (to land with `b`'s output), the answers would
+        be durable only once `b` is done, so a crash while `b` runs would lose an answer
+        `b` already acted on, and the person would be asked again; committed without
+        waiting for its flush, a database crash could do the same (unlike the claim
+        before them, which no code acts on before a durable commit: see
+        `baton.sessions.sql.answering`).
         """
         invocation = self.invocation
         return (
