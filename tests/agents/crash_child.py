@@ -1,7 +1,7 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
     run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
-         "--kill-at", K, "--root", "tree"|"story"|"callbacks"|"transfer"|"handback"], log)
+         "--kill-at", K, "--root", <a name in ROOTS>], log)
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
@@ -242,6 +242,28 @@ def build_with_handback(recorder: Recorder) -> BaseAgent:
     )
 
 
+def build_with_delegation(recorder: Recorder) -> BaseAgent:
+    """boss calls its single-turn sub-agent helper as a tool; helper calls t1 and replies;
+    boss answers with helper's reply (see test_crash_callbacks_transfer)."""
+
+    t1 = recorded_tool(recorder)
+
+    def boss(request: LlmRequest) -> ScriptItem:
+        replies = [r for c in request.contents for r in c.function_responses]
+        recorder.record("boss-final" if replies else "boss")
+        return "all done" if replies else [FunctionCall(name="helper", args={"request": "go"})]
+
+    def helper(request: LlmRequest) -> ScriptItem:
+        answered = any(c.function_responses for c in request.contents)
+        recorder.record("helper-final" if answered else "helper")
+        return "t1 ran" if answered else [FunctionCall(name="t1", args={"x": 1})]
+
+    worker = LlmAgent(
+        name="helper", model=ScriptedModel(responder=helper), tools=[t1], mode="single_turn"
+    )
+    return LlmAgent(name="boss", model=ScriptedModel(responder=boss), sub_agents=[worker])
+
+
 class Escalating(BaseAgent):
     """Records its execution, then escalates: its ParallelAgent ends at once."""
 
@@ -282,6 +304,7 @@ ROOTS = {
     "callbacks": build_with_callbacks,
     "transfer": build_with_transfer,
     "handback": build_with_handback,
+    "delegation": build_with_delegation,
     "escalation": build_with_escalation,
 }
 

@@ -2,7 +2,9 @@
 a SQLite file, SIGKILLed right after its k-th step commit, for every k; a new process
 resumes it. Every callback, model and tool call ran exactly once: what committed is
 not called again, and nothing was in flight at a kill. A transferred-to agent resumes
-in place: the agent that handed over does not ask its model again.
+in place: the agent that handed over does not ask its model again. A sub-agent its
+parent called as a tool (mode="single_turn") runs once: a run of it that ended is not
+run again for a result that was not committed yet.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ TRANSFER = Counter({"triage": 1, "refunds": 1, "t1": 1, "refunds-final": 1})
 HANDBACK = Counter(
     {"triage": 1, "refunds": 1, "sales": 1, "t1": 1, "sales-final": 1, "triage-final": 1}
 )
+DELEGATION = Counter({"boss": 1, "helper": 1, "t1": 1, "helper-final": 1, "boss-final": 1})
 # (root, executions, commits of an uninterrupted run)
 ROOTS = [
     # the start, two turns (the first with the agent's checkpoint), the tool result, the
@@ -47,6 +50,9 @@ ROOTS = [
     # the start; triage's turn and transfer; refunds' turn, transfer and end; sales' turn,
     # tool result, turn, transfer and end; triage's second turn and end; the node run
     pytest.param("handback", HANDBACK, 14, id="handback"),
+    # the start; boss's turn; helper's turn, tool result, turn and end; boss's tool
+    # result, turn and end; the node run
+    pytest.param("delegation", DELEGATION, 10, id="delegation"),
 ]
 
 

@@ -159,6 +159,11 @@ class BaseAgent(BaseModel):
         """The agent called `name` below this agent, or None."""
         return next((a for a in self.walk() if a.name == name and a is not self), None)
 
+    def runs_as_tool(self) -> bool:
+        """Whether its parent's model calls it as a tool (`baton.agents.delegation`)
+        instead of transferring the conversation to it: an LlmAgent in single-turn mode."""
+        return False
+
     def transfer_rules(self) -> TransferRules | None:
         """Where this agent may transfer the conversation besides its sub-agents, or None
         when it takes no part in transfer (only LlmAgent does, as in the reference)."""

@@ -3,13 +3,14 @@
 The agent's own turns and tool results stay as they are; the user's messages
 come as user turns; other agents' replies come as context text; function calls
 and responses that are not the agent's own are left out, as are events of
-other parallel branches. Each of the agent's calls is followed at once by its
-last response (a turn's responses merged into one user turn), under the name of
-the call it answers (whatever name the client sent): a long-running call answered
-several times (its tool's interim status, progress updates, the final result)
-shows only the newest, and the agent's text replies to the superseded ones are
-left out, as the reference does. Model providers require a call's response right
-after the call.
+other parallel branches, and those of sub-agents the agent called as tools (see
+`baton.agents.delegation`: the calls' results stand for them). Each of the
+agent's calls is followed at once by its last response (a turn's responses
+merged into one user turn), under the name of the call it answers (whatever
+name the client sent): a long-running call answered several times (its tool's
+interim status, progress updates, the final result) shows only the newest, and
+the agent's text replies to the superseded ones are left out, as the reference
+does. Model providers require a call's response right after the call.
 """
 
 from __future__ import annotations
@@ -30,6 +31,17 @@ def is_visible(event: Event, branch: str | None) -> bool:
     if branch is None or event.branch is None:
         return True
     return branch == event.branch or branch.startswith(f"{event.branch}.")
+
+
+def _is_below_a_call(event: Event, branch: str | None, call_ids: set[str]) -> bool:
+    """Whether `event` is on a delegated call's branch below `branch` (one of `call_ids`):
+    a sub-agent's work for its caller, whose model sees only the call's result."""
+    if not event.branch or event.branch == branch:
+        return False
+    if branch and not event.branch.startswith(f"{branch}."):
+        return False
+    below = event.branch[len(branch) + 1 :] if branch else event.branch
+    return any(segment.rpartition("@")[2] in call_ids for segment in below.split("."))
 
 
 def input_text(node_input: JsonValue) -> str | None:
@@ -57,7 +69,12 @@ def conversation(
     Returns:
         The contents, oldest first.
     """
-    visible = [e for e in events if is_visible(e, branch) and not e.partial]
+    call_ids = {c.id for e in events for c in e.function_calls if c.id}
+    visible = [
+        e
+        for e in events
+        if is_visible(e, branch) and not e.partial and not _is_below_a_call(e, branch, call_ids)
+    ]
     own_calls = {
         c.id: c.name
         for e in visible

@@ -32,6 +32,7 @@ from baton.agents.callbacks import (
 )
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.conversation import conversation, input_text, is_visible
+from baton.agents.delegation import SingleTurnAgentTool
 from baton.agents.handover import Handover, agent_to_continue
 from baton.agents.instructions import fill_instruction
 from baton.agents.state import BaseAgentState
@@ -173,7 +174,8 @@ class LlmAgent(BaseAgent):
             its own turns, and nobody answers it ("task" is not supported yet). Unset, it is
             "chat" as the root agent, as a sub-agent or with sub-agents, and
             "single_turn" as a node of a workflow (see `effective_mode`). A chat agent
-            in a workflow may only follow START.
+            in a workflow may only follow START. A single-turn sub-agent is a tool of
+            its parent's model, not a transfer target (see `baton.agents.delegation`).
 
     Raises:
         ValueError: two tools have the same name.
@@ -215,8 +217,12 @@ class LlmAgent(BaseAgent):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        self._tools = _index_tools(self.tools, agent=self.name)
+        delegated = [SingleTurnAgentTool(a) for a in self.sub_agents if a.runs_as_tool()]
+        self._tools = _index_tools([*self.tools, *delegated], agent=self.name)
         self._transfer = TransferToAgentTool(lambda: self)
+
+    def runs_as_tool(self) -> bool:
+        return self.mode == "single_turn"
 
     @property
     def only_after_start(self) -> bool:
@@ -235,7 +241,9 @@ class LlmAgent(BaseAgent):
             return "chat"
         return "single_turn"
 
-    def transfer_rules(self) -> TransferRules:
+    def transfer_rules(self) -> TransferRules | None:
+        if self.mode == "single_turn":
+            return None  # it answers its caller, not the conversation
         return TransferRules(
             to_parent=not self.disallow_transfer_to_parent,
             to_peers=not self.disallow_transfer_to_peers,
@@ -359,8 +367,11 @@ class LlmAgent(BaseAgent):
                 if not pending and await self._transferred(agent_ctx, progress, transfer):
                     return
                 if any(not self._started(agent_ctx, state, c, lro_ids) for c in pending):
-                    async for event in self._run_calls(agent_ctx, state, pending, lro_ids):
+                    waiting: set[str] = set()
+                    async for event in self._run_calls(agent_ctx, state, pending, lro_ids, waiting):
                         yield event
+                    if waiting:
+                        return  # a sub-agent it called as a tool waits for input
                     state = self._load_agent_state(ctx, LlmAgentState) or state
                     continue
                 if pending and not progress.has_interim_result(lro_ids):
@@ -727,10 +738,21 @@ class LlmAgent(BaseAgent):
         state: LlmAgentState,
         pending: list[FunctionCall],
         lro_ids: set[str],
+        waiting: set[str],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls without a result, one committed event each."""
+        """Run the calls without a result, one committed event each (a sub-agent called
+        as a tool: its events, then the result). The ids of those whose sub-agent waits
+        for input go to `waiting`."""
         for call in pending:
-            if call.id not in lro_ids:
+            tool = self.canonical_tools.get(call.name or "")
+            if isinstance(tool, SingleTurnAgentTool):
+                answered = False
+                async for event in tool.delegate(ctx, call, author=self.name):
+                    answered = answered or event.author == self.name
+                    yield event
+                if not answered:
+                    waiting.add(call.id or "")
+            elif call.id not in lro_ids:
                 yield await self._call_tool(ctx, call)
             elif not self._started(ctx, state, call, lro_ids):
                 event = await self._call_tool(ctx, call, interim=True)

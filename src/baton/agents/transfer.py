@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final, final
 from pydantic import JsonValue
 
 from baton.models.llm import FunctionDeclaration
-from baton.tools.base import BaseTool
+from baton.tools.base import BaseTool, string_parameters
 from baton.tools.tool_context import ToolContext
 
 if TYPE_CHECKING:  # only for annotations: base_agent imports this module
@@ -50,21 +50,23 @@ class TransferRules:
 
 
 def transfer_targets(agent: BaseAgent) -> list[BaseAgent]:
-    """The agents `agent` may transfer to: its sub-agents, then its parent, then its peers.
+    """The agents `agent` may transfer to: its sub-agents, then its parent, then its peers;
+    not those its parent's model calls as tools (`BaseAgent.runs_as_tool`).
 
-    An agent without transfer rules (not an LlmAgent) transfers nowhere.
+    An agent without transfer rules (not an LlmAgent, or a single-turn one) transfers
+    nowhere.
     """
     rules = agent.transfer_rules()
     if rules is None:
         return []
-    targets = list(agent.sub_agents)
+    targets = [a for a in agent.sub_agents if not a.runs_as_tool()]
     parent = agent.parent_agent
     if parent is None or parent.transfer_rules() is None:
         return targets
     if rules.to_parent:
         targets.append(parent)
     if rules.to_peers:
-        targets.extend(peer for peer in parent.sub_agents if peer is not agent)
+        targets.extend(p for p in parent.sub_agents if p is not agent and not p.runs_as_tool())
     return targets
 
 
@@ -118,17 +120,12 @@ class TransferToAgentTool(BaseTool):
         return FunctionDeclaration(
             name=self.name,
             description=self.description,
-            parameters={
-                "type": "object",
-                "properties": {
-                    "agent_name": {
-                        "type": "string",
-                        "description": "the agent name to transfer to.",
-                        "enum": list(self.agent_names),
-                    }
-                },
-                "required": ["agent_name"],
-            },
+            parameters=string_parameters(
+                agent_name={
+                    "description": "the agent name to transfer to.",
+                    "enum": list(self.agent_names),
+                }
+            ),
         )
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:

@@ -10,7 +10,7 @@ from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.tools.tool_context import ToolContext
 from baton.types import FunctionCall, FunctionResponse
 
-__all__ = ["BaseTool", "to_function_response", "to_response_dict"]
+__all__ = ["BaseTool", "string_parameters", "to_function_response", "to_response_dict"]
 
 
 class BaseTool(ABC):
@@ -91,3 +91,19 @@ def to_function_response(call: FunctionCall, result: JsonValue) -> FunctionRespo
         The response.
     """
     return FunctionResponse(id=call.id, name=call.name, response=to_response_dict(result))
+
+
+def string_parameters(**fields: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """A declaration's parameters: required string arguments, each with its own further
+    JSON-schema keys (`string_parameters(request={})`).
+
+    Args:
+        fields: each argument's name and schema keys besides `"type": "string"`.
+
+    Returns:
+        The JSON schema of the arguments object.
+    """
+    properties: dict[str, JsonValue] = {
+        name: {"type": "string", **schema} for name, schema in fields.items()
+    }
+    return {"type": "object", "properties": properties, "required": list(fields)}

@@ -1,0 +1,229 @@
+"""A sub-agent with mode="single_turn" is a tool of its parent LlmAgent, as in the reference.
+
+The parent's model is offered a tool named after the sub-agent (its description, one
+string argument `request`) and no transfer to it; a call runs the sub-agent on the
+request, on a branch of its own, and its reply is the call's result. Expected
+declarations, requests and stored events are those google-adk 2.13.0 produced for the
+same agents (probed with models that record their requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from pydantic import JsonValue
+
+from baton import Workflow
+from baton.agents import LlmAgent
+from baton.events import Event
+from baton.models import ScriptedModel
+from baton.sessions.store import InvocationStatus
+from baton.tools import BaseTool, LongRunningFunctionTool
+from baton.types import FunctionCall
+from tests.agents.conftest import MakeRunner
+from tests.agents.test_single_turn_node import seen
+from tests.harness import outputs
+
+
+def ask_helper(request: str, call_id: str = "h1") -> list[FunctionCall]:
+    return [FunctionCall(id=call_id, name="helper", args={"request": request})]
+
+
+def stored(events: list[Event]) -> list[tuple[str, str | None, JsonValue]]:
+    """(author, branch, what) of each event with content or an end mark."""
+    shown: list[tuple[str, str | None, JsonValue]] = []
+    for event in events:
+        for part in event.content.parts or [] if event.content else []:
+            if part.function_call:
+                what: JsonValue = f"call {part.function_call.name}"
+            elif part.function_response:
+                what = {part.function_response.name or "": part.function_response.response}
+            else:
+                what = part.text
+            shown.append((event.author, event.branch, what))
+        if event.actions.end_of_agent:
+            shown.append((event.author, event.branch, "end"))
+    return shown
+
+
+def with_helper(parent: ScriptedModel, helper: LlmAgent) -> LlmAgent:
+    """The parent agent 'boss' (its model `parent`) over the single-turn sub-agent."""
+    return LlmAgent(name="boss", model=parent, sub_agents=[helper])
+
+
+def helper_agent(model: ScriptedModel, *tools: BaseTool | Callable[..., object]) -> LlmAgent:
+    return LlmAgent(name="helper", model=model, mode="single_turn", tools=tools)
+
+
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+async def test_the_parent_calls_the_sub_agent_as_a_tool_and_sees_its_reply(
+    make: MakeRunner,
+) -> None:
+    parent_model = ScriptedModel(responses=[ask_helper("summarize x"), "parent done"])
+    helper_model = ScriptedModel(responses=["summary of x"])
+    helper = helper_agent(helper_model)
+    helper.description, helper.instruction = "Summarizes things.", "Summarize."
+    h = await make(with_helper(parent_model, helper))
+    events = await h.start("go")
+
+    first = parent_model.requests[0]
+    assert [t.model_dump(exclude_none=True) for t in first.config.tools or []] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "helper",
+                    "description": "Summarizes things.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"request": {"type": "string"}},
+                        "required": ["request"],
+                    },
+                }
+            ]
+        }
+    ]
+    assert first.config.system_instruction is None  # no transfer to offer
+    assert [seen(r) for r in parent_model.requests] == [
+        ["user: go"],
+        [
+            "user: go",
+            "model: call helper({'request': 'summarize x'})",
+            "user: result helper={'result': 'summary of x'}",
+        ],
+    ]
+    assert [seen(r) for r in helper_model.requests] == [["user: summarize x"]]
+    assert helper_model.requests[0].config.system_instruction == "Summarize."
+    assert not helper_model.requests[0].config.tools
+    assert stored(events) == [
+        ("boss", None, "call helper"),
+        ("helper", "helper@h1", "summary of x"),
+        ("helper", "helper@h1", "end"),
+        ("boss", None, {"helper": {"result": "summary of x"}}),
+        ("boss", None, "parent done"),
+        ("boss", None, "end"),
+    ]
+
+
+async def test_two_calls_run_the_sub_agent_twice_each_on_its_own_request(
+    make: MakeRunner,
+) -> None:
+    two = [*ask_helper("one", "h1"), *ask_helper("two", "h2")]
+    parent_model = ScriptedModel(responses=[two, "parent done"])
+    helper_model = ScriptedModel(
+        responses=[[FunctionCall(id="a1", name="add", args={"a": 1, "b": 2})], "r1", "r2"]
+    )
+    h = await make(with_helper(parent_model, helper_agent(helper_model, add)))
+    await h.start("go")
+
+    assert [seen(r) for r in helper_model.requests] == [
+        ["user: one"],
+        ["user: one", "model: call add({'a': 1, 'b': 2})", "user: result add={'result': 3}"],
+        ["user: two"],
+    ]
+    assert seen(parent_model.requests[1])[-1] == (
+        "user: result helper={'result': 'r1'}, result helper={'result': 'r2'}"
+    )
+
+
+async def test_a_later_turn_of_the_parent_does_not_see_the_sub_agents_events(
+    make: MakeRunner,
+) -> None:
+    parent_model = ScriptedModel(responses=[ask_helper("x"), "parent done", "again done"])
+    h = await make(with_helper(parent_model, helper_agent(ScriptedModel(responses=["sub"]))))
+    await h.start("go")
+    await h.start("more")
+
+    assert seen(parent_model.requests[2]) == [
+        "user: go",
+        "model: call helper({'request': 'x'})",
+        "user: result helper={'result': 'sub'}",
+        "model: parent done",
+        "user: more",
+    ]
+
+
+async def test_a_sub_agent_waiting_for_input_holds_its_parent_until_answered(
+    make: MakeRunner,
+) -> None:
+    tickets: list[str] = []
+
+    def ticket(reason: str) -> None:
+        """Files a ticket; a person answers it."""
+        tickets.append(reason)
+
+    parent_model = ScriptedModel(responses=[ask_helper("x"), "parent done"])
+    helper_model = ScriptedModel(
+        responses=[[FunctionCall(id="t1", name="ticket", args={"reason": "r"})], "filed"]
+    )
+    helper = helper_agent(helper_model, LongRunningFunctionTool(ticket))
+    h = await make(with_helper(parent_model, helper))
+    await h.start("go")
+    assert len(parent_model.requests) == 1
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+    events = await h.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+
+    assert tickets == ["r"]
+    assert [seen(r) for r in helper_model.requests] == [
+        ["user: x"],
+        ["user: x", "model: call ticket({'reason': 'r'})", "user: result ticket={'status': 'ok'}"],
+    ]
+    assert seen(parent_model.requests[1])[-1] == "user: result helper={'result': 'filed'}"
+    assert stored(events) == [
+        ("helper", "helper@h1", "filed"),
+        ("helper", "helper@h1", "end"),
+        ("boss", None, {"helper": {"result": "filed"}}),
+        ("boss", None, "parent done"),
+        ("boss", None, "end"),
+    ]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_in_a_non_resumable_app_the_reply_comes_back_the_same(make: MakeRunner) -> None:
+    parent_model = ScriptedModel(responses=[ask_helper("x"), "parent done"])
+    helper = helper_agent(ScriptedModel(responses=["sub"]))
+    h = await make(with_helper(parent_model, helper), resumable=False)
+    events = await h.start("go")
+
+    assert seen(parent_model.requests[1])[-1] == "user: result helper={'result': 'sub'}"
+    assert stored(events) == [
+        ("boss", None, "call helper"),
+        ("helper", "helper@h1", "sub"),
+        ("boss", None, {"helper": {"result": "sub"}}),
+        ("boss", None, "parent done"),
+    ]
+
+
+def test_a_single_turn_sub_agent_is_no_transfer_target() -> None:
+    helper = helper_agent(ScriptedModel())
+    chat = LlmAgent(name="chat", model=ScriptedModel())
+    boss = LlmAgent(name="boss", model=ScriptedModel(), sub_agents=[helper, chat])
+
+    assert sorted(boss.canonical_tools) == ["helper", "transfer_to_agent"]
+    assert sorted(chat.canonical_tools) == ["transfer_to_agent"]
+    assert sorted(helper.canonical_tools) == []
+
+
+def test_a_tool_named_as_a_single_turn_sub_agent_is_refused() -> None:
+    def helper(x: int) -> int:
+        """Doubles."""
+        return 2 * x
+
+    sub = helper_agent(ScriptedModel())
+    with pytest.raises(ValueError, match="two tools named 'helper'"):
+        LlmAgent(name="boss", model=ScriptedModel(), tools=[helper], sub_agents=[sub])
+
+
+async def test_a_workflow_node_calls_its_single_turn_sub_agent_as_a_tool(make: MakeRunner) -> None:
+    parent_model = ScriptedModel(responses=[ask_helper("x"), "parent done"])
+    boss = with_helper(parent_model, helper_agent(ScriptedModel(responses=["sub"])))
+    h = await make(Workflow(name="wf", edges=[("START", boss)]))
+    events = await h.start("go")
+
+    assert seen(parent_model.requests[1])[-1] == "user: result helper={'result': 'sub'}"
+    assert outputs(events) == [("boss", "parent done")]
