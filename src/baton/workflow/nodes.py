@@ -19,7 +19,6 @@ from typing import (
     Protocol,
     cast,
     final,
-    overload,
     runtime_checkable,
 )
 
@@ -48,7 +47,6 @@ __all__ = [
     "RetryConfig",
     "StartNode",
     "check_version",
-    "node",
 ]
 
 
@@ -405,48 +403,3 @@ class JoinNode(BaseNode):
 
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         yield node_input
-
-
-@overload
-def node(func: Callable[..., Any], /) -> FunctionNode: ...
-@overload
-def node(
-    func: None = None,
-    /,
-    *,
-    name: str | None = None,
-    rerun_on_resume: bool | None = None,
-    retry_config: RetryConfig | None = None,
-    timeout: float | None = None,
-    version: str | int | None = None,
-    input_schema: SchemaType | None = None,
-    output_schema: SchemaType | None = None,
-) -> Callable[[Callable[..., Any]], FunctionNode]: ...
-def node(
-    func: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    rerun_on_resume: bool | None = None,
-    retry_config: RetryConfig | None = None,
-    timeout: float | None = None,
-    version: str | int | None = None,
-    input_schema: SchemaType | None = None,
-    output_schema: SchemaType | None = None,
-) -> FunctionNode | Callable[[Callable[..., Any]], FunctionNode]:
-    """Make a function a node: `@node`, `@node(name=..., version=2)` or `node(fn)`."""
-
-    def wrap(f: Callable[..., Any]) -> FunctionNode:
-        target: Callable[..., Any] = getattr(f, "func", f)
-        return FunctionNode(
-            target,
-            name=name,
-            rerun_on_resume=rerun_on_resume,
-            retry_config=retry_config,
-            timeout=timeout,
-            version=version,
-            input_schema=input_schema,
-            output_schema=output_schema,
-        )
-
-    return wrap(func) if func is not None else wrap

@@ -1,0 +1,146 @@
+"""The `node` decorator, and the parallel worker it makes with `parallel_worker=True`.
+
+A parallel worker runs the node it wraps once per item of its input list, each run a
+dynamic child (`ctx.run_node`) on a branch of its own, `max_parallel_workers` at a
+time, and outputs their outputs in input order, as the reference's does. Being
+dynamic children, finished items are not run again when the worker resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypedDict, Unpack, final, overload
+
+from pydantic import JsonValue, PrivateAttr
+
+from baton.context import Context
+from baton.schemas import SchemaType
+from baton.types import Content
+from baton.workflow.binding import NodeInput
+from baton.workflow.nodes import BaseNode, FunctionNode, RetryConfig
+
+__all__ = ["NodeOptions", "ParallelWorker", "node"]
+
+
+@final
+class ParallelWorker(BaseNode):
+    """Runs `node` once per item of its input (a single value counts as one item) and
+    outputs the list of their outputs.
+
+    Args:
+        node: the node each item runs through; the worker takes its name.
+        max_parallel_workers: how many items run at once (None: all).
+    """
+
+    max_parallel_workers: int | None = None
+    _node: BaseNode = PrivateAttr()
+
+    def __init__(
+        self,
+        *,
+        node: BaseNode,
+        max_parallel_workers: int | None = None,
+        retry_config: RetryConfig | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if max_parallel_workers is not None and max_parallel_workers < 1:
+            raise ValueError(
+                f"node '{node.name}' max_parallel_workers must be at least 1, got "
+                f"{max_parallel_workers}."
+            )
+        super().__init__(
+            name=node.name,
+            rerun_on_resume=True,  # its items are dynamic children, resumed by a rerun
+            retry_config=retry_config,
+            timeout=timeout,
+        )
+        self.max_parallel_workers = max_parallel_workers
+        self._node = node
+
+    async def _run_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        items = _items(node_input)
+        slots = asyncio.Semaphore(self.max_parallel_workers or max(len(items), 1))
+
+        async def run_item(item: JsonValue) -> JsonValue:
+            # The semaphore lets items in in input order, so each resume issues the same
+            # calls in the same order.
+            async with slots:
+                return await ctx.run_node(self._node, item, use_sub_branch=True)
+
+        yield list(await asyncio.gather(*(run_item(item) for item in items)))
+
+
+def _items(node_input: NodeInput) -> list[JsonValue]:
+    """The worker's items: its input list, or the input as the only item (a user's
+    message read as JSON, or as its text)."""
+    value: JsonValue
+    if isinstance(node_input, Content):
+        try:
+            value = json.loads(node_input.text)
+        except ValueError:
+            value = node_input.text
+    else:
+        value = node_input
+    return list(value) if isinstance(value, list) else [value]
+
+
+class NodeOptions(TypedDict, total=False):
+    """The settings `node(...)` takes: those of `FunctionNode`, and the worker's."""
+
+    name: str | None
+    rerun_on_resume: bool | None
+    retry_config: RetryConfig | None
+    timeout: float | None
+    version: str | int | None
+    input_schema: SchemaType | None
+    output_schema: SchemaType | None
+    parallel_worker: bool
+    max_parallel_workers: int | None
+
+
+@overload
+def node(func: Callable[..., Any], /) -> FunctionNode: ...
+@overload
+def node(
+    func: None = None, /, **options: Unpack[NodeOptions]
+) -> Callable[[Callable[..., Any]], FunctionNode | ParallelWorker]: ...
+def node(
+    func: Callable[..., Any] | None = None, /, **options: Unpack[NodeOptions]
+) -> FunctionNode | ParallelWorker | Callable[[Callable[..., Any]], FunctionNode | ParallelWorker]:
+    """Make a function a node: `@node`, `@node(name=..., version=2)` or `node(fn)`.
+
+    With `parallel_worker=True` the node runs once per item of its input list, at most
+    `max_parallel_workers` at a time, and outputs the list of their outputs.
+
+    Raises:
+        ValueError: `max_parallel_workers` without `parallel_worker=True`, or below 1.
+    """
+    parallel = options.get("parallel_worker", False)
+    most = options.get("max_parallel_workers")
+    if most is not None and not parallel:
+        raise ValueError(
+            f"max_parallel_workers={most} needs parallel_worker=True: pass both, or neither."
+        )
+    retry_config, timeout = options.get("retry_config"), options.get("timeout")
+
+    def wrap(f: Callable[..., Any]) -> FunctionNode | ParallelWorker:
+        # A worker retries and times out each item's run as a whole: its own settings.
+        built = FunctionNode(
+            getattr(f, "func", f),
+            name=options.get("name"),
+            rerun_on_resume=options.get("rerun_on_resume"),
+            retry_config=None if parallel else retry_config,
+            timeout=None if parallel else timeout,
+            version=options.get("version"),
+            input_schema=options.get("input_schema"),
+            output_schema=options.get("output_schema"),
+        )
+        if not parallel:
+            return built
+        return ParallelWorker(
+            node=built, max_parallel_workers=most, retry_config=retry_config, timeout=timeout
+        )
+
+    return wrap(func) if func is not None else wrap

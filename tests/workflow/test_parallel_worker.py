@@ -1,0 +1,159 @@
+"""`@node(parallel_worker=True)`: the node runs once per item of its input list, each
+run a child on a branch of its own, at most `max_parallel_workers` at a time, and
+outputs their outputs in input order, as in the reference; an item that asks pauses
+the worker, and a resume runs only the items that had not finished.
+
+The expected lists are what google-adk 2.13.0 yields for the same workflows (its
+events' `branch`, `node_info.path` and output), except where a test says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic import JsonValue
+
+from baton import Context, Event, RequestInput, Workflow, node
+from baton.sessions.services import BaseSessionService
+from tests.conftest import StoreFactory
+from tests.harness import MakeHarness, asked, attach_harness, build_harness
+
+Shown = tuple[str | None, str | None, JsonValue]
+
+
+def shown(events: list[Event]) -> list[Shown]:
+    """(branch, node path, output) of each event that carries an output."""
+    return [
+        (e.branch, e.node_info.path, e.output)
+        for e in events
+        if e.node_info and e.output is not None
+    ]
+
+
+def split(node_input: JsonValue) -> list[int]:
+    return [1, 2, 3]
+
+
+def total(node_input: list[int]) -> int:
+    return sum(node_input)
+
+
+async def test_a_parallel_worker_runs_each_item_on_its_own_branch_and_outputs_the_list(
+    make_harness: MakeHarness,
+) -> None:
+    @node(parallel_worker=True)
+    def sq(node_input: int) -> int:
+        return node_input * node_input
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", split, sq, total)]))
+
+    events = await h.start()
+
+    assert shown(events) == [
+        (None, "wf@1/split@1", [1, 2, 3]),
+        ("sq@1", "wf@1/sq@1/sq@1", 1),
+        ("sq@2", "wf@1/sq@1/sq@2", 4),
+        ("sq@3", "wf@1/sq@1/sq@3", 9),
+        (None, "wf@1/sq@1", [1, 4, 9]),
+        (None, "wf@1/total@1", 14),
+    ]
+
+
+async def test_max_parallel_workers_bounds_the_items_running_at_once(
+    make_harness: MakeHarness,
+) -> None:
+    running: list[int] = []
+    most = 0
+
+    @node(parallel_worker=True, max_parallel_workers=2)
+    async def slow(node_input: int) -> int:
+        nonlocal most
+        running.append(node_input)
+        most = max(most, len(running))
+        await asyncio.sleep(0.01)
+        running.remove(node_input)
+        return node_input
+
+    def five(node_input: JsonValue) -> list[int]:
+        return [1, 2, 3, 4, 5]
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", five, slow)]))
+
+    events = await h.start()
+
+    assert events[-1].output == [1, 2, 3, 4, 5]
+    assert most == 2
+
+
+async def test_a_single_value_is_one_item_and_an_empty_list_none(
+    make_harness: MakeHarness,
+) -> None:
+    @node(parallel_worker=True)
+    def twice(node_input: int) -> int:
+        return node_input * 2
+
+    def seven(node_input: JsonValue) -> int:
+        return 7
+
+    def nothing(node_input: JsonValue) -> list[int]:
+        return []
+
+    one = await make_harness(Workflow(name="wf", edges=[("START", seven, twice)]))
+    empty = await make_harness(Workflow(name="wf", edges=[("START", nothing, twice)]))
+
+    assert (await one.start())[-1].output == [14]
+    assert (await empty.start())[-1].output == []
+
+
+def asking_worker(runs: list[int]) -> Workflow:
+    @node(parallel_worker=True, max_parallel_workers=2)
+    async def check(ctx: Context, node_input: int) -> Any:
+        runs.append(node_input)
+        if node_input == 2:
+            yield RequestInput(interrupt_id="q2", message="two?")
+            return
+        yield node_input * 10
+
+    return Workflow(name="wf", edges=[("START", split, check, total)])
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_an_item_that_asks_pauses_the_worker_and_only_it_runs_on_resume(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    runs: list[int] = []
+    h = await build_harness(
+        asking_worker(runs), BaseSessionService(stores.open()), resumable=resumable
+    )
+    first = await h.start()
+    assert asked(first) == ["q2"]
+
+    again = attach_harness(
+        asking_worker(runs), BaseSessionService(stores.open()), h.session_id, resumable=resumable
+    )
+    events = await again.answer(("q2", 22))
+
+    # The items beside the one that asked run on while it waits (the reference starts
+    # no new item once one asked, and runs item 3 after the answer).
+    assert shown(first)[1:] == [
+        ("check@1", "wf@1/check@1/check@1", 10),
+        ("check@3", "wf@1/check@1/check@3", 30),
+    ]
+    assert shown(events) == [
+        ("check@2", "wf@1/check@1/check@2", 22),
+        (None, "wf@1/check@1", [10, 22, 30]),
+        (None, "wf@1/total@1", 62),
+    ]
+    assert sorted(runs) == [1, 2, 3]
+
+
+def test_max_parallel_workers_without_a_parallel_worker_is_refused() -> None:
+    def f(node_input: int) -> int:
+        return node_input
+
+    with pytest.raises(ValueError, match="max_parallel_workers=2 needs parallel_worker=True"):
+        node(max_parallel_workers=2)(f)
+    with pytest.raises(ValueError, match="node 'f' max_parallel_workers must be at least 1, got 0"):
+        node(parallel_worker=True, max_parallel_workers=0)(f)
