@@ -38,6 +38,13 @@ commits durably right after it. Why that loses no guarantee:
 - The answering process crashing leaves a committed claim, durable or about to be
   (the WAL writer flushes within three `wal_writer_delay`s): recovery waits for its
   lease to lapse, as after any claim.
+- Recovery claims only running invocations (durably, `writes.claim_orphans`); an
+  answer's claim leaves the status as it was until its first step. A running run whose
+  holder died, claimed by an answer and then lost in a crash, is an orphan again, and
+  recovery's claim fences the answer's holder out like any later claim.
+
+Elsewhere the claim commits as every other write does: MySQL has no per-transaction
+switch (its flush policy is the server's), and SQLite's is the URL's (`?synchronous=`).
 """
 
 from __future__ import annotations
