@@ -20,8 +20,9 @@ from baton.events import Event, RequestInput
 from baton.models import LlmRequest, ScriptedModel
 from baton.tools import LongRunningFunctionTool
 from baton.types import FunctionCall
-from baton.workflow import JoinNode
+from baton.workflow import JoinNode, node
 from tests.agents.conftest import MakeRunner
+from tests.harness import outputs
 
 
 def seen(request: LlmRequest) -> list[str]:
@@ -227,3 +228,18 @@ async def test_a_single_turn_root_agent_is_refused_before_anything_is_stored(
 def test_task_mode_is_refused_until_it_is_supported() -> None:
     with pytest.raises(pydantic.ValidationError, match="mode='task'"):
         LlmAgent(name="w", model=ScriptedModel(), mode="task")
+
+
+async def test_an_agent_a_node_runs_is_single_turn_too(make: MakeRunner) -> None:
+    model = ScriptedModel(responses=["one"])
+    writer = LlmAgent(name="writer", model=model)
+
+    @node(rerun_on_resume=True)
+    async def caller(ctx: Context, node_input: str) -> str:
+        del node_input
+        return f"got {await ctx.run_node(writer, node_input='dyn input')}"
+
+    h = await make(Workflow(name="wf", edges=[("START", caller)]))
+    events = await h.start("go")
+    assert [seen(r) for r in model.requests] == [["user: dyn input"]]
+    assert outputs(events)[-1] == ("caller", "got one")

@@ -227,3 +227,39 @@ async def test_a_workflow_node_calls_its_single_turn_sub_agent_as_a_tool(make: M
 
     assert seen(parent_model.requests[1])[-1] == "user: result helper={'result': 'sub'}"
     assert outputs(events) == [("boss", "parent done")]
+
+
+async def test_tool_callbacks_apply_to_a_sub_agent_call(make: MakeRunner) -> None:
+    calls: list[tuple[str, JsonValue]] = []
+
+    def before(tool: BaseTool, args: dict[str, JsonValue], tool_context: object) -> JsonValue:
+        calls.append(("before", args))
+        return {"skipped": True} if args.get("request") == "skip" else None
+
+    def after(
+        tool: BaseTool, args: dict[str, JsonValue], tool_context: object, tool_response: JsonValue
+    ) -> JsonValue:
+        calls.append(("after", tool_response))
+        return {"wrapped": tool_response}
+
+    script = [ask_helper("skip", "h1"), ask_helper("run", "h2"), "done"]
+    parent_model, helper_model = ScriptedModel(responses=script), ScriptedModel(responses=["ran"])
+    boss = with_helper(parent_model, helper_agent(helper_model))
+    boss.before_tool_callback, boss.after_tool_callback = before, after
+    h = await make(boss)
+    await h.start("go")
+
+    # As the reference: a before-callback's result stands for the sub-agent's run.
+    assert [seen(r)[-1] for r in parent_model.requests[1:]] == [
+        "user: result helper={'wrapped': {'skipped': True}}",
+        "user: result helper={'wrapped': {'result': 'ran'}}",
+    ]
+    assert [seen(r) for r in helper_model.requests] == [["user: run"]]
+    # The after-callback gets the response dict, as for baton's other tools (the
+    # reference hands it the bare value: 'ran').
+    assert calls == [
+        ("before", {"request": "skip"}),
+        ("after", {"skipped": True}),
+        ("before", {"request": "run"}),
+        ("after", {"result": "ran"}),
+    ]

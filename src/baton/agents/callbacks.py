@@ -42,6 +42,8 @@ __all__ = [
     "Callbacks",
     "chain",
     "llm_response",
+    "result_after_tool",
+    "result_before_tool",
     "run_callbacks",
     "tool_result",
 ]
@@ -139,15 +141,34 @@ async def tool_result(
     A call that now waits for confirmation returns the tool's result untouched (it is
     not sent to the model).
     """
-    early = await run_callbacks(before, tool=tool, args=args, tool_context=tool_context)
-    if early is not None:
-        result = to_json_value(early, what=f"the before_tool_callback result of '{tool.name}'")
-    else:
+    result = await result_before_tool(before, tool, args, tool_context)
+    if result is None:
         result = await _run_tool(tool, args, tool_context, error)
         call_id = tool_context.function_call_id or ""
         asked = asked_confirmation(call_id, tool_context.actions.requested_tool_confirmations)
         if asked is not None and tool_context.tool_confirmation is None:
             return result  # not a result yet: the call waits for confirmation
+    return await result_after_tool(after, tool, args, tool_context, result)
+
+
+async def result_before_tool(
+    before: Callbacks, tool: BaseTool, args: dict[str, JsonValue], tool_context: ToolContext
+) -> JsonValue:
+    """The before-tool callbacks' result, which stands for the tool's (None: run the tool)."""
+    early = await run_callbacks(before, tool=tool, args=args, tool_context=tool_context)
+    if early is None:
+        return None
+    return to_json_value(early, what=f"the before_tool_callback result of '{tool.name}'")
+
+
+async def result_after_tool(
+    after: Callbacks,
+    tool: BaseTool,
+    args: dict[str, JsonValue],
+    tool_context: ToolContext,
+    result: JsonValue,
+) -> JsonValue:
+    """The call's result once the after-tool callbacks saw it: theirs, or `result`."""
     late = await run_callbacks(
         after,
         tool=tool,

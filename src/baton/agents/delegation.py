@@ -6,7 +6,8 @@ named after the sub-agent, with one string argument, `request` (as the reference
 on a branch of its own (`[<parent's branch>.]<sub-agent>@<call id>`): its model sees
 the request as a user turn and its own turns, and its reply comes back to the parent
 as the call's result (`{"result": <reply>}`). The parent's model never sees the
-sub-agent's events, only the result.
+sub-agent's events, only the result. The parent's tool callbacks apply to the call
+as to any tool's: a before-tool callback's result stands for the sub-agent's run.
 
 Each of the sub-agent's events is committed as it comes, so a delegated call resumes
 like any agent: a run that ended before a crash is not run again (its reply is read
@@ -16,7 +17,7 @@ for input (a long-running tool of its own) holds its parent until the answer com
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from typing import final
 
 from pydantic import JsonValue
@@ -25,9 +26,9 @@ from baton.agents.base_agent import BaseAgent
 from baton.agents.context import AgentContext
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration
-from baton.tools import BaseTool, ToolContext, to_function_response
+from baton.tools import BaseTool, ToolContext
 from baton.tools.base import string_parameters
-from baton.types import Content, FunctionCall, Part
+from baton.types import FunctionCall
 
 __all__ = ["SingleTurnAgentTool", "call_branch"]
 
@@ -51,54 +52,37 @@ class SingleTurnAgentTool(BaseTool):
         )
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
-        """Not called: the parent runs the sub-agent itself (`delegate`), its events being
+        """Not called: the parent runs the sub-agent itself (`run_agent`), its events being
         committed one by one, which a tool's single result cannot do."""
         raise RuntimeError(  # pragma: no cover - LlmAgent delegates these calls itself
             f"sub-agent tool '{self.name}' runs through its parent LlmAgent."
         )
 
-    async def delegate(
-        self, ctx: AgentContext, call: FunctionCall, *, author: str
-    ) -> AsyncGenerator[Event, None]:
-        """Run the sub-agent for `call` (or resume it), yielding its events, then the call's
-        result authored by the parent `author` once the sub-agent ended. Nothing follows
-        its events while it waits for input."""
+    async def progress(self, ctx: AgentContext, call: FunctionCall) -> tuple[bool, str | None]:
+        """Whether the sub-agent's run for `call` began, and its reply once it ended (its
+        last text, "" for none; None before), read from the call's branch."""
         branch = call_branch(ctx.branch, self.agent.name, call.id or "")
+        events = await ctx.log.invocation_events()
+        mine = [e for e in events if e.author == self.agent.name and e.branch == branch]
+        if not any(e.actions.end_of_agent for e in mine):
+            return bool(mine), None
+        texts = (e.content.text for e in reversed(mine) if e.content and e.content.role == "model")
+        return True, next((t for t in texts if t), "")
+
+    async def run_agent(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
+        """Run (or resume) the sub-agent on `call`'s request, yielding its events."""
         request = (call.args or {}).get("request")
         sub_ctx = AgentContext(
             ctx.run,
             node_input=request if isinstance(request, str) else None,
             log=ctx.log,
-            branch=branch,
+            branch=call_branch(ctx.branch, self.agent.name, call.id or ""),
         )
-        reply = _reply(await ctx.log.invocation_events(), self.agent.name, branch)
-        if reply is None:
-            async for event in self.agent.run_async(sub_ctx):
-                yield event
-            if self.agent.name not in ctx.ended_agents:
-                return  # it waits for input: the call has no result yet
-            reply = _reply(await ctx.log.invocation_events(), self.agent.name, branch) or ""
-        yield Event(
-            invocation_id=ctx.invocation_id,
-            author=author,
-            branch=ctx.branch,
-            content=Content(
-                role="user", parts=[Part(function_response=to_function_response(call, reply))]
-            ),
-        )
+        async for event in self.agent.run_async(sub_ctx):
+            yield event
 
 
 def call_branch(branch: str | None, agent: str, call_id: str) -> str:
     """The branch a delegated call's sub-agent runs on, below the caller's `branch`."""
     own = f"{agent}@{call_id}"
     return f"{branch}.{own}" if branch else own
-
-
-def _reply(events: Sequence[Event], agent: str, branch: str) -> str | None:
-    """The sub-agent's last reply on its call's branch once its run there ended (its
-    text, "" for none), or None while it has not ended."""
-    mine = [e for e in events if e.author == agent and e.branch == branch]
-    if not any(e.actions.end_of_agent for e in mine):
-        return None
-    texts = (e.content.text for e in reversed(mine) if e.content and e.content.role == "model")
-    return next((t for t in texts if t), "")

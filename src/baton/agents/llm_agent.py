@@ -27,6 +27,8 @@ from baton.agents.callbacks import (
     Callbacks,
     chain,
     llm_response,
+    result_after_tool,
+    result_before_tool,
     run_callbacks,
     tool_result,
 )
@@ -746,12 +748,8 @@ class LlmAgent(BaseAgent):
         for call in pending:
             tool = self.canonical_tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
-                answered = False
-                async for event in tool.delegate(ctx, call, author=self.name):
-                    answered = answered or event.author == self.name
+                async for event in self._delegate(ctx, call, tool, waiting):
                     yield event
-                if not answered:
-                    waiting.add(call.id or "")
             elif call.id not in lro_ids:
                 yield await self._call_tool(ctx, call)
             elif not self._started(ctx, state, call, lro_ids):
@@ -760,6 +758,38 @@ class LlmAgent(BaseAgent):
                 event.actions.agent_state = state.model_dump(mode="json")
                 ctx.invocation_context.private_checkpoints.add(event.id)
                 yield event
+
+    async def _delegate(
+        self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, waiting: set[str]
+    ) -> AsyncGenerator[Event, None]:
+        """A call of a single-turn sub-agent: the before-tool callbacks (a result of theirs
+        stands for the sub-agent's run), the sub-agent's events, then the result through
+        the after-tool callbacks. The call's id goes to `waiting` while the sub-agent
+        waits for input."""
+        tool_context = self._tool_context(ctx, call)
+        args = call.args or {}
+        started, reply = await tool.progress(ctx, call)
+        before = chain(ctx.plugins.tool_hooks("before"), self.before_tool_callback)
+        result = None if started else await result_before_tool(before, tool, args, tool_context)
+        if result is None:
+            if reply is None:
+                async for event in tool.run_agent(ctx, call):
+                    yield event
+                _, reply = await tool.progress(ctx, call)
+            if reply is None:
+                waiting.add(call.id or "")
+                return
+            result = reply
+        after = chain(ctx.plugins.tool_hooks("after"), self.after_tool_callback)
+        result = await result_after_tool(after, tool, args, tool_context, result)
+        response = to_function_response(call, result)
+        yield Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            actions=tool_context.actions,
+            content=Content(role="user", parts=[Part(function_response=response)]),
+        )
 
     @staticmethod
     def _started(
@@ -771,12 +801,10 @@ class LlmAgent(BaseAgent):
             call.id in state.started_calls or call.id in ctx.resume_inputs
         )
 
-    async def _call_tool(
-        self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
-    ) -> Event:
-        """Run one call; its result (a long-running tool's status: when not None) as an event."""
+    def _tool_context(self, ctx: AgentContext, call: FunctionCall) -> ToolContext:
+        """The context a tool (and its callbacks) gets for one call."""
         answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
-        tool_context = ToolContext(
+        return ToolContext(
             state=ctx.state,
             function_call_id=call.id,
             invocation_id=ctx.invocation_id,
@@ -790,6 +818,12 @@ class LlmAgent(BaseAgent):
             memory=ctx.memory_scope(),
             user_content=ctx.user_content,
         )
+
+    async def _call_tool(
+        self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
+    ) -> Event:
+        """Run one call; its result (a long-running tool's status: when not None) as an event."""
+        tool_context = self._tool_context(ctx, call)
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:
             known = ", ".join(self.canonical_tools) or "none"
