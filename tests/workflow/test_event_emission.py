@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
+from typing import Any
 
-from baton import Context, FunctionNode, LlmAgent, RequestInput, Workflow, types
+import pytest
+from pydantic import JsonValue
+
+from baton import Context, Event, FunctionNode, LlmAgent, RequestInput, Workflow, types
+from baton.events import to_json_value
 from baton.models import ScriptedModel
 from tests.harness import MakeHarness, outputs
 
@@ -113,3 +118,67 @@ async def test_an_agents_reply_is_said_once_and_is_its_output(
     assert outputs(events) == [("helper", "hello there"), ("after", "after hello there")]
     wire = reply.model_dump(mode="json", by_alias=True, exclude_none=True)
     assert wire["nodeInfo"]["messageAsOutput"] is True
+
+
+Shown = tuple[str, JsonValue, dict[str, JsonValue], JsonValue]
+
+
+def shown_actions(events: list[Event]) -> list[Shown]:
+    """(node, output, state delta, route) of each event of a node run."""
+    return [
+        (e.node_info.name, e.output, dict(e.actions.state_delta), to_json_value(e.actions.route))
+        for e in events
+        if e.node_info and e.node_info.path
+    ]
+
+
+async def test_state_written_after_a_nodes_last_event_gets_an_event_of_its_own(
+    make_harness: MakeHarness,
+) -> None:
+    async def late(ctx: Context, node_input: str) -> Any:
+        yield types.Content(role="model", parts=[types.Part(text="hi")])
+        ctx.state["late"] = 1
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", late)]))
+
+    events = await h.start()
+
+    # As the reference: the session's events show every write (a rewind undoes what
+    # they show).
+    assert shown_actions(events) == [("late", None, {}, None), ("late", None, {"late": 1}, None)]
+
+
+def branch_b(node_input: JsonValue) -> str:
+    return f"b:{node_input}"
+
+
+async def test_a_route_set_on_ctx_is_on_an_event(make_harness: MakeHarness) -> None:
+    def returns_then_routes(ctx: Context, node_input: JsonValue) -> str:
+        ctx.state["s"] = 1
+        ctx.route = "b"
+        return "v"
+
+    def sets_output_and_route(ctx: Context, node_input: JsonValue) -> None:
+        ctx.output = "o"
+        ctx.route = "b"
+
+    def routes_only(ctx: Context, node_input: JsonValue) -> None:
+        ctx.route = "b"
+
+    expected: dict[Callable[..., object], list[Shown]] = {
+        # The returned value's event first, then the route's, as the reference emits them.
+        returns_then_routes: [
+            ("returns_then_routes", "v", {"s": 1}, None),
+            ("returns_then_routes", None, {}, "b"),
+        ],
+        sets_output_and_route: [("sets_output_and_route", "o", {}, "b")],
+        routes_only: [("routes_only", None, {}, "b")],
+    }
+    for node_fn, first_events in expected.items():
+        b = FunctionNode(branch_b, name="b")
+        h = await make_harness(Workflow(name="wf", edges=[("START", node_fn, {"b": b})]))
+
+        events = await h.start()
+
+        assert shown_actions(events)[:-1] == first_events
+        assert events[-1].output is not None

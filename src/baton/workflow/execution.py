@@ -146,6 +146,8 @@ class _Collector:
     events: list[Event] = field(default_factory=list)
     opened: list[Interrupt] = field(default_factory=list)
     has_output: bool = False
+    # An event the node yielded carried a route (one set on ctx needs an event of its own).
+    has_route: bool = False
 
     async def take(self, item: object) -> None:
         if self.add(item) and self.commits_each_event:
@@ -257,6 +259,7 @@ class _Collector:
         ctx = self.ctx
         if actions.route is not None:
             ctx.route = actions.route
+            self.has_route = True
         for key, value in actions.state_delta.items():
             ctx.state[key] = value
         pending = ctx.state.take_pending()
@@ -358,6 +361,22 @@ class _Collector:
         event.actions.state_delta = dict(delta)
         _put_on_branch(event, self.record)
         return event
+
+    def flush_leftovers(self, deferred: Event | None) -> None:
+        """Put what no event carried yet, state written after the node's last event and
+        a route set on `ctx`, on the engine's output event (`deferred`) or on one event
+        of their own, as the reference does, so the session's events show every write."""
+        pending = self.ctx.state.take_pending()
+        route = None if self.has_route else self.ctx.route
+        if not pending and route is None:
+            return
+        if deferred is None:
+            deferred = self.state_event(pending)
+            self.events.append(deferred)
+        else:
+            deferred.actions.state_delta = pending
+        if route is not None:
+            deferred.actions.route = route
 
     def parts(self) -> StepParts:
         return StepParts(
@@ -706,6 +725,7 @@ async def _commit_end(
     if ctx.output is not None and not collector.has_output:
         ctx.output = to_json_value(ctx.output, what=f"the output of node '{node.name}'")
     carried = ctx.output == record.output  # an output from an earlier execution was emitted then
+    deferred: Event | None = None
     if (
         ctx.output is not None
         and not collector.has_output
@@ -713,7 +733,7 @@ async def _commit_end(
         and getattr(node, "emits_output", True)
         and not collector.children.delegates_output
     ):
-        event = Event.of_output(
+        deferred = Event.of_output(
             ctx.output,
             invocation_id=collector.invocation_id,
             author=event_author(node),
@@ -721,14 +741,14 @@ async def _commit_end(
             run_id=record.run_id,
         )
         if record.branch is not None or record.output_for or record.terminal_of:
-            collector.place(event)
-        collector.events.append(event)
+            collector.place(deferred)
+        collector.events.append(deferred)
+    collector.flush_leftovers(deferred)
     parts = collector.parts()
     saved = ctx.take_artifact_delta()
-    if not parts.events and (parts.state_delta or saved):
-        # A run that only wrote state (or saved artifacts) still tells the session so, as
-        # the reference does.
-        parts.events = (collector.state_event(parts.state_delta),)
+    if not parts.events and saved:
+        # A run that only saved artifacts still tells the session so, as the reference does.
+        parts.events = (collector.state_event({}),)
     if saved:
         last = parts.events[-1].actions
         last.artifact_delta = {**last.artifact_delta, **saved}
