@@ -10,13 +10,15 @@ events' `branch`, `node_info.path` and output), except where a test says otherwi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
-from baton import Context, Event, RequestInput, Workflow, node
+from baton import Context, Event, Node, RequestInput, Workflow, node
 from baton.sessions.services import BaseSessionService
+from baton.workflow.binding import NodeInput
 from tests.conftest import StoreFactory
 from tests.harness import MakeHarness, asked, attach_harness, build_harness
 
@@ -160,3 +162,40 @@ def test_max_parallel_workers_without_a_parallel_worker_is_refused() -> None:
         node(max_parallel_workers=2)(f)
     with pytest.raises(ValueError, match="node 'f' max_parallel_workers must be at least 1, got 0"):
         node(parallel_worker=True, max_parallel_workers=0)(f)
+
+
+class Scale(Node):
+    """A subclass of the reference's `Node`: one method, and its flags for free."""
+
+    factor: int = 2
+
+    async def run_node_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
+        assert isinstance(node_input, int)
+        yield node_input * self.factor
+
+
+async def test_a_node_subclass_runs_its_run_node_impl_once_or_per_item(
+    make_harness: MakeHarness,
+) -> None:
+    def seven(node_input: JsonValue) -> int:
+        return 7
+
+    once = Scale(name="scale", factor=3)
+    each = Scale(name="scale", parallel_worker=True, max_parallel_workers=2)
+    h1 = await make_harness(Workflow(name="wf", edges=[("START", seven, once)]))
+    h2 = await make_harness(Workflow(name="wf", edges=[("START", split, each)]))
+
+    assert shown(await h1.start())[-1] == (None, "wf@1/scale@1", 21)
+    events = await h2.start()
+
+    assert sorted(shown(events)[1:4], key=lambda e: e[1] or "") == [
+        ("scale@1", "wf@1/scale@1/scale@1", 2),
+        ("scale@2", "wf@1/scale@1/scale@2", 4),
+        ("scale@3", "wf@1/scale@1/scale@3", 6),
+    ]
+    assert shown(events)[-1] == (None, "wf@1/scale@1", [2, 4, 6])
+
+
+def test_a_node_subclass_with_max_parallel_workers_and_no_worker_is_refused() -> None:
+    with pytest.raises(ValidationError, match="max_parallel_workers=2 needs parallel_worker"):
+        Scale(name="s", max_parallel_workers=2)

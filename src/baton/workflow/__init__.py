@@ -1,9 +1,9 @@
 """Workflow graphs: nodes, edges, and the scheduler that runs them."""
 
 from baton.workflow.graph import DEFAULT_ROUTE, Edge
-from baton.workflow.nodes import START, BaseNode, FunctionNode, JoinNode, Node, RetryConfig
+from baton.workflow.nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig
 from baton.workflow.scheduler import Workflow
-from baton.workflow.workers import node
+from baton.workflow.workers import Node, node
 
 __all__ = [
     "DEFAULT_ROUTE",

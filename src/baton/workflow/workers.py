@@ -1,4 +1,5 @@
-"""The `node` decorator, and the parallel worker it makes with `parallel_worker=True`.
+"""The `node` decorator and the `Node` base class, and the parallel worker either makes
+with `parallel_worker=True`.
 
 A parallel worker runs the node it wraps once per item of its input list, each run a
 dynamic child (`ctx.run_node`) on a branch of its own, `max_parallel_workers` at a
@@ -13,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypedDict, Unpack, final, overload
 
-from pydantic import JsonValue, PrivateAttr
+from pydantic import JsonValue, PrivateAttr, model_validator
 
 from baton.context import Context
 from baton.schemas import SchemaType
@@ -21,7 +22,7 @@ from baton.types import Content
 from baton.workflow.binding import NodeInput
 from baton.workflow.nodes import BaseNode, FunctionNode, RetryConfig
 
-__all__ = ["NodeOptions", "ParallelWorker", "node"]
+__all__ = ["Node", "NodeOptions", "ParallelWorker", "node"]
 
 
 @final
@@ -84,6 +85,59 @@ def _items(node_input: NodeInput) -> list[JsonValue]:
     else:
         value = node_input
     return list(value) if isinstance(value, list) else [value]
+
+
+class Node(BaseNode):
+    """Subclass this for a node with the reference's flags: implement
+    `run_node_impl(self, *, ctx, node_input)` (an async generator, as `_run_impl`).
+
+    Args:
+        parallel_worker: run `run_node_impl` once per item of the input list, as
+            `@node(parallel_worker=True)` does, and output the list of their outputs.
+        max_parallel_workers: with `parallel_worker`, how many items run at once.
+
+    Raises:
+        pydantic.ValidationError: `max_parallel_workers` without `parallel_worker=True`,
+            or below 1.
+    """
+
+    parallel_worker: bool = False
+    max_parallel_workers: int | None = None
+    _worker: ParallelWorker | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _checked_workers(self) -> Node:
+        most = self.max_parallel_workers
+        if most is not None and not self.parallel_worker:
+            raise ValueError(
+                f"node '{self.name}' max_parallel_workers={most} needs parallel_worker=True: "
+                "pass both, or neither."
+            )
+        return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        if self.parallel_worker:
+            each = self.model_copy(update={"parallel_worker": False, "max_parallel_workers": None})
+            self._worker = ParallelWorker(node=each, max_parallel_workers=self.max_parallel_workers)
+            self.rerun_on_resume = True  # its items are dynamic children, resumed by a rerun
+
+    async def run_node_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
+        """Yield this node's events and values for one run (or one item's). Override it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement run_node_impl(ctx=, node_input=)."
+        )
+        yield  # pragma: no cover - makes this an async generator
+
+    async def _run_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        worker = self._worker
+        items = (
+            worker.run(ctx, node_input)
+            if worker is not None
+            else self.run_node_impl(ctx=ctx, node_input=node_input)
+        )
+        async for item in items:
+            yield item
 
 
 class NodeOptions(TypedDict, total=False):
