@@ -52,14 +52,14 @@ def _respond(request: LlmRequest) -> str | FunctionCall:
 
 
 def _assistant(model: ScriptedModel, contents: str) -> LlmAgent:
-    """A chat agent: as a workflow node too, its model sees the conversation (a single-turn
-    node's sees only its input and its own turns, and reads no history)."""
+    """A chat agent, its model shown the history or not ("default" / "none"): as a
+    workflow node too. Or ("single_turn") one that sees only its input and its turns."""
     return LlmAgent(
         name="assistant",
         model=model,
         tools=[LongRunningFunctionTool(start_job)],
         include_contents="none" if contents == "none" else "default",
-        mode="chat",
+        mode="single_turn" if contents == "single_turn" else "chat",
     )
 
 
@@ -198,6 +198,17 @@ async def test_an_agent_showing_the_history_reads_it_once_for_the_model(
     messages = [f"earlier {i}" for i in range(HISTORY) if i % 3 != 2]
     assert _texts(long.request) == [*messages, "make the report"]
     assert _texts(fresh.request) == ["make the report"]
+
+
+async def test_a_single_turn_workflow_node_resumes_reading_only_its_run(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh, long = await fresh_and_long(stores, monkeypatch, "workflow", "single_turn")
+
+    assert long.reads == fresh.reads
+    assert long.reads.histories == 0
+    assert long.request.contents == fresh.request.contents
+    assert _texts(long.request) == ["make the report"]
 
 
 async def test_an_agent_resume_sends_postgres_the_same_statements_after_any_history(
