@@ -33,6 +33,8 @@ __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
     "RESPONSE_SCHEMAS_KEY",
+    "TASK_REPLY_FUNCTION",
+    "TASK_REPLY_SCHEMA",
     "Event",
     "EventActions",
     "NodeInfo",
@@ -56,6 +58,14 @@ its long-running calls (call id -> user id), for the interrupt index."""
 
 REQUEST_CONFIRMATION_FUNCTION: Final = "adk_request_confirmation"
 """The function name under which a tool's confirmation request reaches clients."""
+
+TASK_REPLY_FUNCTION: Final = "baton_task_reply"
+"""The function name of the interrupt a task agent's question opens (a model reply that
+calls no tool, marked with an id in `long_running_tool_ids` that no call has): it waits
+for the user's next message, which the task agent gets as a user turn."""
+
+TASK_REPLY_SCHEMA: Final[dict[str, JsonValue]] = {"type": "string"}
+"""What a task agent's question takes: the user's reply, a text."""
 
 CONFIRMATION_SCHEMA: Final[dict[str, JsonValue]] = {
     "anyOf": [

@@ -34,7 +34,11 @@ from baton.errors import (
     StoreUnavailableError,
     UnknownInterruptError,
 )
-from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION
+from baton.events import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    REQUEST_INPUT_FUNCTION,
+    TASK_REPLY_FUNCTION,
+)
 from baton.invocation import PlanKind, RunPlan
 from baton.sessions.ids import check_depth, check_id, check_key, check_text
 from baton.sessions.store import (
@@ -65,6 +69,8 @@ class CallPlanner:
         app_name: the app whose sessions the calls name.
         auto_create_session: create a missing session instead of refusing the call.
         clock: seconds since the epoch, to tell whether a question's deadline passed.
+        takes_replies: the app has task agents, whose questions a user's next message
+            answers (see `baton.agents.task`).
     """
 
     def __init__(
@@ -74,11 +80,13 @@ class CallPlanner:
         app_name: str,
         auto_create_session: bool,
         clock: Clock = time.time,
+        takes_replies: bool = False,
     ) -> None:
         self.store = store
         self.app_name = app_name
         self.auto_create_session = auto_create_session
         self.clock = clock
+        self.takes_replies = takes_replies
 
     def session_key(
         self, user_id: str | None, session_id: str | None, session: Session | None
@@ -151,6 +159,10 @@ class CallPlanner:
                 key, message, invocation_id, state_delta, answering, claim
             )
         session = await self._session(key)
+        if self.takes_replies and message is not None and message.text:
+            reply = await self._waiting_task(key, invocation_id)
+            if reply is not None:
+                return _reply_plan(key, session, message, reply, state_delta)
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
             await self._fail_if_waiting(invocation)
@@ -246,6 +258,18 @@ class CallPlanner:
             )
         return invocation
 
+    async def _waiting_task(self, key: SessionKey, invocation_id: str | None) -> Interrupt | None:
+        """The newest task agent's question open in the session (in `invocation_id`,
+        when given): a text message is the user's reply to it."""
+        rows = await self.store.list_interrupts(
+            key.app_name,
+            key.user_id,
+            session_id=key.session_id,
+            invocation_id=InvocationId(invocation_id) if invocation_id else None,
+        )
+        waiting = [r for r in rows if r.function_name == TASK_REPLY_FUNCTION]
+        return max(waiting, key=lambda r: r.created_at, default=None)
+
     async def _fail_if_waiting(self, invocation: Invocation) -> None:
         """Refuse to continue an invocation that has nothing to run until it is answered."""
         if invocation.status != InvocationStatus.PAUSED:
@@ -258,6 +282,11 @@ class CallPlanner:
             invocation_id=InvocationId(invocation.id),
         )
         listed = ", ".join(f"'{r.interrupt_id}'" for r in rows) or "none"
+        if any(r.function_name == TASK_REPLY_FUNCTION for r in rows):
+            raise InvocationWaitingError(
+                f"invocation '{invocation.id}' is waiting for the user's reply to a task "
+                f"agent's question ({listed}); send the user's reply as a new message."
+            )
         raise InvocationWaitingError(
             f"invocation '{invocation.id}' is waiting for answers to its interrupts ({listed}); "
             "nothing runs until one is answered. Send a function response whose id is an "
@@ -297,7 +326,7 @@ class CallPlanner:
             key,
             session,
             InvocationId(owners[0]),
-            message=_named(message, answers),
+            message=_as_reply(answers) or _named(message, answers),
             answers=tuple(answers),
             state_delta=state_delta,
             continuing=frozenset(continuing),
@@ -418,6 +447,45 @@ class CallPlanner:
         return RunPlan(
             PlanKind.ANSWER, key, session, invocation_id, message=message, answers=answers
         )
+
+
+def _reply_plan(
+    key: SessionKey,
+    session: Session,
+    message: Content,
+    row: Interrupt,
+    state_delta: dict[str, JsonValue],
+) -> RunPlan:
+    """The plan of a text message that answers a task agent's question: the message is
+    recorded as it is (the agent sees a user turn), and answers the question."""
+    return RunPlan(
+        PlanKind.ANSWER,
+        key,
+        session,
+        InvocationId(row.invocation_id),
+        message=message,
+        answers=((row, message.text),),
+        state_delta=state_delta,
+    )
+
+
+def _as_reply(answers: list[tuple[Interrupt, JsonValue]]) -> Content | None:
+    """An answer to a task agent's question as the user's message (the agent sees a user
+    turn); None when no answer is one.
+
+    Raises:
+        InvalidMessageError: the message answers other questions too.
+    """
+    replies = [value for row, value in answers if row.function_name == TASK_REPLY_FUNCTION]
+    if not replies:
+        return None
+    if len(answers) > 1:
+        listed = ", ".join(f"'{row.interrupt_id}'" for row, _ in answers)
+        raise InvalidMessageError(
+            f"the answers ({listed}) include a reply to a task agent's question; send that "
+            "reply in a message of its own."
+        )
+    return Content(role="user", parts=[Part(text=str(replies[0]))])
 
 
 def _named(message: Content, answers: list[tuple[Interrupt, JsonValue]]) -> Content:

@@ -209,6 +209,9 @@ class Runner:
             app_name=self.app_name,
             auto_create_session=auto_create_session,
             clock=clock,
+            takes_replies=any(
+                isinstance(n, LlmAgent) and n.mode == "task" for n in _tree(self.root)
+            ),
         )
         self._agents_checked = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")

@@ -225,11 +225,6 @@ async def test_a_single_turn_root_agent_is_refused_before_anything_is_stored(
     assert model.requests == []
 
 
-def test_task_mode_is_refused_until_it_is_supported() -> None:
-    with pytest.raises(pydantic.ValidationError, match="mode='task'"):
-        LlmAgent(name="w", model=ScriptedModel(), mode="task")
-
-
 async def test_an_agent_a_node_runs_is_single_turn_too(make: MakeRunner) -> None:
     model = ScriptedModel(responses=["one"])
     writer = LlmAgent(name="writer", model=model)

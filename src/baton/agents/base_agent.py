@@ -164,6 +164,12 @@ class BaseAgent(BaseModel):
         instead of transferring the conversation to it: an LlmAgent in single-turn mode."""
         return False
 
+    def reply_is_output(self, ctx: InvocationContext) -> bool:
+        """Whether the agent's last reply is its node run's output (not for an agent that
+        gives its output otherwise, such as an LlmAgent in task mode)."""
+        del ctx
+        return True
+
     def transfer_rules(self) -> TransferRules | None:
         """Where this agent may transfer the conversation besides its sub-agents, or None
         when it takes no part in transfer (only LlmAgent does, as in the reference)."""
@@ -178,16 +184,17 @@ class BaseAgent(BaseModel):
         agent_ctx = AgentContext(ctx, node_input=text_input, branch=ctx.branch)
         if self.name in ctx.ended_agents:
             # It ended before a crash cut the node run short: only the output is missing.
-            if ctx.output is None:
+            if ctx.output is None and self.reply_is_output(agent_ctx):
                 ctx.output = await _last_text(agent_ctx)
             return
         if ctx.ended_agents:
             mine = await _run_events(agent_ctx)
             agent_ctx.replays.update(count_replays(self, ctx.ended_agents, mine))
         explicit_output = False
+        replies_give_output = self.reply_is_output(agent_ctx)
         async with aclosing(self.run_async(agent_ctx)) as events:
             async for event in events:
-                if event.author == self.name and _is_final_text(event):
+                if event.author == self.name and replies_give_output and _is_final_text(event):
                     _mark_as_output(event, ctx)
                 yield event
                 # The engine committed it while we were suspended at the yield.
@@ -195,7 +202,7 @@ class BaseAgent(BaseModel):
                 explicit_output = explicit_output or event.output is not None
                 if _is_final_text(event):
                     agent_ctx.last_response = _text_of(event)
-        if not explicit_output and self.name in ctx.ended_agents:
+        if not explicit_output and replies_give_output and self.name in ctx.ended_agents:
             ctx.output = agent_ctx.last_response
 
     # --- running as an agent -------------------------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, Literal, final
 
-from pydantic import Field, InstanceOf, JsonValue, PrivateAttr, field_validator
+from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
 
 from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import (
@@ -38,6 +38,13 @@ from baton.agents.delegation import SingleTurnAgentTool
 from baton.agents.handover import Handover, agent_to_continue
 from baton.agents.instructions import fill_instruction
 from baton.agents.state import BaseAgentState
+from baton.agents.task import (
+    FINISH_TASK,
+    FINISHED,
+    FinishTaskTool,
+    TaskAgentTool,
+    finished_call,
+)
 from baton.agents.transfer import (
     TRANSFER_FUNCTION,
     TransferRules,
@@ -47,9 +54,10 @@ from baton.agents.transfer import (
 )
 from baton.context import InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
-from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event
+from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event, NodeInfo
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
+from baton.schemas import SchemaType
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
 from baton.tools.confirmation import (
@@ -200,6 +208,7 @@ class LlmAgent(BaseAgent):
     disallow_transfer_to_parent: bool = False
     disallow_transfer_to_peers: bool = False
     mode: AgentMode | None = None
+    output_schema: SchemaType | None = None
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
@@ -207,24 +216,28 @@ class LlmAgent(BaseAgent):
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
     _transfer: TransferToAgentTool | None = PrivateAttr(default=None)
 
-    @field_validator("mode")
-    @classmethod
-    def _supported(cls, mode: AgentMode | None) -> AgentMode | None:
-        if mode == "task":
-            raise ValueError(
-                "mode='task' (an agent that works with the user until it calls finish_task) "
-                "is not supported yet; use 'chat' or 'single_turn'."
-            )
-        return mode
-
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        delegated = [SingleTurnAgentTool(a) for a in self.sub_agents if a.runs_as_tool()]
+        delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
         self._tools = _index_tools([*self.tools, *delegated], agent=self.name)
         self._transfer = TransferToAgentTool(lambda: self)
+        if self.output_schema is not None and self.mode != "task":
+            raise ValueError(
+                f"LlmAgent '{self.name}' has an output_schema, which baton supports only "
+                "with mode='task' (the schema of its finish_task call); set mode='task', "
+                "or drop output_schema and read the agent's text reply."
+            )
+        if self.mode == "task":
+            if FINISH_TASK in self._tools:
+                raise ValueError(
+                    f"LlmAgent '{self.name}' has a tool named '{FINISH_TASK}', the name of the "
+                    "tool a task agent ends its task with; rename the tool "
+                    "(FunctionTool(func, name=...))."
+                )
+            self._tools[FINISH_TASK] = FinishTaskTool(self.output_schema)
 
     def runs_as_tool(self) -> bool:
-        return self.mode == "single_turn"
+        return self.mode in ("single_turn", "task")
 
     @property
     def only_after_start(self) -> bool:
@@ -244,12 +257,17 @@ class LlmAgent(BaseAgent):
         return "single_turn"
 
     def transfer_rules(self) -> TransferRules | None:
-        if self.mode == "single_turn":
-            return None  # it answers its caller, not the conversation
+        if self.runs_as_tool():
+            # It answers its caller (its result, when a task), not the conversation.
+            return None
         return TransferRules(
             to_parent=not self.disallow_transfer_to_parent,
             to_peers=not self.disallow_transfer_to_peers,
         )
+
+    def reply_is_output(self, ctx: InvocationContext) -> bool:
+        """A task agent's replies are questions to the user; finish_task gives its output."""
+        return self.effective_mode(ctx) != "task"
 
     @property
     def canonical_model(self) -> BaseLlm:
@@ -356,7 +374,7 @@ class LlmAgent(BaseAgent):
             progress = await self._progress(agent_ctx, state)
             turn = progress.turn
             if turn is not None and not turn.function_calls:
-                if not progress.answered_since_turn():
+                if not progress.answered_since_turn() and not self._replied(agent_ctx, progress):
                     agent_ctx.last_response = turn.content.text if turn.content else ""
                     return
                 # A long-running call answered after the model's reply (a progress update
@@ -364,7 +382,7 @@ class LlmAgent(BaseAgent):
             else:
                 lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
                 pending, confirming = self._pending(agent_ctx, progress, lro_ids)
-                if self._stops_here(progress, pending, confirming):
+                if self._stops_here(agent_ctx, progress, pending, confirming):
                     return
                 if not pending and await self._transferred(agent_ctx, progress, transfer):
                     return
@@ -472,13 +490,35 @@ class LlmAgent(BaseAgent):
         return [c for c in progress.turn.function_calls if c.id not in done], confirming
 
     def _stops_here(
-        self, progress: _Progress, pending: list[FunctionCall], confirming: set[str]
+        self,
+        ctx: AgentContext,
+        progress: _Progress,
+        pending: list[FunctionCall],
+        confirming: set[str],
     ) -> bool:
         """The run stops without asking the model: a tool result ended the turn (e.g.
-        exit_loop), or a call waits for a person to confirm (or reject) it."""
+        exit_loop), finish_task ended the task, or a call waits for a person to confirm
+        (or reject) it."""
         if progress.turn is not None and not pending and self._skips_summary(progress):
             return True
+        if progress.turn is not None and not pending and self._finished(ctx, progress):
+            return True
         return bool(confirming) and not pending
+
+    def _finished(self, ctx: AgentContext, progress: _Progress) -> bool:
+        """Whether a task agent's last turn called finish_task with arguments that fit."""
+        if self.effective_mode(ctx) != "task":
+            return False
+        return finished_call(progress.after_turn(), self.name, progress.turn) is not None
+
+    def _replied(self, ctx: AgentContext, progress: _Progress) -> bool:
+        """Whether the user answered a task agent's question (its last turn)."""
+        if self.effective_mode(ctx) != "task":
+            return False
+        return any(
+            e.author == "user" and e.content is not None and e.content.text
+            for e in progress.after_turn()
+        )
 
     def _skips_summary(self, progress: _Progress) -> bool:
         """Whether a tool result of the last turn asked to end without the model's summary."""
@@ -698,7 +738,10 @@ class LlmAgent(BaseAgent):
             custom_metadata=response.custom_metadata,
         )
         self._declare_answers(event)
-        if not calls and self.output_key:
+        if not calls and self.effective_mode(ctx) == "task":
+            # A question to the user: the run waits for their next message.
+            event.long_running_tool_ids = {f"{event.id}-reply"}
+        elif not calls and self.output_key:
             event.actions.state_delta[self.output_key] = content.text
         return event
 
@@ -842,7 +885,19 @@ class LlmAgent(BaseAgent):
         if not (interim and result is None):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
+        if isinstance(tool, FinishTaskTool) and result == FINISHED:
+            self._give_result(ctx, event, tool.result(call.args or {}))
         return event
+
+    def _give_result(self, ctx: AgentContext, event: Event, result: JsonValue) -> None:
+        """The task's result on the event that ended the task: its node run's output
+        (the tool result of the call that delegated the task, for a sub-agent), and
+        `output_key`'s value."""
+        if self.output_key:
+            event.actions.state_delta[self.output_key] = result
+        event.output = result
+        path = ctx.node_path
+        event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])
 
 
 def _starts_run(event: Event, agent: str, run_start: str) -> bool:
@@ -850,6 +905,13 @@ def _starts_run(event: Event, agent: str, run_start: str) -> bool:
     run's checkpoint rides on its first event (later ones carry the same start)."""
     state = event.actions.agent_state
     return event.author == agent and isinstance(state, dict) and state.get("run_start") == run_start
+
+
+def _sub_agent_tool(agent: BaseAgent) -> BaseTool:
+    """The tool that runs a sub-agent its parent's model calls as a tool."""
+    if isinstance(agent, LlmAgent) and agent.mode == "task":
+        return TaskAgentTool(agent.name, agent.description)
+    return SingleTurnAgentTool(agent)
 
 
 def _index_tools(

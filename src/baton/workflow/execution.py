@@ -32,6 +32,8 @@ from baton.events import (
     REQUEST_CONFIRMATION_FUNCTION,
     REQUEST_INPUT_FUNCTION,
     RESPONSE_SCHEMAS_KEY,
+    TASK_REPLY_FUNCTION,
+    TASK_REPLY_SCHEMA,
     Event,
     EventActions,
     NodeInfo,
@@ -331,6 +333,11 @@ class _Collector:
                 )
                 _set_deadline(row, args)
                 _set_assignee(row, args)
+            elif call is None:
+                # A task agent's question (its reply without calls): the user's next
+                # message answers it.
+                text = event.content.text if event.content else None
+                self._open(iid, TASK_REPLY_FUNCTION, text or None, None, TASK_REPLY_SCHEMA)
             elif name == REQUEST_CONFIRMATION_FUNCTION:
                 # A tool waits for approval: the answer must be a ToolConfirmation.
                 asked = args.get("toolConfirmation")

@@ -1,0 +1,296 @@
+"""LlmAgent(mode="task") as a workflow node and as the root agent: it chats with the user
+until its model calls `finish_task`, whose arguments become the node's output.
+
+Its model sees the finish_task tool (the reference's declaration) and an instruction
+about it; a text reply waits for the user's next message, which goes to that agent in
+the same invocation; a finish_task call with arguments that do not fit is answered
+with the errors, and the model tries again. Every backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from pydantic import BaseModel, JsonValue
+
+from baton import LlmAgent, Workflow, types
+from baton.errors import InvocationWaitingError
+from baton.events import Event
+from baton.models import LlmRequest, ScriptedModel
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InvocationStatus
+from baton.types import Content, FunctionCall
+from tests.conftest import StoreFactory
+from tests.harness import Harness, attach_harness, build_harness
+
+FINISH_INSTRUCTION = (
+    "You work on a task. Call `finish_task` only once the task is completely done, "
+    "after using your tools for every part of it; ask the user when something about "
+    "the task is unclear. When it is done, call `finish_task` alone, without text."
+)
+FINISH_DESCRIPTION = "Report that the task is done, ending your work on it."
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+@pytest.fixture
+def service(stores: StoreFactory) -> BaseSessionService:
+    return BaseSessionService(stores.open())
+
+
+def finish(**args: JsonValue) -> FunctionCall:
+    return FunctionCall(name="finish_task", args=args)
+
+
+def seen(request: LlmRequest) -> list[tuple[str, str]]:
+    """(role, what) of each part the model was shown."""
+    shown: list[tuple[str, str]] = []
+    for content in request.contents:
+        for part in content.parts or []:
+            if part.text is not None:
+                shown.append((content.role or "", part.text))
+            elif part.function_call is not None:
+                shown.append((content.role or "", f"call {part.function_call.name}"))
+            elif part.function_response is not None:
+                response = part.function_response
+                shown.append((content.role or "", f"{response.name} -> {response.response}"))
+    return shown
+
+
+def said(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.author, e.content.text) for e in events if e.content and e.content.text]
+
+
+def asker(model: ScriptedModel, **fields: object) -> LlmAgent:
+    return LlmAgent(
+        name="asker",
+        model=model,
+        instruction="Find out the user's name.",
+        mode="task",
+        **fields,  # pyright: ignore[reportArgumentType] -- the test's own fields
+    )
+
+
+def workflow(agent: LlmAgent, seen_by_next: list[JsonValue]) -> Workflow:
+    def after(node_input: JsonValue) -> str:
+        seen_by_next.append(node_input)
+        return f"after {node_input}"
+
+    return Workflow(name="wf", edges=[("START", agent, after)])
+
+
+async def test_a_task_node_chats_until_finish_task_and_outputs_its_arguments(
+    service: BaseSessionService,
+) -> None:
+    model = ScriptedModel(["What's your name?", finish(result="name is Bob")])
+    received: list[JsonValue] = []
+    harness = await build_harness(workflow(asker(model), received), service, resumable=False)
+
+    first = await harness.start("hi, please help")
+
+    assert said(first) == [("asker", "What's your name?")]
+    assert [e.output for e in first] == [None]
+    invocation = await harness.invocation()
+    assert invocation.status == InvocationStatus.PAUSED
+    assert received == []
+
+    second = await harness.start("Bob")
+
+    assert [e.invocation_id for e in second] == [invocation.id] * 3
+    calls = [c.name for e in second for c in e.function_calls]
+    assert calls == ["finish_task"]
+    result = second[1]
+    assert result.author == "asker"
+    assert result.content is not None
+    assert [r.response for r in result.content.function_responses] == [
+        {"result": "Task completed."}
+    ]
+    assert result.output == {"result": "name is Bob"}
+    assert received == [{"result": "name is Bob"}]
+    assert second[-1].output == "after {'result': 'name is Bob'}"
+    assert (await harness.invocation()).status == InvocationStatus.COMPLETED
+    # The model saw the whole conversation: the user's request, its question, the reply.
+    assert seen(model.requests[0]) == [("user", "hi, please help")]
+    assert seen(model.requests[1]) == [
+        ("user", "hi, please help"),
+        ("model", "What's your name?"),
+        ("user", "Bob"),
+    ]
+
+
+async def test_the_model_sees_the_finish_task_tool_and_its_instruction(
+    service: BaseSessionService,
+) -> None:
+    model = ScriptedModel([finish(result="done")])
+    harness = await build_harness(workflow(asker(model), []), service, resumable=True)
+
+    await harness.start("hi")
+
+    [request] = model.requests
+    assert request.config.system_instruction == (
+        f"Find out the user's name.\n\n{FINISH_INSTRUCTION}"
+    )
+    [tools] = request.config.tools or []
+    [declaration] = tools.function_declarations or []
+    assert declaration.name == "finish_task"
+    assert declaration.description == FINISH_DESCRIPTION
+    assert declaration.parameters == {
+        "type": "object",
+        "properties": {
+            "result": {"type": "string", "description": "What the task achieved, in brief."}
+        },
+        "required": ["result"],
+    }
+
+
+async def test_an_output_schema_shapes_finish_task_and_bad_arguments_get_a_retry(
+    service: BaseSessionService,
+) -> None:
+    model = ScriptedModel([finish(name="Bob"), finish(name="Bob", age="3")])
+    received: list[JsonValue] = []
+    agent = asker(model, output_schema=Person, output_key="person")
+    harness = await build_harness(workflow(agent, received), service, resumable=True)
+
+    events = await harness.start("hi")
+
+    [tools] = model.requests[0].config.tools or []
+    [declaration] = tools.function_declarations or []
+    assert declaration.description == (
+        f"{FINISH_DESCRIPTION} Give the task's result as the parameters."
+    )
+    assert declaration.parameters == Person.model_json_schema()
+    refused = seen(model.requests[1])[-1]
+    assert refused[0] == "user"
+    assert refused[1] == (
+        "finish_task -> {'error': '`finish_task` was called with arguments that do not fit: "
+        "age: Field required. Call it again with every required parameter, of the right "
+        "type.'}"
+    )
+    assert received == [{"name": "Bob", "age": 3}]
+    session = await harness.service.get_session(
+        app_name="app", user_id="u", session_id=harness.session_id
+    )
+    assert session is not None
+    assert session.state == {"person": {"name": "Bob", "age": 3}}
+    assert [e.output for e in events if e.author == "asker" and e.content] == [
+        None,
+        None,
+        None,
+        {"name": "Bob", "age": 3},
+    ]
+
+
+async def test_a_non_object_output_schema_is_wrapped_in_result(
+    service: BaseSessionService,
+) -> None:
+    model = ScriptedModel([finish(result=5)])
+    received: list[JsonValue] = []
+    harness = await build_harness(
+        workflow(asker(model, output_schema=int), received), service, resumable=False
+    )
+
+    await harness.start("hi")
+
+    [tools] = model.requests[0].config.tools or []
+    [declaration] = tools.function_declarations or []
+    assert declaration.parameters == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
+    assert received == [5]
+
+
+async def test_a_task_root_agent_takes_the_next_message_and_a_new_one_after_it_finished(
+    service: BaseSessionService,
+) -> None:
+    model = ScriptedModel(["What's your name?", finish(result="Bob"), "Hello again"])
+    harness = await build_harness(asker(model), service, resumable=True)
+
+    await harness.start("hi")
+    finished = await harness.start("Bob")
+    again = await harness.start("more")
+
+    assert [e.output for e in finished if e.output is not None] == [{"result": "Bob"}]
+    assert finished[0].invocation_id != again[0].invocation_id
+    assert said(again) == [("asker", "Hello again")]
+    # A new task conversation asks the user again (its reply waits for the next message).
+    assert (await harness.invocation()).status == InvocationStatus.PAUSED
+
+
+@dataclass
+class Waiting:
+    """A workflow whose task node asked the user's name and waits for the reply."""
+
+    harness: Harness
+    model: ScriptedModel
+    received: list[JsonValue]
+
+
+async def waiting_task(service: BaseSessionService) -> Waiting:
+    model = ScriptedModel(["What's your name?", finish(result="Bob")])
+    received: list[JsonValue] = []
+    harness = await build_harness(workflow(asker(model), received), service, resumable=True)
+    await harness.start("hi")
+    return Waiting(harness, model, received)
+
+
+async def test_a_restarted_process_hands_the_reply_to_the_waiting_task(
+    service: BaseSessionService,
+) -> None:
+    waiting = await waiting_task(service)
+
+    restarted = attach_harness(
+        workflow(asker(ScriptedModel([finish(result="Bob")])), waiting.received),
+        service,
+        waiting.harness.session_id,
+        resumable=True,
+    )
+    await restarted.start("Bob")
+
+    assert waiting.received == [{"result": "Bob"}]
+    assert len(waiting.model.requests) == 1  # the first turn was not asked for again
+
+
+async def test_the_reply_may_name_the_invocation(service: BaseSessionService) -> None:
+    waiting = await waiting_task(service)
+    invocation = await waiting.harness.invocation()
+
+    await waiting.harness.collect(
+        new_message=Content(role="user", parts=[types.Part(text="Bob")]),
+        invocation_id=invocation.id,
+    )
+
+    assert waiting.received == [{"result": "Bob"}]
+
+
+async def test_continuing_a_waiting_task_without_a_message_is_refused(
+    service: BaseSessionService,
+) -> None:
+    waiting = await waiting_task(service)
+    invocation = await waiting.harness.invocation()
+    before = await service.store.list_events(waiting.harness.key, invocation.id)
+
+    with pytest.raises(InvocationWaitingError, match="send the user's reply as a new message"):
+        await waiting.harness.collect(invocation_id=invocation.id)
+
+    assert await service.store.list_events(waiting.harness.key, invocation.id) == before
+    assert waiting.model.remaining == 1
+
+
+async def test_the_pending_list_shows_the_task_agent_waiting_for_a_reply(
+    service: BaseSessionService,
+) -> None:
+    waiting = await waiting_task(service)
+    harness = waiting.harness
+
+    [item] = await harness.runner.pending(user_id="u", session_id=harness.session_id)
+    assert item.message == "What's your name?"
+    await harness.answer((item.interrupt_id, "Bob"), name=item.function_name)
+
+    assert waiting.received == [{"result": "Bob"}]
+    assert seen(waiting.model.requests[1])[-1] == ("user", "Bob")
