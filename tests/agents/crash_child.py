@@ -1,13 +1,15 @@
 """The process the agent crash test kills: starts or resumes the agent tree once.
 
-    run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume",
+    run(["--url", URL, "--session", S, "--work", DIR, "--action", "start"|"resume"|"reply",
          "--kill-at", K, "--root", <a name in ROOTS>], log)
+
+"reply" sends the user's reply to a task agent's question ("Bob") as a new message.
 
 Every agent, tool and model call appends its name to DIR/runs (fsynced first), so
 the test counts executions across processes. Every step commit that returned is
 counted in DIR/commits; the process SIGKILLs itself right after the K-th, so the
-store really holds that step and nothing after it ran. A resuming process reads
-time a minute ahead, so the killed process's lease has expired for it.
+store really holds that step and nothing after it ran. Each process reads time a
+minute ahead of the one before, so a killed process's lease has expired for it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
+from pydantic import JsonValue
+
 from baton import (
     App,
     BaseAgent,
@@ -34,6 +38,7 @@ from baton import (
     ResumabilityConfig,
     Runner,
     SequentialAgent,
+    Workflow,
     types,
 )
 from baton.models import BaseLlm, LlmRequest, ScriptedModel
@@ -298,7 +303,55 @@ def build_with_escalation(recorder: Recorder) -> BaseAgent:
     return SequentialAgent(name="root", sub_agents=[par, Recorded(name="last", recorder=recorder)])
 
 
-ROOTS = {
+def task_model(recorder: Recorder) -> ScriptedModel:
+    """A task agent's model: it asks the user's name, looks it up with t1 once the user
+    replied, then finishes with it."""
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        replied = any(c.role == "user" and c.text == "Bob" for c in request.contents)
+        looked_up = any(r.name == "t1" for c in request.contents for r in c.function_responses)
+        if not replied:
+            recorder.record("question")
+            return "What's your name?"
+        if not looked_up:
+            recorder.record("lookup")
+            return [FunctionCall(name="t1", args={"x": 1})]
+        recorder.record("finish")
+        return [FunctionCall(name="finish_task", args={"result": "Bob"})]
+
+    return ScriptedModel(responder=respond)
+
+
+def build_task_node(recorder: Recorder) -> Workflow:
+    """START -> asker (a task agent with tool t1) -> after (records its input)."""
+    asker = LlmAgent(
+        name="asker", model=task_model(recorder), mode="task", tools=[recorded_tool(recorder)]
+    )
+
+    def after(node_input: JsonValue) -> JsonValue:
+        recorder.record("after")
+        return node_input
+
+    return Workflow(name="wf", edges=[("START", asker, after)])
+
+
+def build_task_delegation(recorder: Recorder) -> BaseAgent:
+    """coord hands the task to its task sub-agent asker (which uses tool t1), then thanks."""
+
+    def coord(request: LlmRequest) -> ScriptItem:
+        if any(r.name == "asker" for c in request.contents for r in c.function_responses):
+            recorder.record("thanks")
+            return "Thanks, Bob!"
+        recorder.record("delegate")
+        return [FunctionCall(name="asker", args={"request": "get the name"})]
+
+    asker = LlmAgent(
+        name="asker", model=task_model(recorder), mode="task", tools=[recorded_tool(recorder)]
+    )
+    return LlmAgent(name="coord", model=ScriptedModel(responder=coord), sub_agents=[asker])
+
+
+ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "tree": build_root,
     "story": build_story,
     "callbacks": build_with_callbacks,
@@ -306,7 +359,16 @@ ROOTS = {
     "handback": build_with_handback,
     "delegation": build_with_delegation,
     "escalation": build_with_escalation,
+    "task_node": build_task_node,
+    "task_delegation": build_task_delegation,
 }
+
+
+def count_process(counter: Path) -> int:
+    """How many processes ran the app before this one (this one is counted)."""
+    before = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(before + 1))
+    return before
 
 
 def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
@@ -327,7 +389,10 @@ def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
 async def main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     resuming = args.action == "resume"
-    store = SqlStore(args.url, clock=(lambda: time.time() + 60) if resuming else time.time)
+    # Each process reads time a minute later than the one before, so the leases of those
+    # killed before it have expired for it.
+    ahead = 60 * count_process(work / "processes")
+    store = SqlStore(args.url, clock=lambda: time.time() + ahead)
     count_commits(store, work / "commits", args.kill_at)
     runner = Runner(
         app=App(
@@ -344,7 +409,8 @@ async def main(args: argparse.Namespace) -> None:
             SessionKey(APP_NAME, USER_ID, SessionId(args.session))
         )
         invocation = invocations[-1].id
-    message = None if resuming else types.Content(role="user", parts=[types.Part(text="go")])
+    text = "Bob" if args.action == "reply" else "go"
+    message = None if resuming else types.Content(role="user", parts=[types.Part(text=text)])
     try:
         async with asyncio.timeout(30):
             async for _ in runner.run_async(
@@ -374,7 +440,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--url", required=True)
     parser.add_argument("--session", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--action", choices=["start", "resume"], required=True)
+    parser.add_argument("--action", choices=["start", "resume", "reply"], required=True)
     parser.add_argument("--kill-at", type=int)
     parser.add_argument("--root", choices=sorted(ROOTS), default="tree")
     return parser.parse_args(argv)

@@ -20,7 +20,7 @@ from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
-from baton.types import Content, FunctionCall
+from baton.types import Content, FunctionCall, InvocationId
 from tests.conftest import StoreFactory
 from tests.harness import Harness, attach_harness, build_harness
 
@@ -273,12 +273,13 @@ async def test_continuing_a_waiting_task_without_a_message_is_refused(
 ) -> None:
     waiting = await waiting_task(service)
     invocation = await waiting.harness.invocation()
-    before = await service.store.list_events(waiting.harness.key, invocation.id)
+    before = await service.store.list_events(waiting.harness.key, InvocationId(invocation.id))
 
     with pytest.raises(InvocationWaitingError, match="send the user's reply as a new message"):
         await waiting.harness.collect(invocation_id=invocation.id)
 
-    assert await service.store.list_events(waiting.harness.key, invocation.id) == before
+    after = await service.store.list_events(waiting.harness.key, InvocationId(invocation.id))
+    assert after == before
     assert waiting.model.remaining == 1
 
 

@@ -151,11 +151,21 @@ class AgentContext(InvocationContext):
         self.last_response: str | None = None
         # Runs to skip, by agent: they ended after the step being re-executed began.
         self.replays: Counter[str] = Counter()
+        # The id of the call that handed a task sub-agent its task (see baton.agents.task).
+        self.task_call: str | None = None
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
         child.replays = self.replays
+        return child
+
+    def for_task(self, branch: str, call_id: str, request: str) -> AgentContext:
+        """The run as a task sub-agent sees it: on a branch of its own, with the call
+        that handed it the task, whose arguments (`request`) are its input."""
+        child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
+        child.replays = self.replays
+        child.task_call = call_id
         return child
 
     @property

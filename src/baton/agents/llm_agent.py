@@ -43,7 +43,9 @@ from baton.agents.task import (
     FINISHED,
     FinishTaskTool,
     TaskAgentTool,
+    answers,
     finished_call,
+    hide_task_replies,
 )
 from baton.agents.transfer import (
     TRANSFER_FUNCTION,
@@ -427,6 +429,9 @@ class LlmAgent(BaseAgent):
             for e in events[start:]
             if is_visible(e, ctx.branch) and (e.author == self.name or e.author == "user")
         ]
+        tasks = {n for n, t in self.canonical_tools.items() if isinstance(t, TaskAgentTool)}
+        if tasks:
+            current = hide_task_replies(current, self.name, tasks)
         turns = [e for e in current if e.author == self.name and _is_model_turn(e)]
         return _Progress(
             run_start=state.run_start, current=current, turn=turns[-1] if turns else None
@@ -435,8 +440,10 @@ class LlmAgent(BaseAgent):
     async def _run_start(self, ctx: AgentContext) -> str:
         """The id of the session's last event: a fresh run begins after it ('' in an empty
         session). With the default contents the first request reads the session's events
-        anyway; with "none", or in single-turn mode, only the last one is read."""
-        if self.include_contents == "default" and self.effective_mode(ctx) != "single_turn":
+        anyway; with "none", in single-turn mode, or for a task handed over by a call,
+        only the last one is read."""
+        whole = self.effective_mode(ctx) != "single_turn" and ctx.task_call is None
+        if self.include_contents == "default" and whole:
             events = await ctx.log.events()
             return events[-1].id if events else ""
         last = await ctx.log.last_event()
@@ -450,8 +457,10 @@ class LlmAgent(BaseAgent):
         Raises:
             ValueError: the run's start is no longer in the session.
         """
-        if not run_start:
-            return []  # the run began in an empty session
+        if not run_start or ctx.task_call is not None:
+            # The run began in an empty session, or it works on a task handed to it by a
+            # call: its model sees the task (the call's arguments) and what came after.
+            return []
         if self.include_contents == "none":
             own = await ctx.log.invocation_events()
             found = next((e for e in reversed(own) if e.id == run_start), None)
@@ -787,12 +796,19 @@ class LlmAgent(BaseAgent):
     ) -> AsyncGenerator[Event, None]:
         """Run the calls without a result, one committed event each (a sub-agent called
         as a tool: its events, then the result). The ids of those whose sub-agent waits
-        for input go to `waiting`."""
+        for input (a task agent: for the user's reply) go to `waiting`."""
         for call in pending:
             tool = self.canonical_tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
                 async for event in self._delegate(ctx, call, tool, waiting):
                     yield event
+            elif isinstance(tool, TaskAgentTool):
+                answered = False
+                async for event in tool.delegate(ctx, call):
+                    answered = answered or answers(event, call)
+                    yield event
+                if not answered:
+                    waiting.add(call.id or "")
             elif call.id not in lro_ids:
                 yield await self._call_tool(ctx, call)
             elif not self._started(ctx, state, call, lro_ids):
@@ -833,6 +849,18 @@ class LlmAgent(BaseAgent):
             actions=tool_context.actions,
             content=Content(role="user", parts=[Part(function_response=response)]),
         )
+
+    @property
+    def finish_tool(self) -> FinishTaskTool:
+        """A task agent's finish_task tool.
+
+        Raises:
+            LookupError: the agent is not in task mode.
+        """
+        tool = self._tools.get(FINISH_TASK)
+        if not isinstance(tool, FinishTaskTool):
+            raise LookupError(f"LlmAgent '{self.name}' has mode={self.mode!r}, not 'task'.")
+        return tool
 
     @staticmethod
     def _started(
@@ -895,6 +923,8 @@ class LlmAgent(BaseAgent):
         `output_key`'s value."""
         if self.output_key:
             event.actions.state_delta[self.output_key] = result
+        if ctx.task_call is not None:
+            return  # the parent's call gets it (see baton.agents.task.delegate)
         event.output = result
         path = ctx.node_path
         event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])
@@ -910,7 +940,7 @@ def _starts_run(event: Event, agent: str, run_start: str) -> bool:
 def _sub_agent_tool(agent: BaseAgent) -> BaseTool:
     """The tool that runs a sub-agent its parent's model calls as a tool."""
     if isinstance(agent, LlmAgent) and agent.mode == "task":
-        return TaskAgentTool(agent.name, agent.description)
+        return TaskAgentTool(agent, agent.finish_tool)
     return SingleTurnAgentTool(agent)
 
 

@@ -18,26 +18,32 @@ answer to that interrupt), continues the same invocation in that agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
 
 from jsonschema import Draft202012Validator
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
+from baton.agents.context import AgentContext
+from baton.agents.delegation import call_branch
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.schemas import SchemaType
 from baton.tools.base import BaseTool
 from baton.tools.tool_context import ToolContext
-from baton.types import FunctionCall
+from baton.types import Content, FunctionCall, FunctionResponse, Part
+
+if TYPE_CHECKING:  # only for annotations: base_agent imports what imports this module
+    from baton.agents.base_agent import BaseAgent
 
 __all__ = [
     "FINISHED",
     "FINISH_TASK",
     "FinishTaskTool",
     "TaskAgentTool",
+    "answers",
     "finished_call",
-    "task_request_text",
+    "hide_task_replies",
 ]
 
 FINISH_TASK: Final = "finish_task"
@@ -136,20 +142,23 @@ class FinishTaskTool(BaseTool):
         return None
 
 
+@final
 class TaskAgentTool(BaseTool):
     """What a parent LlmAgent's model calls to hand a task to its task sub-agent.
 
-    The parent carries the call out itself (the sub-agent talks with the user until it
-    finishes), so `run` is never called.
+    The parent carries the call out itself (`delegate`: the sub-agent talks with the
+    user until it finishes), so `run` is never called.
 
     Args:
-        name: the task agent's name (the function the model calls).
-        description: the task agent's description.
+        agent: the task agent (its name and description are the tool's).
+        finish: the task agent's finish_task tool, which reads its result.
     """
 
-    def __init__(self, name: str, description: str) -> None:
+    def __init__(self, agent: BaseAgent, finish: FinishTaskTool) -> None:
         note = "This hands the work to an agent of its own; call it alone, not with other tools."
-        super().__init__(name=name, description=f"{description}\n{note}".strip())
+        super().__init__(name=agent.name, description=f"{agent.description}\n{note}".strip())
+        self.agent = agent
+        self.finish = finish
 
     def declaration(self) -> FunctionDeclaration:
         return FunctionDeclaration(
@@ -157,12 +166,59 @@ class TaskAgentTool(BaseTool):
         )
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
-        raise NotImplementedError("the parent agent runs its task sub-agent itself")
+        raise RuntimeError(  # pragma: no cover - LlmAgent delegates these calls itself
+            f"task agent tool '{self.name}' runs through its parent LlmAgent."
+        )
+
+    async def delegate(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
+        """Carry out the parent's `call`: run the task agent (anew, or resumed from its
+        checkpoint) on a branch of its own, then answer the call with its result (see
+        `answers`); nothing more while it waits for the user's reply.
+
+        A result committed before a crash is not worked for again: the call is answered
+        with it.
+        """
+        task = self.agent
+        branch = call_branch(ctx.branch, task.name, call.id or "")
+        done = _result(await ctx.log.invocation_events(), task.name, branch, self.finish)
+        if done is None:
+            if task.name in ctx.ended_agents:
+                ctx.reset_agent_states(a.name for a in task.walk())  # it ended another call
+            request = json.dumps(call.args or {})
+            async for event in task.run_async(ctx.for_task(branch, call.id or "", request)):
+                yield event
+            done = _result(await ctx.log.invocation_events(), task.name, branch, self.finish)
+            if done is None:
+                return  # it waits for the user's reply
+        elif task.name not in ctx.ended_agents:
+            # Its result committed, then a crash came before its end: end it now.
+            ctx.reset_agent_states(a.name for a in task.walk())
+        yield _response_event(ctx, call, done[0])
 
 
-def task_request_text(call: FunctionCall) -> str:
-    """The delegating call's arguments, as the task agent's first user turn."""
-    return json.dumps(call.args or {})
+def answers(event: Event, call: FunctionCall) -> bool:
+    """Whether `event` is the answer to a parent's `call` handing over a task."""
+    return (
+        event.author == "user"
+        and event.content is not None
+        and any(r.id == call.id for r in event.content.function_responses)
+    )
+
+
+def hide_task_replies(events: Sequence[Event], agent: str, tasks: set[str]) -> list[Event]:
+    """`agent`'s events without the user's messages to its task sub-agents (`tasks`):
+    those sent while a call handing one its task was unanswered."""
+    delegating: set[str] = set()
+    shown: list[Event] = []
+    for event in events:
+        if event.author == agent:
+            delegating |= {c.id for c in event.function_calls if c.name in tasks and c.id}
+        elif event.content is not None:
+            delegating -= {r.id for r in event.content.function_responses}
+            if delegating and event.content.text:
+                continue
+        shown.append(event)
+    return shown
 
 
 def finished_call(events: Sequence[Event], agent: str, turn: Event | None) -> FunctionCall | None:
@@ -178,6 +234,32 @@ def finished_call(events: Sequence[Event], agent: str, turn: Event | None) -> Fu
             if response.id in calls and (response.response or {}).get(_WRAPPER) == FINISHED:
                 return calls[response.id]
     return None
+
+
+def _result(
+    events: Sequence[Event], agent: str, branch: str, finish: FinishTaskTool
+) -> tuple[JsonValue] | None:
+    """The result of `agent`'s task on `branch` (in a 1-tuple), None while unfinished."""
+    mine = [e for e in events if e.branch == branch]
+    turns = [e for e in mine if e.author == agent and e.function_calls]
+    for turn in reversed(turns):
+        call = finished_call(mine, agent, turn)
+        if call is not None:
+            return (finish.result(call.args or {}),)
+    return None
+
+
+def _response_event(ctx: AgentContext, call: FunctionCall, result: JsonValue) -> Event:
+    """The answer to the parent's call: the task's result (a value that is not an object
+    under "output"), from the user's side, as in the reference."""
+    response: dict[str, JsonValue] = result if isinstance(result, dict) else {"output": result}
+    answer = FunctionResponse(id=call.id, name=call.name, response=response)
+    return Event(
+        invocation_id=ctx.invocation_id,
+        author="user",
+        branch=ctx.branch,
+        content=Content(role="user", parts=[Part(function_response=answer)]),
+    )
 
 
 def _adapter(schema: type[Any]) -> TypeAdapter[Any]:
