@@ -317,7 +317,6 @@ async def test_a_join_runs_on_the_branch_of_each_predecessors_latest_arrival(
     # p arrives at j twice before r does: first from lane a@1, then from the workflow's
     # branch (after k, which joins a@1 and g@1). As in the reference, j runs on the branch
     # of p's latest arrival and r's: their shared part is the workflow's (None), not a@1.
-    p_ran_twice = asyncio.Event()
     runs: list[str] = []
 
     def go_on(node_input: JsonValue) -> str:
@@ -325,13 +324,18 @@ async def test_a_join_runs_on_the_branch_of_each_predecessors_latest_arrival(
 
     def p(node_input: JsonValue) -> str:
         runs.append("p")
-        if len(runs) == 2:
-            p_ran_twice.set()
         return f"p{len(runs)}"
 
     async def r(node_input: JsonValue) -> str:
-        await p_ran_twice.wait()
+        # Not before p's second output is stored, so r's arrival is the latest: p runs on
+        # a worker thread, and its return reaches the engine later than its code ends.
+        while not await stored("p2"):  # noqa: ASYNC110 -- no signal for a stored event
+            await asyncio.sleep(0.001)
         return "r"
+
+    async def stored(output: str) -> bool:
+        session = await h.service.store.get_session(h.key)
+        return session is not None and any(e.output == output for e in session.events)
 
     a, g = FunctionNode(go_on, name="a"), FunctionNode(go_on, name="g")
     pn, rn = FunctionNode(p, name="p"), FunctionNode(r, name="r")
