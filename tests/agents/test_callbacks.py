@@ -225,3 +225,84 @@ async def test_a_callback_returning_the_wrong_type_fails_naming_the_agent(
 
     with pytest.raises(TypeError, match="model callback of agent 'bot' returned str"):
         await h.start("hi")
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        ({"a": 1}, {"a": 1}),
+        (5, {"result": 5}),
+        ("rain", {"result": "rain"}),
+        (None, {"result": None}),
+        ([1, 2], {"result": [1, 2]}),
+    ],
+)
+async def test_after_tool_callback_gets_the_tool_s_bare_result_as_the_reference(
+    stores: StoreFactory, returned: JsonValue, sent: JsonValue
+) -> None:
+    seen: list[object] = []
+    model = ScriptedModel(responses=[[FunctionCall(id="a", name="lookup", args={})], "done"])
+
+    def lookup() -> JsonValue:
+        """Look it up."""
+        return returned
+
+    def after(
+        tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, tool_response: Any
+    ) -> None:
+        seen.append(tool_response)
+
+    agent = LlmAgent(
+        name="clerk", model=model, tools=[FunctionTool(lookup)], after_tool_callback=after
+    )
+    h = await start(stores, agent)
+    await h.start("go")
+
+    assert seen == [returned]
+    assert responses(model.requests[-1]) == {"a": sent}
+
+
+async def test_after_tool_callback_gets_an_error_or_before_callback_s_bare_result(
+    stores: StoreFactory,
+) -> None:
+    seen: list[object] = []
+    calls = [FunctionCall(id="a", name="broken", args={}), FunctionCall(id="b", name="skipped")]
+    model = ScriptedModel(responses=[calls, "done"])
+
+    def broken() -> None:
+        """Fail."""
+        raise ValueError("boom")
+
+    def skipped() -> None:
+        """Never runs."""
+
+    def before(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext) -> JsonValue:
+        return 7 if tool.name == "skipped" else None
+
+    def on_error(
+        tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, error: Exception
+    ) -> JsonValue:
+        return f"failed: {error}"
+
+    def after(
+        tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, tool_response: Any
+    ) -> JsonValue:
+        seen.append(tool_response)
+        return ["replaced"] if tool.name == "skipped" else None
+
+    agent = LlmAgent(
+        name="clerk",
+        model=model,
+        tools=[FunctionTool(broken), FunctionTool(skipped)],
+        before_tool_callback=before,
+        on_tool_error_callback=on_error,
+        after_tool_callback=after,
+    )
+    h = await start(stores, agent)
+    await h.start("go")
+
+    assert seen == ["failed: boom", 7]
+    assert responses(model.requests[-1]) == {
+        "a": {"result": "failed: boom"},
+        "b": {"result": ["replaced"]},
+    }

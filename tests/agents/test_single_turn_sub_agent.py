@@ -252,14 +252,13 @@ async def test_tool_callbacks_apply_to_a_sub_agent_call(make: MakeRunner) -> Non
     # As the reference: a before-callback's result stands for the sub-agent's run.
     assert [seen(r)[-1] for r in parent_model.requests[1:]] == [
         "user: result helper={'wrapped': {'skipped': True}}",
-        "user: result helper={'wrapped': {'result': 'ran'}}",
+        "user: result helper={'wrapped': 'ran'}",
     ]
     assert [seen(r) for r in helper_model.requests] == [["user: run"]]
-    # The after-callback gets the response dict, as for baton's other tools (the
-    # reference hands it the bare value: 'ran').
+    # The after-callback gets the result as it came, the sub-agent's bare reply.
     assert calls == [
         ("before", {"request": "skip"}),
         ("after", {"skipped": True}),
         ("before", {"request": "run"}),
-        ("after", {"result": "ran"}),
+        ("after", "ran"),
     ]

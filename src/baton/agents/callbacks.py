@@ -12,7 +12,10 @@ a callback returns short-circuits as in the reference:
   llm_response)` -> LlmResponse: replaces the model's response.
 - `before_tool_callback(tool, args, tool_context)` -> dict: used as the tool's
   result without running it. `after_tool_callback(tool, args, tool_context,
-  tool_response)` -> dict: replaces the result.
+  tool_response)` -> dict: replaces the result. `tool_response` is the result as
+  the tool (or a before- or error-callback) returned it: a dict, or a bare value
+  (`5`, `"rain"`, `None`); the model gets a non-dict result as `{"result": value}`
+  either way, as in the reference.
 
 Durability: each callback's outcome lands in the event it shapes (the model turn,
 the tool result, the agent's reply or end), so a callback whose call was committed
@@ -32,7 +35,7 @@ from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.models import LlmResponse
-from baton.tools import BaseTool, ToolContext, to_response_dict
+from baton.tools import BaseTool, ToolContext
 from baton.tools.confirmation import asked_confirmation
 from baton.tools.tool_context import StateWriter, ToolState
 from baton.types import Content
@@ -174,7 +177,7 @@ async def result_after_tool(
         tool=tool,
         args=args,
         tool_context=tool_context,
-        tool_response=to_response_dict(result),
+        tool_response=result,
     )
     if late is None:
         return result

@@ -117,9 +117,10 @@ class BasePlugin:
         tool: BaseTool,
         tool_args: dict[str, Any],
         tool_context: ToolContext,
-        result: dict[str, Any],
+        result: Any,
     ) -> dict[str, Any] | None:
-        """A tool returned `result`; return a dict to use instead."""
+        """A tool returned `result` (a dict, or a bare value as the tool returned it);
+        return a dict to use instead."""
         return None
 
     async def on_tool_error_callback(
