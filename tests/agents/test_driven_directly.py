@@ -279,3 +279,35 @@ async def test_checkpoints_stored_in_the_session_are_read_back(stores: StoreFact
     assert resumed.agent_states == {"two_steps": {"step": 1}}
     events = [e async for e in agent.run_async(resumed)]
     assert _simplify(events) == [("two_steps", "step 2"), ("two_steps", {"step": 2})]
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+async def test_the_user_s_message_comes_before_the_agent_s_tool_turn(resumable: bool) -> None:
+    def lookup(city: str) -> str:
+        """Look the weather up.
+
+        Args:
+            city: where.
+        """
+        return "rain"
+
+    call = FunctionCall(id="c1", name="lookup", args={"city": "Oslo"})
+    model = ScriptedModel(responses=[[call], "It rains."])
+    agent = LlmAgent(name="weather", model=model, tools=[lookup])
+    ctx = await _create_parent_invocation_context(
+        "test_the_user_s_message_comes_before_the_agent_s_tool_turn", agent, resumable=resumable
+    )
+    ctx.user_content = types.Content(role="user", parts=[types.Part(text="Weather in Oslo?")])
+    events = [e async for e in agent.run_async(ctx)]
+
+    def shown(content: types.Content) -> str:
+        part = content.parts[0] if content.parts else types.Part()
+        answer = part.function_response.response if part.function_response else None
+        said = part.text or (part.function_call and part.function_call.name) or answer
+        return f"{content.role}: {said}"
+
+    assert [[shown(c) for c in r.contents] for r in model.requests] == [
+        ["user: Weather in Oslo?"],
+        ["user: Weather in Oslo?", "model: lookup", "user: {'result': 'rain'}"],
+    ]
+    assert [e.content.text for e in events if e.content and e.content.text] == ["It rains."]

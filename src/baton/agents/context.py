@@ -104,6 +104,10 @@ class EventLog:
         start = next((i for i, e in enumerate(recent) if e.invocation_id == mine), len(recent))
         return recent[:start], everything
 
+    def first_committed(self) -> str | None:
+        """The id of the first event this node run committed here (None before one)."""
+        return self._committed[0].id if self._committed else None
+
     def add(self, event: Event) -> None:
         """Record an event that has just been committed."""
         self._committed.append(event)

@@ -699,7 +699,9 @@ class LlmAgent(BaseAgent):
         return conversation(events, agent=self.name, branch=ctx.branch, node_input=at)
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
-        """Where the node's input goes in the conversation: before the node run's first event.
+        """Where the node's input goes in the conversation: before the node run's first event
+        (stamped with its node path by the engine; when driven directly, unstamped, the
+        first the run recorded in its log).
 
         Not when it is the user's message of this invocation, which is already there.
         """
@@ -713,8 +715,13 @@ class LlmAgent(BaseAgent):
         ]
         if text in said:
             return None
+        mine = ctx.log.first_committed()
         first = next(
-            (i for i, e in enumerate(events) if e.node_info and e.node_info.path == ctx.node_path),
+            (
+                i
+                for i, e in enumerate(events)
+                if e.id == mine or (e.node_info and e.node_info.path == ctx.node_path)
+            ),
             len(events),
         )
         return first, text
