@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from pydantic import BaseModel, JsonValue
 
-from baton import LlmAgent, Workflow, types
+from baton import LlmAgent, SequentialAgent, Workflow, types
 from baton.errors import InvocationWaitingError
 from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
@@ -295,3 +295,28 @@ async def test_the_pending_list_shows_the_task_agent_waiting_for_a_reply(
 
     assert waiting.received == [{"result": "Bob"}]
     assert seen(waiting.model.requests[1])[-1] == ("user", "Bob")
+
+
+async def test_task_agents_in_a_sequence_each_finish_their_own_task(
+    service: BaseSessionService,
+) -> None:
+    first = ScriptedModel(["What's your name?", finish(result="Bob")])
+    second = ScriptedModel([finish(result="done at once")])  # needs nothing from the user
+    sequence = SequentialAgent(
+        name="steps",
+        sub_agents=[
+            LlmAgent(name="name_task", model=first, mode="task", output_key="name"),
+            LlmAgent(name="other_task", model=second, mode="task", output_key="other"),
+        ],
+    )
+    harness = await build_harness(
+        Workflow(name="wf", edges=[("START", sequence)]), service, resumable=True
+    )
+
+    asked = [said(await harness.start(text)) for text in ("hi", "Bob")]
+
+    assert asked == [[("name_task", "What's your name?")], []]
+    assert (await harness.invocation()).status == InvocationStatus.COMPLETED
+    session = await service.get_session(app_name="app", user_id="u", session_id=harness.session_id)
+    assert session is not None
+    assert session.state == {"name": {"result": "Bob"}, "other": {"result": "done at once"}}

@@ -182,6 +182,7 @@ class BaseAgent(BaseModel):
         # An agent reads the user's message as text (a model turn), as in the reference.
         text_input = node_input.text if isinstance(node_input, Content) else node_input
         agent_ctx = AgentContext(ctx, node_input=text_input, branch=ctx.branch)
+        agent_ctx.node_agent = self.name
         if self.name in ctx.ended_agents:
             # It ended before a crash cut the node run short: only the output is missing.
             if ctx.output is None and self.reply_is_output(agent_ctx):

@@ -157,11 +157,14 @@ class AgentContext(InvocationContext):
         self.replays: Counter[str] = Counter()
         # The id of the call that handed a task sub-agent its task (see baton.agents.task).
         self.task_call: str | None = None
+        # The agent the node runs (the top of the tree running in this node run).
+        self.node_agent: str | None = None
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
         child.replays = self.replays
+        child.node_agent = self.node_agent
         return child
 
     def for_task(self, branch: str, call_id: str, request: str) -> AgentContext:
@@ -170,6 +173,7 @@ class AgentContext(InvocationContext):
         child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
         child.replays = self.replays
         child.task_call = call_id
+        child.node_agent = self.node_agent
         return child
 
     @property

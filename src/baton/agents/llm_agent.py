@@ -925,13 +925,13 @@ class LlmAgent(BaseAgent):
         return event
 
     def _give_result(self, ctx: AgentContext, event: Event, result: JsonValue) -> None:
-        """The task's result on the event that ended the task: its node run's output
-        (the tool result of the call that delegated the task, for a sub-agent), and
-        `output_key`'s value."""
+        """The task's result on the event that ended the task: `output_key`'s value, and
+        its node run's output when the node runs this agent (a sub-agent's is the tool
+        result of the call that handed it the task, or just its run's end)."""
         if self.output_key:
             event.actions.state_delta[self.output_key] = result
-        if ctx.task_call is not None:
-            return  # the parent's call gets it (see baton.agents.task.delegate)
+        if ctx.task_call is not None or ctx.node_agent != self.name:
+            return  # the parent's call gets it (see TaskAgentTool.delegate)
         event.output = result
         path = ctx.node_path
         event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])
