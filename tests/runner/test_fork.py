@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from baton import Event, Runner, Workflow
+from baton import Context, Event, Runner, Workflow
 from baton.errors import (
     CheckpointNotFoundError,
     CheckpointUnavailableError,
@@ -314,3 +314,32 @@ async def test_a_tools_question_is_labelled_with_the_tool_that_waits() -> None:
 
     [asked] = [p for p in points if p.kind == "question"]
     assert asked.label.endswith("asks: issue_refund")
+
+
+def routes_on_ctx(ctx: Context, node_input: str) -> str:
+    RUNS.bump("routes_on_ctx")
+    ctx.route = "go"
+    return f"{node_input}y"
+
+
+async def test_a_fork_after_a_run_that_routed_on_ctx_keeps_its_output_and_route(
+    make_harness: MakeHarness,
+) -> None:
+    RUNS.runs.clear()
+    h = await make_harness(
+        Workflow(name="wf", edges=[("START", first, routes_on_ctx, {"go": last})])
+    )
+    await h.start("go")
+    points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
+    # Its output and its route are on two events, as the reference emits them.
+    steps = [p for p in points if p.kind == "step"]
+    routed_step = [p for p in steps if "routes_on_ctx" in p.label][-1]
+
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=routed_step.id)
+    [waiting] = await h.runner.invocations(user_id="u", session_id=fork.id)
+    rerun = await Harness(h.runner, h.service, fork.id).collect(invocation_id=waiting.id)
+
+    assert [(e.node_info.path if e.node_info else "", e.output) for e in rerun] == [
+        ("wf@1/last@1", "xy!")
+    ]
+    assert RUNS.runs == {"first": 1, "routes_on_ctx": 1, "last": 2}

@@ -93,12 +93,13 @@ def _children(path: str, events: Sequence[Event]) -> dict[str, _Seen]:
         elif event.long_running_tool_ids:
             seen.done = False  # it asked after any output: it waits, so it runs again
         elif event.carries_result():
+            # The output and a route set on ctx may come on two events (output first).
             seen.done = True
-            seen.output = _output(event)
             route = event.actions.route
-            seen.routes = (
-                list(route) if isinstance(route, list) else [] if route is None else [route]
-            )
+            if route is None or event.output is not None:
+                seen.output = _output(event)
+            if route is not None:
+                seen.routes = list(route) if isinstance(route, list) else [route]
     return found
 
 
