@@ -333,7 +333,12 @@ async def test_a_fork_after_a_run_that_routed_on_ctx_keeps_its_output_and_route(
     points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
     # Its output and its route are on two events, as the reference emits them.
     steps = [p for p in points if p.kind == "step"]
-    routed_step = [p for p in steps if "routes_on_ctx" in p.label][-1]
+    assert [p.label.partition(" after ")[2] for p in steps] == [
+        'first@1: "x"',
+        'routes_on_ctx@1: "xy" (route "go")',
+        'last@1: "xy!"',
+    ]
+    routed_step = steps[1]
 
     fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=routed_step.id)
     [waiting] = await h.runner.invocations(user_id="u", session_id=fork.id)

@@ -169,7 +169,13 @@ def _step(live: Sequence[Event], run: Invocation, index: int) -> Checkpoint:
     event = live[index]
     path = event.node_info.path if event.node_info else ""
     node = path.partition("/")[2]
-    shown = json.dumps(event.output) if event.output is not None else "its reply"
+    output = event.output
+    if output is None and index > 0 and event.actions.route is not None:
+        # A route set on ctx comes on an event of its own, after the output's.
+        before = live[index - 1]
+        if before.node_info and before.node_info.path == path:
+            output = before.output
+    shown = json.dumps(output) if output is not None else "its reply"
     if event.actions.route is not None:
         shown += f" (route {json.dumps(event.actions.route)})"
     return Checkpoint(
