@@ -10,6 +10,7 @@ events' `branch`, `node_info.path` and output), except where a test says otherwi
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -160,8 +161,13 @@ def test_max_parallel_workers_without_a_parallel_worker_is_refused() -> None:
 
     with pytest.raises(ValueError, match="max_parallel_workers=2 needs parallel_worker=True"):
         node(max_parallel_workers=2)(f)
-    with pytest.raises(ValueError, match="node 'f' max_parallel_workers must be at least 1, got 0"):
-        node(parallel_worker=True, max_parallel_workers=0)(f)
+    # 1.5 or True would pass a `< 1` check and leave the semaphore no bound at all.
+    for most in (0, 1.5, True, "2"):
+        problem = "node 'f' max_parallel_workers must be a whole number of at least 1 "
+        with pytest.raises(
+            ValueError, match=re.escape(f"{problem}(or None for all items at once), got {most!r}")
+        ):
+            node(parallel_worker=True, max_parallel_workers=most)(f)  # pyright: ignore[reportArgumentType] -- the wrong types are the point
 
 
 class Scale(Node):

@@ -46,10 +46,12 @@ class ParallelWorker(BaseNode):
         retry_config: RetryConfig | None = None,
         timeout: float | None = None,
     ) -> None:
-        if max_parallel_workers is not None and max_parallel_workers < 1:
+        most = max_parallel_workers
+        # A float or bool would pass `< 1` and leave asyncio.Semaphore no bound at all.
+        if most is not None and (type(most) is not int or most < 1):
             raise ValueError(
-                f"node '{node.name}' max_parallel_workers must be at least 1, got "
-                f"{max_parallel_workers}."
+                f"node '{node.name}' max_parallel_workers must be a whole number of at "
+                f"least 1 (or None for all items at once), got {most!r}."
             )
         super().__init__(
             name=node.name,
