@@ -76,6 +76,8 @@ __all__ = [
 _INTERRUPT_KEY = ("invocation_id", "interrupt_id")
 
 _REPLACED = tuple(c.name for c in interrupts.c if c.name not in _INTERRUPT_KEY)
+# The parameter binding each column of the invocation a one-statement step sets.
+_NEW = {c.name: f"new_{c.name}" for c in invocations.c}
 # Every step sets the session's `updated_at` (the time it last changed, as the memory
 # store keeps it) with the UPDATE that takes the row lock serializing a session's
 # commits, whose state is read-modify-written.
@@ -402,10 +404,13 @@ def fits_one_statement(commit: StepCommit) -> bool:
     return (
         commit.invocation_id is not None
         and (commit.expected_version > 0 or bool(commit.fingerprint))
-        and not strip_temp_state(commit.state_delta)
-        and commit.status is not InvocationStatus.REWOUND  # closes its questions too
+        and not (commit.state_delta and strip_temp_state(commit.state_delta))
+        and commit.status is not _REWOUND  # closes its questions too
         and not _reopens_an_answer(commit)
     )
+
+
+_REWOUND = InvocationStatus.REWOUND  # read on every step: a global, not the enum's attribute
 
 
 def _reopens_an_answer(commit: StepCommit) -> bool:
@@ -427,13 +432,15 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         del changes["session_pk"]  # the locked session's
     else:
         changes = _invocation_changes(commit, now)
-    parameters: dict[str, Any] = {
-        "key_id": commit.invocation_id,
-        "key_version": commit.expected_version,
-        **_events_params(commit.events),
-        **session_params(commit.session),
-        **{f"new_{name}": value for name, value in changes.items()},
-    }
+    parameters = _events_params(commit.events)
+    parameters["key_id"] = commit.invocation_id
+    parameters["key_version"] = commit.expected_version
+    key = commit.session  # as `session_params` binds it, without a dict to merge
+    parameters["key_app_name"] = key.app_name
+    parameters["key_user_id"] = key.user_id
+    parameters["key_session_id"] = key.session_id
+    for name, value in changes.items():
+        parameters[_NEW[name]] = value
     if commit.answered:
         answers = dict(commit.answered)
         parameters["key_answer_ids"] = list(answers)
@@ -456,15 +463,16 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters["key_note_ids"] = [n.id for n in notes]
         parameters["key_note_bodies"] = [json_text(n.body) for n in notes]
         parameters["key_note_times"] = [n.created_at for n in notes]
+    # Positional: a cached call's keyword arguments cost a dict and its items a step.
     statement = _step_at_once(
         tuple(changes),
-        one_event=len(commit.events) == 1,
-        answering=bool(commit.answered),
-        fenced=commit.lease is not None and not creating,
-        opening=bool(commit.opened),
-        keeping=keeping,
-        notifying=bool(notes),
-        creating=creating,
+        len(commit.events) == 1,  # one_event
+        bool(commit.answered),  # answering
+        commit.lease is not None and not creating,  # fenced
+        bool(commit.opened),  # opening
+        keeping,
+        bool(notes),  # notifying
+        creating,
     )
     return statement, parameters
 
@@ -561,7 +569,7 @@ def _advance_at_once(changed: tuple[str, ...], *, fenced: bool) -> Any:
             invocations.c.version == bindparam("key_version"),
             invocations.c.lease_token == bindparam("key_token") if fenced else true(),
         )
-        .values({name: bindparam(f"new_{name}") for name in changed})
+        .values({name: bindparam(_NEW[name]) for name in changed})
         .returning(*_ADVANCED_COLUMNS)
         .cte("advanced")
     )
@@ -570,7 +578,7 @@ def _advance_at_once(changed: tuple[str, ...], *, fenced: bool) -> Any:
 def _create_at_once(columns: tuple[str, ...]) -> Any:
     """The CTE creating the invocation in the locked session (nothing on a conflict: the
     id exists, the commit is stale), its fingerprint kept once beside it."""
-    values = [bindparam(f"new_{name}", type_=invocations.c[name].type) for name in columns]
+    values = [bindparam(_NEW[name], type_=invocations.c[name].type) for name in columns]
     created = (
         postgresql.insert(invocations)
         .from_select(["session_pk", *columns], select(_LOCKED.c.pk, *values))
@@ -602,7 +610,6 @@ def _appended_rows(advanced: Any, *, one_event: bool) -> Select[*tuple[Any, ...]
 @cache
 def _step_at_once(
     changed: tuple[str, ...],
-    *,
     one_event: bool,
     answering: bool,
     fenced: bool,
@@ -610,6 +617,7 @@ def _step_at_once(
     keeping: bool,
     notifying: bool,
     creating: bool,
+    /,
 ) -> Select[Any]:
     advanced = _create_at_once(changed) if creating else _advance_at_once(changed, fenced=fenced)
     appended = events.insert().from_select(
