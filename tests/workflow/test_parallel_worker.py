@@ -72,12 +72,19 @@ async def test_max_parallel_workers_bounds_the_items_running_at_once(
 ) -> None:
     running: list[int] = []
     most = 0
+    two_ran = asyncio.Event()  # set on the loop's thread: the items are async
 
     @node(parallel_worker=True, max_parallel_workers=2)
     async def slow(node_input: int) -> int:
         nonlocal most
         running.append(node_input)
         most = max(most, len(running))
+        if len(running) == 2:
+            two_ran.set()
+        # The first item waits for the second, so a loaded machine pausing the loop past
+        # a sleep cannot finish it alone (a bound of 1 fails the run after 10 s instead
+        # of hanging); the sleep lets a third in if the bound fails.
+        await asyncio.wait_for(two_ran.wait(), 10)
         await asyncio.sleep(0.01)
         running.remove(node_input)
         return node_input
