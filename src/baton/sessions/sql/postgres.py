@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import importlib
 import select
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -66,6 +67,10 @@ def has_unread_input(fd: int) -> bool:
 
 
 _CONNECT_TIMEOUT = 5.0
+_RECENT = 0.001
+"""Seconds since a connection was given back within which it is lent again unchecked:
+the check (`_is_usable`, a poll system call) cost a chain step 2.6 us, one statement
+after another on the same connection."""
 _MOST_CONNECTIONS = 10
 """Connections a store lends at once; more concurrent statements wait for one."""
 
@@ -94,13 +99,16 @@ class DirectConnections:
 
     Connections belong to the event loop that opened them, like the engine's pool.
     A connection the server closed (a restart) is noticed when it is next lent, without
-    a round trip, and replaced; one that fails mid-statement is dropped.
+    a round trip, and replaced; one that fails mid-statement is dropped. One given back
+    less than `_RECENT` ago is lent unchecked: it was answering a statement then, and a
+    server closing it in between fails the next statement as closing it during one
+    does (a step retries).
     """
 
     def __init__(self, url: URL, dialect: Dialect) -> None:
         self._connect_args = asyncpg_connect_args(url)
         self._dialect = dialect
-        self._idle: list[Any] = []
+        self._idle: list[tuple[Any, float]] = []  # each with the time it was given back
         # Statements that may start now, and those waiting for one to end (oldest first):
         # what asyncio.Semaphore does, without its two coroutines a statement while a
         # slot is free. With an idle connection lent without a coroutine either, a step's
@@ -150,7 +158,7 @@ class DirectConnections:
         """Close the idle connections; those lent now close when given back."""
         self._closed = True
         idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection, _ in idle:
             with contextlib.suppress(Exception):
                 await connection.close(timeout=1)
 
@@ -179,8 +187,9 @@ class DirectConnections:
     def _idle_connection(self) -> Any:
         """An idle connection the server has not closed, or None (then one is opened)."""
         while self._idle:
-            connection = self._idle.pop()
-            if _is_usable(connection):
+            connection, given_back = self._idle.pop()
+            recent = time.monotonic() - given_back < _RECENT
+            if (recent and not connection.is_closed()) or _is_usable(connection):
                 return connection
             connection.terminate()
         self._closed = False
@@ -198,7 +207,7 @@ class DirectConnections:
         if self._closed:
             connection.terminate()
         else:
-            self._idle.append(connection)
+            self._idle.append((connection, time.monotonic()))
 
     async def _connect(self) -> Any:
         # Imported by name: the postgres extra is installed whenever a PostgreSQL URL is used.
