@@ -64,8 +64,9 @@ TASK_REPLY_FUNCTION: Final = "baton_task_reply"
 calls no tool, marked with an id in `long_running_tool_ids` that no call has): it waits
 for the user's next message, which the task agent gets as a user turn."""
 
-TASK_REPLY_SCHEMA: Final[dict[str, JsonValue]] = {"type": "string"}
-"""What a task agent's question takes: the user's reply, a text."""
+TASK_REPLY_SCHEMA: Final[dict[str, JsonValue]] = {"type": "string", "minLength": 1}
+"""What a task agent's question takes: the user's reply, a text (not empty: the agent
+would take an empty one for no reply, and end without finishing its task)."""
 
 CONFIRMATION_SCHEMA: Final[dict[str, JsonValue]] = {
     "anyOf": [

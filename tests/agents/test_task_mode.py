@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, JsonValue
 
 from baton import LlmAgent, SequentialAgent, Workflow, types
-from baton.errors import InvocationWaitingError
+from baton.errors import InvalidResponseError, InvocationWaitingError
 from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
@@ -283,7 +283,7 @@ async def test_continuing_a_waiting_task_without_a_message_is_refused(
     assert waiting.model.remaining == 1
 
 
-async def test_the_pending_list_shows_the_task_agent_waiting_for_a_reply(
+async def test_the_pending_list_shows_the_task_agent_waiting_for_a_reply_not_empty(
     service: BaseSessionService,
 ) -> None:
     waiting = await waiting_task(service)
@@ -291,6 +291,14 @@ async def test_the_pending_list_shows_the_task_agent_waiting_for_a_reply(
 
     [item] = await harness.runner.pending(user_id="u", session_id=harness.session_id)
     assert item.message == "What's your name?"
+    # An empty reply is refused, changing nothing: the agent would take it for no reply
+    # and end without finish_task (its successor ran on None).
+    invocation = InvocationId((await harness.invocation()).id)
+    before = await service.store.list_events(harness.key, invocation)
+    with pytest.raises(InvalidResponseError, match=f"interrupt '{item.interrupt_id}'.*non-empty"):
+        await harness.answer((item.interrupt_id, ""), name=item.function_name)
+    assert await service.store.list_events(harness.key, invocation) == before
+    assert waiting.received == []
     await harness.answer((item.interrupt_id, "Bob"), name=item.function_name)
 
     assert waiting.received == [{"result": "Bob"}]
