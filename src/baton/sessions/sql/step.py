@@ -565,7 +565,10 @@ def _advance_at_once(changed: tuple[str, ...], *, fenced: bool) -> Any:
         update(invocations)
         .where(
             invocations.c.id == bindparam("key_id"),
-            invocations.c.session_pk == _LOCKED.c.pk,
+            # The locked session's key as a subquery, not a join with `locked`: the
+            # server runs it once (an InitPlan), 11k fewer instructions a step (callgrind
+            # of the backend, 286k -> 275k). `locked` still runs first (see above).
+            invocations.c.session_pk == select(_LOCKED.c.pk).scalar_subquery(),
             invocations.c.version == bindparam("key_version"),
             invocations.c.lease_token == bindparam("key_token") if fenced else true(),
         )
