@@ -187,6 +187,37 @@ async def test_the_task_agent_runs_anew_for_each_call(service: BaseSessionServic
     assert said(events) == [("coord", "Both done")]
 
 
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_two_task_calls_in_one_turn_talk_with_the_user_one_after_the_other(
+    service: BaseSessionService, resumable: bool
+) -> None:
+    # Both used to start at once: two questions open, the second call running on the
+    # first's agent state, one reply finishing both tasks, and the run left paused.
+    age = FunctionCall(id="call-2", name="asker", args={"request": "get the user's age"})
+    coord = ScriptedModel([[ASK, age], "Thanks"])
+    asker = ScriptedModel(
+        ["What's your name?", finish(result="Bob"), "How old are you?", finish(result="7")]
+    )
+    harness = await build_harness(coordinator(coord, asker), service, resumable=resumable)
+
+    first = await harness.start("hello")
+    [asked] = await harness.runner.pending(user_id="u", session_id=harness.session_id)
+    second = await harness.start("Bob")
+    third = await harness.start("7")
+
+    assert said(first) == [("asker", "What's your name?")]
+    assert asked.message == "What's your name?"
+    assert said(second) == [("asker", "How old are you?")]
+    assert [r for r in responses(second) if r[0] == "user"] == [
+        ("user", "asker", {"result": "Bob"})
+    ]
+    assert seen(asker.requests[2]) == [("user", '{"request": "get the user\'s age"}')]
+    assert [r for r in responses(third) if r[0] == "user"] == [("user", "asker", {"result": "7"})]
+    assert said(third) == [("coord", "Thanks")]
+    assert {e.invocation_id for e in [*second, *third]} == {first[0].invocation_id}
+    assert (await harness.invocation()).status == InvocationStatus.COMPLETED
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [

@@ -803,7 +803,11 @@ class LlmAgent(BaseAgent):
     ) -> AsyncGenerator[Event, None]:
         """Run the calls without a result, one committed event each (a sub-agent called
         as a tool: its events, then the result). The ids of those whose sub-agent waits
-        for input (a task agent: for the user's reply) go to `waiting`."""
+        for input (a task agent: for the user's reply) go to `waiting`.
+
+        A task agent waiting for the user's reply holds the calls after it: the user
+        talks with one task at a time (each reply goes to the one question open, and
+        two calls of one agent would share its state), in the turn's order."""
         for call in pending:
             tool = self.canonical_tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
@@ -816,6 +820,7 @@ class LlmAgent(BaseAgent):
                     yield event
                 if not answered:
                     waiting.add(call.id or "")
+                    return
             elif call.id not in lro_ids:
                 yield await self._call_tool(ctx, call)
             elif not self._started(ctx, state, call, lro_ids):
