@@ -184,6 +184,54 @@ async def test_a_sub_agent_waiting_for_input_holds_its_parent_until_answered(
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_a_waiting_sub_agent_call_holds_the_turns_later_calls(
+    make: MakeRunner, resumable: bool
+) -> None:
+    # Both calls used to run at once on the sub-agent's one state: answered, the first
+    # replied without ending and the run stayed paused; the second, answered, replied
+    # with its own call and its answer missing from its model's request.
+    def ticket(reason: str) -> None:
+        """Files a ticket; a person answers it."""
+
+    two = [*ask_helper("one", "h1"), *ask_helper("two", "h2")]
+    parent_model = ScriptedModel(responses=[two, "parent done"])
+    helper_model = ScriptedModel(
+        responses=[
+            [FunctionCall(id="t1", name="ticket", args={"reason": "r1"})],
+            "filed one",
+            [FunctionCall(id="t2", name="ticket", args={"reason": "r2"})],
+            "filed two",
+        ]
+    )
+    helper = helper_agent(helper_model, LongRunningFunctionTool(ticket))
+    h = await make(with_helper(parent_model, helper), resumable=resumable)
+
+    first = await h.start("go")
+    second = await h.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+    third = await h.answer(("t2", {"status": "ok 2"}), name="ticket", wrap=False)
+
+    def shown(events: list[Event]) -> list[tuple[str, str | None, JsonValue]]:
+        return [e for e in stored(events) if e[2] != "end"]  # no end marks when replayed
+
+    assert [e for e in shown(first) if e[0] == "helper"] == [("helper", "helper@h1", "call ticket")]
+    assert shown(second) == [
+        ("helper", "helper@h1", "filed one"),
+        ("boss", None, {"helper": {"result": "filed one"}}),
+        ("helper", "helper@h2", "call ticket"),
+    ]
+    assert shown(third)[0] == ("helper", "helper@h2", "filed two")
+    assert seen(helper_model.requests[3]) == [
+        "user: two",
+        "model: call ticket({'reason': 'r2'})",
+        "user: result ticket={'status': 'ok 2'}",
+    ]
+    assert seen(parent_model.requests[1])[-1] == (
+        "user: result helper={'result': 'filed one'}, result helper={'result': 'filed two'}"
+    )
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
 async def test_in_a_non_resumable_app_the_reply_comes_back_the_same(make: MakeRunner) -> None:
     parent_model = ScriptedModel(responses=[ask_helper("x"), "parent done"])
     helper = helper_agent(ScriptedModel(responses=["sub"]))

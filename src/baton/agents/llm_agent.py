@@ -805,14 +805,17 @@ class LlmAgent(BaseAgent):
         as a tool: its events, then the result). The ids of those whose sub-agent waits
         for input (a task agent: for the user's reply) go to `waiting`.
 
-        A task agent waiting for the user's reply holds the calls after it: the user
-        talks with one task at a time (each reply goes to the one question open, and
-        two calls of one agent would share its state), in the turn's order."""
+        A sub-agent waiting for input (a task agent for the user's reply) holds the calls
+        after it, which run in the turn's order once it is done: the user talks with one
+        task at a time (each reply goes to the one question open), and two calls of one
+        agent would share its state."""
         for call in pending:
             tool = self.canonical_tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
                 async for event in self._delegate(ctx, call, tool, waiting):
                     yield event
+                if waiting:
+                    return
             elif isinstance(tool, TaskAgentTool):
                 answered = False
                 async for event in tool.delegate(ctx, call):
