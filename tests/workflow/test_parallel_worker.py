@@ -212,3 +212,15 @@ async def test_a_node_subclass_runs_its_run_node_impl_once_or_per_item(
 def test_a_node_subclass_with_max_parallel_workers_and_no_worker_is_refused() -> None:
     with pytest.raises(ValidationError, match="max_parallel_workers=2 needs parallel_worker"):
         Scale(name="s", max_parallel_workers=2)
+
+
+def test_a_node_subclass_s_worker_flags_cannot_change_after_construction() -> None:
+    # Set later, they were taken and ignored: the node ran once, or with its old bound.
+    once, each = Scale(name="s"), Scale(name="s", parallel_worker=True, max_parallel_workers=2)
+
+    with pytest.raises(ValidationError, match="parallel_worker\n  Field is frozen"):
+        once.parallel_worker = True
+    with pytest.raises(ValidationError, match="max_parallel_workers\n  Field is frozen"):
+        each.max_parallel_workers = 5
+
+    assert (once.parallel_worker, each.max_parallel_workers) == (False, 2)

@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypedDict, Unpack, final, overload
 
-from pydantic import JsonValue, PrivateAttr, model_validator
+from pydantic import Field, JsonValue, PrivateAttr, model_validator
 
 from baton.context import Context
 from baton.schemas import SchemaType
@@ -103,8 +103,9 @@ class Node(BaseNode):
             or below 1.
     """
 
-    parallel_worker: bool = False
-    max_parallel_workers: int | None = None
+    # Frozen, as the reference's: the worker is built from them at construction.
+    parallel_worker: bool = Field(default=False, frozen=True)
+    max_parallel_workers: int | None = Field(default=None, frozen=True)
     _worker: ParallelWorker | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
