@@ -19,6 +19,7 @@ from pydantic import JsonValue, ValidationError
 
 from baton import Context, Event, Node, RequestInput, Workflow, node
 from baton.sessions.services import BaseSessionService
+from baton.workflow import RetryConfig
 from baton.workflow.binding import NodeInput
 from tests.conftest import StoreFactory
 from tests.harness import MakeHarness, asked, attach_harness, build_harness
@@ -224,3 +225,34 @@ def test_a_node_subclass_s_worker_flags_cannot_change_after_construction() -> No
         each.max_parallel_workers = 5
 
     assert (once.parallel_worker, each.max_parallel_workers) == (False, 2)
+
+
+async def test_the_workers_retry_config_retries_a_failed_item_not_the_finished_ones(
+    make_harness: MakeHarness,
+) -> None:
+    # As in the reference. An item's failure used to fail the run, never retried.
+    runs: list[int] = []
+
+    @node(parallel_worker=True, retry_config=RetryConfig(max_attempts=2, initial_delay=0))
+    async def flaky(node_input: int) -> int:
+        runs.append(node_input)
+        if node_input != 1:
+            return node_input * 10
+        if runs.count(1) == 1:
+            # Not before items 2 and 3 are stored: in flight, they would be cancelled.
+            while not await stored(20, 30):  # noqa: ASYNC110 -- no signal for a stored event
+                await asyncio.sleep(0.001)
+            raise ValueError("item 1 failed once")
+        return 10
+
+    async def stored(*outputs: int) -> bool:
+        session = await h.service.store.get_session(h.key)
+        assert session is not None
+        return all(any(e.output == o for e in session.events) for o in outputs)
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", split, flaky)]))
+
+    events = await h.start()
+
+    assert events[-1].output == [10, 20, 30]
+    assert sorted(runs) == [1, 1, 2, 3]

@@ -527,6 +527,17 @@ async def _execute(
                 _carry(ctx, record, await children.settle(cancel=False))
             except NodeRunFailedError as failure:
                 await children.settle(cancel=True)
+                error = failure.error
+                if (
+                    isinstance(error, Exception)
+                    and node.retry_config
+                    and node.retry_config.should_retry(error, record.attempt)
+                ):
+                    # A child failed (an item of a parallel worker): retried as the run's
+                    # own error, the children that completed are not run again.
+                    await _commit_attempt_error(node, record, invocation, error)
+                    await asyncio.sleep(node.retry_config.delay(record.attempt))
+                    continue
                 await _commit_failure(node, record, invocation, None, finish)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
             except Exception as error:
