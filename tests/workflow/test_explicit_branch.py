@@ -106,7 +106,10 @@ async def test_a_fan_out_after_a_moved_run_puts_lanes_below_its_branch(
 
     events = await h.start()
 
-    assert shown(events)[2:] == [
+    seen = shown(events)
+    # c and d run at once (sync nodes, each on a worker thread): in any order.
+    seen[3:5] = sorted(seen[3:5], key=lambda e: e[2] or "")
+    assert seen[2:] == [
         ("wf", "side", "wf@1/a@1", "a"),
         ("wf", "side.c@1", "wf@1/c@1", "a+c"),
         ("wf", "side.d@1", "wf@1/d@1", "a+d"),
