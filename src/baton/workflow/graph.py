@@ -72,6 +72,8 @@ class Graph:
     """The JoinNodes, which wait for every predecessor."""
     terminals: frozenset[str] = frozenset()
     """The nodes without outgoing edges: the one that produced output is the workflow's."""
+    unrouted: dict[str, tuple[str, ...]] = field(default_factory=dict[str, tuple[str, ...]])
+    """The successors of each node whose outgoing edges are all unconditional (most)."""
 
     def __post_init__(self) -> None:
         for edge in self.edges:
@@ -82,9 +84,17 @@ class Graph:
         self.runs_once = _runs_once(self.edges)
         self.joins = frozenset(n for n, node in self.nodes.items() if isinstance(node, JoinNode))
         self.terminals = frozenset(n for n in self.nodes if n not in self.outgoing)
+        self.unrouted = {
+            name: tuple(e.target for e in edges)
+            for name, edges in self.outgoing.items()
+            if all(e.routes is None for e in edges)
+        }
 
-    def successors(self, name: str, routes: Sequence[RouteValue]) -> list[str]:
+    def successors(self, name: str, routes: Sequence[RouteValue]) -> Sequence[str]:
         """The nodes triggered when `name` finishes having emitted `routes`."""
+        unrouted = self.unrouted.get(name)
+        if unrouted is not None:
+            return unrouted  # a lookup, not a walk over the edges: this runs on every step
         chosen: list[str] = []
         defaults: list[str] = []
         matched = False

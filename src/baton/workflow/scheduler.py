@@ -171,7 +171,7 @@ class Workflow(BaseNode):
 
 
 def _start_triggers(
-    successors: list[str], node_input: NodeInput, branch: str | None
+    successors: Sequence[str], node_input: NodeInput, branch: str | None
 ) -> list[Trigger]:
     """START's successors' triggers, on the workflow's branch (on lanes of their own when
     there are several): a user's message goes on as one (`Content`), as in the reference;
@@ -280,33 +280,43 @@ class _Scheduler:
     def _dispatch(self) -> RunRecord | None:
         """The next queued run to execute (counted as running), or None."""
         limit = self.workflow.max_concurrency
-        while self.state.queue and (limit is None or self.running < limit):
-            trigger = self.state.queue.pop(0)
-            forked = self._take_forked(trigger.node) if self.state.forked else None
+        state = self.state
+        queue = state.queue
+        while queue and (limit is None or self.running < limit):
+            trigger = queue.pop(0)
+            node = trigger.node
+            forked = self._take_forked(node) if state.forked else None
             if forked is not None and forked.done:
                 self._fast_forward(trigger, Outcome(forked.run_id, forked.output, forked.routes))
                 continue
             if forked is None and self.replay and self._replayed(trigger):
                 continue
             if forked is not None:
-                run_id = int(forked.run_id)
-                self._count(trigger.node, forked.run_id)
-            elif trigger.node in self.graph.runs_once:
-                run_id = 1  # counted only where a second run is possible: keeps checkpoints small
+                run_id = str(int(forked.run_id))
+                self._count(node, forked.run_id)
+            elif node in self.graph.runs_once:
+                run_id = "1"  # counted only where a second run is possible: keeps checkpoints small
             else:
-                run_id = self.state.counters.get(trigger.node, 0) + 1
-                self.state.counters[trigger.node] = run_id
+                count = state.counters.get(node, 0) + 1
+                state.counters[node] = count
+                run_id = str(count)
+            # Positional: a keyword call of the record's 23-parameter __init__ costs a third
+            # more, and this runs for every node run.
             run = RunRecord(
-                node=trigger.node,
-                path=f"{self.record.path}/{trigger.node}@{run_id}",
-                run_id=str(run_id),
-                input=trigger.input,
-                message_input=trigger.message,
-                child=forked.child if forked is not None else None,
-                branch=trigger.run_branch(str(run_id)),
-                terminal_of=self.terminal_of if trigger.node in self.graph.terminals else [],
+                node,
+                f"{self.record.path}/{node}@{run_id}",
+                run_id,
+                RunStatus.RUNNING,
+                trigger.input,
+                trigger.message,
             )
-            self.state.runs[run.key] = run
+            if forked is not None:
+                run.child = forked.child
+            if trigger.branch is not None or trigger.fan_out:
+                run.branch = trigger.run_branch(run_id)
+            if node in self.graph.terminals:
+                run.terminal_of = self.terminal_of
+            state.runs[f"{node}@{run_id}"] = run
             self.running += 1
             return run
         return None
@@ -386,32 +396,32 @@ class _Scheduler:
         self.invocation.work_queued = bool(self.state.queue)
 
     def _fold(self, run: RunRecord, *, record: bool) -> None:
-        if run.status != RunStatus.COMPLETED:
+        if run.status is not RunStatus.COMPLETED:
             return
-        self.state.runs.pop(run.key, None)
+        state, graph, output = self.state, self.graph, run.output
+        state.runs.pop(run.key, None)
         if self.replay and record:
-            self.state.recorded.setdefault(replay_key(run.node, run.input), []).append(
-                Outcome(run.run_id, run.output, list(run.routes), run.moved_to)
+            state.recorded.setdefault(replay_key(run.node, run.input), []).append(
+                Outcome(run.run_id, output, list(run.routes), run.moved_to)
             )
         if (
-            run.output is None
+            output is None
             and not run.routes
             and (run.waits_for_output or self._waits_for_output(run.node))
         ):
             return  # nothing to pass on: its successors wait for a run that produces output
-        successors = self.graph.successors(run.node, run.routes)
+        successors = graph.successors(run.node, run.routes)
         # As in the reference: successors of a run go on its branch, each on a lane of its
         # own when there are several, so agents on parallel paths do not see each other.
         fan_out = len(successors) > 1
         for name in successors:
-            if name in self.graph.joins:
+            if name in graph.joins:
                 self._arrive(name, run)
             else:
-                self.state.queue.append(
-                    Trigger(node=name, input=run.output, branch=run.branch, fan_out=fan_out)
-                )
-        if run.node in self.graph.terminals and run.output is not None:
-            self.state.terminal_outputs[run.node] = run.output
+                # Positional, as Trigger's fields are declared: a keyword call costs more.
+                state.queue.append(Trigger(name, output, False, run.branch, fan_out))
+        if output is not None and run.node in graph.terminals:
+            state.terminal_outputs[run.node] = output
 
     def _waits_for_output(self, name: str) -> bool:
         return getattr(self.graph.nodes[name], "wait_for_output", False)
