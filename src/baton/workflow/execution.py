@@ -386,11 +386,8 @@ class _Collector:
             deferred.actions.route = route
 
     def parts(self) -> StepParts:
-        return StepParts(
-            events=tuple(self.events),
-            state_delta=self._all_writes(),
-            opened=tuple(self.opened),
-        )
+        # Positional (events, state_delta, opened): keywords cost a dict, every step.
+        return StepParts(tuple(self.events), self._all_writes(), tuple(self.opened))
 
     def _all_writes(self) -> dict[str, JsonValue]:
         delta: dict[str, JsonValue] = {}
@@ -433,7 +430,10 @@ def _set_assignee(row: Interrupt, args: dict[str, JsonValue]) -> None:
 def _context_for(
     node: Node, record: RunRecord, invocation: InvocationContext, children: DynamicRuns
 ) -> Context:
-    return Context(
+    # Made in two calls: a class called with keywords packs them into a dict that its
+    # __init__ unpacks again; a method call passes them as they are (every node run).
+    ctx = object.__new__(Context)
+    ctx.__init__(
         invocation,
         node_path=record.path,
         run_id=record.run_id,
@@ -452,6 +452,7 @@ def _context_for(
         state_schema=current_state_schema.get(),
         branch=record.branch,
     )
+    return ctx
 
 
 def carried_interrupt(invocation: InvocationContext, record: RunRecord, iid: str) -> Interrupt:
