@@ -30,6 +30,7 @@ from baton.types import Content, FunctionCall, Part, WireModel
 __all__ = [
     "ASSIGNEES_KEY",
     "CONFIRMATION_SCHEMA",
+    "JSON_SCALARS",
     "REQUEST_CONFIRMATION_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
     "RESPONSE_SCHEMAS_KEY",
@@ -119,7 +120,8 @@ def _draw_ids() -> None:
 os.register_at_fork(after_in_child=_spare_ids.clear)
 
 
-_JSON_SCALARS: Final = frozenset({str, int, float, bool})
+JSON_SCALARS: Final = frozenset({str, int, float, bool})
+"""The types of JSON scalars: `to_json_value` keeps a value of one as it is."""
 # A deadline further away than this is a mistake (milliseconds given as seconds, an
 # "infinite" timedelta): it could not be shown as a date, nor ever fire.
 _LONGEST_TIMEOUT: Final = 100 * 365 * 24 * 3600.0
@@ -135,7 +137,7 @@ def to_json_value(value: object, *, what: str = "value") -> JsonValue:
     Raises:
         TypeError: the value cannot be represented as JSON; names `what`.
     """
-    if value is None or type(value) in _JSON_SCALARS:
+    if value is None or type(value) in JSON_SCALARS:
         return value  # pyright: ignore[reportReturnType] -- a str, int, float or bool
     try:
         converted: JsonValue = to_jsonable_python(value)

@@ -29,6 +29,7 @@ from baton.errors import (
 from baton.events import (
     ASSIGNEES_KEY,
     CONFIRMATION_SCHEMA,
+    JSON_SCALARS,
     REQUEST_CONFIRMATION_FUNCTION,
     REQUEST_INPUT_FUNCTION,
     RESPONSE_SCHEMAS_KEY,
@@ -168,15 +169,41 @@ class _Collector:
         elif isinstance(item, Content):
             event = Event(content=item)  # a message, not a JSON output
         else:
-            event = Event.of_output(
-                to_json_value(item, what=f"the output of node '{self.node.name}'"),
-                invocation_id=self.invocation_id,
-                author=event_author(self.node),
-                path=self.record.path,
-                run_id=self.record.run_id,
-            )
+            self._absorb_output(item)
+            return True
         self._absorb(event)
         return True
+
+    def _absorb_output(self, item: object) -> None:
+        """Keep a yielded value as the run's output event: `_absorb` for an event the
+        engine makes, without the normalizing such an event needs none of (its ids, author
+        and branch are the run's; it carries no route, state writes, questions or agent
+        state of its own). Most runs produce just this one event."""
+        record, ctx = self.record, self.ctx
+        # A JSON scalar (most outputs) as it is: no call, no error message made in advance.
+        output = (
+            item
+            if type(item) in JSON_SCALARS
+            else to_json_value(item, what=f"the output of node '{self.node.name}'")
+        )
+        event = Event.of_output(
+            output,  # pyright: ignore[reportArgumentType] -- JSON: a scalar, or converted
+            invocation_id=self.invocation_id,
+            author=event_author(self.node),
+            path=record.path,
+            run_id=record.run_id,
+        )
+        if record.branch is not None or record.output_for or record.terminal_of:
+            self.place(event)
+        if not self._take_output(event):
+            return
+        pending = ctx.state.take_pending()
+        if pending:
+            event.actions.state_delta = pending
+        saved = ctx.take_artifact_delta()
+        if saved:
+            event.actions.artifact_delta = dict(saved)
+        self.events.append(event)
 
     @property
     def commits_each_event(self) -> bool:
