@@ -17,6 +17,7 @@ from baton.errors import (
     SessionNotFoundError,
 )
 from baton.server.catalog import load_app
+from baton.sessions.checkpoints import Checkpoint
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import Content, Part, SessionId
@@ -24,6 +25,16 @@ from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, MakeHarness, build_harness
 from tests.runner.test_rewind import ask, asking_workflow, remember, session_events
 from tests.server.conftest import EXAMPLES
+
+
+def steps_in(points: list[Checkpoint]) -> list[Checkpoint]:
+    """The checkpoints after a step (fork there to re-run from it)."""
+    return [p for p in points if p.kind == "step"]
+
+
+def what_each_gave(steps: list[Checkpoint]) -> list[str]:
+    """Each step's label after its 'after ': the node run and what it gave."""
+    return [p.label.partition(" after ")[2] for p in steps]
 
 
 async def two_runs(make_harness: MakeHarness) -> tuple[Harness, str, str]:
@@ -55,7 +66,7 @@ async def test_checkpoints_list_starts_questions_and_ends_in_order(
         ("step", second),
         ("question", second),
     ]
-    assert [p.label.partition(" after ")[2] for p in points if p.kind == "step"] == [
+    assert what_each_gave(steps_in(points)) == [
         'remember@1: "one"',
         'ask@1: {"approved": true}',
         'decide@1: "approved=True"',
@@ -238,8 +249,8 @@ async def test_a_fork_at_a_step_reruns_from_there_and_the_source_is_unchanged(
     run = (await h.invocation()).id
     source = await session_events(h)
     points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
-    steps = [p for p in points if p.kind == "step"]
-    assert [p.label.partition(" after ")[2] for p in steps] == [
+    steps = steps_in(points)
+    assert what_each_gave(steps) == [
         'first@1: "x"',
         'routed@1: "xy" (route "go")',
         'inner@1/inner_a@1: "xya"',
@@ -332,8 +343,8 @@ async def test_a_fork_after_a_run_that_routed_on_ctx_keeps_its_output_and_route(
     await h.start("go")
     points = await h.runner.checkpoints(user_id="u", session_id=h.session_id)
     # Its output and its route are on two events, as the reference emits them.
-    steps = [p for p in points if p.kind == "step"]
-    assert [p.label.partition(" after ")[2] for p in steps] == [
+    steps = steps_in(points)
+    assert what_each_gave(steps) == [
         'first@1: "x"',
         'routes_on_ctx@1: "xy" (route "go")',
         'last@1: "xy!"',
