@@ -183,14 +183,19 @@ class LlmAgent(BaseAgent):
             sub-agents.
         mode: "chat": its model sees the conversation (the session's history on its
             branch); "single_turn": its model sees only its input, as a user turn, and
-            its own turns, and nobody answers it ("task" is not supported yet). Unset, it is
-            "chat" as the root agent, as a sub-agent or with sub-agents, and
-            "single_turn" as a node of a workflow (see `effective_mode`). A chat agent
-            in a workflow may only follow START. A single-turn sub-agent is a tool of
-            its parent's model, not a transfer target (see `baton.agents.delegation`).
+            its own turns, and nobody answers it; "task": it talks with the user until
+            its model calls `finish_task`, whose arguments are its output (see
+            `baton.agents.task`). Unset, it is "chat" as the root agent, as a sub-agent
+            or with sub-agents, and "single_turn" as a node of a workflow (see
+            `effective_mode`). A chat agent in a workflow may only follow START. A
+            single-turn or task sub-agent is a tool of its parent's model, not a
+            transfer target (see `baton.agents.delegation`).
+        output_schema: a task agent's result schema: the parameters of its
+            `finish_task` call (only with mode="task").
 
     Raises:
-        ValueError: two tools have the same name.
+        ValueError: two tools have the same name; an output_schema without
+            mode="task"; a task agent with a tool named `finish_task`.
         TypeError: a plain function cannot be described to the model (see FunctionTool).
     """
 
