@@ -29,7 +29,7 @@ from baton.agents.delegation import call_branch
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.schemas import SchemaType
-from baton.tools.base import BaseTool
+from baton.tools.base import BaseTool, string_parameters
 from baton.tools.tool_context import ToolContext
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
@@ -50,23 +50,11 @@ FINISH_TASK: Final = "finish_task"
 FINISHED: Final = "Task completed."  # the result of a finish_task call that ended the task
 _WRAPPER: Final = "result"  # the parameter holding a result that is not an object
 
-_DEFAULT_OUTPUT: Final[dict[str, JsonValue]] = {
-    "type": "object",
-    "properties": {
-        _WRAPPER: {"type": "string", "description": "What the task achieved, in brief."}
-    },
-    "required": [_WRAPPER],
-}
-_DEFAULT_INPUT: Final[dict[str, JsonValue]] = {
-    "type": "object",
-    "properties": {
-        "request": {
-            "type": "string",
-            "description": "What the task agent is to do, with the context it needs.",
-        }
-    },
-    "required": ["request"],
-}
+_RESULT_KEYS: Final[dict[str, JsonValue]] = {"description": "What the task achieved, in brief."}
+_DEFAULT_OUTPUT: Final = string_parameters(**{_WRAPPER: _RESULT_KEYS})
+_DEFAULT_INPUT: Final = string_parameters(
+    request={"description": "What the task agent is to do, with the context it needs."}
+)
 _INSTRUCTION: Final = (
     "You work on a task. Call `finish_task` only once the task is completely done, "
     "after using your tools for every part of it; ask the user when something about "
