@@ -556,15 +556,9 @@ async def _execute(
             except NodeRunFailedError as failure:
                 await children.settle(cancel=True)
                 error = failure.error
-                if (
-                    isinstance(error, Exception)
-                    and node.retry_config
-                    and node.retry_config.should_retry(error, record.attempt)
-                ):
-                    # A child failed (an item of a parallel worker): retried as the run's
-                    # own error, the children that completed are not run again.
-                    await _commit_attempt_error(node, record, invocation, error)
-                    await asyncio.sleep(node.retry_config.delay(record.attempt))
+                # A child failed (an item of a parallel worker): retried as the run's own
+                # error, the children that completed are not run again.
+                if isinstance(error, Exception) and await _retried(node, record, invocation, error):
                     continue
                 await _commit_failure(node, record, invocation, None, finish)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
@@ -572,9 +566,7 @@ async def _execute(
                 await children.settle(cancel=True)
                 if run_stopper(error) is not None:
                     raise  # nothing more can be recorded: the run stays resumable as it is
-                if node.retry_config and node.retry_config.should_retry(error, record.attempt):
-                    await _commit_attempt_error(node, record, invocation, error)
-                    await asyncio.sleep(node.retry_config.delay(record.attempt))
+                if await _retried(node, record, invocation, error):
                     continue
                 await _commit_failure(node, record, invocation, error, finish)
                 raise NodeRunFailedError(record.path, error) from error
@@ -583,6 +575,19 @@ async def _execute(
     finally:
         leave_node(mark)
         current_record.reset(token)
+
+
+async def _retried(
+    node: Node, record: RunRecord, invocation: InvocationContext, error: Exception
+) -> bool:
+    """Whether the node's retry_config retries the attempt `error` ended: then the error
+    is committed and the delay before the next attempt waited out."""
+    retry = node.retry_config
+    if not retry or not retry.should_retry(error, record.attempt):
+        return False
+    await _commit_attempt_error(node, record, invocation, error)
+    await asyncio.sleep(retry.delay(record.attempt))
+    return True
 
 
 async def _run_once(node: Node, ctx: Context, record: RunRecord, collector: _Collector) -> None:
