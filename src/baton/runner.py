@@ -57,7 +57,7 @@ from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference
 from baton.workflow.fork_state import forked_checkpoint
 from baton.workflow.graph import fingerprint_of
-from baton.workflow.nodes import Node
+from baton.workflow.nodes import FunctionNode, JoinNode, Node, StartNode
 from baton.workflow.scheduler import Workflow
 
 __all__ = [
@@ -209,9 +209,7 @@ class Runner:
             app_name=self.app_name,
             auto_create_session=auto_create_session,
             clock=clock,
-            takes_replies=any(
-                isinstance(n, LlmAgent) and n.mode == "task" for n in _tree(self.root)
-            ),
+            takes_replies=any(_may_run_task(n) for n in _tree(self.root)),
         )
         self._agents_checked = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")
@@ -759,6 +757,18 @@ def check_worker_id(worker_id: str) -> str:
 def default_worker_id() -> str:
     """A worker identity unique to this process (host, pid and a random part)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _may_run_task(node: object) -> bool:
+    """Whether a run of `node` may be a task agent's, or start one (whose question the
+    user's next message then answers): a task agent, or a node whose code gets `ctx` and
+    so may run one with `ctx.run_node`. Agents and workflows start theirs as nodes of
+    their own, which `_tree` walks."""
+    if isinstance(node, LlmAgent):
+        return node.mode == "task"
+    if isinstance(node, FunctionNode):
+        return node.takes_ctx
+    return not isinstance(node, BaseAgent | Workflow | StartNode | JoinNode)
 
 
 def _tree(root: object) -> Iterator[object]:

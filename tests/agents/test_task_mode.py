@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from pydantic import BaseModel, JsonValue
 
-from baton import LlmAgent, SequentialAgent, Workflow, types
+from baton import Context, LlmAgent, SequentialAgent, Workflow, node, types
 from baton.errors import InvalidResponseError, InvocationWaitingError
 from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
@@ -328,3 +328,37 @@ async def test_task_agents_in_a_sequence_each_finish_their_own_task(
     session = await service.get_session(app_name="app", user_id="u", session_id=harness.session_id)
     assert session is not None
     assert session.state == {"name": {"result": "Bob"}, "other": {"result": "done at once"}}
+
+
+async def test_a_task_agent_run_by_a_function_node_takes_the_users_next_message(
+    service: BaseSessionService,
+) -> None:
+    # The reference (2.13.0) hands the waiting agent's None to the function and ends the
+    # run, so the task never gets the reply; baton waits in the child, as a node's does.
+    model = ScriptedModel(["What's your name?", finish(result="name is Bob")])
+    task = asker(model)
+
+    @node(rerun_on_resume=True)
+    async def outer(ctx: Context, node_input: str) -> str:
+        return f"outer got {await ctx.run_node(task, node_input)}"
+
+    harness = await build_harness(
+        Workflow(name="wf", edges=[("START", outer)]), service, resumable=True
+    )
+
+    first = await harness.start("hi, please help")
+    waiting = await harness.invocation()
+    second = await harness.start("Bob")
+
+    assert said(first) == [("asker", "What's your name?")]
+    assert {e.invocation_id for e in first + second} == {waiting.id}
+    assert [e.output for e in second if e.output is not None] == [
+        {"result": "name is Bob"},
+        "outer got {'result': 'name is Bob'}",
+    ]
+    assert (await harness.invocation()).status == InvocationStatus.COMPLETED
+    assert seen(model.requests[1]) == [
+        ("user", "hi, please help"),
+        ("model", "What's your name?"),
+        ("user", "Bob"),
+    ]

@@ -350,6 +350,11 @@ class FunctionNode(BaseNode):
         return self._binder, kind
 
     @property
+    def takes_ctx(self) -> bool:
+        """Whether the function gets the run's `Context` (and so may run nodes of its own)."""
+        return self._binder.takes_ctx
+
+    @property
     def returns_once(self) -> bool:
         """The function returns one value (a plain or an `async def` function, not a
         generator): `call` runs it.
