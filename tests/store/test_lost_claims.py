@@ -1,5 +1,6 @@
-"""A claim the database loses: an answer's claim on PostgreSQL commits without waiting
-for the WAL flush, so a database crash right after it may undo it. Its holder must then
+"""A claim the database loses: an answer's claim and a resume's (`claim_loaded`) on
+PostgreSQL commit without waiting for the WAL flush, so a database crash right after
+them may undo them. Its holder must then
 write nothing more, whoever claims the run next (no claim takes a token an earlier one
 took). The crash is shown by putting the row's lease back as it was before the claim,
 as crash recovery would, not by crashing the shared server."""
@@ -137,3 +138,84 @@ async def test_the_steps_after_an_answers_claim_wait_for_their_flush_again(
         assert rows == [("on",)]
     finally:
         await opened.close()
+
+
+async def test_a_holder_whose_resume_claim_was_lost_writes_nothing_after_the_next_claim(
+    store: SqlStore, store_url: str
+) -> None:
+    """A resume's claim undone as a crash before its flush would: the code that ran under
+    it can commit nothing, and the run is claimed again, its question still open."""
+    before = await _lease_columns(store_url)
+    lost, invocation = await store.claim_loaded(key(), INV, "resumer", TTL)
+    await _lease_columns(store_url, before)
+
+    late = step(key(), INV, invocation.version, answered={"q1": True})
+    late.lease = lost
+    with pytest.raises(LeaseLostError, match=r"lease of 'resumer' \(token \d+\) no longer holds"):
+        await store.commit_step(late)
+    taken, again = await store.claim_loaded(key(), INV, "resumer-2", TTL)
+    with pytest.raises(LeaseLostError):
+        await store.renew(lost, TTL)
+
+    assert taken.token != lost.token
+    assert again.version == invocation.version  # nothing the lost holder sent landed
+    mine = step(key(), INV, again.version, answered={"q1": False})
+    mine.lease = taken
+    assert await store.commit_step(mine) == again.version + 1
+
+
+_COMMITS_SEEN = (
+    "CREATE TABLE commits_seen (seq serial PRIMARY KEY, owner text, synchronous_commit text)",
+    """CREATE FUNCTION note_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO commits_seen (owner, synchronous_commit)
+      VALUES (NEW.lease_owner, current_setting('synchronous_commit'));
+      RETURN NULL;
+    END $$""",
+    """CREATE CONSTRAINT TRIGGER note_commit AFTER UPDATE ON baton_invocations
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_commit()""",
+)
+"""A table of what `synchronous_commit` was as each change of an invocation committed:
+the deferred trigger runs at COMMIT."""
+
+
+async def test_a_resume_claim_commits_without_its_flush_wait_and_the_steps_after_with_it(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    """`synchronous_commit` as each transaction commits (a deferred trigger reads it at
+    COMMIT): off for a resume's claim alone, on for the steps after it on its connection."""
+    opened = SqlStore(postgres_url, clock=clock)
+    try:
+        await opened.create_session(APP, USER, session_id=SessionId("s1"))
+        paused = step(
+            key(), INV, 0, status=InvocationStatus.PAUSED, opened=(question(key(), INV, "q1"),)
+        )
+        await opened.commit_step(paused)
+        await _run_sql(postgres_url, *_COMMITS_SEEN)
+
+        lease, invocation = await opened.claim_loaded(key(), INV, "resumer", TTL)
+        answered = step(key(), INV, invocation.version, answered={"q1": True})
+        answered.lease = lease
+        await opened.commit_step(answered)
+
+        seen = await _run_sql(postgres_url, "SELECT * FROM commits_seen ORDER BY seq")
+        assert seen == [(1, "resumer", "off"), (2, "resumer", "on")]
+    finally:
+        await opened.close()
+
+
+async def _run_sql(url: str, *statements: str) -> list[tuple[Any, ...]]:
+    """Run `statements` in one transaction in the store's schema; the last one's rows."""
+    executor = open_dialect(url).open_executor()
+
+    def run(connection: Connection) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        for sql in statements:
+            result = connection.exec_driver_sql(sql)
+            rows = [tuple(row) for row in result] if result.returns_rows else []
+        return rows
+
+    try:
+        return await executor.transact(run, write=True)
+    finally:
+        await executor.close()

@@ -94,7 +94,7 @@ from baton.sessions.store import (
 )
 from baton.types import InvocationId
 
-__all__ = ["ANSWERING", "answering_from", "answering_params", "claim_answering"]
+__all__ = ["ANSWERING", "NO_FLUSH_WAIT", "answering_from", "answering_params", "claim_answering"]
 
 _FOUND = SESSION_INTERRUPTS.order_by(None).cte("found")
 _WIDTH = len(_FOUND.c)
@@ -147,12 +147,13 @@ def _lets_through(row: Any) -> ColumnElement[bool]:
 _ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
 
 
-# The claim's transaction (the statement's own) commits without waiting for the WAL
-# flush (see the module docstring). Set by the claim's RETURNING, so only when it
-# claims: computed for each row the UPDATE changes, whether the query reads it or not.
-_NO_FLUSH_WAIT = func.set_config(
+NO_FLUSH_WAIT = func.set_config(
     literal_column("'synchronous_commit'"), literal_column("'off'"), true()
 ).label("no_flush_wait")
+"""A column that, returned by a claim's UPDATE on PostgreSQL, lets the claim's
+transaction (the statement's own) commit without waiting for the WAL flush (see the
+module docstring). Only when it claims: computed for each row the UPDATE changes,
+whether the query reads it or not."""
 
 
 def _answering() -> Select[Any]:
@@ -166,7 +167,7 @@ def _answering() -> Select[Any]:
             only_one,
             IS_FREE,
         )
-        .returning(*CLAIM_LOADED.returning, _NO_FLUSH_WAIT)
+        .returning(*CLAIM_LOADED.returning, NO_FLUSH_WAIT)
         .cte("claimed")
     )
     loaded = [claimed.c[str(c.name)] for c in CLAIM_LOADED.returning]

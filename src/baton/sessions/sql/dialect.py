@@ -112,6 +112,12 @@ class SqlDialect(Protocol):
         ...
 
     @property
+    def claim_loaded_statement(self) -> OneStatement:
+        """`Store.claim_loaded`'s claim (bind `writes.claim_params` and `session_params`):
+        its rows start with `writes.CLAIM_LOADED`'s columns (more may follow)."""
+        ...
+
+    @property
     def answering_statement(self) -> OneStatement | None:
         """`Store.claim_answering` as one statement (`answering.ANSWERING`), or None to
         run it as a transaction of `answering.claim_answering`."""

@@ -44,7 +44,7 @@ from baton.sessions.sql.executors import (
     update_then_refind,
 )
 from baton.sessions.sql.outages import is_lost_connection
-from baton.sessions.sql.writes import RELEASE_LEASE
+from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
 
@@ -115,6 +115,10 @@ class MysqlDialect:
         # a derived table with a LIMIT is materialized first, and not locked.
         derived = subquery.limit(_NO_LIMIT).subquery()
         return select(*derived.c)  # pyright: ignore[reportReturnType] -- the same columns
+
+    @property
+    def claim_loaded_statement(self) -> OneStatement:
+        return CLAIM_LOADED  # commits as every write does (the server's flush policy)
 
     @property
     def answering_statement(self) -> OneStatement | None:

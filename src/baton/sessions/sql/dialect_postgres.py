@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.selectable import Select
 
 from baton.errors import ExtraNotInstalledError
-from baton.sessions.sql.answering import ANSWERING
+from baton.sessions.sql.answering import ANSWERING, NO_FLUSH_WAIT
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecutor
@@ -34,7 +34,7 @@ from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
 from baton.sessions.sql.schema import sessions
 from baton.sessions.sql.step import fits_one_statement, step_at_once
-from baton.sessions.sql.writes import RELEASE_LEASE
+from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.sessions.wakeups import Wakeups
 
@@ -57,6 +57,20 @@ _RELEASE_AND_NOTIFY = (
     .select_from(_RELEASED.join(sessions, sessions.c.pk == _RELEASED.c.session_pk))
     .where(_RELEASED.c.status == InvocationStatus.RUNNING.value)
 )
+
+# A resume's claim (`Store.claim_loaded`: a continue, or an answer whose checks' read
+# claimed nothing) commits without waiting for its WAL flush, as an answer's claim does,
+# for the same reasons (`answering`'s docstring): every later durable commit flushes it,
+# and a crash that undoes it leaves its holder fenced out by its random token, while the
+# row's lease is back as it was: lapsed, released or this owner's (a claim takes nothing
+# else). What differs: a continue runs the next node's code before its first step, so
+# that code may run under a claim a crash then undoes. Its step is then refused, and
+# whoever claims the run next (recovery) runs the node again from the same committed
+# checkpoint with the same idempotency key: at least once, as when a process dies in a
+# node. Nothing the call brought (a message, answers) is lost that a durable claim would
+# have kept: it lands with the first step either way, and answers land before any code.
+# Speed: one durable commit fewer for a continue.
+_CLAIM_LOADED_NO_FLUSH_WAIT = CLAIM_LOADED.update.returning(*CLAIM_LOADED.returning, NO_FLUSH_WAIT)
 
 
 @final
@@ -88,6 +102,10 @@ class PostgresDialect(ReturningStatements):
 
     def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
         return subquery  # a locking read locks only the rows of its FROM tables
+
+    @property
+    def claim_loaded_statement(self) -> OneStatement:
+        return _CLAIM_LOADED_NO_FLUSH_WAIT
 
     @property
     def answering_statement(self) -> OneStatement | None:

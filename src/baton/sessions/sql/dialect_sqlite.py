@@ -33,7 +33,7 @@ from baton.sessions.sql.executors import (
     SqliteExecutor,
 )
 from baton.sessions.sql.outages import is_lost_connection
-from baton.sessions.sql.writes import RELEASE_LEASE
+from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
 
@@ -76,6 +76,10 @@ class SqliteDialect(ReturningStatements):
 
     def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
         return subquery  # a locking read locks only the rows of its FROM tables
+
+    @property
+    def claim_loaded_statement(self) -> OneStatement:
+        return CLAIM_LOADED  # commits as every write does (the URL's `?synchronous=`)
 
     @property
     def answering_statement(self) -> OneStatement | None:

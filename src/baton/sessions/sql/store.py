@@ -369,9 +369,9 @@ class SqlStore:
         now = self._clock()
         wanted = Lease(invocation_id, owner, now + ttl.total_seconds())
         params = {**writes.claim_params(wanted, now), **session_params(key)}
-        rows = await self._one(writes.CLAIM_LOADED, params, write=True)
+        rows = await self._one(self._dialect.claim_loaded_statement, params, write=True)
         if rows:
-            token, *fields = rows[0]
+            token, *fields = rows[0][: len(writes.CLAIM_LOADED.returning)]
             invocation = reads.invocation_from(key, tuple(fields), writes.CLAIM_LOADED_FIELDS)
             return Lease(invocation_id, owner, wanted.expires_at, int(token)), invocation
         held = await self._one(writes.HOLDER, {"key_invocation_id": invocation_id}, write=False)

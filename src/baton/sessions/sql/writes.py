@@ -12,14 +12,15 @@ Fencing: a step, renewal or release lands only while its lease's token is the ro
 token an earlier claim of the invocation took, or two holders could both pass the
 fence. Each claim takes a random 63-bit token drawn by the claimer (`new_token`), not
 the row's token plus one, because a claim can be undone after it was handed out: on
-PostgreSQL an answer's claim commits without waiting for its WAL flush (see
-`answering`), and a database crash in that moment rolls the row back to the token
-before it; with "plus one", the next claimer would be handed the very token the lost
-claim's holder still presents (as would a failover to a standby that missed a claim,
-durable or not). Two drawn tokens are equal with probability 2^-63, and none is 0
-(an invocation created without a lease) or 1 (`lease_new`'s). So a holder whose
-claim was lost writes nothing more: its first step, renewal or release finds another
-token and stops (LeaseLostError), whoever claimed since.
+PostgreSQL an answer's claim and a resume's (`CLAIM_LOADED`) commit without waiting
+for their WAL flush (see `answering`, `dialect_postgres`), and a database crash in
+that moment rolls the row back to the token before it; with "plus one", the next
+claimer would be handed the very token the lost claim's holder still presents (as
+would a failover to a standby that missed a claim, durable or not). Two drawn tokens
+are equal with probability 2^-63, and none is 0 (an invocation created without a
+lease) or 1 (`lease_new`'s). So a holder whose claim was lost writes nothing more:
+its first step, renewal or release finds another token and stops (LeaseLostError),
+whoever claimed since.
 """
 
 from __future__ import annotations
