@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from baton.errors import InvocationBusyError, StaleVersionError
+from baton.errors import InvocationBusyError, SessionExistsError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step, texts
@@ -113,6 +113,27 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
     assert seen.statements[3:] == ["UPDATE", "UPDATE", "SELECT", "UPDATE"]
     assert seen.direct == 3
     assert seen.commits == 1
+
+
+async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:
+    store = SqlStore(postgres_url)
+    await store.create_session(APP, "someone else", session_id=key().session_id)
+
+    with traffic(store) as seen:
+        created = await store.create_session(
+            APP, USER, session_id=key().session_id, state={"plan": "a"}
+        )
+        with pytest.raises(SessionExistsError, match="already exists"):  # nothing lands
+            await store.create_session(APP, USER, session_id=key().session_id, state={"b": 1})
+    read = await store.get_session(key())
+    await store.close()
+
+    assert seen.statements == ["INSERT", "INSERT"]
+    assert seen.direct == 2
+    assert seen.commits == 0
+    assert read is not None
+    assert (read.id, read.state, read.events) == (created.id, {"plan": "a"}, [])
+    assert read.last_update_time == created.last_update_time
 
 
 async def test_creating_an_invocation_is_one_statement(postgres_url: str) -> None:

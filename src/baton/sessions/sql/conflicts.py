@@ -19,6 +19,7 @@ from sqlalchemy.sql.dml import UpdateBase
 
 from baton.sessions.sql.dialect import Params, Rows
 from baton.sessions.sql.direct import UpdateReturning
+from baton.sessions.sql.schema import sessions
 
 __all__ = ["Insert", "ReturningStatements"]
 
@@ -50,12 +51,25 @@ class ReturningStatements(ABC):
         """INSERT ... ON CONFLICT DO UPDATE of the `replaced` columns."""
         return _upsert(self.insert, table, replaced)
 
+    @property
+    def new_session_statement(self) -> UpdateBase:
+        """INSERT ... ON CONFLICT DO NOTHING of a session's row, returning its key."""
+        return _new_session(self.insert)
+
 
 @cache
 def _insert_new(insert: Insert, table: Table) -> UpdateBase:
     """An INSERT that does nothing on a primary-key conflict and returns the key it wrote."""
     key = list(table.primary_key.columns)
     return insert(table).on_conflict_do_nothing(index_elements=key).returning(*key)
+
+
+@cache
+def _new_session(insert: Insert) -> UpdateBase:
+    """An INSERT of a session's row that does nothing when its (app, user, id) is taken
+    and returns the key of the row it wrote: no row back means the id was taken."""
+    taken = [sessions.c.app_name, sessions.c.user_id, sessions.c.session_id]
+    return insert(sessions).on_conflict_do_nothing(index_elements=taken).returning(sessions.c.pk)
 
 
 @cache

@@ -118,6 +118,13 @@ class SqlDialect(Protocol):
         ...
 
     @property
+    def new_session_statement(self) -> OneStatement | None:
+        """Creating a session as one statement (bind `writes.session_row`) that returns a
+        row only when it wrote one (none: the id is taken), or None to create it in a
+        transaction of `writes.insert_session`."""
+        ...
+
+    @property
     def answering_statement(self) -> OneStatement | None:
         """`Store.claim_answering` as one statement (`answering.ANSWERING`), or None to
         run it as a transaction of `answering.claim_answering`."""

@@ -121,6 +121,10 @@ class MysqlDialect:
         return CLAIM_LOADED  # commits as every write does (the server's flush policy)
 
     @property
+    def new_session_statement(self) -> OneStatement | None:
+        return None  # no RETURNING: a transaction that tells a taken id by its error
+
+    @property
     def answering_statement(self) -> OneStatement | None:
         return None  # no UPDATE in a CTE: a transaction
 

@@ -179,7 +179,11 @@ class SqlStore:
             state=strip_temp_state(dict(state or {})),
             last_update_time=self._clock(),
         )
-        await self._write(writes.insert_session, self._dialect, session)
+        statement = self._dialect.new_session_statement
+        if statement is None:
+            await self._write(writes.insert_session, self._dialect, session)
+        elif not await self._one(statement, writes.session_row(session), write=True):
+            raise writes.session_taken(session)
         return session
 
     async def get_session(

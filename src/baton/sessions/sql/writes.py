@@ -155,22 +155,31 @@ def insert_session(connection: Connection, dialect: SqlDialect, session: Session
     Raises:
         SessionExistsError: the id is taken in that app for that user.
     """
-    row = {
+    try:
+        connection.execute(_INSERT_SESSION, session_row(session))
+    except IntegrityError as error:
+        if not dialect.is_unique_violation(error):
+            raise
+        raise session_taken(session) from error
+
+
+def session_row(session: Session) -> dict[str, Any]:
+    """The session's row in baton_sessions (its events apart)."""
+    return {
         "app_name": session.app_name,
         "user_id": session.user_id,
         "session_id": session.id,
         "state": session.state,
         "updated_at": session.last_update_time,
     }
-    try:
-        connection.execute(_INSERT_SESSION, row)
-    except IntegrityError as error:
-        if not dialect.is_unique_violation(error):
-            raise
-        raise SessionExistsError(
-            f"session '{session.id}' already exists for user '{session.user_id}' in app "
-            f"'{session.app_name}'; pick another id or omit it to get a fresh one."
-        ) from error
+
+
+def session_taken(session: Session) -> SessionExistsError:
+    """The refusal of creating `session` under an id its app and user already have."""
+    return SessionExistsError(
+        f"session '{session.id}' already exists for user '{session.user_id}' in app "
+        f"'{session.app_name}'; pick another id or omit it to get a fresh one."
+    )
 
 
 def delete_session(connection: Connection, key: SessionKey) -> bool:
