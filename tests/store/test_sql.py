@@ -181,7 +181,7 @@ async def test_migration_14_keeps_every_sessions_events_in_order_and_its_runs_re
     async with _database(store_url) as database:
         await _migrate(database, up_to=13)
         await database.transact(_seed_events_13, write=True)
-        assert await _migrate(database) == [14]
+        assert await _migrate(database, up_to=14) == [14]
         keyed, indexes = await database.transact(_events_key_and_indexes, write=False)
     on_postgresql = store_url.startswith("postgresql")
     assert keyed == (["session_pk", "seq"] if on_postgresql else ["seq"])
@@ -259,23 +259,80 @@ def _seed_outbox_9(connection: Connection) -> None:
     )
 
 
-async def test_events_keep_a_foreign_key_to_their_session_except_on_postgresql(
+async def test_session_rows_keep_a_foreign_key_to_their_session_except_on_postgresql(
     store_url: str,
 ) -> None:
-    """PostgreSQL runs a query per inserted row to check a foreign key: its events have
-    none (migration 11), as `schema` declares; the others keep theirs."""
+    """PostgreSQL checks a foreign key with triggers every step pays for: its events,
+    invocations, questions and question checkpoints have none (migrations 11 and 15), as
+    `schema` declares; the others keep theirs."""
     async with _database(store_url) as database:
         await _migrate(database)
-
-        def event_keys(connection: Connection) -> tuple[list[str], bool]:
-            keys = inspect(connection).get_foreign_keys("baton_events")
-            declared = str(CreateTable(schema.events).compile(dialect=connection.dialect))
-            return [str(k["referred_table"]) for k in keys], "FOREIGN KEY" in declared
-
-        found, declared = await database.transact(event_keys, write=False)
+        found = await database.transact(_session_keys, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
-    assert found == expected
-    assert declared == bool(expected)
+    assert found == {t.name: (expected, bool(expected)) for t in _SESSION_TABLES[1:]}
+
+
+def _session_keys(connection: Connection) -> dict[str, tuple[list[str], bool]]:
+    """Each child table of sessions: the tables its foreign keys refer to, and whether
+    `schema` declares one for this database."""
+    found = inspect(connection)
+    return {
+        table.name: (
+            [str(k["referred_table"]) for k in found.get_foreign_keys(table.name)],
+            "FOREIGN KEY" in str(CreateTable(table).compile(dialect=connection.dialect)),
+        )
+        for table in _SESSION_TABLES[1:]
+    }
+
+
+async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still_cascade(
+    store_url: str,
+) -> None:
+    """A database of step 14 with two sessions' rows ends with the keys and indexes a
+    fresh one has; deleting a session still deletes its rows, and only its."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=14)
+        await database.transact(_seed_events_13, write=True)
+        await database.transact(_seed_question_14, write=True)
+        assert await _migrate(database) == [15]
+        keys = await database.transact(_session_keys, write=False)
+        shape = await database.transact(_schema_shape, write=False)
+    expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
+    assert keys == {t.name: (expected, bool(expected)) for t in _SESSION_TABLES[1:]}
+    assert shape == _declared_shape(store_url)
+    store = SqlStore(store_url)
+    try:
+        assert await store.delete_session(key()) is True
+    finally:
+        await store.close()
+    async with _database(store_url) as database:
+        counts = await database.transact(_rows_per_session, write=False)
+    assert counts == {"s2": [1, 2, 0, 0, 0]}
+
+
+def _seed_question_14(connection: Connection) -> None:
+    """An open question of s1's inv-1 (see `_seed_events_13`), with its checkpoint."""
+    pk = connection.scalar(select(schema.sessions.c.pk).where(schema.sessions.c.session_id == "s1"))
+    asked = question(key(), "inv-1", "q1")
+    connection.execute(
+        schema.interrupts.insert().values(
+            invocation_id="inv-1",
+            interrupt_id="q1",
+            session_pk=pk,
+            app_name=APP,
+            user_id=USER,
+            session_id="s1",
+            node_path=asked.node_path,
+            function_name=asked.function_name,
+            status=asked.status.value,
+            created_at=1.0,
+        )
+    )
+    connection.execute(
+        schema.question_checkpoints.insert().values(
+            invocation_id="inv-1", interrupt_id="q1", session_pk=pk, checkpoint={"at": "b"}
+        )
+    )
 
 
 def _seed_version_8(connection: Connection) -> None:
@@ -415,29 +472,51 @@ async def test_a_newer_schema_is_refused(store_url: str) -> None:
 
 
 async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
+    """Its invocations, questions, their checkpoints and events go with it, by a
+    foreign key's cascade or (PostgreSQL, which has none) by the delete itself; another
+    session's rows stay."""
     store = SqlStore(store_url)
-    await store.create_session(APP, USER, session_id=SessionId("s1"))
-    await store.commit_step(
-        step(
-            key(),
-            "inv-1",
-            0,
-            events=(event("a"), event("b")),
-            opened=(question(key(), "inv-1", "q1"),),
+    for session_id, invocation_id in (("s1", "inv-1"), ("s2", "inv-2")):
+        await store.create_session(APP, USER, session_id=SessionId(session_id))
+        await store.commit_step(
+            step(
+                key(session_id),
+                invocation_id,
+                0,
+                events=(event("a"), event("b")),
+                checkpoint={"at": "ask"},
+                opened=(question(key(session_id), invocation_id, "q1"),),
+            )
         )
-    )
     await store.claim(InvocationId("inv-1"), "worker-1", timedelta(minutes=5))
     await store.delete_session(key())
     await store.close()
 
-    tables = [schema.sessions, schema.events, schema.invocations, schema.interrupts]
-
-    def count_rows(connection: Connection) -> list[Any]:
-        return [connection.scalar(select(func.count()).select_from(t)) for t in tables]
-
     async with _database(store_url) as database:
-        counts = await database.transact(count_rows, write=False)
-    assert counts == [0, 0, 0, 0]
+        counts = await database.transact(_rows_per_session, write=False)
+    assert counts == {"s2": [1, 2, 1, 1, 1]}
+
+
+_SESSION_TABLES = (
+    schema.sessions,
+    schema.events,
+    schema.invocations,
+    schema.interrupts,
+    schema.question_checkpoints,
+)
+
+
+def _rows_per_session(connection: Connection) -> dict[str, list[int]]:
+    """For each session id found in any table: its rows in each of `_SESSION_TABLES`."""
+    counts: dict[str, list[int]] = {}
+    session_ids = select(schema.sessions.c.pk, schema.sessions.c.session_id)
+    names = dict(connection.execute(session_ids).all())
+    for i, table in enumerate(_SESSION_TABLES):
+        pk = table.c.pk if table is schema.sessions else table.c.session_pk
+        for session_pk, count in connection.execute(select(pk, func.count()).group_by(pk)):
+            found = counts.setdefault(names.get(session_pk, f"gone {session_pk}"), [0] * 5)
+            found[i] = count
+    return counts
 
 
 async def test_an_events_row_holds_its_invocation_author_and_time_once(store_url: str) -> None:

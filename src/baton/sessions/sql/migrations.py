@@ -483,6 +483,15 @@ def _v14_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(statement) for statement in ddl]
 
 
+def _v15_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    # See `schema._session_key`: PostgreSQL keeps no foreign key to sessions, and
+    # `writes.delete_session` deletes a session's rows itself.
+    if dialect != "postgresql":
+        return []
+    tables = ("baton_invocations", "baton_interrupts", "baton_question_checkpoints")
+    return [_ddl(f"ALTER TABLE {t} DROP CONSTRAINT {t}_session_pk_fkey") for t in tables]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -502,6 +511,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "memories kept in the sessions' database, with their words", _v12_statements),
     Migration(13, "an index reading one invocation's events in order", _v13_statements),
     Migration(14, "events keyed by (session, seq) on PostgreSQL: one index fewer", _v14_statements),
+    Migration(15, "no foreign keys to sessions on PostgreSQL", _v15_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

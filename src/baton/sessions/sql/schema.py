@@ -3,10 +3,12 @@
 This is today's schema, the one every query is written against; `migrations` holds
 the frozen steps that build it, and a test checks that they build exactly this.
 
-Sessions get an integer surrogate key (`pk`) that every child row references with
-ON DELETE CASCADE, so deleting a session removes its invocations and interrupts in
-one statement (and its events, except on PostgreSQL: see `events`). Timestamps are
-seconds since the epoch (float).
+Sessions get an integer surrogate key (`pk`) that every child row references. On
+SQLite and MySQL the reference is a foreign key with ON DELETE CASCADE, so deleting a
+session removes its invocations, interrupts and events in one statement; PostgreSQL
+keeps no foreign key to sessions (see `_unless_on_postgresql`) and
+`writes.delete_session` deletes them itself. Timestamps are seconds since the epoch
+(float).
 """
 
 from __future__ import annotations
@@ -110,9 +112,27 @@ def _unless_on_postgresql(
     compiler: DDLCompiler | None = None,
     checkfirst: bool = False,
 ) -> bool:
-    """Create the DDL element on every database but PostgreSQL (see `events`)."""
+    """Create the DDL element on every database but PostgreSQL (see `events`, `_session_key`)."""
     del ddl, target, bind, tables, state, compiler, checkfirst
     return dialect.name != "postgresql"
+
+
+def _session_key() -> ForeignKeyConstraint:
+    """A child table's key to its session, deleted with it, except on PostgreSQL.
+
+    PostgreSQL checks a foreign key with triggers, whose cost every step pays: an insert
+    runs a query per row, and each row update of either table goes through the trigger
+    machinery (copying the table's triggers, queueing an after-row event, comparing the
+    keys) even when the key did not change. A step updates its session's row and its
+    invocation's: the keys from invocations, interrupts and question checkpoints cost
+    8.5k of a plain step's 289k server instructions (callgrind of the backend). There no
+    table keeps one: every row of them is inserted by a step, under the lock the step
+    takes on its session's row first (see `step`), so the session exists, and
+    `writes.delete_session` deletes the rows itself. SQLite and MySQL check a key with
+    an index probe and keep theirs, with its cascade.
+    """
+    key = ForeignKeyConstraint(["session_pk"], [sessions.c.pk], ondelete="CASCADE")
+    return key.ddl_if(callable_=_unless_on_postgresql)
 
 
 events = Table(
@@ -133,14 +153,8 @@ events = Table(
         callable_=_unless_on_postgresql
     ),
     # Every step inserts an event, and PostgreSQL checks a foreign key by running a
-    # query per inserted row (its referential-integrity trigger): about a fifth of a
-    # step's time on the server. There the key is left out: every event is inserted
-    # under a lock on its session's row (see `step`), so the session exists, and
-    # `writes.delete_session` deletes the events itself. SQLite and MySQL check a key
-    # with an index probe and keep it.
-    ForeignKeyConstraint(["session_pk"], [sessions.c.pk], ondelete="CASCADE").ddl_if(
-        callable_=_unless_on_postgresql
-    ),
+    # query per inserted row: about a fifth of a step's time on the server (migration 11).
+    _session_key(),
     # An agent resuming reads its invocation's events only. Without `seq` in the key,
     # PostgreSQL keeps an invocation's entries as one deduplicated key (about 13 bytes
     # an event, not 127) and sorts the run's rows; SQLite's and InnoDB's entries end
@@ -152,12 +166,8 @@ invocations = Table(
     "baton_invocations",
     metadata,
     Column("id", String(255), primary_key=True),
-    Column(
-        "session_pk",
-        _SERIAL,
-        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
-        nullable=False,
-    ),
+    Column("session_pk", _SERIAL, nullable=False),
+    _session_key(),  # not on PostgreSQL (migration 15)
     Column("status", String(32), nullable=False),
     Column("checkpoint", Json(none_as_null=True), nullable=True),
     Column("version", Integer, nullable=False),
@@ -190,12 +200,8 @@ interrupts = Table(
     metadata,
     Column("invocation_id", String(255), primary_key=True),
     Column("interrupt_id", String(255), primary_key=True),
-    Column(
-        "session_pk",
-        _SERIAL,
-        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
-        nullable=False,
-    ),
+    Column("session_pk", _SERIAL, nullable=False),
+    _session_key(),  # not on PostgreSQL (migration 15)
     # Copied from the session so pending-input listings need no join.
     Column("app_name", String(255), nullable=False),
     Column("user_id", String(255), nullable=False),
@@ -260,13 +266,8 @@ question_checkpoints = Table(
     metadata,
     Column("invocation_id", String(255), primary_key=True),
     Column("interrupt_id", String(255), primary_key=True),
-    Column(
-        "session_pk",
-        _SERIAL,
-        ForeignKey(sessions.c.pk, ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    Column("session_pk", _SERIAL, nullable=False, index=True),
+    _session_key(),  # not on PostgreSQL (migration 15)
     Column("checkpoint", Json(none_as_null=True), nullable=True),
 )
 

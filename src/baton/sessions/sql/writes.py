@@ -46,7 +46,9 @@ from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
     fingerprints,
+    interrupts,
     invocations,
+    question_checkpoints,
     session_params,
     sessions,
 )
@@ -182,16 +184,22 @@ def session_taken(session: Session) -> SessionExistsError:
     )
 
 
+_SESSION_ROWS = (events, invocations, interrupts, question_checkpoints)
+"""The tables whose rows belong to one session, by its `pk`."""
+
+
 def delete_session(connection: Connection, key: SessionKey) -> bool:
     """Delete a session and everything in it; False when there was none."""
     pk = connection.scalar(_SESSION_PK, session_params(key))
     if pk is None:
         return False
-    # Invocations (with their leases) and interrupts go with it: ON DELETE CASCADE. So do
-    # its events, except on PostgreSQL (see `schema.events`): deleted after the session's
-    # row, so a step that held it and committed first has its events deleted too.
+    # On SQLite and MySQL its rows go with it (ON DELETE CASCADE: the deletes below find
+    # none); PostgreSQL has no foreign keys to sessions (see `schema._session_key`): they
+    # are deleted after the session's row, so a step that held it and committed first
+    # has its rows deleted too.
     connection.execute(delete(sessions).where(sessions.c.pk == pk))
-    connection.execute(delete(events).where(events.c.session_pk == pk))
+    for table in _SESSION_ROWS:
+        connection.execute(delete(table).where(table.c.session_pk == pk))
     delete_session_artifacts(connection, key)
     return True
 
