@@ -23,13 +23,15 @@ from baton.errors import (
     UnknownModelError,
 )
 from baton.models import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
+from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
 from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
 from tests.agents.examples import load_example
-from tests.harness import Harness, asked, outputs
+from tests.conftest import StoreFactory
+from tests.harness import Harness, asked, build_harness, outputs
 
 
 def tools_counted(runs: Runs, *names: str) -> list[FunctionTool]:
@@ -645,3 +647,22 @@ async def test_a_long_running_tool_declares_the_answer_it_waits_for(
 def test_a_response_schema_that_is_no_schema_is_refused() -> None:
     with pytest.raises(TypeError, match="is not a pydantic model"):
         LongRunningFunctionTool(lambda: None, name="refund", response_schema=object())
+
+
+async def test_the_model_is_sent_the_images_of_the_users_earlier_messages(
+    stores: StoreFactory,
+) -> None:
+    model = ScriptedModel(["A cat.", "Grey."])
+    harness = await build_harness(
+        LlmAgent(name="agent", model=model), BaseSessionService(stores.open()), resumable=True
+    )
+    image = types.Part.from_bytes(data=b"\x89PNG", mime_type="image/png")
+
+    await harness.collect(
+        new_message=types.Content(role="user", parts=[types.Part(text="What is it?"), image])
+    )
+    await harness.start("What colour?")
+
+    [first, _, _] = model.requests[1].contents
+    assert first.role == "user"
+    assert first.parts == [types.Part(text="What is it?"), image]

@@ -150,6 +150,8 @@ def _content_of(event: Event, agent: str) -> Content | None:
     if event.author == "user":
         return Content(role="user", parts=parts)
     text = "".join(p.text or "" for p in parts)
+    if not text:
+        return None
     return Content(role="user", parts=[Part(text=f"For context: [{event.author}] said: {text}")])
 
 
@@ -163,11 +165,11 @@ def _named_as_called(part: Part, own_calls: dict[str, str | None]) -> Part:
 
 
 def _shows(part: Part, event: Event, *, agent: str) -> bool:
-    """Whether a part is in the agent's view where it stands: its own calls and texts
-    (responses are placed after their calls)."""
+    """Whether a part is in the agent's view where it stands: its own calls, texts and
+    media (responses are placed after their calls)."""
     if part.thought or part.function_response is not None:
         return False
     if part.function_call is not None:
         # A confirmation request is between the agent and a person, not the model.
         return event.author == agent and part.function_call.name != REQUEST_CONFIRMATION_FUNCTION
-    return bool(part.text)
+    return bool(part.text) or part.inline_data is not None or part.file_data is not None
