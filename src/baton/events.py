@@ -43,6 +43,7 @@ __all__ = [
     "RouteValue",
     "check_assignee",
     "new_event_id",
+    "task_reply",
     "to_json_value",
 ]
 
@@ -68,6 +69,17 @@ for the user's next message, which the task agent gets as a user turn."""
 TASK_REPLY_SCHEMA: Final[dict[str, JsonValue]] = {"type": "string", "minLength": 1}
 """What a task agent's question takes: the user's reply, a text (not empty: the agent
 would take an empty one for no reply, and end without finishing its task)."""
+
+
+def task_reply(message: Content) -> str:
+    """What a user's message says as the reply to a task agent's question (the answer its
+    interrupt records): its text, else its media's types (`[image/png]`), as the agent
+    gets the message itself; empty: the message is no reply."""
+    if message.text:
+        return message.text
+    media = [part.inline_data or part.file_data for part in message.parts or []]
+    return " ".join(f"[{m.mime_type or 'file'}]" for m in media if m is not None)
+
 
 CONFIRMATION_SCHEMA: Final[dict[str, JsonValue]] = {
     "anyOf": [

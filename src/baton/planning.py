@@ -38,6 +38,7 @@ from baton.events import (
     REQUEST_CONFIRMATION_FUNCTION,
     REQUEST_INPUT_FUNCTION,
     TASK_REPLY_FUNCTION,
+    task_reply,
 )
 from baton.invocation import PlanKind, RunPlan
 from baton.sessions.ids import check_depth, check_id, check_key, check_text
@@ -159,7 +160,7 @@ class CallPlanner:
                 key, message, invocation_id, state_delta, answering, claim
             )
         session = await self._session(key)
-        if self.takes_replies and message is not None and message.text:
+        if self.takes_replies and message is not None and task_reply(message):
             reply = await self._waiting_task(key, invocation_id)
             if reply is not None:
                 return _reply_plan(key, session, message, reply, state_delta)
@@ -456,7 +457,7 @@ def _reply_plan(
     row: Interrupt,
     state_delta: dict[str, JsonValue],
 ) -> RunPlan:
-    """The plan of a text message that answers a task agent's question: the message is
+    """The plan of a message that answers a task agent's question: the message is
     recorded as it is (the agent sees a user turn), and answers the question."""
     return RunPlan(
         PlanKind.ANSWER,
@@ -464,7 +465,7 @@ def _reply_plan(
         session,
         InvocationId(row.invocation_id),
         message=message,
-        answers=((row, message.text),),
+        answers=((row, task_reply(message)),),
         state_delta=state_delta,
     )
 

@@ -20,7 +20,7 @@ from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
-from baton.types import Content, FunctionCall, InvocationId
+from baton.types import Content, FunctionCall, InvocationId, SessionId
 from tests.conftest import StoreFactory
 from tests.harness import Harness, attach_harness, build_harness
 
@@ -362,3 +362,23 @@ async def test_a_task_agent_run_by_a_function_node_takes_the_users_next_message(
         ("model", "What's your name?"),
         ("user", "Bob"),
     ]
+
+
+async def test_a_reply_with_only_an_image_answers_the_waiting_task(
+    service: BaseSessionService,
+) -> None:
+    waiting = await waiting_task(service)
+    invocation = await waiting.harness.invocation()
+    image = types.Part.from_bytes(data=b"\x89PNG", mime_type="image/png")
+
+    events = await waiting.harness.collect(new_message=Content(role="user", parts=[image]))
+
+    assert {e.invocation_id for e in events} == {invocation.id}
+    assert waiting.received == [{"result": "Bob"}]
+    [reply] = waiting.model.requests[1].contents[-1].parts or []
+    assert reply.inline_data is not None
+    assert reply.inline_data.data == b"\x89PNG"
+    [row] = await service.store.list_interrupts(
+        "app", "u", session_id=SessionId(waiting.harness.session_id), status=None
+    )
+    assert row.answer == "[image/png]"

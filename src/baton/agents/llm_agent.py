@@ -56,7 +56,7 @@ from baton.agents.transfer import (
 )
 from baton.context import InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
-from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event, NodeInfo
+from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event, NodeInfo, task_reply
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
 from baton.schemas import SchemaType
@@ -530,7 +530,7 @@ class LlmAgent(BaseAgent):
         if self.effective_mode(ctx) != "task":
             return False
         return any(
-            e.author == "user" and e.content is not None and e.content.text
+            e.author == "user" and e.content is not None and task_reply(e.content)
             for e in progress.after_turn()
         )
 
