@@ -42,7 +42,9 @@ __all__ = [
     "RequestInput",
     "RouteValue",
     "check_assignee",
+    "is_task_question",
     "new_event_id",
+    "task_question_id",
     "task_reply",
     "to_json_value",
 ]
@@ -69,6 +71,16 @@ for the user's next message, which the task agent gets as a user turn."""
 TASK_REPLY_SCHEMA: Final[dict[str, JsonValue]] = {"type": "string", "minLength": 1}
 """What a task agent's question takes: the user's reply, a text (not empty: the agent
 would take an empty one for no reply, and end without finishing its task)."""
+
+
+def task_question_id(event_id: str) -> str:
+    """The interrupt id of the question a task agent's reply (event `event_id`) asks."""
+    return f"{event_id}-reply"
+
+
+def is_task_question(event: Event) -> bool:
+    """Whether `event` is a task agent's question to the user (see TASK_REPLY_FUNCTION)."""
+    return task_question_id(event.id) in (event.long_running_tool_ids or ())
 
 
 def task_reply(message: Content) -> str:

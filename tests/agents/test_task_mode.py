@@ -75,7 +75,7 @@ def asker(model: ScriptedModel, **fields: object) -> LlmAgent:
     )
 
 
-def workflow(agent: LlmAgent, seen_by_next: list[JsonValue]) -> Workflow:
+def workflow(agent: LlmAgent | SequentialAgent, seen_by_next: list[JsonValue]) -> Workflow:
     def after(node_input: JsonValue) -> str:
         seen_by_next.append(node_input)
         return f"after {node_input}"
@@ -382,3 +382,30 @@ async def test_a_reply_with_only_an_image_answers_the_waiting_task(
         "app", "u", session_id=SessionId(waiting.harness.session_id), status=None
     )
     assert row.answer == "[image/png]"
+
+
+@pytest.mark.parametrize("asks", [True, False], ids=["asks", "finishes-at-once"])
+async def test_a_sequence_ending_in_a_task_agent_outputs_the_tasks_result(
+    service: BaseSessionService, asks: bool
+) -> None:
+    # The question is no reply of the sequence's, and the chat agent's reply before the
+    # task is not its last sub-agent's (the reference hands every SequentialAgent's
+    # successor None: see README).
+    script: list[str | FunctionCall] = ["What's your name?"] if asks else []
+    task = ScriptedModel([*script, finish(result="name is Bob")])
+    sequence = SequentialAgent(
+        name="steps",
+        sub_agents=[
+            LlmAgent(name="greeter", model=ScriptedModel(["Hello!"])),
+            LlmAgent(name="name_task", model=task, mode="task"),
+        ],
+    )
+    received: list[JsonValue] = []
+    harness = await build_harness(workflow(sequence, received), service, resumable=True)
+
+    await harness.start("hi")
+    if asks:
+        assert received == []
+        await harness.start("Bob")
+
+    assert received == [{"result": "name is Bob"}]

@@ -9,7 +9,7 @@ with the agents' last checkpoints (`ctx.agent_states`) and ended marks.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar, TypeVar, overload
 
@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
+    JsonValue,
     PrivateAttr,
     StrictInt,
     StrictStr,
@@ -34,7 +35,7 @@ from baton.agents.transfer import TransferRules
 from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext
 from baton.errors import WorkflowChangedError
-from baton.events import Event, EventActions, NodeInfo, RequestInput
+from baton.events import Event, EventActions, NodeInfo, RequestInput, is_task_question
 from baton.types import Content
 from baton.workflow.nodes import NodeInput, RetryConfig, check_version
 
@@ -170,6 +171,25 @@ class BaseAgent(BaseModel):
         del ctx
         return True
 
+    def task_result(self, event: Event, earlier: Sequence[Event]) -> tuple[JsonValue] | None:
+        """The result `event` gives (in a 1-tuple) when it ends this agent's task, its
+        call among `earlier`; None otherwise (an agent in task mode overrides this)."""
+        del event, earlier
+        return None
+
+    def _last_given(self, events: Sequence[Event]) -> JsonValue:
+        """The last reply given in `events` (the node run's), or task result of an agent
+        of this tree (see `task_result`); None when there is none."""
+        for index in reversed(range(len(events))):
+            event = events[index]
+            if _is_final_text(event) and not is_task_question(event):
+                return _text_of(event)
+            agent = self.find_agent(event.author)
+            result = agent.task_result(event, events[:index]) if agent is not None else None
+            if result is not None:
+                return result[0]
+        return None
+
     def transfer_rules(self) -> TransferRules | None:
         """Where this agent may transfer the conversation besides its sub-agents, or None
         when it takes no part in transfer (only LlmAgent does, as in the reference)."""
@@ -186,7 +206,7 @@ class BaseAgent(BaseModel):
         if self.name in ctx.ended_agents:
             # It ended before a crash cut the node run short: only the output is missing.
             if ctx.output is None and self.reply_is_output(agent_ctx):
-                ctx.output = await _last_text(agent_ctx)
+                ctx.output = self._last_given(await _run_events(agent_ctx))
             return
         if ctx.ended_agents:
             mine = await _run_events(agent_ctx)
@@ -201,7 +221,7 @@ class BaseAgent(BaseModel):
                 # The engine committed it while we were suspended at the yield.
                 agent_ctx.log.add(event)
                 explicit_output = explicit_output or event.output is not None
-                if _is_final_text(event):
+                if _is_final_text(event) and not is_task_question(event):
                     agent_ctx.last_response = _text_of(event)
         if not explicit_output and replies_give_output and self.name in ctx.ended_agents:
             ctx.output = agent_ctx.last_response
@@ -429,12 +449,6 @@ async def _run_events(ctx: AgentContext) -> list[Event]:
         for e in events
         if e.node_info and e.node_info.path == ctx.node_path and e.node_info.run_id == ctx.run_id
     ]
-
-
-async def _last_text(ctx: AgentContext) -> str | None:
-    """The last reply recorded by this node run, or None."""
-    mine = await _run_events(ctx)
-    return next((_text_of(e) for e in reversed(mine) if _is_final_text(e)), None)
 
 
 def _mark_as_output(event: Event, ctx: Context) -> None:

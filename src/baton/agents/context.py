@@ -152,7 +152,8 @@ class AgentContext(InvocationContext):
         self.node_input = node_input
         self.log = log or EventLog(ic)
         self.branch = branch
-        self.last_response: str | None = None
+        # The last reply given in the node run, or a task sub-agent's result after it.
+        self.last_response: JsonValue = None
         # Runs to skip, by agent: they ended after the step being re-executed began.
         self.replays: Counter[str] = Counter()
         # The id of the call that handed a task sub-agent its task (see baton.agents.task).

@@ -56,7 +56,14 @@ from baton.agents.transfer import (
 )
 from baton.context import InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
-from baton.events import ASSIGNEES_KEY, RESPONSE_SCHEMAS_KEY, Event, NodeInfo, task_reply
+from baton.events import (
+    ASSIGNEES_KEY,
+    RESPONSE_SCHEMAS_KEY,
+    Event,
+    NodeInfo,
+    task_question_id,
+    task_reply,
+)
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
 from baton.schemas import SchemaType
@@ -245,6 +252,16 @@ class LlmAgent(BaseAgent):
 
     def runs_as_tool(self) -> bool:
         return self.mode in ("single_turn", "task")
+
+    def task_result(self, event: Event, earlier: Sequence[Event]) -> tuple[JsonValue] | None:
+        finish = self._tools.get(FINISH_TASK)
+        if event.author != self.name or not isinstance(finish, FinishTaskTool):
+            return None
+        turn = next(
+            (e for e in reversed(earlier) if e.author == self.name and e.function_calls), None
+        )
+        call = finished_call([event], self.name, turn)
+        return None if call is None else (finish.result(call.args or {}),)
 
     @property
     def only_after_start(self) -> bool:
@@ -761,7 +778,7 @@ class LlmAgent(BaseAgent):
         self._declare_answers(event)
         if not calls and self.effective_mode(ctx) == "task":
             # A question to the user: the run waits for their next message.
-            event.long_running_tool_ids = {f"{event.id}-reply"}
+            event.long_running_tool_ids = {task_question_id(event.id)}
         elif not calls and self.output_key:
             event.actions.state_delta[self.output_key] = content.text
         return event
@@ -943,8 +960,11 @@ class LlmAgent(BaseAgent):
         result of the call that handed it the task, or just its run's end)."""
         if self.output_key:
             event.actions.state_delta[self.output_key] = result
-        if ctx.task_call is not None or ctx.node_agent != self.name:
+        if ctx.task_call is not None:
             return  # the parent's call gets it (see TaskAgentTool.delegate)
+        if ctx.node_agent != self.name:
+            ctx.last_response = result  # the node agent's output, if nothing replies after
+            return
         event.output = result
         path = ctx.node_path
         event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])

@@ -26,7 +26,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from baton.agents.context import AgentContext
 from baton.agents.delegation import call_branch
-from baton.events import Event
+from baton.events import Event, task_reply
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.schemas import SchemaType
 from baton.tools.base import BaseTool, string_parameters
@@ -203,7 +203,7 @@ def hide_task_replies(events: Sequence[Event], agent: str, tasks: set[str]) -> l
             delegating |= {c.id for c in event.function_calls if c.name in tasks and c.id}
         elif event.content is not None:
             delegating -= {r.id for r in event.content.function_responses}
-            if delegating and event.content.text:
+            if delegating and task_reply(event.content):
                 continue
         shown.append(event)
     return shown
