@@ -182,3 +182,34 @@ async def test_a_route_set_on_ctx_is_on_an_event(make_harness: MakeHarness) -> N
 
         assert shown_actions(events)[:-1] == first_events
         assert events[-1].output is not None
+
+
+def branch_a(node_input: JsonValue) -> str:
+    return f"a:{node_input}"
+
+
+async def test_a_route_set_on_ctx_after_an_event_with_another_route_is_on_an_event(
+    make_harness: MakeHarness,
+) -> None:
+    async def decide(ctx: Context, node_input: JsonValue) -> Any:
+        yield Event(output="x", route="a")
+        ctx.route = "b"
+
+    async def keep(ctx: Context, node_input: JsonValue) -> Any:
+        yield Event(output="x", route="b")
+        ctx.route = "b"
+
+    # The later route wins, on an event of its own (none when it is the same one), as in
+    # the reference: the session's events show where the run went.
+    expected: dict[Callable[..., object], list[Shown]] = {
+        decide: [("decide", "x", {}, "a"), ("decide", None, {}, "b")],
+        keep: [("keep", "x", {}, "b")],
+    }
+    for node_fn, first_events in expected.items():
+        a = FunctionNode(branch_a, name="a")
+        b = FunctionNode(branch_b, name="b")
+        h = await make_harness(Workflow(name="wf", edges=[("START", node_fn, {"a": a, "b": b})]))
+
+        events = await h.start()
+
+        assert shown_actions(events) == [*first_events, ("b", "b:x", {}, None)]

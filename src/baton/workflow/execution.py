@@ -39,6 +39,7 @@ from baton.events import (
     EventActions,
     NodeInfo,
     RequestInput,
+    RouteValue,
     to_json_value,
 )
 from baton.schemas import SchemaType, check_node_data, current_state_schema
@@ -149,8 +150,9 @@ class _Collector:
     events: list[Event] = field(default_factory=list)
     opened: list[Interrupt] = field(default_factory=list)
     has_output: bool = False
-    # An event the node yielded carried a route (one set on ctx needs an event of its own).
-    has_route: bool = False
+    # The route the last event the node yielded with one carried (a route set on ctx
+    # after it, or without one, needs an event of its own).
+    carried_route: RouteValue | list[RouteValue] | None = None
 
     async def take(self, item: object) -> None:
         if self.add(item) and self.commits_each_event:
@@ -288,7 +290,7 @@ class _Collector:
         ctx = self.ctx
         if actions.route is not None:
             ctx.route = actions.route
-            self.has_route = True
+            self.carried_route = actions.route
         for key, value in actions.state_delta.items():
             ctx.state[key] = value
         pending = ctx.state.take_pending()
@@ -401,7 +403,7 @@ class _Collector:
         a route set on `ctx`, on the engine's output event (`deferred`) or on one event
         of their own, as the reference does, so the session's events show every write."""
         pending = self.ctx.state.take_pending()
-        route = None if self.has_route else self.ctx.route
+        route = None if self.ctx.route == self.carried_route else self.ctx.route
         if not pending and route is None:
             return
         if deferred is None:
