@@ -359,3 +359,36 @@ async def test_a_fork_after_a_run_that_routed_on_ctx_keeps_its_output_and_route(
         ("wf@1/last@1", "xy!")
     ]
     assert RUNS.runs == {"first": 1, "routes_on_ctx": 1, "last": 2}
+
+
+async def moves_to_side(ctx: Context, node_input: str) -> Any:
+    RUNS.bump("moves_to_side")
+    yield Event(state={"moved": True}, branch="side")
+    yield f"{node_input}y"
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_a_fork_after_a_run_that_moved_to_a_branch_continues_on_that_branch(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    RUNS.runs.clear()
+    service = BaseSessionService(stores.open())
+    h = await build_harness(
+        Workflow(name="wf", edges=[("START", first, moves_to_side, last)]),
+        service,
+        resumable=resumable,
+    )
+    source = await h.start("go")
+    steps = steps_in(await h.runner.checkpoints(user_id="u", session_id=h.session_id))
+    assert what_each_gave(steps) == ['first@1: "x"', 'moves_to_side@1: "xy"', 'last@1: "xy!"']
+
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=steps[1].id)
+    [waiting] = await h.runner.invocations(user_id="u", session_id=fork.id)
+    rerun = await Harness(h.runner, service, fork.id).collect(invocation_id=waiting.id)
+
+    # `last` runs again on the branch its predecessor moved the run to, as it did first.
+    assert [(e.branch, e.output) for e in source if e.output == "xy!"] == [("side", "xy!")]
+    assert [(e.branch, e.node_info.path if e.node_info else "", e.output) for e in rerun] == [
+        ("side", "wf@1/last@1", "xy!")
+    ]
+    assert RUNS.runs == {"first": 1, "moves_to_side": 1, "last": 2}

@@ -249,6 +249,9 @@ class ForkedRun:
     output: _DecodedJson = None
     routes: list[RouteValue] = field(default_factory=list)
     child: WorkflowState | None = None
+    # The branch its result's event was on ("" for the root): where its successors go,
+    # as the node may have moved its run there (see `RunRecord.move_to_branch`).
+    moved_to: str | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         data: dict[str, JsonValue] = {"run_id": self.run_id, "done": self.done}
@@ -256,6 +259,8 @@ class ForkedRun:
             data["output"] = self.output
         if self.routes:
             data["routes"] = list(self.routes)
+        if self.moved_to is not None:
+            data["moved_to"] = self.moved_to
         if self.child is not None:
             data["child"] = self.child.to_json()
         return data

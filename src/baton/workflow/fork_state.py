@@ -2,7 +2,8 @@
 
 No snapshot is written per step: a step's checkpoint is worked out when a fork asks for
 it, from the run's events up to that step. Each node run whose events there end with
-its output (or route) is taken as done with that output; a nested workflow still going
+its output (or route) is taken as done with that output, its successors going on that
+event's branch (where the node may have moved its run); a nested workflow still going
 gets the same treatment for its own children; anything else runs again. The run walks
 its graph from START once more (`WorkflowState.forked`), taking the done runs instead
 of running them, so it continues from that step with the outputs it had there.
@@ -58,6 +59,7 @@ class _Seen:
     done: bool = False
     output: JsonValue = None
     routes: list[RouteValue] = field(default_factory=list[RouteValue])
+    branch: str = ""  # the branch of the event with its result ("": the root)
     nested: bool = False  # its own children have events
 
 
@@ -67,7 +69,9 @@ def _state_at(workflow: Workflow, path: str, events: Sequence[Event]) -> Workflo
         node, _, run_id = key.partition("@")
         child = workflow.graph.nodes.get(node)
         if seen.done:
-            run = ForkedRun(run_id, done=True, output=seen.output, routes=seen.routes)
+            run = ForkedRun(
+                run_id, done=True, output=seen.output, routes=seen.routes, moved_to=seen.branch
+            )
         elif seen.nested and isinstance(child, Workflow):
             run = ForkedRun(run_id, child=_state_at(child, f"{path}/{key}", events))
         else:
@@ -95,6 +99,7 @@ def _children(path: str, events: Sequence[Event]) -> dict[str, _Seen]:
         elif event.carries_result():
             # The output and a route set on ctx may come on two events (output first).
             seen.done = True
+            seen.branch = event.branch or ""
             route = event.actions.route
             if route is None or event.output is not None:
                 seen.output = _output(event)

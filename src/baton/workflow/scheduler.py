@@ -287,7 +287,8 @@ class _Scheduler:
             node = trigger.node
             forked = self._take_forked(node) if state.forked else None
             if forked is not None and forked.done:
-                self._fast_forward(trigger, Outcome(forked.run_id, forked.output, forked.routes))
+                outcome = Outcome(forked.run_id, forked.output, forked.routes, forked.moved_to)
+                self._fast_forward(trigger, outcome)
                 continue
             if forked is None and self.replay and self._replayed(trigger):
                 continue
