@@ -215,3 +215,81 @@ def test_require_confirmation_must_be_a_bool_or_a_function() -> None:
 
     with pytest.raises(TypeError, match="require_confirmation of tool 'tool'"):
         FunctionTool(tool, require_confirmation="always")  # pyright: ignore[reportArgumentType] -- the bad input under test
+
+
+async def test_after_tool_callbacks_see_what_a_call_waiting_for_confirmation_gave(
+    stores: StoreFactory,
+) -> None:
+    # As in the reference: each before_tool_callback has its after_tool_callback, which
+    # sees the placeholder (or the tool's own return) of a call that waits for a person;
+    # neither is sent to the model, which gets only the confirmed call's result.
+    seen: list[tuple[str, str, JsonValue]] = []
+
+    def before(tool: Any, args: dict[str, Any], tool_context: ToolContext) -> None:
+        seen.append(("before", tool.name, None))
+
+    def after(
+        tool: Any, args: dict[str, Any], tool_context: ToolContext, tool_response: Any
+    ) -> None:
+        seen.append(("after", tool.name, tool_response))
+
+    def book(room: str, tool_context: ToolContext) -> str:
+        """Book a room.
+
+        Args:
+            room: which room.
+        """
+        if tool_context.tool_confirmation is None:
+            tool_context.request_confirmation(hint=f"Book {room}?")
+            return "waiting"
+        return f"booked {room}"
+
+    def transfer(amount: int, to: str) -> dict[str, JsonValue]:
+        """Transfer money.
+
+        Args:
+            amount: how much.
+            to: to whom.
+        """
+        return {"sent": amount, "to": to}
+
+    model = ScriptedModel(
+        [[CALL, FunctionCall(id="c", name="book", args={"room": "blue"})], "done"]
+    )
+    agent = LlmAgent(
+        name="bank",
+        model=model,
+        tools=[FunctionTool(transfer, require_confirmation=True), book],
+        before_tool_callback=before,
+        after_tool_callback=after,
+    )
+    h = await start(stores, agent)
+
+    await h.start("pay bob 500 and book blue")
+    asked_first = list(seen)
+    await h.answer(
+        ("adk-confirm-call-1", {"confirmed": True}),
+        ("adk-confirm-c", {"confirmed": True}),
+        name=REQUEST_CONFIRMATION_FUNCTION,
+        wrap=False,
+    )
+
+    assert asked_first == [
+        ("before", "transfer", None),
+        ("after", "transfer", PLACEHOLDER),
+        ("before", "book", None),
+        ("after", "book", "waiting"),
+    ]
+    assert seen[4:] == [
+        ("before", "transfer", None),
+        ("after", "transfer", {"sent": 500, "to": "bob"}),
+        ("before", "book", None),
+        ("after", "book", "booked blue"),
+    ]
+    assert responses(model.requests[-1]) == {
+        "call-1": {"sent": 500, "to": "bob"},
+        "c": {"result": "booked blue"},
+    }
+
+
+PLACEHOLDER = {"error": "This tool call requires confirmation, please approve or reject."}

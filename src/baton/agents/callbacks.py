@@ -142,7 +142,8 @@ async def tool_result(
     it raised), then an after-callback's.
 
     A call that now waits for confirmation returns the tool's result untouched (it is
-    not sent to the model).
+    not sent to the model): the after-tool callbacks see it, as the reference's do, but
+    what they return goes nowhere.
     """
     result = await result_before_tool(before, tool, args, tool_context)
     if result is None:
@@ -150,6 +151,7 @@ async def tool_result(
         call_id = tool_context.function_call_id or ""
         asked = asked_confirmation(call_id, tool_context.actions.requested_tool_confirmations)
         if asked is not None and tool_context.tool_confirmation is None:
+            await result_after_tool(after, tool, args, tool_context, result)
             return result  # not a result yet: the call waits for confirmation
     return await result_after_tool(after, tool, args, tool_context, result)
 
