@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVarTuple
 
 import pydantic_core
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import UpdateBase
@@ -101,8 +101,11 @@ class SqlDialect(Protocol):
         tables' rows too), or as is where the transaction already excludes other writers."""
         ...
 
-    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
-        """`subquery` as the subquery of a `lock_rows` query that must not lock its rows."""
+    def in_apps(
+        self, session_pk: ColumnElement[Any], app_names: Sequence[str]
+    ) -> ColumnElement[bool]:
+        """The row's session (`session_pk`) is one of `app_names`'s, as a condition of a
+        `lock_rows` query that must not lock the sessions' rows."""
         ...
 
     @property

@@ -20,13 +20,13 @@ What differs from PostgreSQL:
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from typing import Any, TypeVarTuple, final
 
 import pydantic_core
-from sqlalchemy import Table, select, text
+from sqlalchemy import ColumnElement, Table, select, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
@@ -44,6 +44,7 @@ from baton.sessions.sql.executors import (
     update_then_refind,
 )
 from baton.sessions.sql.outages import is_lost_connection
+from baton.sessions.sql.schema import sessions
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -110,11 +111,13 @@ class MysqlDialect:
         # MariaDB has no FOR UPDATE OF: the joined tables' rows are locked too.
         return query.with_for_update(skip_locked=skip_locked)
 
-    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
+    def in_apps(
+        self, session_pk: ColumnElement[Any], app_names: Sequence[str]
+    ) -> ColumnElement[bool]:
         # MariaDB turns IN (subquery) into a semi-join whose rows FOR UPDATE locks too;
         # a derived table with a LIMIT is materialized first, and not locked.
-        derived = subquery.limit(_NO_LIMIT).subquery()
-        return select(*derived.c)  # pyright: ignore[reportReturnType] -- the same columns
+        apps = select(sessions.c.pk).where(sessions.c.app_name.in_(app_names))
+        return session_pk.in_(select(*apps.limit(_NO_LIMIT).subquery().c))
 
     @property
     def claim_loaded_statement(self) -> OneStatement:

@@ -11,12 +11,12 @@ through NOTIFY (see `listener`).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVarTuple, final
 
 import pydantic_core
-from sqlalchemy import Table, event, func, literal, text
+from sqlalchemy import ColumnElement, Table, event, func, literal, text
 from sqlalchemy import select as select_query
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL, Connection
@@ -32,7 +32,7 @@ from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecuto
 from baton.sessions.sql.listener import CHANNEL, PostgresListener
 from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
-from baton.sessions.sql.schema import sessions
+from baton.sessions.sql.schema import session_in_apps, sessions
 from baton.sessions.sql.step import fits_one_statement, step_at_once
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import InvocationStatus, StepCommit
@@ -100,8 +100,10 @@ class PostgresDialect(ReturningStatements):
         # only: a claim of invocations must not wait for (or skip) a session a step holds.
         return query.with_for_update(of=of, skip_locked=skip_locked, key_share=True)
 
-    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
-        return subquery  # a locking read locks only the rows of its FROM tables
+    def in_apps(
+        self, session_pk: ColumnElement[Any], app_names: Sequence[str]
+    ) -> ColumnElement[bool]:
+        return session_in_apps(session_pk, app_names)  # a locking read locks only its FROM
 
     @property
     def claim_loaded_statement(self) -> OneStatement:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVarTuple, final
 
 import pydantic_core
-from sqlalchemy import Engine, Table, event
+from sqlalchemy import ColumnElement, Engine, Table, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Connection
@@ -33,6 +34,7 @@ from baton.sessions.sql.executors import (
     SqliteExecutor,
 )
 from baton.sessions.sql.outages import is_lost_connection
+from baton.sessions.sql.schema import session_in_apps
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -74,8 +76,10 @@ class SqliteDialect(ReturningStatements):
     def lock_rows(self, query: Select[*Ts], *, of: Table, skip_locked: bool = False) -> Select[*Ts]:
         return query  # the IMMEDIATE transaction holds the whole database's write lock
 
-    def unlocked(self, subquery: Select[*Ts]) -> Select[*Ts]:
-        return subquery  # a locking read locks only the rows of its FROM tables
+    def in_apps(
+        self, session_pk: ColumnElement[Any], app_names: Sequence[str]
+    ) -> ColumnElement[bool]:
+        return session_in_apps(session_pk, app_names)  # a locking read locks only its FROM
 
     @property
     def claim_loaded_statement(self) -> OneStatement:

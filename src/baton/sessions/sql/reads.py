@@ -25,6 +25,7 @@ from baton.sessions.sql.schema import (
     interrupts,
     invocations,
     question_checkpoints,
+    session_in_apps,
     session_params,
     sessions,
 )
@@ -399,13 +400,9 @@ def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None
         interrupts.c.expires_at.is_not(None),
         interrupts.c.app_name.in_(app_names),
     )
-    lapse = (
-        select(func.min(invocations.c.lease_expires_at))
-        .join(sessions, sessions.c.pk == invocations.c.session_pk)
-        .where(
-            invocations.c.status == InvocationStatus.RUNNING.value,
-            sessions.c.app_name.in_(app_names),
-        )
+    lapse = select(func.min(invocations.c.lease_expires_at)).where(
+        invocations.c.status == InvocationStatus.RUNNING.value,
+        session_in_apps(invocations.c.session_pk, app_names),
     )
     row = connection.execute(select(deadline.scalar_subquery(), lapse.scalar_subquery())).one()
     found = [float(value) for value in row if value is not None]

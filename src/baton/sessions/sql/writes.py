@@ -342,12 +342,11 @@ def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[An
         lapsed = lapsed | restarted
     # One table, the apps' sessions in a subquery: a locking read locks (and skips) only
     # invocation rows, never a session another step holds (MySQL has no FOR UPDATE OF).
-    apps = dialect.unlocked(select(sessions.c.pk).where(sessions.c.app_name.in_(request.app_names)))
     return (
         select(invocations.c.id, invocations.c.session_pk)
         .where(
             invocations.c.status == InvocationStatus.RUNNING.value,
-            invocations.c.session_pk.in_(apps),
+            dialect.in_apps(invocations.c.session_pk, request.app_names),
             lapsed,
         )
         .order_by(invocations.c.lease_expires_at, invocations.c.id)
