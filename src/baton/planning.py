@@ -70,8 +70,10 @@ class CallPlanner:
         app_name: the app whose sessions the calls name.
         auto_create_session: create a missing session instead of refusing the call.
         clock: seconds since the epoch, to tell whether a question's deadline passed.
-        takes_replies: the app has task agents, whose questions a user's next message
-            answers (see `baton.agents.task`).
+        takes_replies: the app may run task agents (it has one, or a node whose code
+            gets `ctx` and may run one with `ctx.run_node`), whose questions a user's
+            next message answers (see `baton.agents.task`). A message with text or media
+            then costs a read of the session's open questions before its run starts.
     """
 
     def __init__(
