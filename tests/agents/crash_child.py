@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import time
@@ -335,6 +336,21 @@ def build_task_node(recorder: Recorder) -> Workflow:
     return Workflow(name="wf", edges=[("START", asker, after)])
 
 
+def build_task_sequence(recorder: Recorder) -> Workflow:
+    """START -> steps (a sequence ending in the task agent asker) -> after, which records
+    its input: the task's result, not the task's question."""
+    asker = LlmAgent(
+        name="asker", model=task_model(recorder), mode="task", tools=[recorded_tool(recorder)]
+    )
+    steps = SequentialAgent(name="steps", sub_agents=[asker])
+
+    def after(node_input: JsonValue) -> JsonValue:
+        recorder.record(f"after:{json.dumps(node_input, separators=(',', ':'))}")
+        return node_input
+
+    return Workflow(name="wf", edges=[("START", steps, after)])
+
+
 def build_task_delegation(recorder: Recorder) -> BaseAgent:
     """coord hands the task to its task sub-agent asker (which uses tool t1), then thanks."""
 
@@ -360,6 +376,7 @@ ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "delegation": build_with_delegation,
     "escalation": build_with_escalation,
     "task_node": build_task_node,
+    "task_sequence": build_task_sequence,
     "task_delegation": build_task_delegation,
 }
 

@@ -24,12 +24,16 @@ from tests.agents.test_crash import executions, run_child
 pytestmark = pytest.mark.slow
 
 NODE = Counter({"question": 1, "lookup": 1, "t1": 1, "finish": 1, "after": 1})
+SEQUENCE = NODE - Counter(["after"]) + Counter(['after:{"result":"Bob"}'])
 DELEGATION = Counter({"delegate": 1, "question": 1, "lookup": 1, "t1": 1, "finish": 1, "thanks": 1})
 # (root, executions, commits of an uninterrupted conversation)
 ROOTS = [
     # the start; the question (with the agent's checkpoint), the node's wait; the reply;
     # the lookup, t1's result, finish_task, its result (the output), the end, after, the run
     pytest.param("task_node", NODE, 11, id="node"),
+    # as "node", the task agent inside a sequence (two more commits: the sequence's
+    # checkpoint and its end): what follows gets the task's result
+    pytest.param("task_sequence", SEQUENCE, 13, id="sequence"),
     # the start; coord's call (its checkpoint); asker's question (its checkpoint); the
     # wait; the reply; the lookup, t1's result, finish_task, its result, asker's end; the
     # call's answer; coord's reply, its end and the run

@@ -211,6 +211,9 @@ class BaseAgent(BaseModel):
         if ctx.ended_agents:
             mine = await _run_events(agent_ctx)
             agent_ctx.replays.update(count_replays(self, ctx.ended_agents, mine))
+            # Sub-agents that ended before a crash give nothing again: what they gave is
+            # the last response until a later one gives more.
+            agent_ctx.last_response = self._last_given(mine)
         explicit_output = False
         replies_give_output = self.reply_is_output(agent_ctx)
         async with aclosing(self.run_async(agent_ctx)) as events:

@@ -407,6 +407,7 @@ class LlmAgent(BaseAgent):
                 lro_ids = set(turn.long_running_tool_ids or ()) if turn else set[str]()
                 pending, confirming = self._pending(agent_ctx, progress, lro_ids)
                 if self._stops_here(agent_ctx, progress, pending, confirming):
+                    self._hand_result_up(agent_ctx, progress)
                     return
                 if not pending and await self._transferred(agent_ctx, progress, transfer):
                     return
@@ -535,6 +536,18 @@ class LlmAgent(BaseAgent):
         if progress.turn is not None and not pending and self._finished(ctx, progress):
             return True
         return bool(confirming) and not pending
+
+    def _hand_result_up(self, ctx: AgentContext, progress: _Progress) -> None:
+        """A finished task sub-agent's result is its node agent's last response, as a
+        reply would be (see `BaseAgent.run`), also when its result event was committed
+        before a crash. A delegated task's result answers its parent's call instead."""
+        if ctx.task_call is not None or ctx.node_agent == self.name:
+            return
+        if self.effective_mode(ctx) != "task":
+            return
+        call = finished_call(progress.after_turn(), self.name, progress.turn)
+        if call is not None:
+            ctx.last_response = self.finish_tool.result(call.args or {})
 
     def _finished(self, ctx: AgentContext, progress: _Progress) -> bool:
         """Whether a task agent's last turn called finish_task with arguments that fit."""
@@ -960,11 +973,8 @@ class LlmAgent(BaseAgent):
         result of the call that handed it the task, or just its run's end)."""
         if self.output_key:
             event.actions.state_delta[self.output_key] = result
-        if ctx.task_call is not None:
+        if ctx.task_call is not None or ctx.node_agent != self.name:
             return  # the parent's call gets it (see TaskAgentTool.delegate)
-        if ctx.node_agent != self.name:
-            ctx.last_response = result  # the node agent's output, if nothing replies after
-            return
         event.output = result
         path = ctx.node_path
         event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])
