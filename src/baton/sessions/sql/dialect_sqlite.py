@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVarTuple, final
 
@@ -27,6 +27,7 @@ from sqlalchemy.sql.selectable import Select
 from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
+from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.executors import (
     SQLITE_BEGIN_OPTION,
     Executor,
@@ -72,6 +73,22 @@ class SqliteDialect(ReturningStatements):
 
     def run(self, connection: Connection, statement: Any, params: Params) -> Rows:
         return direct.run(connection, statement, params)
+
+    def update_returning(
+        self, connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
+    ) -> Rows:
+        """The update, then (when it changed rows) its `returning` columns read back by key.
+
+        Speed: SQLite runs an UPDATE ... RETURNING by buffering its rows in a temporary
+        B-tree it opens, fills and drops on every execution. A hand-written step (raw
+        sqlite3, callgrind) took 203k instructions with its session and invocation
+        updates RETURNING, 160k with the same updates followed by a read of the
+        session's key. The IMMEDIATE transaction holds the write lock: nothing changes
+        the rows between the update and the read.
+        """
+        if direct.changed(connection, statement.update, params) == 0:
+            return []
+        return direct.run(connection, statement.refound, params)
 
     def lock_rows(self, query: Select[*Ts], *, of: Table, skip_locked: bool = False) -> Select[*Ts]:
         return query  # the IMMEDIATE transaction holds the whole database's write lock

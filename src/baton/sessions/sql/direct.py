@@ -25,7 +25,7 @@ from sqlalchemy.sql.selectable import Select
 
 Statement = UpdateBase | Select[*tuple[Any, ...]]
 
-__all__ = ["Plan", "Statement", "UpdateReturning", "plan_for", "run", "sqlite_driver"]
+__all__ = ["Plan", "Statement", "UpdateReturning", "changed", "plan_for", "run", "sqlite_driver"]
 
 
 @final
@@ -107,6 +107,13 @@ def run(
         plan = plan_for(statement, tuple(params[0]), connection.dialect)
         raw.executemany(plan.sql, [plan.arguments(p) for p in params])
     return []
+
+
+def changed(connection: Connection, statement: UpdateBase, params: Mapping[str, Any]) -> int:
+    """Execute an INSERT/UPDATE/DELETE without RETURNING on a SQLite connection, as `run`
+    does; how many rows it changed."""
+    plan = plan_for(statement, tuple(params), connection.dialect)
+    return sqlite_driver(connection).execute(plan.sql, plan.arguments(params)).rowcount
 
 
 def sqlite_driver(connection: Connection) -> sqlite3.Connection:
