@@ -41,6 +41,7 @@ __all__ = [
     "NodeInfo",
     "RequestInput",
     "RouteValue",
+    "assemble",
     "check_assignee",
     "is_task_question",
     "new_event_id",
@@ -322,12 +323,12 @@ class Event(WireModel):
         """
         # Whole field dicts and fields-set literals, not keyword arguments merged into a
         # copy of the defaults: a third of the cost, and this runs once per node run.
-        actions = _assemble(
+        actions = assemble(
             EventActions,
             {**_NO_ACTIONS, "state_delta": {}, "artifact_delta": {}},
             {"state_delta", "artifact_delta"},
         )
-        node_info = _assemble(
+        node_info = assemble(
             NodeInfo,
             {**_NO_NODE_INFO, "path": path, "run_id": run_id, "output_for": [path]},
             {"path", "run_id", "output_for"},
@@ -351,7 +352,7 @@ class Event(WireModel):
             "output",
             "node_info",
         }
-        return _assemble(cls, fields, fields_set)
+        return assemble(cls, fields, fields_set)
 
     @property
     def function_calls(self) -> list[FunctionCall]:
@@ -583,7 +584,7 @@ _set_private: Final = BaseModel.__dict__["__pydantic_private__"].__set__
 _new_object: Final = object.__new__
 
 
-def _assemble(cls: type[_Model], fields: dict[str, Any], fields_set: set[str]) -> _Model:
+def assemble(cls: type[_Model], fields: dict[str, Any], fields_set: set[str]) -> _Model:
     """A model instance from every field's known-good value, skipping validation (what
     pydantic's `model_construct` does, without its per-call inspection of the fields)."""
     instance = _new_object(cls)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import cast
 
 import pytest
 from pydantic import JsonValue
@@ -194,6 +195,39 @@ async def test_events_round_trip_unicode_and_nested_json(store: Store) -> None:
         "Approve €12?",
         {"amount": 12},
         {"type": "object"},
+    )
+
+
+async def test_changing_what_the_store_returned_changes_nothing_stored(store: Store) -> None:
+    created = await store.create_session(
+        APP, USER, session_id=SessionId("s1"), state={"tags": ["a"], "n": {"x": 1}}
+    )
+    asked = question(key("s1"), "inv-1", "q")
+    await store.commit_step(step(key("s1"), "inv-1", 0, opened=(asked,)))
+    await store.commit_step(step(key("s1"), "inv-1", 1, answered={"q": {"ok": [True]}}))
+    read = await store.get_session(key("s1"), with_events=False)
+    [found] = await store.find_interrupts(key("s1"), InterruptId("q"))
+    [listed] = await store.list_interrupts(APP, USER, status=None)
+    assert read is not None
+    assert found.answer == {"ok": [True]}
+
+    for session in (created, read):
+        cast(list[str], session.state["tags"]).append("changed")
+        cast(dict[str, int], session.state["n"])["x"] = 2
+    for row in (found, listed):
+        assert row.response_schema is not None
+        row.response_schema["type"] = "string"
+        cast(dict[str, int], row.payload)["amount"] = 0
+        cast(dict[str, list[bool]], row.answer)["ok"].append(False)
+
+    again = await store.get_session(key("s1"), with_events=False)
+    [row] = await store.find_interrupts(key("s1"), InterruptId("q"))
+    assert again is not None
+    assert again.state == {"tags": ["a"], "n": {"x": 1}}
+    assert (row.payload, row.response_schema, row.answer) == (
+        {"amount": 12},
+        {"type": "object"},
+        {"ok": [True]},
     )
 
 

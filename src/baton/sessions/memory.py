@@ -8,14 +8,18 @@ records are copied out, which keeps a commit as cheap as a real store's would be
 
 from __future__ import annotations
 
+import copy
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TypeVar, final
+from enum import Enum
+from types import UnionType
+from typing import Final, TypeVar, Union, cast, final, get_args, get_origin
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 from pydantic_core import from_json, to_json
 
 from baton.errors import (
@@ -24,7 +28,7 @@ from baton.errors import (
     SessionNotFoundError,
     StaleVersionError,
 )
-from baton.events import Event
+from baton.events import Event, assemble
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.memory_artifacts import MemoryArtifacts
 from baton.sessions.memory_outbox import MemoryOutbox
@@ -57,6 +61,7 @@ from baton.types import InterruptId, InvocationId, SessionId
 __all__ = ["MemoryStore"]
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
 
 
 @dataclass(slots=True)
@@ -130,7 +135,7 @@ class MemoryStore:
         self._sessions[key] = _SessionData(
             session=session, last_update_time=session.last_update_time
         )
-        return session.model_copy(deep=True)
+        return _copied(session)
 
     async def get_session(
         self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
@@ -318,19 +323,14 @@ class MemoryStore:
 
     @staticmethod
     def _session_out(data: _SessionData) -> Session:
-        return data.session.model_copy(
-            update={"last_update_time": data.last_update_time}, deep=True
-        )
+        return _copied(data.session, {"last_update_time": data.last_update_time})
 
     @staticmethod
     def _invocation_out(row: _InvocationRow) -> Invocation:
         checkpoint = None if row.checkpoint is None else from_json(row.checkpoint)
-        return row.invocation.model_copy(
-            update={
-                "version": row.version,
-                "updated_at": row.updated_at,
-                "checkpoint": checkpoint,
-            }
+        return _copied(
+            row.invocation,
+            {"version": row.version, "updated_at": row.updated_at, "checkpoint": checkpoint},
         )
 
     def _write_interrupts(self, data: _SessionData, commit: StepCommit, now: float) -> None:
@@ -343,21 +343,21 @@ class MemoryStore:
         )
         for row in commit.opened:
             expires_at = None if row.timeout is None else now + row.timeout
-            stored = row.model_copy(update={"created_at": now, "expires_at": expires_at}, deep=True)
+            stored = _copied(row, {"created_at": now, "expires_at": expires_at})
             data.interrupts[(row.invocation_id, row.interrupt_id)] = stored
             if kept is not None:  # the checkpoint this question is asked at, for forks
                 data.question_checkpoints[(row.invocation_id, row.interrupt_id)] = kept
         for interrupt_id, answer in commit.answered:
             row = data.interrupts.get((commit.invocation_id, interrupt_id))
             if row is not None:
-                data.interrupts[(commit.invocation_id, interrupt_id)] = row.model_copy(
-                    update={
+                data.interrupts[(commit.invocation_id, interrupt_id)] = _copied(
+                    row,
+                    {
                         "status": InterruptStatus.ANSWERED,
                         "answered_at": now,
                         "answer": answer,
                         "answered_by": commit.answered_by,
                     },
-                    deep=True,
                 )
 
     @staticmethod
@@ -387,11 +387,7 @@ class MemoryStore:
         data = self._sessions.get(key)
         if data is None:
             return []
-        return [
-            row.model_copy(deep=True)
-            for (_, iid), row in data.interrupts.items()
-            if iid == interrupt_id
-        ]
+        return [_copied(row) for (_, iid), row in data.interrupts.items() if iid == interrupt_id]
 
     async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
         session = await self.get_session(key, with_events=False)
@@ -435,7 +431,7 @@ class MemoryStore:
             and (assignee is None or row.assignee == assignee)
         ]
         shown = _window(rows, lambda r: r.position, limit, after)
-        return [r.model_copy(deep=True) for r in shown]
+        return [_copied(r) for r in shown]
 
     def lease_new(self, invocation_id: InvocationId, owner: str, ttl: timedelta) -> Lease:
         return Lease(invocation_id, owner, self._clock() + ttl.total_seconds(), 1)
@@ -534,7 +530,7 @@ class MemoryStore:
             if row.expires_at is not None and row.expires_at <= now
         ]
         due.sort(key=lambda row: row.expires_at or 0.0)
-        return [row.model_copy(deep=True) for row in due[: max(0, limit)]]
+        return [_copied(row) for row in due[: max(0, limit)]]
 
     async def next_due(self, app_names: Sequence[str]) -> float | None:
         deadlines = [
@@ -596,3 +592,55 @@ def _window(
     if after is not None:
         ordered = [row for row in ordered if position(row) > after]
     return ordered if limit is None else ordered[:limit]
+
+
+def _copied(record: _M, update: dict[str, object] | None = None) -> _M:
+    """`record` (with `update`) as a copy whose lists and dicts are its own, so a caller
+    changing one changes nothing in the store: `model_copy(deep=True)`, copying only the
+    fields that can hold containers, and assembled as `model_copy` would leave it (the
+    store's records have neither extra fields nor private attributes). Their other values
+    are strings, numbers and enums, which nobody can change: `copy.deepcopy` visited (and
+    memoized) each, and pydantic's copy makes three more copies, most of a memory store's
+    work in a resume."""
+    fields = record.__dict__.copy()
+    for name in _container_fields(type(record)):
+        value = fields[name]
+        if type(value) in _CONTAINERS:
+            fields[name] = _own(value)
+    fields_set = set(record.__pydantic_fields_set__)
+    if update:
+        fields.update(update)
+        fields_set.update(update)
+    return assemble(type(record), fields, fields_set)
+
+
+_CONTAINERS: Final = (dict, list)
+_IMMUTABLE: Final = (str, int, float, bool, type(None))
+
+
+# Cached per class: a model's fields and their types are fixed once it is defined.
+@functools.cache
+def _container_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` typed as anything but strings, numbers, booleans, enums or None
+    (JSON, lists, dicts): those a copy must copy."""
+    return tuple(
+        name for name, info in model.model_fields.items() if not _holds_immutable(info.annotation)
+    )
+
+
+def _holds_immutable(annotation: object) -> bool:
+    union = get_origin(annotation) in (Union, UnionType)
+    for part in get_args(annotation) if union else (annotation,):
+        if part not in _IMMUTABLE and not (isinstance(part, type) and issubclass(part, Enum)):
+            return False
+    return True
+
+
+def _own(value: object) -> object:
+    """`value` with fresh copies of its lists and dicts (anything but JSON deep-copied)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _own(item) for key, item in cast(dict[str, object], value).items()}
+    if kind is list:
+        return [_own(item) for item in cast(list[object], value)]
+    return value if kind in _IMMUTABLE else copy.deepcopy(value)
