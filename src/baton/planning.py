@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast, final
 
@@ -205,6 +205,7 @@ class CallPlanner:
                 invocation_id,
                 state_delta,
                 answering,
+                found.claimed,
             )
         except BaseException:
             if found.claimed is not None:
@@ -212,7 +213,7 @@ class CallPlanner:
             raise
         # One open row let the answer through, so the plan's invocation is the claimed one.
         assert found.claimed is None or found.claimed[0].invocation_id == plan.invocation_id
-        return replace(plan, claimed=found.claimed)
+        return plan
 
     async def _release(self, lease: Lease) -> None:
         # When the database cannot be reached, the lease lapses by itself.
@@ -304,7 +305,9 @@ class CallPlanner:
         invocation_id: str | None,
         state_delta: dict[str, JsonValue],
         answering: _Answering,
+        claimed: tuple[Lease, Invocation] | None,
     ) -> RunPlan:
+        """The plan of the answers in `message`, with what their checks' read `claimed`."""
         answers: list[tuple[Interrupt, JsonValue]] = []
         continuing: set[str] = set()
         for response in message.function_responses:
@@ -333,6 +336,7 @@ class CallPlanner:
             answers=tuple(answers),
             state_delta=state_delta,
             continuing=frozenset(continuing),
+            claimed=claimed,
         )
 
     async def _open_interrupt(
