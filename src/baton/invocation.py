@@ -663,6 +663,7 @@ class _Outbox:
         self._closed = False
         self._attached = False
         self._waiter: asyncio.Future[None] | None = None  # the caller, waiting for events
+        self._polling = False  # the caller asked for more and looks again next iteration
         self._taken: list[asyncio.Future[None]] = []  # steps, waiting for the caller
 
     def attach(self) -> None:
@@ -690,7 +691,7 @@ class _Outbox:
         # and waits again by then (the common case), the step goes on in that same
         # iteration, where a future would cost another one (~4 us a step).
         await _pass_turn()
-        if self._closed or (not self._items and self._waiter is not None):
+        if self._closed or (not self._items and (self._waiter is not None or self._polling)):
             return
         # A future per waiting step: cancelling one step (a failed sibling) leaves the others.
         taken = asyncio.get_running_loop().create_future()
@@ -698,6 +699,17 @@ class _Outbox:
         await taken
 
     async def get(self) -> Event | None:
+        if not self._items and not self._closed:
+            self._release()  # the caller asks for more: whatever it was given is taken
+            # Speed: one bare yield before a future, as `handed_over` does. The step that
+            # handed its events over resumes in this loop iteration, finds them taken and
+            # runs the next node, whose events are here by the next iteration (the common
+            # case): no future to make, wait on and resolve per event (~3% of a step).
+            self._polling = True
+            try:
+                await _pass_turn()
+            finally:
+                self._polling = False
         while not self._items:
             self._release()  # the caller asks for more: whatever it was given is taken
             if self._closed:
