@@ -239,8 +239,17 @@ class MemoryStore:
                 self._wakeups.notify()
             if commit.status is InvocationStatus.REWOUND:
                 self._close_rewound(data, commit.invocation_id)
-        for notification in notifications_of(commit, now):
-            self._outbox.record(notification)
+        # Speed: only a step outside runs, or one that answers, asks or sets the status, can
+        # record notifications (see `notifications_of`); most of a run's steps do none of
+        # those, and skip the call and its empty list.
+        if (
+            commit.status is not None
+            or commit.opened
+            or commit.answered
+            or commit.invocation_id is None
+        ):
+            for notification in notifications_of(commit, now):
+                self._outbox.record(notification)
         return version
 
     async def claim_notifications(
