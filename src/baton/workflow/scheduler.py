@@ -301,15 +301,8 @@ class _Scheduler:
                 count = state.counters.get(node, 0) + 1
                 state.counters[node] = count
                 run_id = str(count)
-            # Positional: a keyword call of the record's 23-parameter __init__ costs a third
-            # more, and this runs for every node run.
-            run = RunRecord(
-                node,
-                f"{self.record.path}/{node}@{run_id}",
-                run_id,
-                RunStatus.RUNNING,
-                trigger.input,
-                trigger.message,
+            run = RunRecord.dispatched(
+                node, f"{self.record.path}/{node}@{run_id}", run_id, trigger.input, trigger.message
             )
             if forked is not None:
                 run.child = forked.child
