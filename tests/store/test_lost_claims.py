@@ -8,6 +8,7 @@ as crash recovery would, not by crashing the shared server."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -29,10 +30,10 @@ TTL = timedelta(seconds=30)
 _LEASE = (invocations.c.lease_owner, invocations.c.lease_expires_at, invocations.c.lease_token)
 
 
-@pytest.fixture
-async def store(store_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
-    """A SQL store holding a run paused at question 'q1', its lease free."""
-    opened = SqlStore(store_url, clock=clock)
+@asynccontextmanager
+async def _paused(url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
+    """A SQL store on `url` holding a run paused at question 'q1', its lease free."""
+    opened = SqlStore(url, clock=clock)
     try:
         await opened.create_session(APP, USER, session_id=SessionId("s1"))
         paused = step(
@@ -48,6 +49,13 @@ async def store(store_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+async def store(store_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
+    """A SQL store holding a run paused at question 'q1', its lease free."""
+    async with _paused(store_url, clock) as opened:
+        yield opened
 
 
 async def _lease_columns(store_url: str, lease: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
@@ -122,13 +130,7 @@ async def test_the_steps_after_an_answers_claim_wait_for_their_flush_again(
 ) -> None:
     """The claim turns the flush wait off for its own transaction only: the connection it
     ran on commits the run's steps durably."""
-    opened = SqlStore(postgres_url, clock=clock)
-    try:
-        await opened.create_session(APP, USER, session_id=SessionId("s1"))
-        paused = step(
-            key(), INV, 0, status=InvocationStatus.PAUSED, opened=(question(key(), INV, "q1"),)
-        )
-        await opened.commit_step(paused)
+    async with _paused(postgres_url, clock) as opened:
         claim = AnswerClaim(InterruptId("q1"), "answerer", TTL)
         assert (await opened.claim_answering(key(), claim)).claimed is not None
 
@@ -136,8 +138,6 @@ async def test_the_steps_after_an_answers_claim_wait_for_their_flush_again(
         rows = await opened._one(setting, {}, write=False)  # pyright: ignore[reportPrivateUsage] -- the connection the claim ran on
 
         assert rows == [("on",)]
-    finally:
-        await opened.close()
 
 
 async def test_a_holder_whose_resume_claim_was_lost_writes_nothing_after_the_next_claim(
@@ -184,13 +184,7 @@ async def test_a_resume_claim_commits_without_its_flush_wait_and_the_steps_after
 ) -> None:
     """`synchronous_commit` as each transaction commits (a deferred trigger reads it at
     COMMIT): off for a resume's claim alone, on for the steps after it on its connection."""
-    opened = SqlStore(postgres_url, clock=clock)
-    try:
-        await opened.create_session(APP, USER, session_id=SessionId("s1"))
-        paused = step(
-            key(), INV, 0, status=InvocationStatus.PAUSED, opened=(question(key(), INV, "q1"),)
-        )
-        await opened.commit_step(paused)
+    async with _paused(postgres_url, clock) as opened:
         await _run_sql(postgres_url, *_COMMITS_SEEN)
 
         lease, invocation = await opened.claim_loaded(key(), INV, "resumer", TTL)
@@ -200,8 +194,6 @@ async def test_a_resume_claim_commits_without_its_flush_wait_and_the_steps_after
 
         seen = await _run_sql(postgres_url, "SELECT * FROM commits_seen ORDER BY seq")
         assert seen == [(1, "resumer", "off"), (2, "resumer", "on")]
-    finally:
-        await opened.close()
 
 
 async def _run_sql(url: str, *statements: str) -> list[tuple[Any, ...]]:
