@@ -181,7 +181,7 @@ class _Collector:
         engine makes, without the normalizing such an event needs none of (its ids, author
         and branch are the run's; it carries no route, state writes, questions or agent
         state of its own). Most runs produce just this one event."""
-        record, ctx = self.record, self.ctx
+        record = self.record
         # A JSON scalar (most outputs) as it is: no call, no error message made in advance.
         output = (
             item
@@ -199,12 +199,7 @@ class _Collector:
             self.place(event)
         if not self._take_output(event):
             return
-        pending = ctx.state.take_pending()
-        if pending:
-            event.actions.state_delta = pending
-        saved = ctx.take_artifact_delta()
-        if saved:
-            event.actions.artifact_delta = dict(saved)
+        self._take_actions(event.actions)  # the run's pending writes and saved artifacts
         self.events.append(event)
 
     @property
