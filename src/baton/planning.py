@@ -73,7 +73,7 @@ class CallPlanner:
         takes_replies: the app may run task agents (it has one, or a node whose code
             gets `ctx` and may run one with `ctx.run_node`), whose questions a user's
             next message answers (see `baton.agents.task`). A message with text or media
-            then costs a read of the session's open questions before its run starts.
+            then reads the session's open task questions with the session itself.
     """
 
     def __init__(
@@ -161,11 +161,12 @@ class CallPlanner:
             return await self._plan_claimed(
                 key, message, invocation_id, state_delta, answering, claim
             )
-        session = await self._session(key)
         if self.takes_replies and message is not None and task_reply(message):
-            reply = await self._waiting_task(key, invocation_id)
+            session, reply = await self._session_and_waiting_task(key, invocation_id)
             if reply is not None:
                 return _reply_plan(key, session, message, reply, state_delta)
+        else:
+            session = await self._session(key)
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
             await self._fail_if_waiting(invocation)
@@ -262,17 +263,16 @@ class CallPlanner:
             )
         return invocation
 
-    async def _waiting_task(self, key: SessionKey, invocation_id: str | None) -> Interrupt | None:
-        """The newest task agent's question open in the session (in `invocation_id`,
-        when given): a text message is the user's reply to it."""
-        rows = await self.store.list_interrupts(
-            key.app_name,
-            key.user_id,
-            session_id=key.session_id,
-            invocation_id=InvocationId(invocation_id) if invocation_id else None,
-        )
-        waiting = [r for r in rows if r.function_name == TASK_REPLY_FUNCTION]
-        return max(waiting, key=lambda r: r.created_at, default=None)
+    async def _session_and_waiting_task(
+        self, key: SessionKey, invocation_id: str | None
+    ) -> tuple[Session, Interrupt | None]:
+        """The session, and the newest task agent's question open in it (in
+        `invocation_id`, when given): a text message is the user's reply to it. One read."""
+        session, rows = await self.store.find_asking(key, TASK_REPLY_FUNCTION)
+        if invocation_id:
+            rows = [r for r in rows if r.invocation_id == invocation_id]
+        waiting = max(rows, key=lambda r: r.created_at, default=None)
+        return session or await self._missing_session(key), waiting
 
     async def _fail_if_waiting(self, invocation: Invocation) -> None:
         """Refuse to continue an invocation that has nothing to run until it is answered."""

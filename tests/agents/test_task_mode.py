@@ -9,19 +9,25 @@ with the errors, and the model tries again. Every backend.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, JsonValue
+from sqlalchemy import event as sa_event
+from sqlalchemy.pool import Pool
 
-from baton import Context, LlmAgent, SequentialAgent, Workflow, node, types
+from baton import Context, FunctionNode, LlmAgent, SequentialAgent, Workflow, node, types
 from baton.errors import InvalidResponseError, InvocationWaitingError
 from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
+from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus
 from baton.types import Content, FunctionCall, InvocationId, SessionId
-from tests.conftest import StoreFactory
+from tests.conftest import StoreFactory, sqlite_url
 from tests.harness import Harness, attach_harness, build_harness
 
 FINISH_INSTRUCTION = (
@@ -362,6 +368,48 @@ async def test_a_task_agent_run_by_a_function_node_takes_the_users_next_message(
         ("model", "What's your name?"),
         ("user", "Bob"),
     ]
+
+
+async def test_a_message_costs_no_extra_statement_when_a_function_node_takes_ctx(
+    tmp_path: Path,
+) -> None:
+    # Such a node may run a task agent, so a message first looks for a task waiting for
+    # the user's reply: in the read of the session the call does anyway.
+    async def plain(node_input: str) -> str:
+        return node_input
+
+    async def with_ctx(ctx: Context, node_input: str) -> str:
+        return node_input
+
+    sent = [await _second_message_statements(tmp_path, f) for f in (plain, with_ctx)]
+
+    assert sent[0] == sent[1]
+    assert "SELECT" in sent[0]
+
+
+async def _second_message_statements(
+    tmp_path: Path, function: Callable[..., Awaitable[str]]
+) -> list[str]:
+    """What SQLite runs (each statement's first word) for the second message to an app
+    whose workflow runs `function` alone."""
+    sent: list[str] = []
+
+    def trace(connection: sqlite3.Connection, _record: object) -> None:
+        connection.set_trace_callback(lambda sql: sent.append(sql.split(None, 1)[0].upper()))
+
+    sa_event.listen(Pool, "connect", trace)
+    store = SqlStore(sqlite_url(tmp_path))
+    workflow = Workflow(name="wf", edges=[("START", FunctionNode(function, name="f"))])
+    harness = await build_harness(workflow, BaseSessionService(store), resumable=True)
+    try:
+        await harness.start("first")
+        before = len(sent)
+        assert [e.output for e in await harness.start("second") if e.output] == ["second"]
+        return sent[before:]
+    finally:
+        sa_event.remove(Pool, "connect", trace)
+        await harness.runner.close()
+        await store.close()
 
 
 async def test_a_reply_with_only_an_image_answers_the_waiting_task(

@@ -199,6 +199,32 @@ async def test_find_interrupts_sees_every_invocation_of_the_session(store: Store
     assert await store.find_interrupts(key(), InterruptId("q-unknown")) == []
 
 
+async def test_find_asking_reads_the_session_with_its_open_questions_of_one_function(
+    store: Store,
+) -> None:
+    await _paused_run(store, invocation_id="inv-1")  # q1, adk_request_input
+    replies = [
+        question(key(), invocation, interrupt_id).model_copy(update={"function_name": "reply"})
+        for invocation, interrupt_id in (("inv-2", "r1"), ("inv-2", "r2"), ("inv-3", "r3"))
+    ]
+    await store.commit_step(step(key(), "inv-2", 0, opened=tuple(replies[:2])))
+    await store.commit_step(step(key(), "inv-3", 0, opened=(replies[2],)))
+    await store.commit_step(step(key(), "inv-2", 1, answered={"r1": "done"}))
+    await store.create_session(APP, USER, session_id=SessionId("s2"))
+    await _ask(store, key("s2"), "inv-4", "q1")
+
+    session, rows = await store.find_asking(key(), "reply")
+
+    assert session == await store.get_session(key(), with_events=False)
+    assert [(r.invocation_id, r.interrupt_id) for r in rows] == [("inv-2", "r2"), ("inv-3", "r3")]
+    assert rows == [r for r in await store.list_interrupts(APP, USER) if r.function_name == "reply"]
+    assert await store.find_asking(key("s2"), "reply") == (
+        await store.get_session(key("s2"), with_events=False),
+        [],
+    )
+    assert await store.find_asking(key("missing"), "reply") == (None, [])
+
+
 async def test_answering_an_unknown_interrupt_changes_no_row(store: Store) -> None:
     await _paused_run(store)
     rows_before = await store.list_interrupts(APP, status=None)

@@ -398,6 +398,19 @@ class MemoryStore:
             return []
         return [_copied(row) for (_, iid), row in data.interrupts.items() if iid == interrupt_id]
 
+    async def find_asking(
+        self, key: SessionKey, function_name: str
+    ) -> tuple[Session | None, list[Interrupt]]:
+        session = await self.get_session(key, with_events=False)
+        data = self._sessions.get(key)
+        rows = data.interrupts.values() if data is not None else ()
+        asking = [
+            _copied(row)
+            for row in rows
+            if row.function_name == function_name and row.status is InterruptStatus.OPEN
+        ]
+        return session, sorted(asking, key=lambda row: (row.created_at, row.invocation_id))
+
     async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
         session = await self.get_session(key, with_events=False)
         rows = await self.find_interrupts(key, claim.interrupt_id)

@@ -391,6 +391,15 @@ class Store(Protocol):
         """Index rows with that id in the session (open or answered), by index, not scan."""
         ...
 
+    async def find_asking(
+        self, key: SessionKey, function_name: str
+    ) -> tuple[Session | None, list[Interrupt]]:
+        """The session (without events; None when there is none) and its open interrupts
+        asked with `function_name`, oldest first, read together: a message to an app
+        whose task agents may wait for the user's reply learns whether one does in the
+        read of its session (see `baton.planning`)."""
+        ...
+
     async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
         """The session and its rows with `claim.interrupt_id`, read together (an answer's
         checks), and, only when those rows let the answer through (`answerable`) and

@@ -44,6 +44,7 @@ __all__ = [
     "INTERRUPTS_BY_ID",
     "INVOCATION",
     "SESSION",
+    "SESSION_ASKING",
     "SESSION_INTERRUPTS",
     "due_interrupts",
     "get_session",
@@ -82,23 +83,31 @@ INTERRUPTS_BY_ID = (
 """A session's interrupt rows with one id, by index (bind `key_interrupt_id` and
 `session_params`); `interrupts_from` reads them."""
 _INTERRUPT_COLUMNS = tuple(str(c.key) for c in INTERRUPTS_BY_ID.selected_columns)
-# The session's row and its interrupt rows with one id (none: NULLs), in one statement.
-SESSION_INTERRUPTS = (
-    select(*sessions.c, *(c.label(f"interrupt_{c.name}") for c in interrupts.c))
-    .select_from(
-        sessions.outerjoin(
-            interrupts,
-            and_(
-                interrupts.c.session_pk == sessions.c.pk,
-                interrupts.c.interrupt_id == bindparam("key_interrupt_id"),
-            ),
-        )
+
+
+def _session_with_interrupts(*matching: ColumnElement[bool]) -> Select[Any]:
+    """The session's row and its interrupt rows `matching` (none: NULLs), in one
+    statement, oldest first; `session_interrupts_from` reads them."""
+    on = and_(interrupts.c.session_pk == sessions.c.pk, *matching)
+    return (
+        select(*sessions.c, *(c.label(f"interrupt_{c.name}") for c in interrupts.c))
+        .select_from(sessions.outerjoin(interrupts, on))
+        .where(IS_SESSION)
+        .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
     )
-    .where(IS_SESSION)
-    .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
+
+
+SESSION_INTERRUPTS = _session_with_interrupts(
+    interrupts.c.interrupt_id == bindparam("key_interrupt_id")
 )
 """A session and its interrupt rows with one id (bind `key_interrupt_id` and
-`session_params`); `session_interrupts_from` reads them."""
+`session_params`)."""
+SESSION_ASKING = _session_with_interrupts(
+    interrupts.c.function_name == bindparam("key_function_name"),
+    interrupts.c.status == InterruptStatus.OPEN.value,
+)
+"""A session and its open interrupts asked with one function (bind `key_function_name`
+and `session_params`)."""
 _EVENT_COLUMNS = (events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event)
 INVOCATION_EVENTS = (
     select(*_EVENT_COLUMNS)
@@ -215,7 +224,7 @@ def list_invocations(
 
 
 def session_interrupts_from(rows: list[tuple[Any, ...]]) -> tuple[Session | None, list[Interrupt]]:
-    """The session and its interrupts in rows of `SESSION_INTERRUPTS`."""
+    """The session and its interrupts in rows of `SESSION_INTERRUPTS` or `SESSION_ASKING`."""
     if not rows:
         return None, []
     width = len(_SESSION_COLUMNS)

@@ -284,6 +284,14 @@ class SqlStore:
         params = {"key_interrupt_id": interrupt_id, **session_params(key)}
         return reads.interrupts_from(await self._one(reads.INTERRUPTS_BY_ID, params, write=False))
 
+    async def find_asking(
+        self, key: SessionKey, function_name: str
+    ) -> tuple[Session | None, list[Interrupt]]:
+        """The session and its open interrupts asked with `function_name`: one statement."""
+        params = {"key_function_name": function_name, **session_params(key)}
+        rows = await self._one(reads.SESSION_ASKING, params, write=False)
+        return reads.session_interrupts_from(rows)
+
     async def claim_answering(self, key: SessionKey, claim: AnswerClaim) -> Answering:
         """An answer's checks read, with the claim it lets through (see `Store`): one
         statement on PostgreSQL, a transaction elsewhere."""
