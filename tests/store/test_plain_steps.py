@@ -7,17 +7,20 @@ same guarantees as any step commit, checked on every backend.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
-from sqlalchemy import text
+from sqlalchemy import Pool, text
+from sqlalchemy import event as sql_events
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, Store
 from baton.types import InvocationId, SessionId
-from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory
+from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory, sqlite_url
 from tests.store.builders import APP, USER, event, key, race_one_winner, snapshot, step, texts
 from tests.store.traffic import traffic
 
@@ -158,6 +161,32 @@ async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> N
     assert seen.statements == ["WITH", "WITH", "SELECT"]
     assert seen.direct == 3
     assert seen.commits == 0
+
+
+async def test_a_plain_step_on_sqlite_reads_nothing_of_the_invocation_back(
+    tmp_path: Path,
+) -> None:
+    sent: list[str] = []
+
+    def trace(connection: sqlite3.Connection, _record: object) -> None:
+        connection.set_trace_callback(lambda sql: sent.append(sql.split(None, 1)[0].upper()))
+
+    sql_events.listen(Pool, "connect", trace)
+    store = SqlStore(sqlite_url(tmp_path))
+    try:
+        await _running(store)
+        before = len(sent)
+        assert await store.commit_step(step(key(), "inv-1", 2, events=(event("x"),))) == 3
+        landed = sent[before:]
+        with pytest.raises(StaleVersionError, match="'inv-1' is at version 3, not 2"):
+            await store.commit_step(step(key(), "inv-1", 2, events=(event("late"),)))
+    finally:
+        sql_events.remove(Pool, "connect", trace)
+        await store.close()
+
+    # The session's update and its key read back; the invocation's update, whose count
+    # says it advanced (its new version is known); the event.
+    assert landed == ["BEGIN", "UPDATE", "SELECT", "UPDATE", "INSERT", "COMMIT"]
 
 
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(

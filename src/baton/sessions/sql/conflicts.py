@@ -15,10 +15,11 @@ from typing import Any
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.dml import Update, UpdateBase
 
 from baton.sessions.sql.dialect import Params, Rows
 from baton.sessions.sql.direct import UpdateReturning
+from baton.sessions.sql.executors import count_updated
 from baton.sessions.sql.schema import sessions
 
 __all__ = ["Insert", "ReturningStatements"]
@@ -28,8 +29,8 @@ Insert = Callable[[Table], sqlite.Insert | postgresql.Insert]
 
 
 class ReturningStatements(ABC):
-    """`SqlDialect`'s `update_returning`, `insert_new` and `upsert` for a database with
-    RETURNING and ON CONFLICT; a subclass names its `insert` and defines `run`."""
+    """`SqlDialect`'s `update_returning`, `count_updated`, `insert_new` and `upsert` for a
+    database with RETURNING and ON CONFLICT; a subclass names its `insert` and defines `run`."""
 
     insert: Insert
 
@@ -42,6 +43,12 @@ class ReturningStatements(ABC):
     ) -> Rows:
         """Run the update with RETURNING: one statement."""
         return self.run(connection, statement.with_returning, params)
+
+    def count_updated(
+        self, connection: Connection, statement: Update, params: Mapping[str, Any]
+    ) -> int:
+        """Run the UPDATE; how many rows matched its WHERE."""
+        return count_updated(connection, statement, params)
 
     def insert_new(self, connection: Connection, table: Table, row: Mapping[str, Any]) -> bool:
         """INSERT ... ON CONFLICT DO NOTHING; True when it wrote the row."""

@@ -19,7 +19,7 @@ import pydantic_core
 from sqlalchemy import ColumnElement, Table
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.dml import Update, UpdateBase
 from sqlalchemy.sql.selectable import Select
 
 from baton.sessions.sql.direct import UpdateReturning
@@ -84,6 +84,12 @@ class SqlDialect(Protocol):
         self, connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
     ) -> Rows:
         """Run the update and return its `returning` columns of the rows it changed."""
+        ...
+
+    def count_updated(
+        self, connection: Connection, statement: Update, params: Mapping[str, Any]
+    ) -> int:
+        """Run an UPDATE (one parameter set); how many rows matched its WHERE."""
         ...
 
     def insert_new(self, connection: Connection, table: Table, row: Mapping[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.dml import Update, UpdateBase
 from sqlalchemy.sql.selectable import Select
 
 from baton.errors import ExtraNotInstalledError
@@ -41,6 +41,7 @@ from baton.sessions.sql.executors import (
     Executor,
     MysqlExecutor,
     OneStatement,
+    count_updated,
     update_then_refind,
 )
 from baton.sessions.sql.outages import is_lost_connection
@@ -94,6 +95,11 @@ class MysqlDialect:
         self, connection: Connection, statement: UpdateReturning, params: Mapping[str, Any]
     ) -> Rows:
         return update_then_refind(connection, statement, params)
+
+    def count_updated(
+        self, connection: Connection, statement: Update, params: Mapping[str, Any]
+    ) -> int:
+        return count_updated(connection, statement, params)
 
     def insert_new(self, connection: Connection, table: Table, row: Mapping[str, Any]) -> bool:
         try:

@@ -22,6 +22,7 @@ from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.selectable import Select
 
 from baton.sessions.sql import direct
@@ -89,6 +90,11 @@ class SqliteDialect(ReturningStatements):
         if direct.changed(connection, statement.update, params) == 0:
             return []
         return direct.run(connection, statement.refound, params)
+
+    def count_updated(
+        self, connection: Connection, statement: Update, params: Mapping[str, Any]
+    ) -> int:
+        return direct.changed(connection, statement, params)
 
     def lock_rows(self, query: Select[*Ts], *, of: Table, skip_locked: bool = False) -> Select[*Ts]:
         return query  # the IMMEDIATE transaction holds the whole database's write lock

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar, TypeVarTuple, final
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.dml import Update
 
 from baton.sessions.sql.direct import Statement, UpdateReturning, run, sqlite_driver
 from baton.sessions.sql.postgres import DirectConnections
@@ -41,6 +42,7 @@ __all__ = [
     "MysqlExecutor",
     "PostgresExecutor",
     "SqliteExecutor",
+    "count_updated",
 ]
 
 SQLITE_BEGIN_OPTION = "baton_sqlite_begin"
@@ -365,6 +367,12 @@ def update_then_refind(
     rowcount counts the rows matched, not only those whose values changed: SQLAlchemy
     sets the client flag FOUND_ROWS on MySQL's drivers.
     """
-    if connection.execute(statement.update, params).rowcount == 0:
+    if count_updated(connection, statement.update, params) == 0:
         return []
     return _execute_one(connection, statement.refound, params)
+
+
+def count_updated(connection: Connection, statement: Update, params: Mapping[str, Any]) -> int:
+    """Run an UPDATE through SQLAlchemy; how many rows matched its WHERE (on MySQL too,
+    see `update_then_refind`)."""
+    return connection.execute(statement, params).rowcount

@@ -93,13 +93,8 @@ _ADVANCE = update(invocations).where(
     invocations.c.session_pk == bindparam("key_session_pk"),
     invocations.c.version == bindparam("key_version"),
 )
-_ADVANCE_INVOCATION = UpdateReturning(_ADVANCE, (invocations.c.version,), _IS_INVOCATION)
 # Fencing: the step lands only while its lease's token is the invocation's current one.
-_ADVANCE_FENCED = UpdateReturning(
-    _ADVANCE.where(invocations.c.lease_token == bindparam("key_token")),
-    (invocations.c.version,),
-    _IS_INVOCATION,
-)
+_ADVANCE_FENCED = _ADVANCE.where(invocations.c.lease_token == bindparam("key_token"))
 INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(_IS_INVOCATION)
 """The version and lease token of a commit that did not land (bind `key_id`): why not."""
 # A rewound invocation's open questions can no longer be answered.
@@ -179,7 +174,7 @@ def _advance_invocation(
         if not dialect.insert_new(connection, invocations, created):
             _raise_stale(connection, dialect, commit)
     else:
-        statement = _ADVANCE_INVOCATION if commit.lease is None else _ADVANCE_FENCED
+        statement = _ADVANCE if commit.lease is None else _ADVANCE_FENCED
         parameters = {
             "key_id": commit.invocation_id,
             "key_session_pk": session_pk,
@@ -188,7 +183,9 @@ def _advance_invocation(
         }
         if commit.lease is not None:
             parameters["key_token"] = commit.lease.token
-        if not dialect.update_returning(connection, statement, parameters):
+        # The count says whether it advanced; the new version is known, so nothing is read
+        # back (on SQLite that read cost 30k instructions a step, on MySQL a statement).
+        if dialect.count_updated(connection, statement, parameters) == 0:
             _raise_stale(connection, dialect, commit)
     return commit.expected_version + 1
 
