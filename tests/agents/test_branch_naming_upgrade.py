@@ -75,10 +75,10 @@ async def name_branches_as_before_6f16d2b(url: str) -> int:
 
 @pytest.mark.parametrize("started_before_6f16d2b", [True, False], ids=["old-names", "new-names"])
 async def test_a_run_paused_in_a_nested_parallel_agent_resumes_on_its_branches(
-    store_url: str, started_before_6f16d2b: bool
+    emptied_store_url: str, started_before_6f16d2b: bool
 ) -> None:
     before = Models()
-    service = DatabaseSessionService(store_url)
+    service = DatabaseSessionService(emptied_store_url)
     await service.create_session(app_name="app", user_id="u", session_id="s")
     go = Content(role="user", parts=[Part(text="go")])
     async for _ in runner(service, before).run_async(user_id="u", session_id="s", new_message=go):
@@ -86,11 +86,12 @@ async def test_a_run_paused_in_a_nested_parallel_agent_resumes_on_its_branches(
     await service.close()
     assert before.calls == {"w": 1, "side": 1, "y": 1, "z": 1}
     if started_before_6f16d2b:
-        assert await name_branches_as_before_6f16d2b(store_url) == 4  # y's two events, z's two
+        renamed = await name_branches_as_before_6f16d2b(emptied_store_url)
+        assert renamed == 4  # y's two events, z's two
     prefix = OLD_PREFIX if started_before_6f16d2b else NEW_PREFIX
 
     after = Models()
-    service = DatabaseSessionService(store_url)
+    service = DatabaseSessionService(emptied_store_url)
     answer = FunctionResponse(id="cz", name="approve", response={"ok": True})
     message = Content(role="user", parts=[Part(function_response=answer)])
     events = [

@@ -76,9 +76,9 @@ async def converse(
 
 @pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
 async def test_an_uninterrupted_conversation_is_the_baseline(
-    store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
+    emptied_store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
 ) -> None:
-    exits, final = await converse(store_url, tmp_path, root, None)
+    exits, final = await converse(emptied_store_url, tmp_path, root, None)
 
     assert final is InvocationStatus.COMPLETED, exits
     assert exits == "start:0 reply:0"
@@ -88,7 +88,7 @@ async def test_an_uninterrupted_conversation_is_the_baseline(
 
 @pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
 async def test_a_conversation_killed_after_any_commit_redoes_nothing(
-    store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
+    emptied_store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
 ) -> None:
     slots = asyncio.Semaphore(4)
 
@@ -96,7 +96,7 @@ async def test_a_conversation_killed_after_any_commit_redoes_nothing(
         async with slots:
             work = tmp_path / f"kill{kill_at}"
             work.mkdir()
-            exits, final = await converse(store_url, work, root, kill_at)
+            exits, final = await converse(emptied_store_url, work, root, kill_at)
         ran = executions(work)
         problems = [
             f"status {final} ({exits})" if final is not InvocationStatus.COMPLETED else "",

@@ -113,10 +113,10 @@ def _strip_checkpoints(connection: Connection, table: Table) -> int:
 @pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
 @pytest.mark.parametrize("paused_before", [True, False], ids=["old-code", "new-code"])
 async def test_a_run_paused_on_a_fan_out_resumes_on_the_branches_it_started_on(
-    store_url: str, paused_before: bool, resumable: bool
+    emptied_store_url: str, paused_before: bool, resumable: bool
 ) -> None:
     before = Models()
-    service = DatabaseSessionService(store_url)
+    service = DatabaseSessionService(emptied_store_url)
     await service.create_session(app_name="app", user_id="u", session_id="s")
     go = Content(role="user", parts=[Part(text="go")])
     run = runner(service, before, resumable=resumable)
@@ -127,10 +127,10 @@ async def test_a_run_paused_on_a_fan_out_resumes_on_the_branches_it_started_on(
     if paused_before:
         # a's call and checkpoint, b's reply and end; a's record and b's arrival at j in
         # the checkpoint, a's and b's records in the one kept as the question was asked.
-        assert await store_as_before_branches(store_url) == (4, 4)
+        assert await store_as_before_branches(emptied_store_url) == (4, 4)
 
     after = Models()
-    service = DatabaseSessionService(store_url)
+    service = DatabaseSessionService(emptied_store_url)
     answer = FunctionResponse(id="ca", name="approve", response={"ok": True})
     message = Content(role="user", parts=[Part(function_response=answer)])
     run = runner(service, after, resumable=resumable)

@@ -47,11 +47,11 @@ def runner(service: DatabaseSessionService, model: ScriptedModel, tickets: list[
 
 @pytest.mark.parametrize("new_runner", [True, False], ids=["new-process", "same-runner"])
 async def test_a_paused_agent_node_resumes_seeing_only_its_input_and_turns(
-    store_url: str, new_runner: bool
+    emptied_store_url: str, new_runner: bool
 ) -> None:
     tickets: list[str] = []
     first = ScriptedModel(responses=[[CALL]])
-    service = DatabaseSessionService(store_url)
+    service = DatabaseSessionService(emptied_store_url)
     await service.create_session(app_name="app", user_id="u", session_id="s")
     run = runner(service, first, tickets)
     go = Content(role="user", parts=[Part(text="go")])
@@ -59,7 +59,7 @@ async def test_a_paused_agent_node_resumes_seeing_only_its_input_and_turns(
         pass
     if new_runner:
         await service.close()
-        service = DatabaseSessionService(store_url)
+        service = DatabaseSessionService(emptied_store_url)
     second = ScriptedModel(responses=["filed"])
     run = runner(service, second, tickets)
     answer = FunctionResponse(id="t1", name="ticket", response={"status": "ok"})

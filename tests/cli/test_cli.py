@@ -139,12 +139,12 @@ def test_web_prints_its_url_and_serves_the_inbox(tmp_path: Path) -> None:
         assert "<title>baton" in httpx.get(url).text
 
 
-def test_run_and_list_on_a_database_url(store_url: str) -> None:
+def test_run_and_list_on_a_database_url(emptied_store_url: str) -> None:
     answers = '{"approved": true}\n'
-    code, out = baton("run", APP, "3 stamps", "--db", store_url, stdin=answers)
+    code, out = baton("run", APP, "3 stamps", "--db", emptied_store_url, stdin=answers)
     assert code == 0, out
     assert "paid 3.00 for 'stamps'" in out
-    code, out = baton("sessions", "list", "-p", APP, "--db", store_url)
+    code, out = baton("sessions", "list", "-p", APP, "--db", emptied_store_url)
     assert code == 0
     assert "completed" in out
 

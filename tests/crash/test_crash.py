@@ -92,17 +92,19 @@ class Outcome:
     commits: int
 
 
-async def test_uninterrupted_run_gives_the_expected_result(store_url: str, tmp_path: Path) -> None:
-    outcome = await carry_through(await new_case(store_url, tmp_path, "plain"))
+async def test_uninterrupted_run_gives_the_expected_result(
+    emptied_store_url: str, tmp_path: Path
+) -> None:
+    outcome = await carry_through(await new_case(emptied_store_url, tmp_path, "plain"))
     assert outcome.committed_at_kill is None
     assert_recovered(outcome, "uninterrupted")
     assert all(len(keys) == 1 for keys in outcome.executions.values())
 
 
 async def test_sigkill_after_every_step_commit_recovers_without_redoing_work(
-    store_url: str, tmp_path: Path
+    emptied_store_url: str, tmp_path: Path
 ) -> None:
-    await sweep_step_kills(store_url, tmp_path, replay=False)
+    await sweep_step_kills(emptied_store_url, tmp_path, replay=False)
 
 
 async def test_replay_mode_sigkill_after_every_step_commit_on_sqlite(tmp_path: Path) -> None:
@@ -129,9 +131,9 @@ async def sweep_step_kills(url: str, tmp_path: Path, *, replay: bool) -> None:
 @pytest.mark.parametrize("block", ["fan_b", "check", "book"])
 @pytest.mark.parametrize("replay", [False, True], ids=["resumable", "replay"])
 async def test_sigkill_inside_a_node_reruns_it_with_the_same_idempotency_key(
-    store_url: str, tmp_path: Path, block: str, replay: bool
+    emptied_store_url: str, tmp_path: Path, block: str, replay: bool
 ) -> None:
-    case = await new_case(store_url, tmp_path, f"block-{block}", block=block, replay=replay)
+    case = await new_case(emptied_store_url, tmp_path, f"block-{block}", block=block, replay=replay)
     outcome = await carry_through(case)
     assert outcome.committed_at_kill is not None
     assert block not in outcome.committed_at_kill
@@ -142,12 +144,12 @@ async def test_sigkill_inside_a_node_reruns_it_with_the_same_idempotency_key(
 
 
 async def test_sigkill_right_after_an_answers_claim_lets_the_next_answer_through(
-    store_url: str, tmp_path: Path
+    emptied_store_url: str, tmp_path: Path
 ) -> None:
     """The claim is the answer's only write before its first step (on PostgreSQL it does
     not wait for its flush): a process killed right after it leaves the question open,
     and the next answer, once the dead holder's lease lapsed, completes the run."""
-    case = await new_case(store_url, tmp_path, "claim", kill_after_claim=True)
+    case = await new_case(emptied_store_url, tmp_path, "claim", kill_after_claim=True)
     outcome = await carry_through(case)
     assert outcome.committed_at_kill is not None
     assert "ask" in outcome.committed_at_kill  # the question, asked before the kill

@@ -105,15 +105,15 @@ async def _completed(store: SqlStore, key: SessionKey) -> None:
 
 
 async def test_a_stalled_holder_commits_nothing_after_another_took_its_run(
-    store_url: str, tmp_path: Path
+    emptied_store_url: str, tmp_path: Path
 ) -> None:
     agents, log = _write_app(tmp_path)
-    common = ("--db", store_url, "--lease-ttl", str(TTL))
+    common = ("--db", emptied_store_url, "--lease-ttl", str(TTL))
     stalled = await start_baton(
         "api_server", str(agents), *common, "--port", "0", "--worker-id", "a", log=log
     )
     taker = await start_baton("worker", str(agents), *common, "--worker-id", "b", log=log)
-    store = SqlStore(store_url)
+    store = SqlStore(emptied_store_url)
     try:
         async with stalled.client() as client:
             created = await client.post(f"/apps/{APP}/users/u/sessions", json={})

@@ -42,14 +42,14 @@ def black_hole() -> Iterator[socket.socket]:
 
 
 async def test_a_killed_servers_notifications_are_sent_by_another_process(
-    tmp_path: Path, store_url: str, black_hole: socket.socket
+    tmp_path: Path, emptied_store_url: str, black_hole: socket.socket
 ) -> None:
     agents, log = write_app(tmp_path)
     port = black_hole.getsockname()[1]
     url = f"http://127.0.0.1:{port}/hook"
     # A 2 s receiver timeout: the dead server's claim lapses 7 s after it died.
     notify = ["--notify-url", url, "--notify-secret", SECRET, "--notify-timeout", "2"]
-    notify += ["--db", store_url]
+    notify += ["--db", emptied_store_url]
     server = await start_baton("api_server", str(agents), "--port", "0", *notify, log=log)
     receiver = Receiver()
     worker = None

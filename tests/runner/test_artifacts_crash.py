@@ -30,13 +30,13 @@ async def _run_killed_child(url: str, session_id: str, work: Path) -> int:
 
 
 async def test_a_step_killed_after_saving_saves_once_when_it_runs_again(
-    store_url: str, tmp_path: Path
+    emptied_store_url: str, tmp_path: Path
 ) -> None:
-    runner = build_runner(store_url, tmp_path)
+    runner = build_runner(emptied_store_url, tmp_path)
     session = await runner.session_service.create_session(app_name="crash", user_id="u")
     key = SessionKey("crash", "u", SessionId(session.id))
 
-    assert await _run_killed_child(store_url, session.id, tmp_path) == -signal.SIGKILL
+    assert await _run_killed_child(emptied_store_url, session.id, tmp_path) == -signal.SIGKILL
     [invocation] = await runner.store.list_invocations(key)
     assert invocation.status is InvocationStatus.RUNNING
     async with asyncio.timeout(30):

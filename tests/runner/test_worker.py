@@ -129,12 +129,12 @@ async def test_an_idle_worker_still_continues_a_run_that_started_after_it_looked
 
 
 async def test_a_lease_taken_while_the_worker_sleeps_is_seen_before_it_lapses(
-    store_url: str,
+    emptied_store_url: str,
 ) -> None:
     # The worker goes idle first (nothing due, a long idle sleep); then another process
     # starts a run and dies. Taking a lease wakes no other process, so the worker must
     # look again within a TTL, not only after its idle sleep.
-    here, there = SqlStore(store_url), SqlStore(store_url)
+    here, there = SqlStore(emptied_store_url), SqlStore(emptied_store_url)
     counts: dict[str, int] = {}
     runner = _runner(here, _chain(counts))
     try:

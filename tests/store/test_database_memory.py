@@ -41,8 +41,10 @@ def noting_app() -> App:
     return App(name="app", root_agent=Workflow(name="wf", edges=[("START", note)]))
 
 
-async def test_a_runner_over_sql_sessions_remembers_across_a_restart(store_url: str) -> None:
-    sessions = DatabaseSessionService(store_url)
+async def test_a_runner_over_sql_sessions_remembers_across_a_restart(
+    emptied_store_url: str,
+) -> None:
+    sessions = DatabaseSessionService(emptied_store_url)
     runner = Runner(app=noting_app(), session_service=sessions)
     assert isinstance(runner.memory_service, SqlMemoryService)
     session = await sessions.create_session(app_name="app", user_id="u")
@@ -54,7 +56,7 @@ async def test_a_runner_over_sql_sessions_remembers_across_a_restart(store_url: 
         pass
     await runner.close()
 
-    restarted = DatabaseMemoryService(store_url)
+    restarted = DatabaseMemoryService(emptied_store_url)
     try:
         assert await texts(restarted, "when does the PARCEL arrive") == [
             "The parcel arrives on Tuesday"
@@ -64,8 +66,8 @@ async def test_a_runner_over_sql_sessions_remembers_across_a_restart(store_url: 
         await restarted.store.close()
 
 
-async def test_searches_rank_by_shared_words_and_forgetting_lasts(store_url: str) -> None:
-    memory = SqlMemoryService(SqlStore(store_url))
+async def test_searches_rank_by_shared_words_and_forgetting_lasts(emptied_store_url: str) -> None:
+    memory = SqlMemoryService(SqlStore(emptied_store_url))
     try:
         await memory.add_memory(
             app_name="app",
@@ -100,8 +102,8 @@ async def test_searches_rank_by_shared_words_and_forgetting_lasts(store_url: str
         await memory.store.close()
 
 
-async def test_bad_inputs_are_refused_and_store_nothing(store_url: str) -> None:
-    memory = SqlMemoryService(SqlStore(store_url))
+async def test_bad_inputs_are_refused_and_store_nothing(emptied_store_url: str) -> None:
+    memory = SqlMemoryService(SqlStore(emptied_store_url))
     try:
         await memory.add_memory(app_name="app", user_id="u", memories=[entry("kept words")])
         with pytest.raises(TypeError, match="takes a Session .* got dict"):
@@ -140,8 +142,8 @@ def test_sessions_in_memory_keep_memory_in_memory_and_a_memory_store_is_refused(
     assert isinstance(catalog.runner("app").memory_service, InMemoryMemoryService)
 
 
-async def test_the_server_keeps_memory_in_the_sessions_database(store_url: str) -> None:
-    sessions = DatabaseSessionService(store_url)
+async def test_the_server_keeps_memory_in_the_sessions_database(emptied_store_url: str) -> None:
+    sessions = DatabaseSessionService(emptied_store_url)
     catalog = AppCatalog.of([noting_app()], sessions)
     try:
         memory = catalog.runner("app").memory_service

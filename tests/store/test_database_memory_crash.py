@@ -37,14 +37,14 @@ def run_child(url: str, work: Path, action: str) -> int:
 
 
 async def test_a_session_added_again_after_a_crash_is_remembered_once(
-    store_url: str, tmp_path: Path
+    emptied_store_url: str, tmp_path: Path
 ) -> None:
     key = SessionKey(child.APP_NAME, child.USER_ID, SessionId(child.SESSION_ID))
-    store = SqlStore(store_url)
+    store = SqlStore(emptied_store_url)
     await store.create_session(key.app_name, key.user_id, session_id=key.session_id)
 
-    killed = await asyncio.to_thread(run_child, store_url, tmp_path, "start")
-    resumed = await asyncio.to_thread(run_child, store_url, tmp_path, "resume")
+    killed = await asyncio.to_thread(run_child, emptied_store_url, tmp_path, "start")
+    resumed = await asyncio.to_thread(run_child, emptied_store_url, tmp_path, "resume")
 
     try:
         assert (killed, resumed) == (-signal.SIGKILL, 0)

@@ -52,9 +52,9 @@ async def _paused(url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
 
 
 @pytest.fixture
-async def store(store_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
+async def store(emptied_store_url: str, clock: FakeClock) -> AsyncIterator[SqlStore]:
     """A SQL store holding a run paused at question 'q1', its lease free."""
-    async with _paused(store_url, clock) as opened:
+    async with _paused(emptied_store_url, clock) as opened:
         yield opened
 
 
@@ -86,9 +86,9 @@ async def _lost_answer_claim(store: SqlStore, store_url: str) -> Lease:
 
 
 async def test_a_holder_whose_claim_was_lost_writes_nothing_after_the_next_claim(
-    store: SqlStore, store_url: str
+    store: SqlStore, emptied_store_url: str
 ) -> None:
-    lost = await _lost_answer_claim(store, store_url)
+    lost = await _lost_answer_claim(store, emptied_store_url)
 
     taken, invocation = await store.claim_loaded(key(), INV, "answerer-2", TTL)
     before = await snapshot(store, key())
@@ -109,9 +109,9 @@ async def test_a_holder_whose_claim_was_lost_writes_nothing_after_the_next_claim
 
 
 async def test_a_holder_whose_claim_was_lost_writes_nothing_while_nobody_holds_the_run(
-    store: SqlStore, store_url: str
+    store: SqlStore, emptied_store_url: str
 ) -> None:
-    lost = await _lost_answer_claim(store, store_url)
+    lost = await _lost_answer_claim(store, emptied_store_url)
     before = await snapshot(store, key())
 
     late = step(key(), INV, 1, answered={"q1": True})
@@ -141,13 +141,13 @@ async def test_the_steps_after_an_answers_claim_wait_for_their_flush_again(
 
 
 async def test_a_holder_whose_resume_claim_was_lost_writes_nothing_after_the_next_claim(
-    store: SqlStore, store_url: str
+    store: SqlStore, emptied_store_url: str
 ) -> None:
     """A resume's claim undone as a crash before its flush would: the code that ran under
     it can commit nothing, and the run is claimed again, its question still open."""
-    before = await _lease_columns(store_url)
+    before = await _lease_columns(emptied_store_url)
     lost, invocation = await store.claim_loaded(key(), INV, "resumer", TTL)
-    await _lease_columns(store_url, before)
+    await _lease_columns(emptied_store_url, before)
 
     late = step(key(), INV, invocation.version, answered={"q1": True})
     late.lease = lost

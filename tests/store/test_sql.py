@@ -74,9 +74,9 @@ async def _scalar(database: _Database, sql: str) -> Any:
 
 
 async def test_second_store_on_the_same_database_sees_everything(
-    store_url: str, clock: FakeClock
+    emptied_store_url: str, clock: FakeClock
 ) -> None:
-    first = SqlStore(store_url, clock=clock)
+    first = SqlStore(emptied_store_url, clock=clock)
     await first.create_session(APP, USER, session_id=SessionId("s1"), state={"a": 1})
     await first.commit_step(
         step(
@@ -92,7 +92,7 @@ async def test_second_store_on_the_same_database_sees_everything(
     written = await snapshot(first, key())
     await first.close()
 
-    second = SqlStore(store_url, clock=clock)
+    second = SqlStore(emptied_store_url, clock=clock)
     try:
         assert await snapshot(second, key()) == written
         with pytest.raises(InvocationBusyError, match="'worker-1'"):
@@ -471,11 +471,11 @@ async def test_a_newer_schema_is_refused(store_url: str) -> None:
             await _migrate(database)
 
 
-async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
+async def test_deleting_a_session_leaves_no_rows_behind(emptied_store_url: str) -> None:
     """Its invocations, questions, their checkpoints and events go with it, by a
     foreign key's cascade or (PostgreSQL, which has none) by the delete itself; another
     session's rows stay."""
-    store = SqlStore(store_url)
+    store = SqlStore(emptied_store_url)
     for session_id, invocation_id in (("s1", "inv-1"), ("s2", "inv-2")):
         await store.create_session(APP, USER, session_id=SessionId(session_id))
         await store.commit_step(
@@ -492,7 +492,7 @@ async def test_deleting_a_session_leaves_no_rows_behind(store_url: str) -> None:
     await store.delete_session(key())
     await store.close()
 
-    async with _database(store_url) as database:
+    async with _database(emptied_store_url) as database:
         counts = await database.transact(_rows_per_session, write=False)
     assert counts == {"s2": [1, 2, 1, 1, 1]}
 
@@ -519,12 +519,14 @@ def _rows_per_session(connection: Connection) -> dict[str, list[int]]:
     return counts
 
 
-async def test_an_events_row_holds_its_invocation_author_and_time_once(store_url: str) -> None:
+async def test_an_events_row_holds_its_invocation_author_and_time_once(
+    emptied_store_url: str,
+) -> None:
     """The row's columns hold them and its JSON the rest; a row written whole, as they
     were before, reads back the same."""
     old = event("before", invocation_id="inv-1")
     new = event("after", invocation_id="inv-1")
-    store = SqlStore(store_url)
+    store = SqlStore(emptied_store_url)
     try:
         await store.create_session(APP, USER, session_id=SessionId("s1"))
         await store.commit_step(step(key(), "inv-1", 0, checkpoint={"at": 1}))
@@ -539,11 +541,11 @@ async def test_an_events_row_holds_its_invocation_author_and_time_once(store_url
             }
             connection.execute(schema.events.insert(), row)
 
-        async with _database(store_url) as database:
+        async with _database(emptied_store_url) as database:
             await database.transact(append_whole, write=True)
         await store.commit_step(step(key(), "inv-1", 1, events=(new,), checkpoint={"at": 2}))
         session = await store.get_session(key())
-        async with _database(store_url) as database:
+        async with _database(emptied_store_url) as database:
             stored = await database.transact(_stored_events, write=False)
     finally:
         await store.close()
