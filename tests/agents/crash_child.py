@@ -88,15 +88,38 @@ class Recorded(BaseAgent):
         )
 
 
+class _Handoff:
+    """The writer's two calls run at once; t2 ends only once t1's result is committed on
+    its own (when t1 ran in this process), so every run commits the same steps."""
+
+    t1_ended = False
+    t1_committed = asyncio.Event()
+
+    @classmethod
+    def note(cls, step: StepCommit) -> None:
+        """Called after each commit: whether it recorded t1's result as it ended."""
+        for event in step.events:
+            state = event.actions.agent_state
+            if isinstance(state, dict) and state.get("finished_calls"):
+                cls.t1_committed.set()
+
+
 def build_root(recorder: Recorder) -> BaseAgent:
     """seq[first, writer (model + tools t1, t2), par[p1, p2], loop x2 [l1], last]."""
 
-    def tool(name: str) -> FunctionTool:
-        def run(x: int) -> str:
-            recorder.record(name)
-            return f"{name}({x})"
+    async def t1(x: int) -> str:
+        recorder.record("t1")
+        _Handoff.t1_ended = True
+        return f"t1({x})"
 
-        return FunctionTool(run, name=name)
+    async def t2(x: int) -> str:
+        if _Handoff.t1_ended:
+            await _Handoff.t1_committed.wait()
+        recorder.record("t2")
+        return f"t2({x})"
+
+    def tool(name: str) -> FunctionTool:
+        return FunctionTool(t1 if name == "t1" else t2, name=name)
 
     def respond(request: LlmRequest) -> ScriptItem:
         answered = [r for c in request.contents for r in c.function_responses]
@@ -398,6 +421,7 @@ def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
         counter.write_text(str(done))
         if done == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        _Handoff.note(step)
         return version
 
     setattr(store, "commit_step", counted)  # noqa: B010 -- SqlStore is final: wrap, not subclass

@@ -274,18 +274,15 @@ async def test_after_tool_callbacks_see_what_a_call_waiting_for_confirmation_gav
         wrap=False,
     )
 
-    assert asked_first == [
-        ("before", "transfer", None),
-        ("after", "transfer", PLACEHOLDER),
-        ("before", "book", None),
-        ("after", "book", "waiting"),
-    ]
-    assert seen[4:] == [
-        ("before", "transfer", None),
-        ("after", "transfer", {"sent": 500, "to": "bob"}),
-        ("before", "book", None),
-        ("after", "book", "booked blue"),
-    ]
+    # The two calls run at once: each one's callbacks come in order, the two interleaved.
+    def of(tool: str, entries: list[tuple[str, str, JsonValue]]) -> list[tuple[str, JsonValue]]:
+        return [(when, response) for when, name, response in entries if name == tool]
+
+    assert len(asked_first) == 4
+    assert of("transfer", asked_first) == [("before", None), ("after", PLACEHOLDER)]
+    assert of("book", asked_first) == [("before", None), ("after", "waiting")]
+    assert of("transfer", seen[4:]) == [("before", None), ("after", {"sent": 500, "to": "bob"})]
+    assert of("book", seen[4:]) == [("before", None), ("after", "booked blue")]
     assert responses(model.requests[-1]) == {
         "call-1": {"sent": 500, "to": "bob"},
         "c": {"result": "booked blue"},

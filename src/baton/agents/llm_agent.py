@@ -11,13 +11,14 @@ until a FunctionResponse with the call's id arrives.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Literal, final
+from typing import Any, ClassVar, Literal, cast, final
 
 from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
 
@@ -60,6 +61,7 @@ from baton.events import (
     ASSIGNEES_KEY,
     RESPONSE_SCHEMAS_KEY,
     Event,
+    EventActions,
     NodeInfo,
     task_question_id,
     task_reply,
@@ -101,6 +103,9 @@ class LlmAgentState(BaseAgentState):
 
     run_start: str
     started_calls: list[str] = Field(default_factory=list[str])
+    # Results of a turn's calls that ended while others still ran (call id -> the result
+    # event), until the turn's results are recorded together in one event.
+    finished_calls: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
 
 
 @dataclass(frozen=True)
@@ -836,15 +841,32 @@ class LlmAgent(BaseAgent):
         lro_ids: set[str],
         waiting: set[str],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls without a result, one committed event each (a sub-agent called
-        as a tool: its events, then the result). The ids of those whose sub-agent waits
-        for input (a task agent: for the user's reply) go to `waiting`.
+        """Run the calls without a result: the plain tools' calls at once, their results
+        one event (see `_Batch`); then each other call, one committed event each (a
+        sub-agent called as a tool: its events, then the result; a long-running tool:
+        its interim result). The ids of those whose sub-agent waits for input (a task
+        agent: for the user's reply) go to `waiting`.
 
         A sub-agent waiting for input (a task agent for the user's reply) holds the calls
         after it, which run in the turn's order once it is done: the user talks with one
         task at a time (each reply goes to the one question open), and two calls of one
         agent would share its state."""
-        for call in pending:
+        together = [c for c in pending if self._runs_together(c, lro_ids)]
+        if together:
+            batch = _Batch(ctx, state, together, partial(self._call_tool, ctx), author=self.name)
+            async for event in batch.run():
+                yield event
+            state = batch.state
+        alone = [c for c in pending if not self._runs_together(c, lro_ids)]
+        async for event in self._run_alone(ctx, state, alone, waiting):
+            yield event
+
+    async def _run_alone(
+        self, ctx: AgentContext, state: LlmAgentState, calls: list[FunctionCall], waiting: set[str]
+    ) -> AsyncGenerator[Event, None]:
+        """Run sub-agents' and long-running tools' calls, one after another (see
+        `_run_calls`)."""
+        for call in calls:
             tool = self.canonical_tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
                 async for event in self._delegate(ctx, call, tool, waiting):
@@ -859,14 +881,17 @@ class LlmAgent(BaseAgent):
                 if not answered:
                     waiting.add(call.id or "")
                     return
-            elif call.id not in lro_ids:
-                yield await self._call_tool(ctx, call)
-            elif not self._started(ctx, state, call, lro_ids):
+            elif not self._started(ctx, state, call, {call.id or ""}):
                 event = await self._call_tool(ctx, call, interim=True)
                 state = state.model_copy(update={"started_calls": [*state.started_calls, call.id]})
                 event.actions.agent_state = state.model_dump(mode="json")
                 ctx.invocation_context.private_checkpoints.add(event.id)
                 yield event
+
+    def _runs_together(self, call: FunctionCall, lro_ids: set[str]) -> bool:
+        """A plain tool's call: the turn's plain calls run at once, as the reference's."""
+        tool = self.canonical_tools.get(call.name or "")
+        return call.id not in lro_ids and not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
 
     async def _delegate(
         self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, waiting: set[str]
@@ -978,6 +1003,132 @@ class LlmAgent(BaseAgent):
         event.output = result
         path = ctx.node_path
         event.node_info = NodeInfo(path=path, run_id=ctx.run_id, output_for=[path])
+
+
+class _Batch:
+    """A turn's plain calls, run at once, as the reference runs them.
+
+    A call that ends while others still run is recorded in the agent's checkpoint (an
+    event of baton's own, not shown), so that neither a crash nor a sibling's failure
+    runs it again; when a call fails, the others still running are let end and are
+    recorded too before the failure is raised (the reference cancels them). Once every
+    call has ended, their results are one event in the turn's order, and the requests
+    of calls that wait for a person's confirmation follow it.
+    """
+
+    def __init__(
+        self,
+        ctx: AgentContext,
+        state: LlmAgentState,
+        calls: list[FunctionCall],
+        run_call: Callable[[FunctionCall], Coroutine[Any, Any, Event]],
+        *,
+        author: str,
+    ) -> None:
+        self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
+        self.author = author
+        self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
+
+    async def run(self) -> AsyncGenerator[Event, None]:
+        """The checkpoints of calls that end early, then the turn's results."""
+        todo = [c for c in self.calls if c.id not in self.finished]
+        # A TaskGroup cannot span a `yield` of an async generator (PEP 789): the tasks are
+        # owned here, and cancelled and awaited however the generator ends.
+        tasks = {asyncio.create_task(self.run_call(c)): c for c in todo}
+        try:
+            running = set(tasks)
+            while running:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                error = self._take(done, tasks)
+                if error is not None:
+                    if running:
+                        # Let them end: a tool's work cannot be taken back (one in a
+                        # thread goes on even when cancelled), so its result is kept.
+                        ended, _ = await asyncio.wait(running)
+                        self._take(ended, tasks)
+                    if self.finished.keys() != self.state.finished_calls.keys():
+                        yield self._checkpoint()
+                    raise error
+                if running:
+                    yield self._checkpoint()
+        finally:
+            await _cancel(set(tasks))
+        async for event in self._results():
+            yield event
+
+    def _take(
+        self, done: set[asyncio.Task[Event]], tasks: dict[asyncio.Task[Event], FunctionCall]
+    ) -> BaseException | None:
+        """Keep the results of the calls that ended; the first failure among them."""
+        errors = [e for t in done if (e := t.exception()) is not None]
+        for task in done:
+            if task.exception() is None:
+                self.finished[tasks[task].id or ""] = task.result()
+        return errors[0] if errors else None
+
+    def _checkpoint(self) -> Event:
+        """The agent's checkpoint with the results of the calls that ended so far."""
+        recorded = {i: e.model_dump(mode="json") for i, e in self.finished.items()}
+        self.state = self.state.model_copy(update={"finished_calls": recorded})
+        event = Event(invocation_id=self.ctx.invocation_id, author=self.author)
+        event.branch = self.ctx.branch
+        event.actions.agent_state = self.state.model_dump(mode="json")
+        self.ctx.invocation_context.private_checkpoints.add(event.id)
+        return event
+
+    async def _results(self) -> AsyncGenerator[Event, None]:
+        ordered = [self.finished[c.id or ""] for c in self.calls]
+        results = [e for e in ordered if e.content and e.content.function_responses]
+        if results:
+            merged = _merged(results)
+            if self.state.finished_calls:
+                self.state = self.state.model_copy(update={"finished_calls": {}})
+                merged.actions.agent_state = self.state.model_dump(mode="json")
+                self.ctx.invocation_context.private_checkpoints.add(merged.id)
+            yield merged
+        for event in ordered:
+            if event not in results:
+                yield event  # a confirmation request
+
+
+async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _merged(results: list[Event]) -> Event:
+    """The results of one turn's calls as one event, as the reference merges them: their
+    parts in the turn's order, their actions merged (a later call's write wins), the
+    first one's time; and a task's result, when finish_task was one of the calls."""
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    actions: dict[str, Any] = {}
+    for event in results:
+        actions = _deep_merged(actions, event.actions.model_dump(exclude_none=True))
+    parts = [p for e in results if e.content for p in e.content.parts or ()]
+    merged = Event(
+        invocation_id=first.invocation_id,
+        author=first.author,
+        branch=first.branch,
+        timestamp=first.timestamp,
+        content=Content(role="user", parts=parts),
+        actions=EventActions.model_validate(actions),
+    )
+    finishing = next((e for e in results if e.output is not None), None)
+    if finishing is not None:
+        merged.output, merged.node_info = finishing.output, finishing.node_info
+    return merged
+
+
+def _deep_merged(into: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    for key, value in more.items():
+        if isinstance(into.get(key), dict) and isinstance(value, dict):
+            into[key] = _deep_merged(dict(into[key]), cast(dict[str, Any], value))
+        else:
+            into[key] = value
+    return into
 
 
 def _starts_run(event: Event, agent: str, run_start: str) -> bool:

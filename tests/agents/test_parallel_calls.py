@@ -1,0 +1,280 @@
+"""The calls of one model turn run at once, as the reference's (2.13.0): a call that ends
+first does not wait for the others, and the turn's results come as one event once all
+have ended. A call that ended is recorded as it ends: neither a sibling's failure nor a
+crash runs it again (the crash: tests/agents/test_crash.py). Every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import JsonValue
+
+from baton import LlmAgent, types
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
+from baton.models import LlmRequest, ScriptedModel
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InvocationStatus
+from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
+from baton.types import FunctionCall
+from tests.agents.agents import Boom
+from tests.conftest import StoreFactory
+from tests.harness import Harness, asked, build_harness
+from tests.runner.test_rewind import session_events
+
+TURN = [
+    FunctionCall(id="c1", name="slow", args={"x": "a"}),
+    FunctionCall(id="c2", name="fast", args={"x": "b"}),
+]
+
+
+@pytest.fixture
+def service(stores: StoreFactory) -> BaseSessionService:
+    return BaseSessionService(stores.open())
+
+
+class Tools:
+    """`slow` ends only after `fast` has: run one after the other in the turn's order,
+    `slow` would wait for good (it gives up after a while and fails the test)."""
+
+    def __init__(self, *, slow_fails: int = 0) -> None:
+        self.log: list[str] = []
+        self.fast_ended = asyncio.Event()
+        self.slow_fails = slow_fails  # how many of slow's first runs fail
+
+    async def slow(self, x: str) -> dict[str, JsonValue]:
+        """Slow work.
+
+        Args:
+            x: what to work on.
+        """
+        self.log.append("slow starts")
+        async with asyncio.timeout(10):  # a guard against a hang, not a measure
+            await self.fast_ended.wait()
+        if self.log.count("slow starts") <= self.slow_fails:
+            self.log.append("slow fails")
+            raise Boom("slow broke")
+        self.log.append("slow ends")
+        return {"slow": x}
+
+    async def fast(self, x: str, tool_context: ToolContext) -> dict[str, JsonValue]:
+        """Fast work.
+
+        Args:
+            x: what to work on.
+        """
+        self.log.append("fast starts")
+        tool_context.state["fast"] = x
+        self.log.append("fast ends")
+        self.fast_ended.set()
+        return {"fast": x}
+
+
+async def harness(service: BaseSessionService, model: ScriptedModel, tools: Tools) -> Harness:
+    agent = LlmAgent(name="a", model=model, tools=[tools.slow, tools.fast])
+    return await build_harness(agent, service, resumable=True)
+
+
+def shown(events: list[Event]) -> list[tuple[str, list[str], dict[str, JsonValue]]]:
+    """(author, parts, state written) of each event with content."""
+    seen: list[tuple[str, list[str], dict[str, JsonValue]]] = []
+    for event in events:
+        if event.content is None:
+            continue
+        parts: list[str] = []
+        for part in event.content.parts or []:
+            if part.function_call is not None:
+                parts.append(f"call {part.function_call.id}")
+            elif part.function_response is not None:
+                response = part.function_response
+                parts.append(f"{response.id} -> {response.response}")
+            elif part.text is not None:
+                parts.append(part.text)
+        seen.append((event.author, parts, dict(event.actions.state_delta)))
+    return seen
+
+
+def sent(request: LlmRequest) -> list[tuple[str, list[str]]]:
+    """(role, parts) of each content the model was sent."""
+    return [(author, parts) for author, parts, _ in shown([_as_event(c) for c in request.contents])]
+
+
+def _as_event(content: types.Content) -> Event:
+    return Event(author=content.role or "", content=content)
+
+
+async def test_the_calls_of_one_turn_run_at_once_and_their_results_are_one_event(
+    service: BaseSessionService,
+) -> None:
+    tools = Tools()
+    model = ScriptedModel([TURN, "done"])
+    h = await harness(service, model, tools)
+
+    events = await h.start("go")
+
+    assert tools.log == ["slow starts", "fast starts", "fast ends", "slow ends"]
+    turn: list[tuple[str, list[str], dict[str, JsonValue]]] = [
+        ("a", ["call c1", "call c2"], {}),
+        ("a", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"], {"fast": "b"}),
+        ("a", ["done"], {}),
+    ]
+    assert shown(events) == turn
+    assert shown(await session_events(h)) == [("user", ["go"], {}), *turn]
+    assert sent(model.requests[1]) == [
+        ("user", ["go"]),
+        ("model", ["call c1", "call c2"]),
+        ("user", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"]),
+    ]
+
+
+async def test_a_call_that_ended_does_not_run_again_when_its_sibling_failed(
+    service: BaseSessionService,
+) -> None:
+    tools = Tools(slow_fails=1)
+    model = ScriptedModel([TURN, "done"])
+    h = await harness(service, model, tools)
+
+    with pytest.raises(Boom, match="slow broke"):
+        await h.start("go")
+    failed = await h.invocation()
+    events = await h.collect(invocation_id=failed.id)
+
+    assert failed.status == InvocationStatus.FAILED
+    assert tools.log == [
+        "slow starts",
+        "fast starts",
+        "fast ends",
+        "slow fails",
+        "slow starts",
+        "slow ends",
+    ]
+    assert shown(events) == [
+        ("a", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"], {"fast": "b"}),
+        ("a", ["done"], {}),
+    ]
+    assert sent(model.requests[1])[-1] == ("user", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"])
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_call_still_running_when_its_sibling_fails_ends_and_does_not_run_again(
+    service: BaseSessionService,
+) -> None:
+    log: list[str] = []
+    failed = asyncio.Event()
+
+    async def slow(x: str) -> str:
+        """Slow work.
+
+        Args:
+            x: what to work on.
+        """
+        log.append("slow starts")
+        async with asyncio.timeout(10):  # a guard against a hang, not a measure
+            await failed.wait()
+        await asyncio.sleep(0.05)  # still running when the batch sees fast's failure
+        log.append("slow ends")
+        return x
+
+    async def fast(x: str) -> str:
+        """Fast work that fails the first time.
+
+        Args:
+            x: what to work on.
+        """
+        log.append("fast starts")
+        if log.count("fast starts") == 1:
+            failed.set()
+            raise Boom("fast broke")
+        return x
+
+    model = ScriptedModel([TURN, "done"])
+    h = await build_harness(
+        LlmAgent(name="a", model=model, tools=[slow, fast]), service, resumable=True
+    )
+
+    with pytest.raises(Boom, match="fast broke"):
+        await h.start("go")
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert log == ["slow starts", "fast starts", "slow ends", "fast starts"]
+    assert shown(events)[0] == ("a", ["c1 -> {'result': 'a'}", "c2 -> {'result': 'b'}"], {})
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_call_waiting_for_confirmation_lets_its_sibling_end_and_runs_once_confirmed(
+    service: BaseSessionService,
+) -> None:
+    tools = Tools()
+    runs: list[str] = []
+
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: how much.
+        """
+        runs.append("pay")
+        return f"paid {amount}"
+
+    turn = [FunctionCall(id="c1", name="pay", args={"amount": 5}), TURN[1]]
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(
+        name="a", model=model, tools=[FunctionTool(pay, require_confirmation=True), tools.fast]
+    )
+    h = await build_harness(agent, service, resumable=True)
+
+    first = await h.start("go")
+    await h.answer(
+        ("adk-confirm-c1", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+
+    assert asked(first) == ["adk-confirm-c1"]
+    assert shown(first)[1] == ("a", ["c2 -> {'fast': 'b'}"], {"fast": "b"})
+    assert runs == ["pay"]
+    assert tools.log == ["fast starts", "fast ends"]
+    # as the reference sends it: the turn's results together, in the turn's order
+    assert sent(model.requests[1])[-1] == (
+        "user",
+        ["c1 -> {'result': 'paid 5'}", "c2 -> {'fast': 'b'}"],
+    )
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_long_running_call_starts_once_beside_a_plain_one(
+    service: BaseSessionService,
+) -> None:
+    tools = Tools()
+    started: list[str] = []
+
+    def job(x: str) -> None:
+        """Start a job.
+
+        Args:
+            x: what to do.
+        """
+        started.append(x)
+
+    turn = [FunctionCall(id="c1", name="job", args={"x": "report"}), TURN[1]]
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(name="a", model=model, tools=[LongRunningFunctionTool(job), tools.fast])
+    h = await build_harness(agent, service, resumable=True)
+
+    first = await h.start("go")
+    result = types.FunctionResponse(id="c1", name="job", response={"url": "r.pdf"})
+    second = await h.collect(
+        new_message=types.Content(role="user", parts=[types.Part(function_response=result)])
+    )
+
+    assert started == ["report"]
+    assert tools.log == ["fast starts", "fast ends"]
+    assert shown(first) == [
+        ("a", ["call c1", "call c2"], {}),
+        ("a", ["c2 -> {'fast': 'b'}"], {"fast": "b"}),
+    ]
+    assert shown(second)[-1] == ("a", ["done"], {})
+    assert sent(model.requests[1])[-1] == (
+        "user",
+        ["c1 -> {'url': 'r.pdf'}", "c2 -> {'fast': 'b'}"],
+    )
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
