@@ -6,6 +6,13 @@
   connection (advance the run's row, append the event row), durable commit: the floor
   of a chain step. pg/chain: baton's 100-node chain of async nodes (baton_bench's
   chain-async: no thread hop, like the floor), µs per node.
+- pg/step-statement: baton's own one-statement step (`step.step_at_once` for a running
+  run's step of one output event and its checkpoint, as the chain's nodes commit) sent
+  100 times in a row on one asyncpg connection as the floor's is (prepared, arguments
+  encoded beforehand), µs per step. Its ratio to pg/raw-step is what the statement
+  costs beyond the floor's (the server's work and its bytes on the wire, the client's
+  being the floor's); pg/chain minus it is baton's client CPU a node (engine, encoding,
+  the store's path to asyncpg), which only the client can cut or hide.
 - pg/raw-txn3: a hand-written resume as a 3-statement asyncpg transaction (lock and
   read the checkpoint, append the answer's event, write the new checkpoint): the floor
   of a resume. pg/resume: the `run_async` call answering a paused
@@ -37,6 +44,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- the floor is asyncpg itself
@@ -44,9 +52,14 @@ import baton_bench as bench
 import figures
 from sqlalchemy import event as sa_event
 
-from baton.sessions.services import DatabaseSessionService
+from baton.events import Event
+from baton.sessions.services import BaseSessionService, DatabaseSessionService
 from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.direct import plan_for
 from baton.sessions.sql.postgres import asyncpg_connect_args
+from baton.sessions.sql.step import step_at_once
+from baton.sessions.store import Lease, SessionKey, StepCommit
+from baton.types import InvocationId
 
 CHECKPOINT = '{"node":"chain","path":"chain@1","run_id":"1","status":"running"}'
 EVENT = '{"id":"%s","author":"n1","content":{"role":"model","parts":[{"text":"x"}]}}'
@@ -93,6 +106,78 @@ async def raw_steps(connection: Any, steps: int) -> float:
     for i in range(steps):
         await connection.execute(_RAW_STEP, "run-1", CHECKPOINT, EVENT % i)
     return (time.perf_counter() - started) / steps * 1e6
+
+
+class StepStatements:
+    """baton's one-statement step of a chain node, replayed on a bare asyncpg connection to
+    the service's schema (see pg/step-statement): each series of steps advances a run of
+    its own in a session of its own, as each chain run does."""
+
+    def __init__(self, service: DatabaseSessionService, connection: Any) -> None:
+        self._service = service
+        self._dialect: Any = service.store._executor._engine.dialect  # pyright: ignore[reportAttributeAccessIssue] -- the store's own compiled statement
+        self._connection = connection
+
+    async def steps(self, steps: int) -> float:
+        """Mean µs of a step over `steps` steps in a row, as `raw_steps` times the floor."""
+        sql, arguments = await self._new_run(steps)
+        started = time.perf_counter()
+        for each in arguments:
+            await self._connection.fetch(sql, *each)
+        return (time.perf_counter() - started) / steps * 1e6
+
+    async def _new_run(self, steps: int) -> tuple[str, list[list[Any]]]:
+        """A running invocation in a new session, and the SQL and arguments of its next
+        `steps` steps, encoded as the store encodes them."""
+        session = await self._service.create_session(app_name="bench", user_id="u")
+        key = SessionKey("bench", "u", session.id)
+        run = InvocationId(f"e-{uuid.uuid4()}")
+        lease = Lease(run, "bench", time.time() + 3600, 1)
+        first = StepCommit(key, run, 0, (Event(invocation_id=run, author="user"),))
+        created = replace(first, fingerprint="bench", lease=lease)
+        version = await self._service.store.commit_step(created)
+        sql, arguments = "", []
+        for i in range(steps):
+            event = Event.of_output(
+                "go", invocation_id=run, author="chain", path=f"chain@1/n{i}@1", run_id="1"
+            )
+            step = replace(
+                first,
+                expected_version=version + i,
+                events=(event,),
+                checkpoint=CHAIN_CHECKPOINT,
+                lease=lease,
+            )
+            statement, params = step_at_once(step, time.time())
+            plan = plan_for(statement, tuple(params), self._dialect, convert_results=False)
+            sql = plan.sql
+            arguments.append(plan.arguments(params))
+        return sql, arguments
+
+
+# A chain's checkpoint between two nodes, as the engine writes it.
+CHAIN_CHECKPOINT = {
+    "node": "chain",
+    "path": "chain@1",
+    "run_id": "1",
+    "status": "running",
+    "attempt": 1,
+    "input": {"role": "user", "parts": [{"text": "go"}]},
+    "message_input": True,
+    "child": {"started": True, "queue": [{"node": "n50", "input": "go"}]},
+}
+
+
+@asynccontextmanager
+async def step_statements(service: BaseSessionService) -> AsyncIterator[StepStatements]:
+    """`StepStatements` on a connection of its own to the service's schema."""
+    assert isinstance(service, DatabaseSessionService)
+    url = service.store._dialect.url  # pyright: ignore[reportAttributeAccessIssue] -- its schema
+    connection: Any = await asyncpg.connect(**asyncpg_connect_args(url))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        yield StepStatements(service, connection)
+    finally:
+        await connection.close()
 
 
 async def raw_transactions(connection: Any, count: int) -> float:
@@ -214,19 +299,26 @@ async def own_database() -> AsyncIterator[DatabaseSessionService]:
 async def measure(rounds: int, size_runs: int) -> None:
     chain: list[float] = []
     floor_step: list[float] = []
+    statement_step: list[float] = []
     resume: list[float] = []
     floor_txn: list[float] = []
     trips: list[int] = []
-    async with floor_connection() as floor, bench.open_service("postgres") as service:
+    async with (
+        floor_connection() as floor,
+        bench.open_service("postgres") as service,
+        step_statements(service) as statements,
+    ):
         assert isinstance(service, DatabaseSessionService)
         resumer = bench.runner_for(bench.resume_workflow(), service)
         chainer = bench.runner_for(bench.async_chain_workflow(), service)
         await chain_once(service, chainer)  # warm caches and connections
         await resume_once(service, resumer)
         await raw_steps(floor, 20)
+        await statements.steps(20)
         for _ in range(rounds):
             floor_step.append(await raw_steps(floor, bench.CHAIN_NODES))
             chain.append(await chain_once(service, chainer))
+            statement_step.append(await statements.steps(bench.CHAIN_NODES))
             floor_txn.append(await raw_transactions(floor, 5))
             for _ in range(5):
                 ms, count = await resume_once(service, resumer)
@@ -234,12 +326,13 @@ async def measure(rounds: int, size_runs: int) -> None:
                 trips.append(count)
     async with own_database() as service:
         per_step = await bytes_per_step(service, size_runs)
-    report(chain, floor_step, resume, floor_txn, trips, per_step)
+    report(chain, floor_step, statement_step, resume, floor_txn, trips, per_step)
 
 
 def report(
     chain: list[float],
     floor_step: list[float],
+    statement_step: list[float],
     resume: list[float],
     floor_txn: list[float],
     trips: list[int],
@@ -248,6 +341,8 @@ def report(
     step, raw_step = statistics.median(chain), statistics.median(floor_step)
     emit("pg/raw-step", raw_step, "us")
     emit("pg/chain", step, "us/node", ratio=step / raw_step, target=1.3)
+    statement = statistics.median(statement_step)
+    emit("pg/step-statement", statement, "us", ratio=statement / raw_step)
     answer, raw_txn = statistics.median(resume), statistics.median(floor_txn)
     emit("pg/raw-txn3", raw_txn, "ms")
     emit("pg/resume", answer, "ms", ratio=answer / raw_txn, target=2.0)

@@ -35,6 +35,7 @@ POSTGRES = "postgres"  # postgres.jsonl: baton on PostgreSQL against its raw asy
 HTTP = "http"  # http.jsonl: HITL runs over HTTP against `baton api_server` processes
 POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor is
     ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
+    ("pg/step-statement", "step statement alone (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
     ("pg/resume-round-trips", "resume round trips", "", ""),
     ("pg/bytes-per-step", "bytes stored per step", "", ""),
