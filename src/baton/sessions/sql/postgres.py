@@ -154,7 +154,8 @@ class DirectConnections:
             self._give_back(connection)
         finally:
             self._free_slot()
-        return [plan.row(row) for row in rows]
+        # asyncpg's records as tuples: its plans convert no results (see `Plan.row`).
+        return list(map(tuple, rows))
 
     async def close(self) -> None:
         """Close the idle connections; those lent now close when given back."""

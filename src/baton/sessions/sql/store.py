@@ -121,7 +121,8 @@ class SqlStore:
     ) -> list[tuple[Any, ...]]:
         """Run one statement as its own transaction (see `Executor.one`); its rows."""
         try:
-            await self._ready()
+            if not self._migrated:  # tested here: a coroutine fewer on every statement
+                await self._ready()
             return await self._executor.one(statement, params, write=write)
         except Exception as error:
             if self._dialect.is_unavailable(error):
