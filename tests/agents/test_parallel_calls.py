@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
-from baton import LlmAgent, types
+from baton import BaseAgentState, LlmAgent, types
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
@@ -278,3 +278,37 @@ async def test_a_long_running_call_starts_once_beside_a_plain_one(
         ["c1 -> {'url': 'r.pdf'}", "c2 -> {'fast': 'b'}"],
     )
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+class PreviousLlmAgentState(BaseAgentState):
+    """An LlmAgent's checkpoint as the release before concurrent calls reads it."""
+
+    run_start: str
+    started_calls: list[str] = Field(default_factory=list[str])
+
+
+async def test_a_checkpoint_without_calls_ended_early_reads_in_the_previous_release(
+    service: BaseSessionService,
+) -> None:
+    """A run written by this release and answered by a process of the previous one (a
+    rolling upgrade): its checkpoints carry no finished calls unless some ended early."""
+    tools = Tools()
+    turn = [FunctionCall(id="c1", name="job", args={"x": "report"}), TURN[1]]
+
+    def job(x: str) -> None:
+        """Start a job.
+
+        Args:
+            x: what to do.
+        """
+
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(name="a", model=model, tools=[LongRunningFunctionTool(job), tools.fast])
+    h = await build_harness(agent, service, resumable=True)
+    await h.start("go")
+
+    written = [e.actions.agent_state for e in await session_events(h) if e.author == "a"]
+    checkpoints = [s for s in written if s is not None]
+    assert len(checkpoints) >= 2
+    for checkpoint in checkpoints:
+        PreviousLlmAgentState.model_validate(checkpoint)

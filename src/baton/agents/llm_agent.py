@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, Literal, cast, final
 
-from pydantic import Field, InstanceOf, JsonValue, PrivateAttr
+from pydantic import (
+    Field,
+    InstanceOf,
+    JsonValue,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import (
@@ -106,6 +113,18 @@ class LlmAgentState(BaseAgentState):
     # Results of a turn's calls that ended while others still ran (call id -> the result
     # event), until the turn's results are recorded together in one event.
     finished_calls: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+
+    @model_serializer(mode="wrap")
+    def _without_no_finished_calls(
+        self, serialize: SerializerFunctionWrapHandler
+    ) -> dict[str, JsonValue]:
+        """`finished_calls` only when some are: most checkpoints stay as small as before it,
+        and readable by a process of the release before it (whose state refuses a key
+        it does not know) while a rolling upgrade runs both."""
+        data: dict[str, JsonValue] = serialize(self)
+        if not self.finished_calls:
+            data.pop("finished_calls", None)
+        return data
 
 
 @dataclass(frozen=True)
