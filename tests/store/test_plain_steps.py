@@ -103,6 +103,29 @@ async def test_plain_step_lands_its_events_in_order_and_moves_the_update_time(
     )
 
 
+async def test_a_step_finds_its_session_deleted_and_created_again_by_another_store(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    mine, other = stores.open(), stores.open()
+    await _running(mine)  # `mine` has stepped in the session: it knows its row
+    await other.delete_session(key())
+    # Another session takes the place (and, on SQLite, the primary key) of the deleted one.
+    await other.create_session(APP, USER, session_id=SessionId("s2"))
+    before = await snapshot(other, key("s2"))
+    clock.advance(5)  # a step landing in it would move its last update
+
+    with pytest.raises(SessionNotFoundError, match="app/u/s1"):
+        await mine.commit_step(step(key(), "inv-1", 2, events=(event("lost"),)))
+    assert await snapshot(other, key("s2")) == before
+    await _running(other)  # the session again, under its old key, in a new row
+
+    assert await mine.commit_step(step(key(), "inv-1", 2, events=(event("again"),))) == 3
+    found = await other.get_session(key())
+    assert found is not None
+    assert texts(found.events) == ["one", "again"]
+    assert await snapshot(other, key("s2")) == before
+
+
 async def test_concurrent_plain_steps_with_one_version_exactly_one_wins(
     stores: StoreFactory,
 ) -> None:
@@ -163,7 +186,7 @@ async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> N
     assert seen.commits == 0
 
 
-async def test_a_plain_step_on_sqlite_reads_nothing_of_the_invocation_back(
+async def test_a_plain_step_on_sqlite_reads_nothing_back(
     tmp_path: Path,
 ) -> None:
     sent: list[str] = []
@@ -184,9 +207,9 @@ async def test_a_plain_step_on_sqlite_reads_nothing_of_the_invocation_back(
         sql_events.remove(Pool, "connect", trace)
         await store.close()
 
-    # The session's update and its key read back; the invocation's update, whose count
-    # says it advanced (its new version is known); the event.
-    assert landed == ["BEGIN", "UPDATE", "SELECT", "UPDATE", "INSERT", "COMMIT"]
+    # The session's update, by the primary key its earlier steps read; the invocation's
+    # update, whose count says it advanced (its new version is known); the event.
+    assert landed == ["BEGIN", "UPDATE", "UPDATE", "INSERT", "COMMIT"]
 
 
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(

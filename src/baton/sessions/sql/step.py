@@ -14,7 +14,7 @@ the usual way costs several times what SQLite takes to run it).
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, final
 
 from sqlalchemy import (
     JSON,
@@ -66,6 +66,7 @@ from baton.sessions.store import (
 
 __all__ = [
     "INVOCATION_VERSION",
+    "SessionKeys",
     "fits_one_statement",
     "is_stale_step",
     "stale_error",
@@ -82,6 +83,10 @@ _NEW = {c.name: f"new_{c.name}" for c in invocations.c}
 # store keeps it) with the UPDATE that takes the row lock serializing a session's
 # commits, whose state is read-modify-written.
 _TOUCH_SESSION = UpdateReturning(update(sessions).where(IS_SESSION), (sessions.c.pk,), IS_SESSION)
+# The same, for a session whose key this store has seen: its row by key and primary key
+# at once, so nothing is read back. A row that no longer has both (the session was
+# deleted, and perhaps created again) matches nothing, and the step takes it by key.
+_TOUCH_KNOWN = update(sessions).where(sessions.c.pk == bindparam("key_pk"), IS_SESSION)
 # The state is read (under that lock) only by a step that changes it: a step costs the
 # same whatever the state's size, unless it writes to it.
 _READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"))
@@ -112,18 +117,37 @@ _ANSWER_INTERRUPT = update(interrupts).where(
 )
 
 
-def write_step(connection: Connection, dialect: SqlDialect, commit: StepCommit, now: float) -> int:
+@final
+class SessionKeys:
+    """The primary keys of the sessions a store's steps touched lately, by session key."""
+
+    __slots__ = ("_pks",)
+
+    def __init__(self) -> None:
+        self._pks: dict[SessionKey, int] = {}
+
+    def get(self, key: SessionKey) -> int | None:
+        return self._pks.get(key)
+
+    def remember(self, key: SessionKey, pk: int) -> None:
+        if len(self._pks) >= _KEPT_KEYS:
+            self._pks.clear()  # a long-lived server's sessions come and go: start over
+        self._pks[key] = pk
+
+
+_KEPT_KEYS = 10_000
+
+
+def write_step(
+    connection: Connection, dialect: SqlDialect, commit: StepCommit, now: float, known: SessionKeys
+) -> int:
     """Write `commit` in the connection's open transaction; return the new version.
 
     Raises:
         SessionNotFoundError: the session does not exist.
         StaleVersionError: `expected_version` is not the invocation's version.
     """
-    parameters = {"updated_at": now, **session_params(commit.session)}
-    touched = dialect.update_returning(connection, _TOUCH_SESSION, parameters)
-    if not touched:
-        raise SessionNotFoundError(f"session '{commit.session}' does not exist; create it first.")
-    pk = touched[0][0]
+    pk = _touch_session(connection, dialect, commit.session, now, known)
     version = 0
     if commit.invocation_id is not None:
         version = _advance_invocation(connection, dialect, pk, commit, now)
@@ -140,6 +164,24 @@ def write_step(connection: Connection, dialect: SqlDialect, commit: StepCommit, 
             dialect.run(connection, _CLOSE_REWOUND, parameters)
     record_notifications(connection, dialect, commit, now)
     return version
+
+
+def _touch_session(
+    connection: Connection, dialect: SqlDialect, key: SessionKey, now: float, known: SessionKeys
+) -> int:
+    """Lock the session's row (setting its `updated_at`); its primary key."""
+    parameters: dict[str, Any] = {"updated_at": now, **session_params(key)}
+    pk = known.get(key)
+    if pk is not None:
+        parameters["key_pk"] = pk
+        if dialect.count_updated(connection, _TOUCH_KNOWN, parameters):
+            return pk
+    touched = dialect.update_returning(connection, _TOUCH_SESSION, parameters)
+    if not touched:
+        raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
+    pk = touched[0][0]
+    known.remember(key, pk)
+    return pk
 
 
 def _append_events(

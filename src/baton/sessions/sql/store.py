@@ -42,7 +42,13 @@ from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
-from baton.sessions.sql.step import INVOCATION_VERSION, is_stale_step, stale_error, write_step
+from baton.sessions.sql.step import (
+    INVOCATION_VERSION,
+    SessionKeys,
+    is_stale_step,
+    stale_error,
+    write_step,
+)
 from baton.sessions.store import (
     AnswerClaim,
     Answering,
@@ -101,6 +107,7 @@ class SqlStore:
         self._migrating = asyncio.Lock()
         self._wakeups = Wakeups()
         self._listener = self._dialect.open_listener(self._wakeups)
+        self._session_keys = SessionKeys()  # a step touches a session it knows by key and pk
 
     @property
     def url(self) -> str:
@@ -236,7 +243,9 @@ class SqlStore:
         if one_statement is not None:
             version = await self._commit_at_once(commit, *one_statement)
         else:
-            version = await self._write(write_step, self._dialect, commit, self._clock())
+            version = await self._write(
+                write_step, self._dialect, commit, self._clock(), self._session_keys
+            )
         if commit.opened or commit.answered:
             self._wakeups.notify()
         return version
