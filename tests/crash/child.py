@@ -2,6 +2,7 @@
 
     python -m tests.crash.child --url URL --session S --work DIR --action start|answer|resume
         [--invocation ID] [--kill-at K] [--kill-after-claim] [--block NODE] [--replay]
+        [--ahead SECONDS]
 
 `--replay` runs the app non-resumable: recovery re-walks the workflow from START and
 fast-forwards completed runs from the recorded outputs.
@@ -13,8 +14,10 @@ fraction of an interpreter start's cost.
 It counts every step commit that returned in DIR/commits, across processes, and
 SIGKILLs itself right after the K-th: the store really committed that step,
 nothing after it ran; `--kill-after-claim` SIGKILLs it right after an answer's claim
-took the run, before its first step. Lease holders it finds dead expire after
-LEASE_SECONDS; until then a claim is retried.
+took the run, before its first step. Its store reads time `--ahead` seconds ahead of
+the clock (the tests give each process of a run a minute more than the one before),
+so the lease of a process killed before it has lapsed for it; a claim refused all the
+same (a lease still live) is retried until it lapses.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import asyncio
 import os
 import signal
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -87,7 +91,7 @@ def message_for(action: str) -> types.Content | None:
 async def main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     probe = Probe(counts=work / "counts", marker=work / "marker", block=args.block)
-    store = SqlStore(args.url)
+    store = SqlStore(args.url, clock=lambda: time.time() + args.ahead)
     count_commits(store, work / "commits", args.kill_at)
     if args.kill_after_claim:
         kill_after_claim(store)
@@ -139,6 +143,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill-after-claim", action="store_true")
     parser.add_argument("--block")
     parser.add_argument("--replay", action="store_true")
+    parser.add_argument("--ahead", type=float, default=0.0)
     return parser.parse_args(argv)
 
 

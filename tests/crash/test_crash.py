@@ -244,6 +244,7 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
         argv += ["--block", str(case.block)]
     if case.replay:
         argv += ["--replay"]
+    argv += ["--ahead", str(60 * attempt)]  # the leases of the processes before have lapsed
     log = case.work / f"log-{attempt}-{action}"
     process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)
     with _STARTS:
