@@ -392,3 +392,31 @@ async def test_a_fork_after_a_run_that_moved_to_a_branch_continues_on_that_branc
         ("side", "wf@1/last@1", "xy!")
     ]
     assert RUNS.runs == {"first": 1, "moves_to_side": 1, "last": 2}
+
+
+async def test_a_fork_before_a_fan_out_runs_its_branches_at_once(
+    make_harness: MakeHarness,
+) -> None:
+    """The fork takes `first`'s output and starts both of its successors, as the run it
+    came from did: `waits` ends only once `signals` has run beside it."""
+    signalled = asyncio.Event()
+
+    async def waits(node_input: str) -> str:
+        async with asyncio.timeout(10):  # a guard against a hang, not a measure
+            await signalled.wait()
+        return f"{node_input} waited"
+
+    def signals(node_input: str) -> None:
+        signalled.set()
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", first, (waits, signals))]))
+    await h.start("go")
+    steps = steps_in(await h.runner.checkpoints(user_id="u", session_id=h.session_id))
+    assert what_each_gave(steps)[0] == 'first@1: "x"'
+    signalled.clear()
+
+    fork = await h.runner.fork(user_id="u", session_id=h.session_id, checkpoint_id=steps[0].id)
+    [waiting] = await h.runner.invocations(user_id="u", session_id=fork.id)
+    rerun = await Harness(h.runner, h.service, fork.id).collect(invocation_id=waiting.id)
+
+    assert [e.output for e in rerun if e.output is not None] == ["x waited"]

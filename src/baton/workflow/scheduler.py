@@ -287,6 +287,10 @@ class _Scheduler:
             self._pump()
             return
         alone = self._dispatch()
+        # The dispatch may have fast-forwarded runs (a fork's or a replay's), queueing
+        # more: those start beside it, as in `_execute`.
+        if self.state.queue:
+            self._pump()
         if alone is not None:
             await self._execute(alone)
 
