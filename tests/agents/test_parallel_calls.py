@@ -312,3 +312,40 @@ async def test_a_checkpoint_without_calls_ended_early_reads_in_the_previous_rele
     assert len(checkpoints) >= 2
     for checkpoint in checkpoints:
         PreviousLlmAgentState.model_validate(checkpoint)
+
+
+async def test_a_call_reads_what_a_call_of_the_same_turn_wrote(
+    service: BaseSessionService,
+) -> None:
+    """As the reference's calls share the session's state: the second `add` builds on
+    the first one's write, and the turn's result keeps both items."""
+
+    async def add(item: str, tool_context: ToolContext) -> list[JsonValue]:
+        """Add an item to the cart.
+
+        Args:
+            item: the item.
+        """
+        before = tool_context.state.get("cart", [])
+        assert isinstance(before, list)
+        cart: list[JsonValue] = [*before, item]
+        tool_context.state["cart"] = cart
+        return cart
+
+    turn = [
+        FunctionCall(id="c1", name="add", args={"item": "a"}),
+        FunctionCall(id="c2", name="add", args={"item": "b"}),
+    ]
+    model = ScriptedModel([turn, "done"])
+    h = await build_harness(LlmAgent(name="a", model=model, tools=[add]), service, resumable=True)
+
+    events = await h.start("go")
+
+    assert shown(events)[1] == (
+        "a",
+        ["c1 -> {'result': ['a']}", "c2 -> {'result': ['a', 'b']}"],
+        {"cart": ["a", "b"]},
+    )
+    session = await h.service.store.get_session(h.key)
+    assert session is not None
+    assert session.state == {"cart": ["a", "b"]}

@@ -872,7 +872,13 @@ class LlmAgent(BaseAgent):
         agent would share its state."""
         together = [c for c in pending if self._runs_together(c, lro_ids)]
         if together:
-            batch = _Batch(ctx, state, together, partial(self._call_tool, ctx), author=self.name)
+            batch = _Batch(
+                ctx,
+                state,
+                together,
+                lambda call, writes: self._call_tool(ctx, call, shared_writes=writes),
+                author=self.name,
+            )
             async for event in batch.run():
                 yield event
             state = batch.state
@@ -966,8 +972,15 @@ class LlmAgent(BaseAgent):
             call.id in state.started_calls or call.id in ctx.resume_inputs
         )
 
-    def _tool_context(self, ctx: AgentContext, call: FunctionCall) -> ToolContext:
-        """The context a tool (and its callbacks) gets for one call."""
+    def _tool_context(
+        self,
+        ctx: AgentContext,
+        call: FunctionCall,
+        *,
+        shared_writes: dict[str, JsonValue] | None = None,
+    ) -> ToolContext:
+        """The context a tool (and its callbacks) gets for one call (`shared_writes`: see
+        `ToolContext`)."""
         answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
         return ToolContext(
             state=ctx.state,
@@ -982,13 +995,19 @@ class LlmAgent(BaseAgent):
             session_id=ctx.session.id,
             memory=ctx.memory_scope(),
             user_content=ctx.user_content,
+            shared_writes=shared_writes,
         )
 
     async def _call_tool(
-        self, ctx: AgentContext, call: FunctionCall, *, interim: bool = False
+        self,
+        ctx: AgentContext,
+        call: FunctionCall,
+        *,
+        interim: bool = False,
+        shared_writes: dict[str, JsonValue] | None = None,
     ) -> Event:
         """Run one call; its result (a long-running tool's status: when not None) as an event."""
-        tool_context = self._tool_context(ctx, call)
+        tool_context = self._tool_context(ctx, call, shared_writes=shared_writes)
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:
             known = ", ".join(self.canonical_tools) or "none"
@@ -1027,12 +1046,15 @@ class LlmAgent(BaseAgent):
 class _Batch:
     """A turn's plain calls, run at once, as the reference runs them.
 
-    A call that ends while others still run is recorded in the agent's checkpoint (an
-    event of baton's own, not shown), so that neither a crash nor a sibling's failure
-    runs it again; when a call fails, the others still running are let end and are
-    recorded too before the failure is raised (the reference cancels them). Once every
-    call has ended, their results are one event in the turn's order, and the requests
-    of calls that wait for a person's confirmation follow it.
+    The calls share their state writes as they make them (`writes`), as the reference's
+    share the session's state: a call builds on what another wrote, and the turn's
+    result holds each key's latest value. A call that ends while others still run is
+    recorded in the agent's checkpoint (an event of baton's own, not shown), so that
+    neither a crash nor a sibling's failure runs it again; when a call fails, the others
+    still running are let end and are recorded too before the failure is raised (the
+    reference cancels them). Once every call has ended, their results are one event in
+    the turn's order, and the requests of calls that wait for a person's confirmation
+    follow it.
     """
 
     def __init__(
@@ -1040,20 +1062,23 @@ class _Batch:
         ctx: AgentContext,
         state: LlmAgentState,
         calls: list[FunctionCall],
-        run_call: Callable[[FunctionCall], Coroutine[Any, Any, Event]],
+        run_call: Callable[[FunctionCall, dict[str, JsonValue]], Coroutine[Any, Any, Event]],
         *,
         author: str,
     ) -> None:
         self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
         self.author = author
         self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
+        self.writes: dict[str, JsonValue] = {}
+        for event in self.finished.values():  # in the order they ended
+            self.writes.update(event.actions.state_delta)
 
     async def run(self) -> AsyncGenerator[Event, None]:
         """The checkpoints of calls that end early, then the turn's results."""
         todo = [c for c in self.calls if c.id not in self.finished]
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): the tasks are
         # owned here, and cancelled and awaited however the generator ends.
-        tasks = {asyncio.create_task(self.run_call(c)): c for c in todo}
+        tasks = {asyncio.create_task(self.run_call(c, self.writes)): c for c in todo}
         try:
             running = set(tasks)
             while running:
@@ -1100,6 +1125,8 @@ class _Batch:
         results = [e for e in ordered if e.content and e.content.function_responses]
         if results:
             merged = _merged(results)
+            delta = merged.actions.state_delta
+            delta.update({key: self.writes[key] for key in delta if key in self.writes})
             if self.state.finished_calls:
                 self.state = self.state.model_copy(update={"finished_calls": {}})
                 merged.actions.agent_state = self.state.model_dump(mode="json")

@@ -30,32 +30,48 @@ class ToolState(MutableMapping[str, JsonValue]):
     Args:
         base: the state before the call (read, never written).
         delta: where writes are recorded (shared with the tool's EventActions).
+        shared: the latest writes of the calls this one runs at once with, its own
+            included: read first, and written too (see `ToolContext`).
     """
 
-    def __init__(self, base: Mapping[str, JsonValue], delta: dict[str, JsonValue]) -> None:
+    def __init__(
+        self,
+        base: Mapping[str, JsonValue],
+        delta: dict[str, JsonValue],
+        *,
+        shared: dict[str, JsonValue] | None = None,
+    ) -> None:
         self._base = base
         self._delta = delta
+        self._written = delta if shared is None else shared
 
     def __getitem__(self, key: str) -> JsonValue:
+        if key in self._written:
+            return self._written[key]
         if key in self._delta:
             return self._delta[key]
         return self._base[key]
 
     def __setitem__(self, key: str, value: JsonValue) -> None:
-        self._delta[key] = to_json_value(value, what=f"state value '{key}'")
+        converted = to_json_value(value, what=f"state value '{key}'")
+        self._delta[key] = converted
+        self._written[key] = converted
 
     def __delitem__(self, key: str) -> None:
         raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._delta
-        yield from (key for key in self._base if key not in self._delta)
+        yield from self._written
+        yield from (key for key in self._delta if key not in self._written)
+        yield from (
+            key for key in self._base if key not in self._written and key not in self._delta
+        )
 
     def __len__(self) -> int:
-        return len(self._base.keys() | self._delta.keys())
+        return len(self._base.keys() | self._delta.keys() | self._written.keys())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._delta or key in self._base
+        return key in self._written or key in self._delta or key in self._base
 
 
 class StateWriter:
@@ -98,6 +114,9 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         session_id: the session, for artifacts.
         memory: the user's memory (the Runner's memory service), for `search_memory`.
         user_content: the message that started the invocation, if any.
+        shared_writes: the state written by the calls of the same model turn, which run
+            at once: the call reads their writes as they are made, and writes there too
+            (as the reference's calls of one turn share the session's state).
     """
 
     def __init__(
@@ -116,13 +135,16 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         session_id: str = "",
         memory: MemoryScope | None = None,
         user_content: Content | None = None,
+        shared_writes: dict[str, JsonValue] | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
         self.agent_name = agent_name
         self.idempotency_key = idempotency_key or f"{invocation_id}:{function_call_id or ''}"
         self.actions = actions if actions is not None else EventActions()
-        self._state = ToolState(state if state is not None else {}, self.actions.state_delta)
+        self._state = ToolState(
+            state if state is not None else {}, self.actions.state_delta, shared=shared_writes
+        )
         self.tool_confirmation = tool_confirmation
         self._artifact_scope = ArtifactScope(
             artifact_service,
