@@ -466,9 +466,10 @@ class InvocationRun:
                 if shown is not None:
                     yield shown
         finally:
-            driver.cancel()
+            if not driver.done():
+                driver.cancel()
             await renewal.stop()
-            await asyncio.gather(driver, return_exceptions=True)
+            await _ended(driver)
         if self.error is not None:
             raise self.error
 
@@ -639,6 +640,18 @@ class _Renewal:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Wait for `task` to end (its error, if any, is the run's: already in `error`).
+
+    Speed: a task that has ended (a run that finished: the caller saw the outbox close)
+    is only read; `gather` would wait two event-loop iterations for its done callback.
+    """
+    if not task.done():
+        await asyncio.gather(task, return_exceptions=True)
+    elif not task.cancelled():
+        task.exception()  # retrieved, as gather's return_exceptions does
 
 
 @types.coroutine
