@@ -47,15 +47,18 @@ async def test_a_blocking_sync_node_leaves_the_event_loop_free(make_harness: Mak
 async def test_the_loop_keeps_ticking_while_a_sync_node_sleeps(make_harness: MakeHarness) -> None:
     ticks = 0
     finished = asyncio.Event()
+    ticked = threading.Event()  # the loop ticked more than ten times
 
     def sleeps() -> str:
-        time.sleep(1)
+        ticked.wait(timeout=10)  # on a held loop no tick comes: it sleeps the 10 s
         return "rested"
 
     async def tick() -> None:
         nonlocal ticks
         while not finished.is_set():
             ticks += 1
+            if ticks > 10:
+                ticked.set()
             await asyncio.sleep(0.01)
 
     async def run() -> list[object]:
