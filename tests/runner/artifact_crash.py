@@ -4,7 +4,8 @@
 
 starts the app in SESSION; the node `write` saves two versions of 'doc.txt' and one
 'user:log.txt', then (on its first execution only) SIGKILLs its own process before
-its step commits. The test then continues the run in another process.
+its step commits. The test then continues the run in another process, whose clock
+reads a minute ahead, so the killed process's lease has lapsed for it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,8 +26,9 @@ from baton.sessions.sql import SqlStore
 LEASE = timedelta(seconds=1)
 
 
-def build_runner(url: str, work: Path) -> Runner:
-    """The app over the store at `url`; `work` keeps the execution count and kill marker."""
+def build_runner(url: str, work: Path, *, ahead: float = 0.0) -> Runner:
+    """The app over the store at `url`, its clock `ahead` seconds ahead of time; `work`
+    keeps the execution count and kill marker."""
 
     async def write(ctx: Context) -> list[int]:
         runs = work / "runs"
@@ -46,7 +49,7 @@ def build_runner(url: str, work: Path) -> Runner:
         doc = await ctx.load_artifact("doc.txt")
         return doc.text if doc else None
 
-    store = SqlStore(url)
+    store = SqlStore(url, clock=lambda: time.time() + ahead)
     return Runner(
         app=App(
             name="crash",

@@ -32,7 +32,7 @@ async def _run_killed_child(url: str, session_id: str, work: Path) -> int:
 async def test_a_step_killed_after_saving_saves_once_when_it_runs_again(
     emptied_store_url: str, tmp_path: Path
 ) -> None:
-    runner = build_runner(emptied_store_url, tmp_path)
+    runner = build_runner(emptied_store_url, tmp_path, ahead=60)  # the child's lease lapsed
     session = await runner.session_service.create_session(app_name="crash", user_id="u")
     key = SessionKey("crash", "u", SessionId(session.id))
 
