@@ -15,7 +15,7 @@ from baton.events import Event
 from baton.sessions.sql import SqlStore
 from baton.sessions.sql.direct import plan_for
 from baton.sessions.sql.postgres import asyncpg_connect_args
-from baton.sessions.sql.step import step_at_once
+from baton.sessions.sql.step import ADVANCE, step_at_once
 from baton.sessions.store import InvocationStatus
 from tests.store.builders import APP, USER, key, step
 
@@ -37,37 +37,72 @@ async def _earlier_runs(store: SqlStore, runs: int) -> None:
 async def test_a_step_reads_its_own_invocation_not_its_sessions_earlier_runs(
     postgres_url: str,
 ) -> None:
+    store = await _store_with_earlier_runs(postgres_url)
+    # The next step of the running invocation, as the store sends it in one statement.
+    commit = step(key("s1"), "run", 1, events=(Event(invocation_id="run", author="a"),))
+    statement, params = step_at_once(commit, 1.0)
+    found = await _generic_plan(store, statement, params)
+    landed = await store.load_invocation(key("s1"), "run")  # pyright: ignore[reportArgumentType]
+    await store.close()
+
+    assert landed is not None
+    assert landed.version == 2  # the statement landed the step
+    advanced = _node(found, "advanced")
+    # Its row by primary key: a few blocks. By the session's index, the session's every
+    # invocation's entry and row: hundreds.
+    assert _blocks(advanced) < 20, advanced
+
+
+async def test_a_step_changing_state_reads_its_own_invocation_only(postgres_url: str) -> None:
+    store = await _store_with_earlier_runs(postgres_url)
+    # The invocation's advance of a step that changes state (`write_step`'s UPDATE).
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- the store's own statement
+    async with executor._engine.connect() as connection:
+        session_pk = (await connection.exec_driver_sql("SELECT pk FROM baton_sessions")).scalar()
+    params = {
+        "key_id": "run",
+        "key_session_pk": session_pk,
+        "key_version": 1,
+        "version": 2,
+        "updated_at": 1.0,
+    }
+    found = await _generic_plan(store, ADVANCE, params)
+    landed = await store.load_invocation(key("s1"), "run")  # pyright: ignore[reportArgumentType]
+    await store.close()
+
+    assert landed is not None
+    assert landed.version == 2  # the statement advanced it
+    assert _blocks(found) < 20, found
+
+
+async def _store_with_earlier_runs(postgres_url: str) -> SqlStore:
+    """A store whose session s1 holds `EARLIER_RUNS` completed runs and a running one,
+    'run', at version 1."""
     store = SqlStore(postgres_url)
     session = key("s1")
     await store.create_session(APP, USER, session_id=session.session_id)
     await _earlier_runs(store, EARLIER_RUNS)
     await store.commit_step(step(session, "run", 0))
-    # The next step of the running invocation, as the store sends it.
-    commit = step(session, "run", 1, events=(Event(invocation_id="run", author="a"),))
-    statement, params = step_at_once(commit, 1.0)
+    return store
+
+
+async def _generic_plan(store: SqlStore, statement: Any, params: dict[str, Any]) -> Any:
+    """The plan a connection's prepared statement keeps after its fifth execution (the
+    generic one), run with `params` (EXPLAIN ANALYZE): its root node."""
     executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- the store's own statement
     plan = plan_for(statement, tuple(params), executor._engine.dialect, convert_results=False)
     url: Any = store._dialect.url  # pyright: ignore[reportPrivateUsage] -- its schema
     connection: Any = await asyncpg.connect(**asyncpg_connect_args(url))  # pyright: ignore[reportUnknownMemberType]
     try:
-        # The plan a connection's prepared statement keeps after its fifth execution.
         await connection.execute("SET plan_cache_mode = force_generic_plan")
-        await connection.execute(f"PREPARE next_step AS {plan.sql}")
+        await connection.execute(f"PREPARE measured AS {plan.sql}")
         values = ", ".join(_literal(value) for value in plan.arguments(params))
         found = await connection.fetchval(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE next_step({values})"
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE measured({values})"
         )
     finally:
         await connection.close()
-    landed = await store.load_invocation(session, "run")  # pyright: ignore[reportArgumentType]
-    await store.close()
-
-    assert landed is not None
-    assert landed.version == 2  # the statement landed the step
-    advanced = _node(json.loads(found)[0]["Plan"], "advanced")
-    # Its row by primary key: a few blocks. By the session's index, the session's every
-    # invocation's entry and row: hundreds.
-    assert _blocks(advanced) < 20, advanced
+    return json.loads(found)[0]["Plan"]
 
 
 def _literal(value: Any) -> str:

@@ -65,6 +65,7 @@ from baton.sessions.store import (
 )
 
 __all__ = [
+    "ADVANCE",
     "INVOCATION_VERSION",
     "SessionKeys",
     "fits_one_statement",
@@ -93,13 +94,17 @@ _READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"
 _SET_STATE = update(sessions).where(sessions.c.pk == bindparam("key_pk"))
 _APPEND_EVENTS = events.insert()
 _IS_INVOCATION = invocations.c.id == bindparam("key_id")
-_ADVANCE = update(invocations).where(
+ADVANCE = update(invocations).where(
     _IS_INVOCATION,
-    invocations.c.session_pk == bindparam("key_session_pk"),
+    # `+ 0`: the row is found by its primary key alone, whatever the statistics (see
+    # `_advance_at_once`), never by the session's index of invocations.
+    invocations.c.session_pk + literal_column("0") == bindparam("key_session_pk"),
     invocations.c.version == bindparam("key_version"),
 )
+"""A step's advance of its invocation to the next version (bind `key_id`,
+`key_session_pk`, `key_version` and the changed columns)."""
 # Fencing: the step lands only while its lease's token is the invocation's current one.
-_ADVANCE_FENCED = _ADVANCE.where(invocations.c.lease_token == bindparam("key_token"))
+_ADVANCE_FENCED = ADVANCE.where(invocations.c.lease_token == bindparam("key_token"))
 INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(_IS_INVOCATION)
 """The version and lease token of a commit that did not land (bind `key_id`): why not."""
 # A rewound invocation's open questions can no longer be answered.
@@ -216,7 +221,7 @@ def _advance_invocation(
         if not dialect.insert_new(connection, invocations, created):
             _raise_stale(connection, dialect, commit)
     else:
-        statement = _ADVANCE if commit.lease is None else _ADVANCE_FENCED
+        statement = ADVANCE if commit.lease is None else _ADVANCE_FENCED
         parameters = {
             "key_id": commit.invocation_id,
             "key_session_pk": session_pk,
