@@ -11,7 +11,7 @@ import asyncio
 import enum
 import types
 from collections import deque
-from collections.abc import AsyncGenerator, Generator, Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -56,7 +56,7 @@ from baton.workflow.nodes import Node
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Span
 
-__all__ = ["InvocationRun", "PlanKind", "RunPlan", "RunSettings"]
+__all__ = ["InvocationRun", "PlanKind", "RunEvents", "RunPlan", "RunSettings"]
 
 
 class PlanKind(enum.Enum):
@@ -144,6 +144,7 @@ class InvocationRun:
         # A joinable step held back to land with the next one: its parts, status, answerer.
         self._held: _Held | None = None
         self._renewal: _Renewal | None = None
+        self._driver: asyncio.Task[None] | None = None
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
             invocation_id=plan.invocation_id,
@@ -450,28 +451,30 @@ class InvocationRun:
                     return stale.actual
                 raise
 
-    async def stream(self, yield_user_message: bool) -> AsyncGenerator[Event, None]:
+    def events(self, yield_user_message: bool) -> RunEvents:
+        """The run's events as its caller is shown them: `async with` starts the run,
+        `async for` reads them (see `RunEvents`)."""
+        return RunEvents(self, yield_user_message)
+
+    def start(self) -> None:
+        """Start the driver task and the lease renewal: the caller now reads the outbox."""
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
-        # generator would throw into the group. The two tasks are owned and awaited here.
+        # generator would throw into the group. The two tasks are owned and awaited in
+        # `stop`, which the caller's `async with` (RunEvents) always reaches.
         self.outbox.attach()
-        driver = asyncio.create_task(self._drive())
-        renewal = self._renewal = _Renewal(self, driver)
-        try:
-            resumable = self.settings.is_resumable
-            private = self.invocation.private_checkpoints
-            while (item := await self.outbox.get()) is not None:
-                if item is self.user_event and not yield_user_message:
-                    continue
-                shown = _shown(item, resumable=resumable, private=private)
-                if shown is not None:
-                    yield shown
-        finally:
-            if not driver.done():
-                driver.cancel()
+        self._driver = asyncio.create_task(self._drive())
+        self._renewal = _Renewal(self, self._driver)
+
+    async def stop(self) -> None:
+        """Stop the driver (if still running) and the renewal, and wait for both."""
+        driver, renewal = self._driver, self._renewal
+        if driver is None:
+            return
+        if not driver.done():
+            driver.cancel()
+        if renewal is not None:
             await renewal.stop()
-            await _ended(driver)
-        if self.error is not None:
-            raise self.error
+        await _ended(driver)
 
     async def _drive(self) -> None:
         with invocation_span(self._span_attributes()) as traced:
@@ -559,6 +562,46 @@ class InvocationRun:
     def lost_lease(self, error: InvocationBusyError) -> None:
         self.error = error
         self.outbox.close()
+
+
+class RunEvents:
+    """An invocation run's events as its caller is shown them, in commit order.
+
+    `async with` starts the run and, on the way out (the events read, the caller's
+    stream closed, or the caller cancelled), stops it; `async for` reads the events,
+    and raises the run's error, if any, after the last one.
+
+    Speed: an iterator of its own, read by the Runner's `run_async` directly, not an
+    async generator inside that one: one generator layer fewer on every event.
+    """
+
+    def __init__(self, run: InvocationRun, yield_user_message: bool) -> None:
+        self._run = run
+        self._yield_user_message = yield_user_message
+        self._resumable = run.settings.is_resumable
+        self._private = run.invocation.private_checkpoints  # added to, never replaced
+
+    async def __aenter__(self) -> RunEvents:
+        self._run.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._run.stop()
+
+    def __aiter__(self) -> RunEvents:
+        return self
+
+    async def __anext__(self) -> Event:
+        run = self._run
+        while (item := await run.outbox.get()) is not None:
+            if item is run.user_event and not self._yield_user_message:
+                continue
+            shown = _shown(item, resumable=self._resumable, private=self._private)
+            if shown is not None:
+                return shown
+        if run.error is not None:
+            raise run.error
+        raise StopAsyncIteration
 
 
 _RETRY_FIRST: Final = 0.1

@@ -309,7 +309,7 @@ class Runner:
         run: InvocationRun | None = None
         try:
             run = await self._open_run(plan, lease, answered_by, invocation)
-            async with aclosing(run.stream(yield_user_message)) as events:
+            async with run.events(yield_user_message) as events:
                 async for event in events:
                     yield event
         finally:
@@ -600,7 +600,7 @@ class Runner:
 
     @staticmethod
     async def _drain(run: InvocationRun) -> None:
-        async with aclosing(run.stream(False)) as events:
+        async with run.events(False) as events:
             async for _ in events:
                 pass
 
