@@ -22,9 +22,9 @@ import os
 import threading
 import time
 import weakref
-from typing import Final
+from typing import Final, TypeAlias
 
-__all__ = ["THRESHOLD_ENV", "enter_node", "leave_node", "threshold"]
+__all__ = ["THRESHOLD_ENV", "NodeMark", "enter_node", "leave_node", "threshold"]
 
 logger = logging.getLogger("baton")
 
@@ -58,7 +58,11 @@ def threshold() -> float:
     return value
 
 
-def enter_node(path: str) -> tuple[asyncio.Task[object], str | None] | None:
+NodeMark: TypeAlias = tuple[asyncio.Task[object], str | None] | None
+"""What `enter_node` noted: the task, and the node run it executed before (if any)."""
+
+
+def enter_node(path: str) -> NodeMark:
     """Note that node run `path` executes in the current task; give the mark to `leave_node`."""
     task = asyncio.current_task()
     if task is None:
@@ -71,7 +75,7 @@ def enter_node(path: str) -> tuple[asyncio.Task[object], str | None] | None:
     return task, previous
 
 
-def leave_node(mark: tuple[asyncio.Task[object], str | None] | None) -> None:
+def leave_node(mark: NodeMark) -> None:
     """Undo `enter_node`: the task executes the node it executed before, if any."""
     if mark is None:
         return

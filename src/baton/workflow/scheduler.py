@@ -229,6 +229,8 @@ class _Scheduler:
     ) -> None:
         self.workflow = workflow
         self.graph = workflow.graph
+        # Read once: a pydantic model's attribute costs ~500 instructions, every dispatch.
+        self.max_concurrency = workflow.max_concurrency
         self.ctx = ctx
         self.invocation: InvocationContext = ctx.invocation_context
         self.record = record
@@ -300,7 +302,7 @@ class _Scheduler:
 
     def _dispatch(self) -> RunRecord | None:
         """The next queued run to execute (counted as running), or None."""
-        limit = self.workflow.max_concurrency
+        limit = self.max_concurrency
         state = self.state
         queue = state.queue
         while queue and (limit is None or self.running < limit):
