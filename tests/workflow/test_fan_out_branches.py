@@ -317,25 +317,30 @@ async def test_a_join_runs_on_the_branch_of_each_predecessors_latest_arrival(
     # p arrives at j twice before r does: first from lane a@1, then from the workflow's
     # branch (after k, which joins a@1 and g@1). As in the reference, j runs on the branch
     # of p's latest arrival and r's: their shared part is the workflow's (None), not a@1.
-    runs: list[str] = []
+    # Each run waits for the output meant to be stored before its own, so the order
+    # holds whatever order the event loop runs them in.
 
     def go_on(node_input: JsonValue) -> str:
         return "on"
 
-    def p(node_input: JsonValue) -> str:
-        runs.append("p")
-        return f"p{len(runs)}"
+    async def p(node_input: JsonValue) -> str:
+        if not isinstance(node_input, dict):
+            return "p1"  # the run on lane a@1, from a
+        await stored("p1")  # the run on the workflow's branch, from k
+        return "p2"
 
     async def r(node_input: JsonValue) -> str:
-        # Not before p's second output is stored, so r's arrival is the latest: p runs on
-        # a worker thread, and its return reaches the engine later than its code ends.
-        while not await stored("p2"):  # noqa: ASYNC110 -- no signal for a stored event
-            await asyncio.sleep(0.001)
+        await stored("p2")
         return "r"
 
-    async def stored(output: str) -> bool:
+    async def stored(output: str) -> None:
+        # No signal tells a node that an event was stored: look every millisecond.
+        while not any(e.output == output for e in await events_stored()):  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
+
+    async def events_stored() -> list[Event]:
         session = await h.service.store.get_session(h.key)
-        return session is not None and any(e.output == output for e in session.events)
+        return session.events if session is not None else []
 
     a, g = FunctionNode(go_on, name="a"), FunctionNode(go_on, name="g")
     pn, rn = FunctionNode(p, name="p"), FunctionNode(r, name="r")
