@@ -501,8 +501,15 @@ class InvocationRun:
             # the invocation stays as its last commit left it, resumable by its id.
             self.error = _cause(broken)
         finally:
-            await self._tell_plugins()
-            self.outbox.close()
+            try:
+                await self._tell_plugins()
+            except Exception as broken:
+                # A plugin's failure is the caller's once it read the run's events, as the
+                # reference raises it (unless the run failed first: that error stands).
+                if self.error is None:
+                    self.error = broken
+            finally:
+                self.outbox.close()  # else the caller's stream would wait for good
 
     async def _ended_by_plugin(self) -> bool:
         """A plugin's before-run reply ends the run: it lands as the run's last event."""

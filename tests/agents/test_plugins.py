@@ -7,6 +7,7 @@ across a pause and a restart; bad plugin lists are refused."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -300,6 +301,35 @@ async def test_a_before_run_reply_ends_the_run_without_running_the_agent(
         ("model", "closed for maintenance")
     ]
     assert log == ["gate.user_message", "gate.before_run", "gate.after_run"]
+    assert (await h.invocation()).status is InvocationStatus.COMPLETED
+
+
+class BrokenAfterRun(BasePlugin):
+    async def after_run_callback(self, *, invocation_context: Any) -> None:
+        raise RuntimeError("the audit log is down")
+
+
+async def test_a_plugin_failing_after_the_run_is_raised_once_its_events_are_read(
+    stores: StoreFactory,
+) -> None:
+    """The reference raises it too; the stream ends (it waited for good before)."""
+    log: list[str] = []
+    agent = _agent(log, ScriptedModel(["sunny"]))
+    h = await _start(_runner(stores, agent, [BrokenAfterRun("audit")]))
+    seen: list[Event] = []
+
+    async def read() -> None:
+        call = h.runner.run_async(
+            user_id=h.user_id, session_id=h.session_id, new_message=text("weather?")
+        )
+        async for event in call:
+            seen.append(event)  # kept as they come: the call then raises
+
+    async with asyncio.timeout(10):  # a guard against a hang, not a measure
+        with pytest.raises(RuntimeError, match="the audit log is down"):
+            await read()
+
+    assert [e.content.text for e in seen if e.content] == ["sunny"]
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
 
 
