@@ -7,6 +7,9 @@ crash runs it again (the crash: tests/agents/test_crash.py). Every backend.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pydantic import Field, JsonValue
@@ -332,13 +335,46 @@ async def test_a_call_reads_what_a_call_of_the_same_turn_wrote(
         tool_context.state["cart"] = cart
         return cart
 
+    await two_adds_keep_both_items(service, add)
+
+
+async def test_the_sync_tools_of_one_turn_run_one_after_another(
+    service: BaseSessionService,
+) -> None:
+    """As the reference runs a `def` tool on its event loop: the second `add` starts once
+    the first has ended, so a read-modify-write of the state that waits between its read
+    and its write (a slow lookup) loses nothing."""
+    log: list[str] = []
+
+    def add(item: str, tool_context: ToolContext) -> list[JsonValue]:
+        """Add an item to the cart.
+
+        Args:
+            item: the item.
+        """
+        log.append(f"{item} starts")
+        before = tool_context.state.get("cart", [])
+        assert isinstance(before, list)
+        time.sleep(0.05)  # a slow lookup between the read and the write
+        cart: list[JsonValue] = [*before, item]
+        tool_context.state["cart"] = cart
+        log.append(f"{item} ends")
+        return cart
+
+    await two_adds_keep_both_items(service, add)
+
+    assert log == ["a starts", "a ends", "b starts", "b ends"]
+
+
+async def two_adds_keep_both_items(service: BaseSessionService, add: Callable[..., Any]) -> None:
+    """A turn of two `add` calls (items a, then b) gives ['a'] then ['a', 'b'], and the
+    session keeps both items."""
     turn = [
         FunctionCall(id="c1", name="add", args={"item": "a"}),
         FunctionCall(id="c2", name="add", args={"item": "b"}),
     ]
     model = ScriptedModel([turn, "done"])
     h = await build_harness(LlmAgent(name="a", model=model, tools=[add]), service, resumable=True)
-
     events = await h.start("go")
 
     assert shown(events)[1] == (

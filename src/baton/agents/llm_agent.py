@@ -876,7 +876,9 @@ class LlmAgent(BaseAgent):
                 ctx,
                 state,
                 together,
-                lambda call, writes: self._call_tool(ctx, call, shared_writes=writes),
+                lambda call, writes, sync: self._call_tool(
+                    ctx, call, shared_writes=writes, sync_tools=sync
+                ),
                 author=self.name,
             )
             async for event in batch.run():
@@ -978,9 +980,10 @@ class LlmAgent(BaseAgent):
         call: FunctionCall,
         *,
         shared_writes: dict[str, JsonValue] | None = None,
+        sync_tools: asyncio.Lock | None = None,
     ) -> ToolContext:
-        """The context a tool (and its callbacks) gets for one call (`shared_writes`: see
-        `ToolContext`)."""
+        """The context a tool (and its callbacks) gets for one call (`shared_writes` and
+        `sync_tools`: see `ToolContext`)."""
         answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
         return ToolContext(
             state=ctx.state,
@@ -996,6 +999,7 @@ class LlmAgent(BaseAgent):
             memory=ctx.memory_scope(),
             user_content=ctx.user_content,
             shared_writes=shared_writes,
+            sync_tools=sync_tools,
         )
 
     async def _call_tool(
@@ -1005,9 +1009,12 @@ class LlmAgent(BaseAgent):
         *,
         interim: bool = False,
         shared_writes: dict[str, JsonValue] | None = None,
+        sync_tools: asyncio.Lock | None = None,
     ) -> Event:
         """Run one call; its result (a long-running tool's status: when not None) as an event."""
-        tool_context = self._tool_context(ctx, call, shared_writes=shared_writes)
+        tool_context = self._tool_context(
+            ctx, call, shared_writes=shared_writes, sync_tools=sync_tools
+        )
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:
             known = ", ".join(self.canonical_tools) or "none"
@@ -1048,13 +1055,15 @@ class _Batch:
 
     The calls share their state writes as they make them (`writes`), as the reference's
     share the session's state: a call builds on what another wrote, and the turn's
-    result holds each key's latest value. A call that ends while others still run is
-    recorded in the agent's checkpoint (an event of baton's own, not shown), so that
-    neither a crash nor a sibling's failure runs it again; when a call fails, the others
-    still running are let end and are recorded too before the failure is raised (the
-    reference cancels them). Once every call has ended, their results are one event in
-    the turn's order, and the requests of calls that wait for a person's confirmation
-    follow it.
+    result holds each key's latest value. Sync (`def`) tools run one at a time
+    (`sync_tools`), as the reference runs them on its event loop, so their
+    read-modify-writes of the state do not interleave in worker threads. A call that
+    ends while others still run is recorded in the agent's checkpoint (an event of
+    baton's own, not shown), so that neither a crash nor a sibling's failure runs it
+    again; when a call fails, the others still running are let end and are recorded too
+    before the failure is raised (the reference cancels them). Once every call has
+    ended, their results are one event in the turn's order, and the requests of calls
+    that wait for a person's confirmation follow it.
     """
 
     def __init__(
@@ -1062,7 +1071,9 @@ class _Batch:
         ctx: AgentContext,
         state: LlmAgentState,
         calls: list[FunctionCall],
-        run_call: Callable[[FunctionCall, dict[str, JsonValue]], Coroutine[Any, Any, Event]],
+        run_call: Callable[
+            [FunctionCall, dict[str, JsonValue], asyncio.Lock], Coroutine[Any, Any, Event]
+        ],
         *,
         author: str,
     ) -> None:
@@ -1070,6 +1081,7 @@ class _Batch:
         self.author = author
         self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
         self.writes: dict[str, JsonValue] = {}
+        self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
         for event in self.finished.values():  # in the order they ended
             self.writes.update(event.actions.state_delta)
 
@@ -1078,7 +1090,9 @@ class _Batch:
         todo = [c for c in self.calls if c.id not in self.finished]
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): the tasks are
         # owned here, and cancelled and awaited however the generator ends.
-        tasks = {asyncio.create_task(self.run_call(c, self.writes)): c for c in todo}
+        tasks = {
+            asyncio.create_task(self.run_call(c, self.writes, self.sync_tools)): c for c in todo
+        }
         try:
             running = set(tasks)
             while running:

@@ -112,7 +112,11 @@ class FunctionTool(BaseTool):
                 return dict(REJECTED)
         if self.signature.takes_tool_context:
             kwargs[TOOL_CONTEXT_PARAMETER] = tool_context
-        result = await self._call(*bound.args, **kwargs)
+        if inspect.iscoroutinefunction(self.func) or tool_context.sync_tools is None:
+            result = await self._call(*bound.args, **kwargs)
+        else:
+            async with tool_context.sync_tools:  # one sync tool of the turn at a time
+                result = await self._call(*bound.args, **kwargs)
         return to_json_value(result, what=f"the result of tool '{self.name}'")
 
     async def _needs_confirmation(self, kwargs: dict[str, Any], tool_context: ToolContext) -> bool:

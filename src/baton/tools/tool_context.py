@@ -7,6 +7,7 @@ carrying the tool's response carries its state changes too.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import final
 
@@ -117,6 +118,10 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         shared_writes: the state written by the calls of the same model turn, which run
             at once: the call reads their writes as they are made, and writes there too
             (as the reference's calls of one turn share the session's state).
+        sync_tools: held by a sync (`def`) tool of the same model turn while it runs:
+            the turn's sync tools run one after another (in the turn's order), as the
+            reference runs them on its event loop, so one's read-modify-write of the
+            state never interleaves with another's; async tools run at once.
     """
 
     def __init__(
@@ -136,6 +141,7 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         memory: MemoryScope | None = None,
         user_content: Content | None = None,
         shared_writes: dict[str, JsonValue] | None = None,
+        sync_tools: asyncio.Lock | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
@@ -156,6 +162,12 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         )
         self._memory_scope = memory or no_memory()
         self.user_content = user_content
+        self._sync_tools = sync_tools
+
+    @property
+    def sync_tools(self) -> asyncio.Lock | None:
+        """The lock the sync tools of this call's model turn take in turn, if any."""
+        return self._sync_tools
 
     @property
     def memory_scope(self) -> MemoryScope:
