@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import partial
 from typing import Any, TypeAlias, final
 
@@ -112,11 +114,7 @@ class FunctionTool(BaseTool):
                 return dict(REJECTED)
         if self.signature.takes_tool_context:
             kwargs[TOOL_CONTEXT_PARAMETER] = tool_context
-        if inspect.iscoroutinefunction(self.func) or tool_context.sync_tools is None:
-            result = await self._call(*bound.args, **kwargs)
-        else:
-            async with tool_context.sync_tools:  # one sync tool of the turn at a time
-                result = await self._call(*bound.args, **kwargs)
+        result = await self._call(tool_context.sync_tools, *bound.args, **kwargs)
         return to_json_value(result, what=f"the result of tool '{self.name}'")
 
     async def _needs_confirmation(self, kwargs: dict[str, Any], tool_context: ToolContext) -> bool:
@@ -132,12 +130,18 @@ class FunctionTool(BaseTool):
         decided = await run_sync(partial(rule, **chosen))  # a plain rule never holds the loop
         return bool(await decided if inspect.isawaitable(decided) else decided)
 
-    async def _call(self, *args: object, **kwargs: object) -> object:
+    async def _call(
+        self, sync_tools: asyncio.Lock | None, /, *args: object, **kwargs: object
+    ) -> object:
+        """The function's result: a sync one runs in a worker thread, holding its model
+        turn's `sync_tools` lock, if any (see `ToolContext.sync_tools`)."""
         if inspect.iscoroutinefunction(self.func):
             return await self.func(*args, **kwargs)
-        result = await run_sync(partial(self.func, *args, **kwargs))  # never on the event loop
-        # A callable object with an async __call__, or a sync function returning a coroutine.
-        return await result if inspect.isawaitable(result) else result
+        async with sync_tools or nullcontext():  # one sync tool of the turn at a time
+            result = await run_sync(partial(self.func, *args, **kwargs))  # never on the loop
+            # A callable object with an async __call__, or a sync function returning a
+            # coroutine.
+            return await result if inspect.isawaitable(result) else result
 
 
 @final
