@@ -639,9 +639,7 @@ def _copied(record: _M, update: dict[str, object] | None = None) -> _M:
     work in a resume."""
     fields = record.__dict__.copy()
     for name in _container_fields(type(record)):
-        value = fields[name]
-        if type(value) in _CONTAINERS:
-            fields[name] = _own(value)
+        fields[name] = _own(fields[name])
     fields_set = set(record.__pydantic_fields_set__)
     if update:
         fields.update(update)
@@ -649,7 +647,6 @@ def _copied(record: _M, update: dict[str, object] | None = None) -> _M:
     return assemble(type(record), fields, fields_set)
 
 
-_CONTAINERS: Final = (dict, list)
 _IMMUTABLE: Final = (str, int, float, bool, type(None))
 
 
