@@ -67,6 +67,9 @@ def run_child(
         process.start()
     process.join(60)
     code = process.exitcode
+    if code is None:  # hung: end it here rather than leave it running past the test
+        process.kill()
+        process.join()
     assert code is not None, "the child did not finish in 60 s"
     process.close()  # its status pipe, now rather than at garbage collection
     return code

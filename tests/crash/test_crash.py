@@ -249,13 +249,18 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
     process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)
     with _STARTS:
         process.start()
-    async with asyncio.timeout(60):
-        exited = asyncio.ensure_future(exit_of(process))
-        while watch and not exited.done() and not case.marker.exists():
-            await asyncio.wait([exited], timeout=0.02)
-        if watch and not exited.done():
-            process.kill()
-        code = await exited
+    try:
+        async with asyncio.timeout(60):
+            exited = asyncio.ensure_future(exit_of(process))
+            while watch and not exited.done() and not case.marker.exists():
+                await asyncio.wait([exited], timeout=0.02)
+            if watch and not exited.done():
+                process.kill()
+            code = await exited
+    except TimeoutError:  # hung: end it here rather than leave it running past the test
+        process.kill()
+        process.join()
+        raise
     killed = code == -signal.SIGKILL
     assert code == 0 or killed, f"{action} exited {code}:\n{log.read_text()}"
     return killed

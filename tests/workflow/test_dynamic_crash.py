@@ -51,6 +51,9 @@ def run_child(url: str, work: Path, action: str, kill_at: int | None) -> int:
         process.start()
     process.join(60)
     code = process.exitcode
+    if code is None:  # hung: end it here rather than leave it running past the test
+        process.kill()
+        process.join()
     assert code is not None, "the child did not finish in 60 s"
     process.close()
     return code
