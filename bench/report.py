@@ -4,8 +4,8 @@
 
 RESULTS_DIR holds `<system>.jsonl` files (one JSON figure per line, from
 baton_bench.py and peers/*_bench.py) and, for a peer that failed, `<system>.err`;
-`recovery.jsonl` (from recovery_bench.py), `postgres.jsonl` (postgres_bench.py) and
-`http.jsonl` (http_bench.py).
+`recovery.jsonl` (from recovery_bench.py), `postgres.jsonl` (postgres_bench.py),
+`http.jsonl` (http_bench.py) and `paging.jsonl` (paging_bench.py).
 A ratio is the peer's figure divided by baton's: 10x means the peer took ten times as
 long (in the PostgreSQL table, baton's figure divided by its floor's).
 
@@ -33,6 +33,9 @@ RECOVERY_WORKLOADS = (
 )
 POSTGRES = "postgres"  # postgres.jsonl: baton on PostgreSQL against its raw asyncpg floors
 HTTP = "http"  # http.jsonl: HITL runs over HTTP against `baton api_server` processes
+PAGING = "paging"  # paging.jsonl: pages of pending questions in a big database
+PAGED = ("pending", "sessions")  # what paging_bench.py lists a page at a time
+PAGES = ("first page", "middle page", "last page")
 POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor is
     ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/step-statement", "step statement alone (µs)", "pg/raw-step", "one-statement asyncpg step"),
@@ -63,13 +66,14 @@ class Figure:
     ttl: float | None = None  # the lease time to live the figure was measured with
     target: float | None = None
     at_least: float | None = None  # a target the figure must reach (runs/s, a ratio)
+    best: float | None = None  # paging figures: the quickest of the reads
 
 
 def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
     """Every figure in the folder, and why a system produced none (its stderr's tail)."""
     figures: list[Figure] = []
     problems: dict[str, str] = {}
-    for system in (*SYSTEMS, RECOVERY, POSTGRES, HTTP):
+    for system in (*SYSTEMS, RECOVERY, POSTGRES, HTTP, PAGING):
         path = folder / f"{system}.jsonl"
         found = 0
         lines = path.read_text().splitlines() if path.exists() else []
@@ -89,11 +93,12 @@ def load(folder: Path) -> tuple[list[Figure], dict[str, str]]:
                         ttl=_number(raw.get("ttl")),
                         target=_number(raw.get("target")),
                         at_least=_number(raw.get("at_least")),
+                        best=_number(raw.get("best")),
                     )
                 )
                 found += 1
         errors = folder / f"{system}.err"
-        if not found and (system not in (RECOVERY, POSTGRES, HTTP) or path.exists()):
+        if not found and (system not in (RECOVERY, POSTGRES, HTTP, PAGING) or path.exists()):
             tail = errors.read_text().strip().splitlines()[-1:] if errors.exists() else []
             problems[system] = tail[0] if tail else "no figures produced"
     return figures, problems
@@ -203,6 +208,34 @@ def http_table(figures: list[Figure]) -> list[str]:
     return rows if len(rows) > 2 else []
 
 
+def paging_table(figures: list[Figure]) -> list[str]:
+    """Each page's median and best read beside the whole list it replaces (pending
+    questions, sessions), read in the same run on the same database."""
+    listed = {
+        (f.workload.split(",")[0], f.backend): f for f in figures if f.workload.startswith(PAGED)
+    }
+    rows = [
+        "| figure | backend | median (ms) | best (ms) | whole list (ms) | target (ms) | verdict "
+        "| measured with |",
+        "|" + "---|" * 8,
+    ]
+    for backend in ("sqlite", "postgres"):
+        for kind in PAGED:
+            whole = listed.get((f"{kind} whole list (before)", backend))
+            for page in PAGES:
+                figure = listed.get((f"{kind} {page}", backend))
+                if figure is None or figure.value is None:
+                    continue
+                target = figure.target
+                wanted = "" if target is None else f"≤ {target:g}"
+                verdict = "" if target is None else ("met" if figure.value <= target else "MISSED")
+                rows.append(
+                    f"| {figure.workload} | {backend} | {cell(figure)} | {figure.best or '-'} "
+                    f"| {cell(whole)} | {wanted} | {verdict} | {figure.note.split('; ')[-1]} |"
+                )
+    return rows if len(rows) > 2 else []
+
+
 def _http_target(figure: Figure) -> tuple[str, str]:
     if figure.value is None:
         return "", ""
@@ -288,9 +321,10 @@ def main() -> None:
     recovery = recovery_table(figures)
     postgres = postgres_table(figures)
     http = http_table(figures)
+    paging = paging_table(figures)
     notes = [f"- {system}: no figures: {why}" for system, why in problems.items()]
     notes = notes if lines or RECOVERY in problems else []
-    print("\n".join([*lines, *notes, "", *recovery, "", *postgres, "", *http]))
+    print("\n".join([*lines, *notes, "", *recovery, "", *postgres, "", *http, "", *paging]))
     if args.write:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         sections = read_sections(args.write)
@@ -306,6 +340,9 @@ def main() -> None:
         if http:
             measured = f"Measured {when} by `bench/http_bench.py` on {machine()}."
             sections[HTTP_HEADING] = [measured, *HTTP_TEXT, "", *http]
+        if paging:
+            measured = f"Measured {when} by `bench/paging_bench.py` on {machine()}."
+            sections[PAGING_HEADING] = [measured, *PAGING_TEXT, "", *paging]
         write_sections(args.write, sections)
 
 
@@ -338,6 +375,17 @@ HTTP_TEXT = [
     "runs through the library in the bench's own process (the floor, measured in the",
     "same run); on a shared machine the absolute figures move with the load, the ratios",
     "much less.",
+]
+PAGING_HEADING = "Listings a page at a time"
+PAGING_TEXT = [
+    "A database built as a busy deployment looks: 1,000 sessions of one user with 10 runs",
+    "each, every run waiting on a question (10,000 open questions, as many of other users),",
+    "1,000 events per session (1,000,000 events). Reads through `baton.listings.pending_page`",
+    "(what the Runner, the server and the CLI call) of the first page, the page after the",
+    "5,000th question and the last page, 100 questions each, beside reading the user's whole",
+    "pending list (what the listing did before pages); the same for the user's 1,000",
+    "sessions (`sessions_page`: the first page and the page after the 500th). Median and",
+    "best of 20 reads (5 with --quick, which builds a tenth of the database).",
 ]
 RECOVERY_HEADING = "Recovery and deadlines"
 RECOVERY_TEXT = [

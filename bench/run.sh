@@ -2,7 +2,8 @@
 # `make bench`: baton's figures, then google-adk's and LangGraph's from bench/.venv
 # (a separate venv: baton never imports them), side by side in bench/results.md;
 # then baton's recovery and deadline figures (real processes, a few minutes), and
-# baton on PostgreSQL against raw asyncpg floors; then HITL runs over HTTP.
+# baton on PostgreSQL against raw asyncpg floors; then HITL runs over HTTP; then pages of
+# pending questions in a database of 10,000 open questions and 1,000,000 events.
 #   bash bench/run.sh [--quick]     --quick: fewer runs, histories up to 1,000 events
 set -u
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ echo "== baton: PostgreSQL against its floor" >&2
 .venv/bin/python bench/postgres_bench.py "${args[@]}" | tee "$out/postgres.jsonl"
 echo "== baton: HITL runs over HTTP" >&2
 .venv/bin/python bench/http_bench.py "${args[@]}" | tee "$out/http.jsonl"
+echo "== baton: pending questions a page at a time" >&2
+.venv/bin/python bench/paging_bench.py "${args[@]}" | tee "$out/paging.jsonl"
 
 if [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv || echo "bench: could not create bench/.venv; peers skipped" >&2
