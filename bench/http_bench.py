@@ -12,11 +12,16 @@ is measured, not the client's: on 2 cores the two compete.
 
 Prints, per backend and process count: completed runs per second, the median and 99th
 percentile of the answering call, and the CPU per request of each part (user + system
-time from /proc over the measured runs, divided by the requests served): the servers,
-the load generator, and on PostgreSQL the database backends serving the servers'
-connections; with the CPU the rest of the machine used meanwhile (other processes), as
-cores. The floor is the same runs through the library in this process, measured in the
-same run: the servers' CPU per request is also given as a ratio to it, and two
+time from /proc over the measured runs, divided by the requests served): the servers
+(S), the load generator (C), and on PostgreSQL the database backends serving the
+servers' connections (D); with the CPU the rest of the machine used meanwhile (other
+processes), as cores. From one process's S, D and C on PostgreSQL it also gives the
+most two processes' runs/s can be of one's on this machine's cores (`bound`: two
+processes keep every core busy, one keeps its own core busy). Where the database has
+pg_stat_statements (`BATON_BENCH_POSTGRES_URL` naming a scratch server started with
+it), it also counts the statements per run, by kind, and the commits per run.
+The floor is the same runs through the library in this process, measured in the same
+run: the servers' CPU per request is also given as a ratio to it, and two
 processes' runs/s as a ratio to one's, since on a shared machine the absolute figures
 move with the load (printed with each). The load is bounded in runs and in seconds;
 every server listens on 127.0.0.1 only.
@@ -175,6 +180,7 @@ class Result:
     server_cpu: float  # seconds, the server processes together
     database_cpu: float | None  # seconds, PostgreSQL's backends serving them (None: SQLite)
     machine_cpu: float  # seconds, every core busy with anything
+    statements: Statements | None = None  # what the database ran meanwhile, if it counts
 
     def __add__(self, other: Result) -> Result:
         """Two rounds of the same measurement as one."""
@@ -188,6 +194,7 @@ class Result:
             self.server_cpu + other.server_cpu,
             database,
             self.machine_cpu + other.machine_cpu,
+            _add_statements(self.statements, other.statements),
         )
 
     @property
@@ -239,6 +246,7 @@ async def _drive(
             line = await load.stdout.readline()
             if line.strip() != b"measuring":
                 raise RuntimeError(f"the warm-up runs failed: {line[:600]!r}")
+            statements_before = await count_statements() if backend == "postgres" else None
             machine_before = machine_cpu_seconds()
             server_before = sum(s.cpu_seconds() for s in servers)
             database_before = await database_cpu(servers) if backend == "postgres" else None
@@ -248,11 +256,64 @@ async def _drive(
             database = None
             if database_before is not None:
                 database = _cpu_spent(database_before, await database_cpu(servers))
+            statements = None
+            if statements_before is not None:
+                statements = (await count_statements() or statements_before) - statements_before
     finally:
         if load.returncode is None:
             load.kill()
         await load.wait()
-    return Result(len(servers), clients, Load(**summary), server_cpu, database, machine)
+    return Result(len(servers), clients, Load(**summary), server_cpu, database, machine, statements)
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The database's statement counters (pg_stat_statements): calls by statement text
+    (normalized: constants are $n), and transactions committed."""
+
+    calls: dict[str, int]
+    commits: int
+
+    def __sub__(self, before: Statements) -> Statements:
+        """What ran between two readings."""
+        calls = {q: n - before.calls.get(q, 0) for q, n in self.calls.items()}
+        return Statements({q: n for q, n in calls.items() if n > 0}, self.commits - before.commits)
+
+    def __add__(self, other: Statements) -> Statements:
+        calls = dict(self.calls)
+        for query, n in other.calls.items():
+            calls[query] = calls.get(query, 0) + n
+        return Statements(calls, self.commits + other.commits)
+
+
+def _add_statements(one: Statements | None, other: Statements | None) -> Statements | None:
+    return one + other if one is not None and other is not None else None
+
+
+async def count_statements() -> Statements | None:
+    """The benchmark database's statement counters, or None where it has no
+    pg_stat_statements (the extension, created in that database, and the library
+    preloaded). They count every client of the database: use a server of its own."""
+    connection = await asyncpg.connect(POSTGRES_URL.replace("+asyncpg", ""))
+    try:
+        installed = await connection.fetchval(
+            "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"
+        )
+        if not installed:
+            return None
+        rows = await connection.fetch(
+            "SELECT query, sum(calls)::bigint AS calls FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "GROUP BY query"
+        )
+        commits = await connection.fetchval(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        )
+    except asyncpg.PostgresError:  # installed but not preloaded: it cannot count
+        return None
+    finally:
+        await connection.close()
+    return Statements({" ".join(r["query"].split()): r["calls"] for r in rows}, commits)
 
 
 async def database_cpu(servers: list[Server]) -> dict[int, float]:
@@ -326,6 +387,42 @@ def report(backend: str, result: Result, floor: float) -> None:
         target=1.0,
     )
     _report_other_cpu(backend, result, note)
+    if result.statements is not None:
+        _report_statements(backend, result, note)
+
+
+# The counters' own reading statements, run between the readings.
+_READINGS = ("pg_stat_statements", "pg_stat_database", "pg_extension", "pg_stat_activity")
+
+
+_CTE = re.compile(r"(?:^WITH|\),) (\w+) AS \(")
+
+
+def _kind(query: str) -> str:
+    """A statement's kind: its CTEs' names (a step's are what it writes), or its start."""
+    names = _CTE.findall(query)
+    return f"WITH {', '.join(names)}" if names else query[:70]
+
+
+def _report_statements(backend: str, result: Result, note: str) -> None:
+    """The statements per run the database ran, by kind (`_kind`)."""
+    assert result.statements is not None
+    runs = result.load.runs
+    calls: dict[str, int] = {}
+    for query, n in result.statements.calls.items():
+        if not any(reading in query for reading in _READINGS):
+            calls[_kind(query)] = calls.get(_kind(query), 0) + n
+    kinds = sorted(calls.items(), key=lambda item: -item[1])
+    listed = "; ".join(f"{n / runs:.2f} x {kind}" for kind, n in kinds)
+    figures.emit(
+        "baton",
+        f"http/database statements per run, {result.where}",
+        backend,
+        round(sum(calls.values()) / runs, 2),
+        "statements",
+        f"commits per run {result.statements.commits / runs:.2f} (with the readings' "
+        f"few); {listed}; {note}",
+    )
 
 
 def _report_other_cpu(backend: str, result: Result, note: str) -> None:
@@ -349,6 +446,28 @@ def _report_other_cpu(backend: str, result: Result, note: str) -> None:
             "ms",
             f"PostgreSQL's backends serving the servers' connections; {note}",
         )
+
+
+def report_bound(backend: str, one: Result) -> None:
+    """Emit the most two processes' runs/s can be of one's on this machine's cores, from
+    one process's CPU per request: S (its server), D (the database), C (the load
+    generator). One process keeps its own core busy at most: 1/S requests a second; two
+    keep every core busy: cores/(S + D + C)."""
+    if one.database_cpu is None:
+        return
+    cores = os.cpu_count() or 1
+    server, database = one.per_request(one.server_cpu), one.per_request(one.database_cpu)
+    client = one.per_request(one.load.client_cpu)
+    bound = min(2.0, cores * server / (server + database + client))
+    figures.emit(
+        "baton",
+        f"http/bound on 2 processes / 1 from CPU per request, {one.clients} clients",
+        backend,
+        round(bound, 2),
+        "x",
+        f"{cores} cores x S / (S + D + C), one process's S {server:.3f}, D {database:.3f}, "
+        f"C {client:.3f} ms per request",
+    )
 
 
 def _busy(result: Result) -> str:
@@ -444,6 +563,8 @@ async def main() -> None:
                 measured.setdefault(processes, []).append(result)
         for results in measured.values():
             report(backend, sum(results[1:], results[0]), floor)
+        if 1 in measured:
+            report_bound(backend, sum(measured[1][1:], measured[1][0]))
         if 1 in measured and 2 in measured:
             report_scaling(backend, measured[1], measured[2])
 
