@@ -3,7 +3,8 @@ directly (see `sql.postgres`), each a transaction of its own, with no BEGIN or C
 
 The round trips are counted, not timed: the checks' read, which claims the invocation
 and returns its checkpoint when the answer passes them (`Store.claim_answering`), and
-one statement per step the engine commits (the last one gives the lease up).
+one statement per step the engine commits (the last one gives the lease up), none of
+them binding an array.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
     assert seen.statements == ["WITH", "WITH", "WITH"]
     assert seen.direct == len(seen.statements)
     assert seen.commits == 0
+    # the answer's step appends two events, answers and notifies in JSON texts: asyncpg
+    # encodes an array parameter checking each element in Python (see `sql.step`)
+    assert seen.with_arrays == 0
 
 
 async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> None:

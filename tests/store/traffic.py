@@ -3,6 +3,7 @@ through the direct asyncpg path (see `sql.postgres`), and transaction commits.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,11 +19,20 @@ __all__ = ["Traffic", "traffic"]
 @dataclass
 class Traffic:
     """The statements (first word) a store sent, in order; how many of them went to
-    asyncpg directly; and the transactions it committed through the engine."""
+    asyncpg directly; how many bound an array parameter; and the transactions it
+    committed through the engine."""
 
     statements: list[str] = field(default_factory=list[str])
     direct: int = 0
+    with_arrays: int = 0
     commits: int = 0
+
+    def add(self, sql: str) -> None:
+        self.statements.append(sql.split(None, 1)[0].upper())
+        self.with_arrays += _ARRAY_PARAMETER.search(sql) is not None
+
+
+_ARRAY_PARAMETER = re.compile(r"\$\d+::[A-Z ]+\[\]")  # $3::VARCHAR[], as asyncpg's SQL casts
 
 
 @contextmanager
@@ -33,10 +43,10 @@ def traffic(store: SqlStore) -> Iterator[Traffic]:
     seen = Traffic()
 
     def statement(*args: Any) -> None:
-        seen.statements.append(args[2].split(None, 1)[0].upper())
+        seen.add(args[2])
 
     def direct(sql: str) -> None:
-        seen.statements.append(sql.split(None, 1)[0].upper())
+        seen.add(sql)
         seen.direct += 1
 
     def commit(*_args: Any) -> None:

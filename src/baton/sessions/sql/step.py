@@ -13,6 +13,7 @@ the usual way costs several times what SQLite takes to run it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from typing import Any, final
 
@@ -23,9 +24,11 @@ from sqlalchemy import (
     String,
     Text,
     bindparam,
+    case,
     cast,
     func,
     literal_column,
+    null,
     select,
     true,
     update,
@@ -33,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import Insert, UpdateBase
-from sqlalchemy.sql.selectable import CTE, Select
+from sqlalchemy.sql.selectable import CTE, Join, Select, TableValuedAlias
 
 from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
@@ -387,19 +390,40 @@ def is_stale_step(error: BaseException) -> bool:
     return getattr(error, "sqlstate", None) == _INVALID_TEXT and _STALE_STEP in str(error)
 
 
-_NEW_EVENTS = (
-    func.unnest(
-        bindparam("key_invocation_ids", type_=postgresql.ARRAY(String)),
-        bindparam("key_authors", type_=postgresql.ARRAY(String)),
-        bindparam("key_timestamps", type_=postgresql.ARRAY(Double)),
-        bindparam("key_events", type_=postgresql.ARRAY(Text)),
-    )
-    .table_valued("invocation_id", "author", "timestamp", "event", with_ordinality="n")
-    .render_derived()
-)
-# Most steps append exactly one event: bound as four plain values, not four one-element
-# arrays, it spares asyncpg encoding (and the server decoding and unnesting) the arrays:
-# about 10 us of client CPU a step, a few on the server.
+# Speed: what a step appends or answers in rows of its own (events, answers,
+# notifications) travels as JSON texts, not as an array per column: asyncpg checks an
+# array and each of its elements against collections.abc (Iterable, Sized, Mapping) in
+# Python, about 100k instructions a resume for its 12 arrays. Each kind is two texts
+# zipped by position: the rows' plain fields, and their JSON values as they are (read
+# with json_array_elements, which leaves strings escaped: reading text out of JSON
+# (->>, json_each) fails on a string holding \u0000, which a JSON column keeps).
+def _elements(name: str, column: str, *, as_text: bool = False) -> TableValuedAlias:
+    """The elements of the JSON array bound as `name`, numbered from 1 (n)."""
+    elements = func.json_array_elements_text if as_text else func.json_array_elements
+    rows = elements(cast(bindparam(name, type_=Text), JSON))
+    return rows.table_valued(column, with_ordinality="n").render_derived()
+
+
+def _zipped(fields: TableValuedAlias, values: TableValuedAlias) -> Join:
+    return fields.join(values, fields.c.n == values.c.n)
+
+
+def _field(row: Any, at: int) -> Any:
+    """Element `at` of the JSON array `row`, as text."""
+    return row.op("->>")(literal_column(str(at)))
+
+
+def _json_array(texts: Iterable[str]) -> str:
+    """A JSON array of values already encoded as JSON text."""
+    return f"[{','.join(texts)}]"
+
+
+_EVENT_FIELDS = _elements("key_event_fields", "fields")  # [invocation id, author, timestamp]
+_EVENT_VALUES = _elements("key_events", "event")  # as `stored_event` wrote it
+
+# Most steps append exactly one event: bound as four plain values, not in JSON texts
+# (first, four one-element arrays), it spares the client encoding and the server
+# decoding and unnesting them: about 10 us of client CPU a step, a few on the server.
 _ONE_EVENT = (
     bindparam("key_invocation_id", type_=String),
     bindparam("key_author", type_=String),
@@ -411,34 +435,30 @@ _ONE_EVENT = (
 # A step that answers interrupts (the first step of a resume) marks them answered from
 # the advanced row too, so a stale version answers nothing either. An id answered twice
 # keeps its last answer, as `write_step`'s one UPDATE per answer does.
-_ANSWERS = (
-    func.unnest(
-        bindparam("key_answer_ids", type_=postgresql.ARRAY(String)),
-        bindparam("key_answers", type_=postgresql.ARRAY(Text)),
-    )
-    .table_valued("interrupt_id", "answer")
-    .render_derived()
+_ANSWER_IDS = _elements("key_answer_ids", "interrupt_id", as_text=True)
+_ANSWERS = _elements("key_answers", "answer")
+# A null answer is a JSON null there; the column keeps None as SQL NULL.
+_ANSWER = case(
+    (func.json_typeof(_ANSWERS.c.answer) == literal_column("'null'"), null()),
+    else_=_ANSWERS.c.answer,
 )
 
 
 # A step's notifications (an answer, a run's end) are inserted from the advanced row
 # too, in their order: a stale step records none.
-_NOTES = (
-    func.unnest(
-        bindparam("key_note_ids", type_=postgresql.ARRAY(String)),
-        bindparam("key_note_bodies", type_=postgresql.ARRAY(Text)),
-        bindparam("key_note_times", type_=postgresql.ARRAY(Double)),
-    )
-    .table_valued("id", "body", "created_at", with_ordinality="n")
-    .render_derived()
-)
+_NOTE_FIELDS = _elements("key_note_fields", "fields")  # [id, created at]
+_NOTE_BODIES = _elements("key_note_bodies", "body")
 
 
 def _noted(advanced: CTE) -> Insert:
     rows = (
-        select(_NOTES.c.id, cast(_NOTES.c.body, JSON), _NOTES.c.created_at)
-        .select_from(advanced.join(_NOTES, true()))
-        .order_by(_NOTES.c.n)
+        select(
+            _field(_NOTE_FIELDS.c.fields, 0),
+            _NOTE_BODIES.c.body,
+            cast(_field(_NOTE_FIELDS.c.fields, 1), Double),
+        )
+        .select_from(advanced.join(_zipped(_NOTE_FIELDS, _NOTE_BODIES), true()))
+        .order_by(_NOTE_FIELDS.c.n)
     )
     return notifications.insert().from_select(["id", "body", "created_at"], rows)
 
@@ -487,8 +507,8 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters[_NEW[name]] = value
     if commit.answered:
         answers = dict(commit.answered)
-        parameters["key_answer_ids"] = list(answers)
-        parameters["key_answers"] = [_json_text(a) for a in answers.values()]
+        parameters["key_answer_ids"] = json_text(list(answers))
+        parameters["key_answers"] = json_text(list(answers.values()))
         parameters["answer_status"] = InterruptStatus.ANSWERED.value
         parameters["answer_at"] = now
         parameters["answer_by"] = commit.answered_by
@@ -504,9 +524,8 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
         parameters["key_token"] = commit.lease.token
     notes = notifications_of(commit, now)
     if notes:
-        parameters["key_note_ids"] = [n.id for n in notes]
-        parameters["key_note_bodies"] = [json_text(n.body) for n in notes]
-        parameters["key_note_times"] = [n.created_at for n in notes]
+        parameters["key_note_fields"] = json_text([(n.id, n.created_at) for n in notes])
+        parameters["key_note_bodies"] = json_text([n.body for n in notes])
     # Positional: a cached call's keyword arguments cost a dict and its items a step.
     statement = _step_at_once(
         tuple(changes),
@@ -522,8 +541,8 @@ def step_at_once(commit: StepCommit, now: float) -> tuple[Select[Any], dict[str,
 
 
 def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
-    """The appended events' columns: plain values for one event (`_ONE_EVENT`), else one
-    array per column (`_NEW_EVENTS`)."""
+    """The appended events' columns: plain values for one event (`_ONE_EVENT`), else
+    two JSON texts (`_EVENT_FIELDS`, `_EVENT_VALUES`)."""
     if len(new) == 1:
         (event,) = new
         return {
@@ -533,10 +552,8 @@ def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
             "key_event": stored_event(event),
         }
     return {
-        "key_invocation_ids": [e.invocation_id for e in new],
-        "key_authors": [e.author for e in new],
-        "key_timestamps": [e.timestamp for e in new],
-        "key_events": [stored_event(e) for e in new],
+        "key_event_fields": json_text([(e.invocation_id, e.author, e.timestamp) for e in new]),
+        "key_events": _json_array(map(stored_event, new)),
     }
 
 
@@ -651,12 +668,13 @@ def _appended_rows(advanced: Any, *, one_event: bool) -> Select[*tuple[Any, ...]
         return select(advanced.c.session_pk, *_ONE_EVENT)
     rows = select(
         advanced.c.session_pk,
-        _NEW_EVENTS.c.invocation_id,
-        _NEW_EVENTS.c.author,
-        _NEW_EVENTS.c.timestamp,
-        cast(_NEW_EVENTS.c.event, JSON),
+        _field(_EVENT_FIELDS.c.fields, 0),
+        _field(_EVENT_FIELDS.c.fields, 1),
+        cast(_field(_EVENT_FIELDS.c.fields, 2), Double),
+        _EVENT_VALUES.c.event,
     )
-    return rows.select_from(advanced.join(_NEW_EVENTS, true())).order_by(_NEW_EVENTS.c.n)
+    events = _zipped(_EVENT_FIELDS, _EVENT_VALUES)
+    return rows.select_from(advanced.join(events, true())).order_by(_EVENT_FIELDS.c.n)
 
 
 @cache
@@ -694,12 +712,13 @@ def _step_at_once(
         update(interrupts)
         .where(
             interrupts.c.invocation_id == advanced.c.id,
-            interrupts.c.interrupt_id == _ANSWERS.c.interrupt_id,
+            interrupts.c.interrupt_id == _ANSWER_IDS.c.interrupt_id,
+            _ANSWER_IDS.c.n == _ANSWERS.c.n,
         )
         .values(
             status=bindparam("answer_status", type_=interrupts.c.status.type),
             answered_at=bindparam("answer_at", type_=interrupts.c.answered_at.type),
-            answer=cast(_ANSWERS.c.answer, JSON),
+            answer=_ANSWER,
             answered_by=bindparam("answer_by", type_=interrupts.c.answered_by.type),
         )
     )
