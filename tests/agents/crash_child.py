@@ -34,6 +34,7 @@ from baton import (
     EventActions,
     InvocationContext,
     LlmAgent,
+    LongRunningFunctionTool,
     LoopAgent,
     ParallelAgent,
     ResumabilityConfig,
@@ -146,6 +147,37 @@ def build_root(recorder: Recorder) -> BaseAgent:
             LoopAgent(name="loop", max_iterations=2, sub_agents=[step("l1")]),
             step("last"),
         ],
+    )
+
+
+def build_with_long_running(recorder: Recorder) -> BaseAgent:
+    """writer's turn calls the long-running tool job and the plain tool t2 at once; job
+    returns its ticket (an interim result) and ends first (t2 waits for its checkpoint,
+    as in build_root); the model replies to the turn's results and the run waits for
+    the job's final response (see test_crash_callbacks_transfer)."""
+
+    async def job(x: int) -> dict[str, JsonValue]:
+        recorder.record("job")
+        _Handoff.t1_ended = True
+        return {"ticket": x}
+
+    async def t2(x: int) -> str:
+        if _Handoff.t1_ended:
+            await _Handoff.t1_committed.wait()
+        recorder.record("t2")
+        return f"t2({x})"
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        answered = [r for c in request.contents for r in c.function_responses]
+        recorder.record("model-pending" if answered else "model")
+        if not answered:
+            return [FunctionCall(name="job", args={"x": 1}), FunctionCall(name="t2", args={"x": 2})]
+        return "pending"
+
+    return LlmAgent(
+        name="writer",
+        model=ScriptedModel(responder=respond),
+        tools=[LongRunningFunctionTool(job), FunctionTool(t2, name="t2")],
     )
 
 
@@ -397,6 +429,7 @@ ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "transfer": build_with_transfer,
     "handback": build_with_handback,
     "delegation": build_with_delegation,
+    "long_running": build_with_long_running,
     "escalation": build_with_escalation,
     "task_node": build_task_node,
     "task_sequence": build_task_sequence,

@@ -39,26 +39,31 @@ HANDBACK = Counter(
     {"triage": 1, "refunds": 1, "sales": 1, "t1": 1, "sales-final": 1, "triage-final": 1}
 )
 DELEGATION = Counter({"boss": 1, "helper": 1, "t1": 1, "helper-final": 1, "boss-final": 1})
-# (root, executions, commits of an uninterrupted run)
+LONG_RUNNING = Counter({"model": 1, "job": 1, "t2": 1, "model-pending": 1})
+COMPLETED, PAUSED = InvocationStatus.COMPLETED, InvocationStatus.PAUSED
+# (root, executions, commits of an uninterrupted run[, the run's status at its end])
 ROOTS = [
     # the start, two turns (the first with the agent's checkpoint), the tool result, the
     # end, the node run
-    pytest.param("callbacks", CALLBACKS, 6, id="callbacks"),
+    pytest.param("callbacks", CALLBACKS, 6, COMPLETED, id="callbacks"),
     # the start, triage's turn and transfer, refunds' two turns, the tool result, the two
     # ends, the node run
-    pytest.param("transfer", TRANSFER, 9, id="transfer"),
+    pytest.param("transfer", TRANSFER, 9, COMPLETED, id="transfer"),
     # the start; triage's turn and transfer; refunds' turn, transfer and end; sales' turn,
     # tool result, turn, transfer and end; triage's second turn and end; the node run
-    pytest.param("handback", HANDBACK, 14, id="handback"),
+    pytest.param("handback", HANDBACK, 14, COMPLETED, id="handback"),
     # the start; boss's turn; helper's turn, tool result, turn and end; boss's tool
     # result, turn and end; the node run
-    pytest.param("delegation", DELEGATION, 10, id="delegation"),
+    pytest.param("delegation", DELEGATION, 10, COMPLETED, id="delegation"),
+    # the start; the turn; job's result as it ends (t2 still runs); the turn's results
+    # (job's interim one and t2's); the model's reply; the pause. It waits for the job.
+    pytest.param("long_running", LONG_RUNNING, 6, PAUSED, id="long_running"),
 ]
 
 
-@pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
+@pytest.mark.parametrize(("root", "expected", "commits", "end"), ROOTS)
 async def test_an_uninterrupted_run_is_the_baseline(
-    tmp_path: Path, root: str, expected: Counter[str], commits: int
+    tmp_path: Path, root: str, expected: Counter[str], commits: int, end: InvocationStatus
 ) -> None:
     url, key = await prepare(tmp_path)
 
@@ -67,12 +72,12 @@ async def test_an_uninterrupted_run_is_the_baseline(
     assert code == 0
     assert executions(tmp_path) == expected
     assert int((tmp_path / "commits").read_text()) == commits
-    assert (await outcome(url, key))[0] == InvocationStatus.COMPLETED
+    assert (await outcome(url, key))[0] == end
 
 
-@pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
+@pytest.mark.parametrize(("root", "expected", "commits", "end"), ROOTS)
 async def test_a_run_killed_after_any_commit_redoes_nothing(
-    tmp_path: Path, root: str, expected: Counter[str], commits: int
+    tmp_path: Path, root: str, expected: Counter[str], commits: int, end: InvocationStatus
 ) -> None:
     async def case(kill_at: int) -> str:
         work = tmp_path / f"kill{kill_at}"
@@ -93,7 +98,7 @@ async def test_a_run_killed_after_any_commit_redoes_nothing(
         problems = [
             f"start exited {killed}" if killed != -signal.SIGKILL else "",
             f"resume exited {resumed}" if resumed != 0 else "",
-            f"status {status}" if status != InvocationStatus.COMPLETED else "",
+            f"status {status}" if status != end else "",
             f"ran {dict(ran)}" if ran != expected else "",
         ]
         found = "; ".join(p for p in problems if p)

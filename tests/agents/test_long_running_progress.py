@@ -249,13 +249,14 @@ async def test_two_waiting_calls_one_with_an_interim_result(stores: StoreFactory
     done = await h.collect(new_message=job_response({"url": "j.pdf"}, more=False, call_id="j"))
 
     assert said(done) == ["Both are done."]
-    # Both calls' newest responses follow the call, in the order of the calls.
+    # Both calls' newest responses follow the call, in the reference's order: the job's
+    # (its interim result was the turn's result), then the person's.
     assert shown(model.requests[3]) == [
         ("user", "go"),
         ("model", "call p"),
         ("model", "call j"),
-        ("user", {"result": "yes"}),
         ("user", {"url": "j.pdf"}),
+        ("user", {"result": "yes"}),
     ]
     assert started == ["person", "job"]
     assert await invocation_status(h) == InvocationStatus.COMPLETED

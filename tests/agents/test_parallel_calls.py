@@ -276,10 +276,54 @@ async def test_a_long_running_call_starts_once_beside_a_plain_one(
         ("a", ["c2 -> {'fast': 'b'}"], {"fast": "b"}),
     ]
     assert shown(second)[-1] == ("a", ["done"], {})
+    # as the reference sends it: the call's response follows the turn's results, which
+    # had no part for it
     assert sent(model.requests[1])[-1] == (
         "user",
-        ["c1 -> {'url': 'r.pdf'}", "c2 -> {'fast': 'b'}"],
+        ["c2 -> {'fast': 'b'}", "c1 -> {'url': 'r.pdf'}"],
     )
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_long_running_call_runs_at_once_with_the_others_its_interim_result_among_theirs(
+    service: BaseSessionService,
+) -> None:
+    """As in the reference: the long-running call does not wait for the plain one, its
+    interim result is a part of the turn's one result event, the model is sent it there,
+    and the call's later response takes its place."""
+    tools = Tools()
+    model = ScriptedModel([TURN, "pending", "done"])
+    agent = LlmAgent(name="a", model=model, tools=[LongRunningFunctionTool(tools.slow), tools.fast])
+    h = await build_harness(agent, service, resumable=True)
+
+    first = await h.start("go")
+    result = types.FunctionResponse(id="c1", name="slow", response={"url": "r.pdf"})
+    second = await h.collect(
+        new_message=types.Content(role="user", parts=[types.Part(function_response=result)])
+    )
+
+    assert tools.log == ["slow starts", "fast starts", "fast ends", "slow ends"]
+    turn: list[tuple[str, list[str], dict[str, JsonValue]]] = [
+        ("a", ["call c1", "call c2"], {}),
+        ("a", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"], {"fast": "b"}),
+        ("a", ["pending"], {}),
+    ]
+    assert shown(first) == turn
+    assert first[0].long_running_tool_ids == {"c1"}
+    assert asked(first) == ["c1"]
+    assert sent(model.requests[1])[-1] == ("user", ["c1 -> {'slow': 'a'}", "c2 -> {'fast': 'b'}"])
+    assert shown(second) == [("a", ["done"], {})]
+    assert sent(model.requests[2]) == [
+        ("user", ["go"]),
+        ("model", ["call c1", "call c2"]),
+        ("user", ["c1 -> {'url': 'r.pdf'}", "c2 -> {'fast': 'b'}"]),
+    ]
+    assert shown(await session_events(h)) == [
+        ("user", ["go"], {}),
+        *turn,
+        ("user", ["c1 -> {'url': 'r.pdf'}"], {}),
+        ("a", ["done"], {}),
+    ]
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
@@ -298,7 +342,7 @@ async def test_a_checkpoint_without_calls_ended_early_reads_in_the_previous_rele
     tools = Tools()
     turn = [FunctionCall(id="c1", name="job", args={"x": "report"}), TURN[1]]
 
-    def job(x: str) -> None:
+    async def job(x: str) -> None:  # ends with fast, at once: no call ends early
         """Start a job.
 
         Args:

@@ -83,6 +83,13 @@ def conversation(
         if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
     }
     answers = _answers(visible, set(own_calls))
+    results = {
+        r.id
+        for e in visible
+        if e.author == agent and e.content
+        for r in e.content.function_responses
+        if r.id
+    }
     shown = {e.id for e in visible} - _superseded_replies(visible, agent, answers)
     contents: list[Content] = []
     for index, event in enumerate(events):
@@ -94,25 +101,28 @@ def conversation(
         if content is not None:
             contents.append(content)
         if event.author == agent:
-            contents.extend(_responses_to(event, answers, own_calls))
+            contents.extend(_responses_to(event, answers, own_calls, results))
     if node_input is not None and node_input[0] >= len(events):
         contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
     return contents
 
 
-def _answers(events: Sequence[Event], own_calls: set[str]) -> dict[str, list[tuple[int, Part]]]:
-    """For each of the agent's calls, its responses: (position in `events`, part)."""
-    found: dict[str, list[tuple[int, Part]]] = {}
+def _answers(
+    events: Sequence[Event], own_calls: set[str]
+) -> dict[str, list[tuple[int, int, Part]]]:
+    """For each of the agent's calls, its responses: (position in `events`, position in
+    the event's parts, part)."""
+    found: dict[str, list[tuple[int, int, Part]]] = {}
     for index, event in enumerate(events):
-        for part in (event.content.parts or []) if event.content else []:
+        for at, part in enumerate((event.content.parts or []) if event.content else []):
             response = part.function_response
             if response is not None and response.id in own_calls:
-                found.setdefault(response.id, []).append((index, part))
+                found.setdefault(response.id, []).append((index, at, part))
     return found
 
 
 def _superseded_replies(
-    events: Sequence[Event], agent: str, answers: dict[str, list[tuple[int, Part]]]
+    events: Sequence[Event], agent: str, answers: dict[str, list[tuple[int, int, Part]]]
 ) -> set[str]:
     """Ids of the agent's text replies between a call's first and last response: they
     answered an interim status or a progress update the model now sees replaced."""
@@ -129,14 +139,34 @@ def _superseded_replies(
 
 
 def _responses_to(
-    event: Event, answers: dict[str, list[tuple[int, Part]]], own_calls: dict[str, str | None]
+    event: Event,
+    answers: dict[str, list[tuple[int, int, Part]]],
+    own_calls: dict[str, str | None],
+    results: set[str],
 ) -> list[Content]:
-    """The last response to each of the event's calls, as one user turn (none yet: [])."""
-    parts = [
-        _named_as_called(answers[c.id][-1][1], own_calls)
-        for c in event.function_calls
+    """The last response to each of the event's calls, as one user turn (none yet: []).
+
+    In the reference's order, which merges the events holding the calls' last responses,
+    oldest first: the turn's results (`results`: the calls the agent's tools answered,
+    a long-running tool with its interim result) in the turn's order, then the calls
+    only the client answered (long-running tools that returned nothing), in the order
+    their responses came; a newer response takes the place of an older one of its call.
+    """
+    calls = [
+        (i, c.id)
+        for i, c in enumerate(event.function_calls)
         if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
     ]
+    latest = {answers[c][-1][0] for _, c in calls}
+
+    def place(call: tuple[int, str]) -> tuple[int, int]:
+        position, call_id = call
+        if call_id in results:
+            return -1, position
+        return min((index, at) for index, at, _ in answers[call_id] if index in latest)
+
+    ordered = sorted(calls, key=place)
+    parts = [_named_as_called(answers[c][-1][2], own_calls) for _, c in ordered]
     return [Content(role="user", parts=parts)] if parts else []
 
 

@@ -860,38 +860,42 @@ class LlmAgent(BaseAgent):
         lro_ids: set[str],
         waiting: set[str],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls without a result: the plain tools' calls at once, their results
-        one event (see `_Batch`); then each other call, one committed event each (a
-        sub-agent called as a tool: its events, then the result; a long-running tool:
-        its interim result). The ids of those whose sub-agent waits for input (a task
-        agent: for the user's reply) go to `waiting`.
+        """Run the calls without a result: the tools' calls at once (a long-running tool's
+        unless it started), their results one event (see `_Batch`); then each sub-agent
+        called as a tool, its events, then its result, one after another. The ids of
+        those whose sub-agent waits for input (a task agent: for the user's reply) go to
+        `waiting`.
 
         A sub-agent waiting for input (a task agent for the user's reply) holds the calls
         after it, which run in the turn's order once it is done: the user talks with one
         task at a time (each reply goes to the one question open), and two calls of one
         agent would share its state."""
-        together = [c for c in pending if self._runs_together(c, lro_ids)]
+        together = [
+            c
+            for c in pending
+            if self._runs_together(c) and not self._started(ctx, state, c, lro_ids)
+        ]
         if together:
             batch = _Batch(
                 ctx,
                 state,
                 together,
                 lambda call, writes, sync: self._call_tool(
-                    ctx, call, shared_writes=writes, sync_tools=sync
+                    ctx, call, interim=call.id in lro_ids, shared_writes=writes, sync_tools=sync
                 ),
                 author=self.name,
+                long_running=lro_ids,
             )
             async for event in batch.run():
                 yield event
-            state = batch.state
-        alone = [c for c in pending if not self._runs_together(c, lro_ids)]
-        async for event in self._run_alone(ctx, state, alone, waiting):
+        alone = [c for c in pending if not self._runs_together(c)]
+        async for event in self._delegate_all(ctx, alone, waiting):
             yield event
 
-    async def _run_alone(
-        self, ctx: AgentContext, state: LlmAgentState, calls: list[FunctionCall], waiting: set[str]
+    async def _delegate_all(
+        self, ctx: AgentContext, calls: list[FunctionCall], waiting: set[str]
     ) -> AsyncGenerator[Event, None]:
-        """Run sub-agents' and long-running tools' calls, one after another (see
+        """Run the calls of sub-agents called as tools, one after another (see
         `_run_calls`)."""
         for call in calls:
             tool = self.canonical_tools.get(call.name or "")
@@ -908,17 +912,12 @@ class LlmAgent(BaseAgent):
                 if not answered:
                     waiting.add(call.id or "")
                     return
-            elif not self._started(ctx, state, call, {call.id or ""}):
-                event = await self._call_tool(ctx, call, interim=True)
-                state = state.model_copy(update={"started_calls": [*state.started_calls, call.id]})
-                event.actions.agent_state = state.model_dump(mode="json")
-                ctx.invocation_context.private_checkpoints.add(event.id)
-                yield event
 
-    def _runs_together(self, call: FunctionCall, lro_ids: set[str]) -> bool:
-        """A plain tool's call: the turn's plain calls run at once, as the reference's."""
+    def _runs_together(self, call: FunctionCall) -> bool:
+        """A tool's call, long-running or not: the turn's tool calls run at once, as the
+        reference's (a sub-agent's call runs after them)."""
         tool = self.canonical_tools.get(call.name or "")
-        return call.id not in lro_ids and not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
+        return not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
 
     async def _delegate(
         self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, waiting: set[str]
@@ -1051,7 +1050,7 @@ class LlmAgent(BaseAgent):
 
 
 class _Batch:
-    """A turn's plain calls, run at once, as the reference runs them.
+    """A turn's tool calls, run at once, as the reference runs them.
 
     The calls share their state writes as they make them (`writes`), as the reference's
     share the session's state: a call builds on what another wrote, and the turn's
@@ -1062,8 +1061,10 @@ class _Batch:
     baton's own, not shown), so that neither a crash nor a sibling's failure runs it
     again; when a call fails, the others still running are let end and are recorded too
     before the failure is raised (the reference cancels them). Once every call has
-    ended, their results are one event in the turn's order, and the requests of calls
-    that wait for a person's confirmation follow it.
+    ended, their results are one event in the turn's order (a long-running tool's
+    interim result among them; one that returned nothing has no part), and the requests
+    of calls that wait for a person's confirmation follow it. The first of these events
+    carries the checkpoint that names the long-running calls as started.
     """
 
     def __init__(
@@ -1076,9 +1077,10 @@ class _Batch:
         ],
         *,
         author: str,
+        long_running: set[str],
     ) -> None:
         self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
-        self.author = author
+        self.author, self.long_running = author, long_running
         self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
         self.writes: dict[str, JsonValue] = {}
         self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
@@ -1136,19 +1138,28 @@ class _Batch:
 
     async def _results(self) -> AsyncGenerator[Event, None]:
         ordered = [self.finished[c.id or ""] for c in self.calls]
-        results = [e for e in ordered if e.content and e.content.function_responses]
-        if results:
-            merged = _merged(results)
-            delta = merged.actions.state_delta
+        requests = [e for e in ordered if e.function_calls]  # waiting for a confirmation
+        results = [e for e in ordered if not e.function_calls]
+        events = [_merged(results)] if results else []
+        if events:
+            delta = events[0].actions.state_delta
             delta.update({key: self.writes[key] for key in delta if key in self.writes})
-            if self.state.finished_calls:
-                self.state = self.state.model_copy(update={"finished_calls": {}})
-                merged.actions.agent_state = self.state.model_dump(mode="json")
-                self.ctx.invocation_context.private_checkpoints.add(merged.id)
-            yield merged
-        for event in ordered:
-            if event not in results:
-                yield event  # a confirmation request
+        events += requests
+        started = [
+            c.id
+            for c in self.calls
+            if c.id in self.long_running and c.id not in self.state.started_calls
+        ]
+        if self.state.finished_calls or started:
+            update: dict[str, JsonValue] = {
+                "finished_calls": {},
+                "started_calls": [*self.state.started_calls, *started],
+            }
+            self.state = self.state.model_copy(update=update)
+            events[0].actions.agent_state = self.state.model_dump(mode="json")
+            self.ctx.invocation_context.private_checkpoints.add(events[0].id)
+        for event in events:
+            yield event
 
 
 async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
@@ -1160,7 +1171,9 @@ async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
 def _merged(results: list[Event]) -> Event:
     """The results of one turn's calls as one event, as the reference merges them: their
     parts in the turn's order, their actions merged (a later call's write wins), the
-    first one's time; and a task's result, when finish_task was one of the calls."""
+    first one's time; and a task's result, when finish_task was one of the calls. Calls
+    without a result (long-running tools that returned nothing) add their actions only;
+    with none, the event has no content."""
     if len(results) == 1:
         return results[0]
     first = results[0]
@@ -1173,7 +1186,7 @@ def _merged(results: list[Event]) -> Event:
         author=first.author,
         branch=first.branch,
         timestamp=first.timestamp,
-        content=Content(role="user", parts=parts),
+        content=Content(role="user", parts=parts) if parts else None,
         actions=EventActions.model_validate(actions),
     )
     finishing = next((e for e in results if e.output is not None), None)
