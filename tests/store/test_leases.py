@@ -177,14 +177,18 @@ async def test_renew_extends_a_held_lease_and_fails_once_lost(
         await store.renew(renewed, TTL)
 
 
-async def test_a_commit_under_a_lost_lease_lands_nothing(store: Store, clock: FakeClock) -> None:
+# A step changing state, and one that does not (on PostgreSQL its one statement).
+@pytest.mark.parametrize("state", [{"k": 1}, None])
+async def test_a_commit_under_a_lost_lease_lands_nothing(
+    store: Store, clock: FakeClock, state: dict[str, JsonValue] | None
+) -> None:
     session = await _session(store)
     stale = await _start(store, session)
     clock.advance(31)
     current = await store.claim(INV, "worker-2", TTL)
     before = await snapshot(store, session)
 
-    late = step(session, INV, 1, events=(event("late", invocation_id=INV),), state={"k": 1})
+    late = step(session, INV, 1, events=(event("late", invocation_id=INV),), state=state)
     late.lease = stale
     with pytest.raises(LeaseLostError, match="taken over by another runner"):
         await store.commit_step(late)

@@ -36,8 +36,9 @@ async def _running(store: Store, invocation_id: str = "inv-1", session_id: str =
 
 
 @pytest.mark.parametrize("expected", [1, 3, 9])
+@pytest.mark.parametrize("appended", [("late",), ("late", "later")])
 async def test_stale_plain_step_lands_nothing(
-    store: Store, clock: FakeClock, expected: int
+    store: Store, clock: FakeClock, expected: int, appended: tuple[str, ...]
 ) -> None:
     await _running(store)
     before = await snapshot(store, key())
@@ -49,7 +50,7 @@ async def test_stale_plain_step_lands_nothing(
                 key(),
                 "inv-1",
                 expected,
-                events=(event("late"), event("later")),
+                events=tuple(event(text) for text in appended),
                 checkpoint={"at": "elsewhere"},
                 status=InvocationStatus.COMPLETED,
             )

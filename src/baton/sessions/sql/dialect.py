@@ -19,7 +19,7 @@ import pydantic_core
 from sqlalchemy import ColumnElement, Table
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.dml import Update, UpdateBase
+from sqlalchemy.sql.dml import Insert, Update, UpdateBase
 from sqlalchemy.sql.selectable import Select
 
 from baton.sessions.sql.direct import UpdateReturning
@@ -159,7 +159,7 @@ class SqlDialect(Protocol):
         ...
 
 
-OneStatementStep = tuple[Select[Any], dict[str, Any]]
+OneStatementStep = tuple[Select[Any] | Insert, dict[str, Any]]
 """A step's one statement and its parameters: it returns no row when the session does
 not exist, and fails with an error `step.is_stale_step` recognizes when the commit is
 stale (the failure rolls it back: nothing landed)."""
