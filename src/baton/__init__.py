@@ -17,6 +17,7 @@ from baton.artifacts import (
 )
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
+from baton.run_config import RunConfig, StreamingMode, ToolThreadPoolConfig
 from baton.runner import App, InMemoryRunner, ResumabilityConfig, Runner
 from baton.sessions.services import (
     DatabaseSessionService,
@@ -66,10 +67,13 @@ __all__ = [
     "RequestInput",
     "ResumabilityConfig",
     "RetryConfig",
+    "RunConfig",
     "Runner",
     "SequentialAgent",
     "SqliteArtifactService",
     "SqliteSessionService",
+    "StreamingMode",
+    "ToolThreadPoolConfig",
     "Workflow",
     "node",
     "types",

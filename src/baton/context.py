@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
+from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue, to_json_value
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
+from baton.run_config import RunConfig
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
@@ -122,7 +124,8 @@ class InvocationContext:
         artifact_service: where `save_artifact` / `load_artifact` keep files.
         memory_service: the user's memory (`search_memory`, `add_session_to_memory`).
         plugins: the Runner's plugins.
-        agent, session_service, run_config: kept for code written for the reference.
+        run_config: what the call asked for (a `RunConfig`; default `RunConfig()`).
+        agent, session_service: kept for code written for the reference.
         resumability_config: a `ResumabilityConfig`.
         agent_states, end_of_agents: agents' checkpoints and ended marks to resume from.
         branch: the conversation branch.
@@ -149,7 +152,7 @@ class InvocationContext:
         agent: object = None,
         session_service: object = None,
         resumability_config: object = None,
-        run_config: object = None,
+        run_config: RunConfig | None = None,
         agent_states: dict[str, JsonValue] | None = None,
         end_of_agents: dict[str, bool] | None = None,
         branch: str | None = None,
@@ -173,7 +176,12 @@ class InvocationContext:
         self.plugins = plugins
         self.session_service = session_service
         self.resumability_config = resumability_config
-        self.run_config = run_config
+        self.run_config = run_config if run_config is not None else RunConfig()
+        # Model calls made so far by this call (see `count_llm_call`).
+        self.llm_calls = 0
+        # Shows the caller a partial event (a streamed model chunk) at once, without
+        # storing it; set by the engine. A caller-built context shows nothing.
+        self.stream_partial: Callable[[Event], Awaitable[None]] = _show_nothing
         # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
         self.tracer = tracer
         self.branch = branch
@@ -202,6 +210,21 @@ class InvocationContext:
 
     async def _recent_events(self, limit: int) -> list[Event]:
         return (await self.load_history())[-limit:]
+
+    def count_llm_call(self, agent: str) -> None:
+        """Count one model call of this call of `run_async`, before it is made.
+
+        Raises:
+            LlmCallsLimitExceededError: the call would pass `run_config.max_llm_calls`.
+        """
+        self.llm_calls += 1
+        limit = self.run_config.max_llm_calls
+        if 0 < limit < self.llm_calls:
+            raise LlmCallsLimitExceededError(
+                f"agent '{agent}' would make model call {self.llm_calls} of invocation "
+                f"'{self.invocation_id}', over RunConfig(max_llm_calls={limit}); raise "
+                "max_llm_calls (0 or less: no limit), then resume the invocation by its id."
+            )
 
     @property
     def session_key(self) -> SessionKey:
@@ -252,6 +275,10 @@ class InvocationContext:
             elif event.actions.agent_state is not None:
                 self._agent_states[event.author] = event.actions.agent_state
                 self._end_of_agents.pop(event.author, None)
+
+
+async def _show_nothing(event: Event) -> None:
+    """A caller-built context's `stream_partial`: nobody reads its events as they come."""
 
 
 async def _store_nothing(parts: StepParts, mutate: Callable[[], None]) -> None:

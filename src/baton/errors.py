@@ -30,12 +30,14 @@ __all__ = [
     "InvocationRewoundError",
     "InvocationWaitingError",
     "LeaseLostError",
+    "LlmCallsLimitExceededError",
     "MissingParameterError",
     "NodeFailedError",
     "NodeSchemaError",
     "NodeTimeoutError",
     "NotAssigneeError",
     "OutputAlreadySetError",
+    "RunConfigError",
     "SessionExistsError",
     "SessionNotFoundError",
     "StaleVersionError",
@@ -202,6 +204,15 @@ class NodeTimeoutError(BatonError, TimeoutError):
 
 class NodeFailedError(BatonError, RuntimeError):
     """A node raised; the invocation can be retried with its invocation id."""
+
+
+class LlmCallsLimitExceededError(BatonError, RuntimeError):
+    """A call of `run_async` asked for more model calls than `RunConfig.max_llm_calls`
+    allows (the reference's name); the node that asked fails."""
+
+
+class RunConfigError(BatonError, ValueError):
+    """A `RunConfig` asks for what baton does not do (`StreamingMode.BIDI`, live mode)."""
 
 
 class UnknownModelError(BatonError, ValueError):

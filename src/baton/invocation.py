@@ -29,6 +29,7 @@ from baton.errors import (
 from baton.events import Event, EventActions
 from baton.memory import BaseMemoryService
 from baton.plugins.manager import NO_PLUGINS, PluginManager
+from baton.run_config import RunConfig
 from baton.sessions.rewind import live_events
 from baton.sessions.store import (
     Interrupt,
@@ -123,7 +124,14 @@ class InvocationRun:
     """One executing invocation: lands its steps, streams their events, keeps its lease."""
 
     def __init__(
-        self, settings: RunSettings, plan: RunPlan, lease: Lease, root: RunRecord, version: int
+        self,
+        settings: RunSettings,
+        plan: RunPlan,
+        lease: Lease,
+        root: RunRecord,
+        version: int,
+        *,
+        run_config: RunConfig | None = None,
     ) -> None:
         self.settings = settings
         self.store = settings.store
@@ -161,7 +169,11 @@ class InvocationRun:
             artifact_service=settings.artifact_service,
             memory_service=settings.memory_service,
             plugins=settings.plugins,
+            run_config=run_config,
         )
+        self.invocation.stream_partial = self._stream_partial
+        # Merged into every event of the call (the reference's RunConfig.custom_metadata).
+        self._metadata = self.invocation.run_config.custom_metadata
 
     async def _history(self) -> list[Event]:
         session = await self.store.get_session(self.plan.key)
@@ -298,6 +310,8 @@ class InvocationRun:
         answered_by: str | None = None,
         error: str | None = None,
     ) -> None:
+        if self._metadata and parts.events:
+            _add_metadata(parts.events, self._metadata)
         if self.has_plugins and parts.events:
             parts = await self._offer_events(parts)
         # The lock's acquire and release, not `async with`: two coroutines fewer a step.
@@ -324,6 +338,14 @@ class InvocationRun:
             # The caller gets the step's events before the next step starts; one that
             # stops reading holds the run here, one that closes the stream cancels it here.
             await self.outbox.handed_over()
+
+    async def _stream_partial(self, event: Event) -> None:
+        """Hand the caller a partial event (a streamed model chunk) now, between commits:
+        it is never stored, so never checkpointed nor shown again on resume."""
+        if self._metadata:
+            _add_metadata((event,), self._metadata)
+        self.outbox.put_all((event,))
+        await self.outbox.handed_over()
 
     def _holds(self, parts: StepParts, status: InvocationStatus | None) -> bool:
         """Whether to hold a step back to land with the next one: a joinable step (a run's
@@ -639,6 +661,12 @@ def _joined(
         joinable=parts.joinable,
     )
     return joined, status or held_status, held_by or answered_by
+
+
+def _add_metadata(events: Iterable[Event], metadata: dict[str, JsonValue]) -> None:
+    """The call's custom metadata under each event's own (whose keys win)."""
+    for event in events:
+        event.custom_metadata = {**metadata, **(event.custom_metadata or {})}
 
 
 def _cause(error: Exception) -> Exception:

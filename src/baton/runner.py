@@ -26,7 +26,12 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
-from baton.errors import StoreUnavailableError, WorkflowChangedError, WorkflowConfigurationError
+from baton.errors import (
+    RunConfigError,
+    StoreUnavailableError,
+    WorkflowChangedError,
+    WorkflowConfigurationError,
+)
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
@@ -35,6 +40,7 @@ from baton.memory import BaseMemoryService, InMemoryMemoryService
 from baton.planning import CallPlanner
 from baton.plugins import BasePlugin, PluginManager
 from baton.rewinding import Rewind, rewind_session
+from baton.run_config import RunConfig, StreamingMode
 from baton.schemas import check_state_delta
 from baton.sessions.checkpoints import Checkpoint, list_checkpoints
 from baton.sessions.ids import check_id
@@ -66,6 +72,7 @@ __all__ = [
     "InMemoryRunner",
     "ResumabilityConfig",
     "Runner",
+    "check_run_config",
     "check_worker_id",
     "default_worker_id",
     "own_prefix",
@@ -253,7 +260,7 @@ class Runner:
         invocation_id: str | None = None,
         new_message: Content | None = None,
         state_delta: dict[str, JsonValue] | None = None,
-        run_config: object | None = None,
+        run_config: RunConfig | None = None,
         yield_user_message: bool = False,
         answered_by: str | None = None,
         occurrences: Mapping[str, str] | None = None,
@@ -270,7 +277,9 @@ class Runner:
             new_message: a user message starts a run; function responses whose ids are
                 open interrupts answer them.
             state_delta: state changes recorded with the call.
-            run_config: accepted for compatibility; unused.
+            run_config: what the call asks for: `StreamingMode.SSE` streams model replies
+                in `partial=True` events (never stored), `max_llm_calls` bounds the
+                call's model calls, `custom_metadata` is merged into every event.
             yield_user_message: also yield the user's message event.
             answered_by: who answered, recorded with each answer. A question with an
                 assignee accepts only an answer given as that user.
@@ -279,13 +288,15 @@ class Runner:
                 the same id (AlreadyAnsweredError instead).
 
         Raises:
+            TypeError: `run_config` is not a baton `RunConfig`.
+            RunConfigError: it asks for `StreamingMode.BIDI` (live mode).
             SessionNotFoundError, InvocationNotFoundError, UnknownInterruptError,
             AlreadyAnsweredError, InvalidResponseError, InvalidMessageError,
             InvocationFinishedError, InvocationWaitingError, InvocationBusyError,
             WorkflowChangedError: before anything changed. A node's own exception, after
             its error event was stored.
         """
-        del run_config
+        config = check_run_config(run_config)
         key = self.planner.session_key(user_id, session_id, session)
         self._check_agents()
         # A write the app's state_schema refuses is refused before anything is stored.
@@ -308,7 +319,7 @@ class Runner:
         lease, invocation = await self._lease(plan, owner)
         run: InvocationRun | None = None
         try:
-            run = await self._open_run(plan, lease, answered_by, invocation)
+            run = await self._open_run(plan, lease, answered_by, invocation, config)
             async with run.events(yield_user_message) as events:
                 async for event in events:
                     yield event
@@ -620,7 +631,7 @@ class Runner:
         new_message: Content | None = None,
         invocation_id: str | None = None,
         state_delta: dict[str, JsonValue] | None = None,
-        run_config: object | None = None,
+        run_config: RunConfig | None = None,
     ) -> Iterator[Event]:
         """`run_async` for code without an event loop: yields the same events, in order.
 
@@ -669,6 +680,7 @@ class Runner:
         lease: Lease,
         answered_by: str | None,
         invocation: Invocation | None = None,
+        run_config: RunConfig | None = None,
     ) -> InvocationRun:
         if plan.kind is PlanKind.START:
             root = RunRecord(
@@ -681,7 +693,9 @@ class Runner:
                 else None,
                 message_input=plan.message is not None,
             )
-            run = InvocationRun(self._settings(), plan, lease, root, version=0)
+            run = InvocationRun(
+                self._settings(), plan, lease, root, version=0, run_config=run_config
+            )
             await run.begin(answered_by)
             return run
         if invocation is None:
@@ -690,7 +704,9 @@ class Runner:
             invocation = self.planner.resumable(invocation)
         self._check_fingerprint(invocation)
         root = RunRecord.from_json(invocation.checkpoint)
-        run = InvocationRun(self._settings(), plan, lease, root, version=invocation.version)
+        run = InvocationRun(
+            self._settings(), plan, lease, root, version=invocation.version, run_config=run_config
+        )
         await run.begin(answered_by)
         return run
 
@@ -731,6 +747,29 @@ MAX_WORKER_ID_LENGTH: Final = 200
 """The longest worker identity: lease owners `worker_id/...` must fit in 255 characters."""
 
 _NOT_IN_WORKER_IDS: Final = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
+
+
+def check_run_config(run_config: object) -> RunConfig:
+    """The call's RunConfig (`RunConfig()` for None), once baton can do what it asks.
+
+    Raises:
+        TypeError: it is not a baton `RunConfig` (e.g. the reference's).
+        RunConfigError: it asks for `StreamingMode.BIDI`, the reference's live mode.
+    """
+    if run_config is None:
+        return RunConfig()
+    if not isinstance(run_config, RunConfig):
+        raise TypeError(
+            f"run_config must be a baton.RunConfig, got {type(run_config).__module__}."
+            f"{type(run_config).__name__}; import RunConfig from baton."
+        )
+    if run_config.streaming_mode is StreamingMode.BIDI:
+        raise RunConfigError(
+            "run_config asks for StreamingMode.BIDI, the reference's live (audio/video) "
+            "mode, which baton does not have; use StreamingMode.SSE to stream model "
+            "replies, or StreamingMode.NONE."
+        )
+    return run_config
 
 
 def check_worker_id(worker_id: str) -> str:

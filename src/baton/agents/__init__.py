@@ -14,6 +14,7 @@ from baton.agents.state import (
     ParallelAgentState,
     SequentialAgentState,
 )
+from baton.run_config import RunConfig, StreamingMode
 
 __all__ = [
     "AgentContext",
@@ -28,6 +29,8 @@ __all__ = [
     "ModelCallError",
     "ParallelAgent",
     "ParallelAgentState",
+    "RunConfig",
     "SequentialAgent",
     "SequentialAgentState",
+    "StreamingMode",
 ]

@@ -147,7 +147,9 @@ class AgentContext(InvocationContext):
             artifact_service=ic.artifact_service,
             memory_service=ic.memory_service,
             plugins=ic.plugins,
+            run_config=ic.run_config,
         )
+        self.stream_partial = ic.stream_partial
         self.run = run
         self.node_input = node_input
         self.log = log or EventLog(ic)
@@ -181,6 +183,11 @@ class AgentContext(InvocationContext):
     def invocation_context(self) -> InvocationContext:
         """The invocation's own context (shared by every node run)."""
         return self.run.invocation_context
+
+    def count_llm_call(self, agent: str) -> None:
+        """Counted on the invocation's own context: the limit is the call's, over every
+        agent and node run."""
+        self.run.invocation_context.count_llm_call(agent)
 
     @property
     def state(self) -> State:

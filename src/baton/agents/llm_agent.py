@@ -656,6 +656,9 @@ class LlmAgent(BaseAgent):
             ),
         )
         if response is None:
+            # Counted before the call, as the reference does (a callback's reply is not a
+            # call); the limit's refusal is not the model's error, so no callback answers it.
+            ctx.count_llm_call(self.name)
             response = await self._generate_or_recover(request, callback_context, ctx)
         replaced = llm_response(
             self.name,
@@ -683,7 +686,7 @@ class LlmAgent(BaseAgent):
         """The model's response; when the call fails, the first model-error callback's
         response instead (plugins first), or the error when none answers."""
         try:
-            return await self._generate(request)
+            return await self._generate(request, ctx)
         except Exception as error:
             callbacks = chain(ctx.plugins.model_hooks("error"), self.on_model_error_callback)
             if callbacks is None:
@@ -698,13 +701,24 @@ class LlmAgent(BaseAgent):
                 raise
             return recovered
 
-    async def _generate(self, request: LlmRequest) -> LlmResponse:
+    async def _generate(self, request: LlmRequest, ctx: AgentContext) -> LlmResponse:
+        """The model's complete response; when the call streams (`StreamingMode.SSE`),
+        each partial chunk is shown to the caller as it arrives, and never stored: the
+        complete response is the turn that commits."""
         llm = self.canonical_model
         response: LlmResponse | None = None
-        async with aclosing(llm.generate_content_async(request)) as responses:
+        streaming = ctx.run_config.is_streaming
+        generated = (
+            llm.generate_content_async(request, stream=True)
+            if streaming
+            else llm.generate_content_async(request)
+        )
+        async with aclosing(generated) as responses:
             async for item in responses:
                 if not item.partial:
                     response = item
+                elif streaming:
+                    await ctx.stream_partial(self._partial_event(ctx, item))
         if response is None or (response.error_code and response.content is None):
             detail = f"{response.error_code}: {response.error_message}" if response else "nothing"
             raise ModelCallError(
@@ -793,6 +807,19 @@ class LlmAgent(BaseAgent):
             made = await run_sync(partial(provide, ctx))  # a plain provider never holds the loop
             return await made if inspect.isawaitable(made) else made
         return fill_instruction(self.instruction, ctx.state, agent=self.name)
+
+    def _partial_event(self, ctx: AgentContext, chunk: LlmResponse) -> Event:
+        """A streamed chunk as the caller sees it: its calls are not run (the complete
+        response's are), as in the reference."""
+        content = chunk.content.model_copy(update={"role": "model"}) if chunk.content else None
+        return Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            content=content,
+            partial=True,
+            custom_metadata=chunk.custom_metadata,
+        )
 
     def _turn_event(self, ctx: AgentContext, response: LlmResponse) -> Event:
         parts = list(response.content.parts or []) if response.content else []

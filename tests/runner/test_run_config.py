@@ -1,0 +1,149 @@
+"""RunConfig from the caller's side: what a call asks of its run happens, on every backend.
+
+`max_llm_calls` bounds one call's model calls, `custom_metadata` lands on every event of
+the call, and unknown fields, wrong types and the live mode are refused before anything
+is stored.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from baton import RunConfig, StreamingMode, ToolThreadPoolConfig, types
+from baton.agents import LlmAgent
+from baton.errors import LlmCallsLimitExceededError, RunConfigError
+from baton.events import Event
+from baton.models import ScriptedModel
+from baton.tools import FunctionTool
+from baton.types import FunctionCall
+from tests.harness import Harness, MakeHarness
+
+
+def _go() -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text="go")])
+
+
+def _looping_agent(tool_runs: list[int], turns: int) -> LlmAgent:
+    """An agent whose model calls `tool` `turns` times, then answers "done" (then "again")."""
+
+    def tool(x: int) -> int:
+        tool_runs.append(x)
+        return x
+
+    script = [FunctionCall(id=f"c{i}", name="tool", args={"x": i}) for i in range(turns)]
+    model = ScriptedModel([*script, "done"], responder=lambda _: "again")
+    return LlmAgent(name="agent", model=model, tools=[FunctionTool(tool)])
+
+
+async def _stored(h: Harness) -> list[Event]:
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    return session.events
+
+
+def test_defaults_and_field_names_are_the_references(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ADK_MAX_LLM_CALLS", raising=False)
+    config = RunConfig()
+    assert config.streaming_mode is StreamingMode.NONE
+    assert StreamingMode.NONE.value is None
+    assert StreamingMode.SSE.value == "sse"
+    assert config.max_llm_calls == 500
+    assert config.custom_metadata is None
+    assert config.tool_thread_pool_config is None
+    assert ToolThreadPoolConfig().max_workers == 4
+    monkeypatch.setenv("ADK_MAX_LLM_CALLS", "7")
+    assert RunConfig().max_llm_calls == 7
+
+
+def test_bad_run_configs_are_refused_naming_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValidationError, match="max_llm_cals"):
+        RunConfig(max_llm_cals=3)  # pyright: ignore[reportCallIssue] -- the misspelling under test
+    with pytest.raises(ValidationError, match="max_llm_calls"):
+        RunConfig(max_llm_calls="many")  # pyright: ignore[reportArgumentType] -- the wrong type under test
+    with pytest.raises(ValidationError, match="streaming_mode"):
+        RunConfig(streaming_mode="fast")  # pyright: ignore[reportArgumentType] -- the wrong value under test
+    with pytest.raises(ValidationError, match=str(sys.maxsize)):
+        RunConfig(max_llm_calls=sys.maxsize)
+    with pytest.raises(ValidationError, match="max_workers"):
+        ToolThreadPoolConfig(max_workers=0)
+    with pytest.raises(ValidationError, match="deferred"):
+        RunConfig(service_tier="deferred", streaming_mode=StreamingMode.SSE)
+    monkeypatch.setenv("ADK_MAX_LLM_CALLS", "lots")
+    with pytest.raises(ValueError, match="ADK_MAX_LLM_CALLS='lots'"):
+        RunConfig()
+
+
+async def test_live_mode_and_foreign_configs_are_refused_before_anything_is_stored(
+    make_harness: MakeHarness,
+) -> None:
+    h = await make_harness(_looping_agent([], 0))
+    with pytest.raises(RunConfigError, match="BIDI"):
+        await h.collect(new_message=_go(), run_config=RunConfig(streaming_mode=StreamingMode.BIDI))
+    with pytest.raises(TypeError, match="dict"):
+        await h.collect(new_message=_go(), run_config={"max_llm_calls": 3})
+    assert await _stored(h) == []
+    assert await h.service.store.list_invocations(h.key) == []
+
+
+async def test_the_call_past_max_llm_calls_fails_its_node_and_is_stored(
+    make_harness: MakeHarness,
+) -> None:
+    tool_runs: list[int] = []
+    agent = _looping_agent(tool_runs, 3)
+    h = await make_harness(agent)
+
+    with pytest.raises(LlmCallsLimitExceededError, match=r"max_llm_calls=2") as raised:
+        await h.collect(new_message=_go(), run_config=RunConfig(max_llm_calls=2))
+
+    assert "model call 3" in str(raised.value)
+    assert tool_runs == [0, 1]
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    assert len(model.requests) == 2  # the third call was refused before it was made
+    errors = [(e.error_code, e.author) for e in await _stored(h) if e.error_code]
+    assert errors == [("LlmCallsLimitExceededError", "agent")]
+
+
+async def test_max_llm_calls_counts_per_call_so_a_resume_gets_a_fresh_allowance(
+    make_harness: MakeHarness,
+) -> None:
+    tool_runs: list[int] = []
+    agent = _looping_agent(tool_runs, 3)
+    h = await make_harness(agent)
+    with pytest.raises(LlmCallsLimitExceededError):
+        await h.collect(new_message=_go(), run_config=RunConfig(max_llm_calls=2))
+    invocation = await h.invocation()
+
+    events = await h.collect(invocation_id=invocation.id, run_config=RunConfig(max_llm_calls=2))
+
+    assert tool_runs == [0, 1, 2]  # the committed tool calls did not run again
+    assert [e.content.text for e in events if e.content and e.content.text] == ["done"]
+
+
+async def test_zero_or_less_max_llm_calls_is_no_limit(make_harness: MakeHarness) -> None:
+    tool_runs: list[int] = []
+    h = await make_harness(_looping_agent(tool_runs, 4))
+
+    events = await h.collect(new_message=_go(), run_config=RunConfig(max_llm_calls=0))
+
+    assert tool_runs == [0, 1, 2, 3]
+    assert [e.content.text for e in events if e.content and e.content.text] == ["done"]
+
+
+async def test_custom_metadata_is_stored_with_every_event_of_the_call(
+    make_harness: MakeHarness,
+) -> None:
+    h = await make_harness(_looping_agent([], 1))
+    config = RunConfig(custom_metadata={"tenant": "acme", "trace": [1, 2]})
+
+    shown = await h.collect(new_message=_go(), run_config=config, yield_user_message=True)
+    await h.collect(new_message=_go())  # a second call without metadata
+
+    stored = await _stored(h)
+    first = [e for e in stored if e.invocation_id == shown[0].invocation_id]
+    assert [e.custom_metadata for e in shown] == [{"tenant": "acme", "trace": [1, 2]}] * len(shown)
+    assert [e.custom_metadata for e in first] == [{"tenant": "acme", "trace": [1, 2]}] * len(first)
+    assert all(e.custom_metadata is None for e in stored if e not in first)
