@@ -37,6 +37,7 @@ from pydantic import JsonValue
 from baton.errors import InvalidMessageError, SessionNotFoundError
 from baton.events import Event, EventActions
 from baton.notifier import Notifier, NotifySettings
+from baton.run_config import RunConfig, StreamingMode
 from baton.server.artifact_routes import artifact_routes
 from baton.server.bodies import (
     AppsDetail,
@@ -584,16 +585,26 @@ def _run_routes(server: _Server) -> APIRouter:
 
 async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Response:
     server.keys.authorize(request, body.user_id)
-    return await run_reply(await _start(server, body))
+    return await run_reply(await _start(server, body, _run_config(body, streaming=False)))
 
 
 async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
     server.keys.authorize(request, body.user_id)
-    feed = await _start(server, body)
+    feed = await _start(server, body, _run_config(body, streaming=body.streaming))
     return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
 
 
-async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
+def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig:
+    """The request's RunConfig, as the reference's server builds it: `/run_sse` with
+    `"streaming": true` streams model replies in partial events (`/run` never does), and
+    the body's `customMetadata` goes on every event of the call."""
+    return RunConfig(
+        streaming_mode=StreamingMode.SSE if streaming else StreamingMode.NONE,
+        custom_metadata=body.custom_metadata,
+    )
+
+
+async def _start(server: _Server, body: RunAgentRequest, run_config: RunConfig) -> RunFeed:
     runner = server.catalog.runner(body.app_name)
     message = body.new_message
     answers = message.function_responses if message else []
@@ -607,6 +618,7 @@ async def _start(server: _Server, body: RunAgentRequest) -> RunFeed:
         # The request's own message commits first, so its echo arrives as soon as the
         # request is accepted and a stream can start before a slow first node ends.
         yield_user_message=True,
+        run_config=run_config,
     )
     return await _opened(server, events)
 
