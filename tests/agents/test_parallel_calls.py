@@ -19,7 +19,7 @@ from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
-from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
+from baton.tools import BaseTool, FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.agents.agents import Boom
 from tests.conftest import StoreFactory
@@ -429,3 +429,44 @@ async def two_adds_keep_both_items(service: BaseSessionService, add: Callable[..
     session = await h.service.store.get_session(h.key)
     assert session is not None
     assert session.state == {"cart": ["a", "b"]}
+
+
+async def test_two_calls_sharing_an_id_both_run_once_and_both_results_are_kept(
+    service: BaseSessionService,
+) -> None:
+    """A model may give two calls of a turn one id: as in the reference, both run, the
+    turn's result event holds both results, and the model is sent both. Here the second
+    ends first and the first fails once: the second is not run again on the resume."""
+    tools = Tools(slow_fails=1)
+    turn = [
+        FunctionCall(id="c1", name="slow", args={"x": "a"}),
+        FunctionCall(id="c1", name="fast", args={"x": "b"}),
+    ]
+    model = ScriptedModel([turn, "done"])
+    keys: list[str] = []
+
+    def note_key(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext) -> None:
+        keys.append(tool_context.idempotency_key.rpartition("/")[2])
+
+    agent = LlmAgent(
+        name="a", model=model, tools=[tools.slow, tools.fast], before_tool_callback=note_key
+    )
+    h = await build_harness(agent, service, resumable=True)
+
+    with pytest.raises(Boom, match="slow broke"):
+        await h.start("go")
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+
+    assert tools.log == [
+        "slow starts",
+        "fast starts",
+        "fast ends",
+        "slow fails",
+        "slow starts",
+        "slow ends",
+    ]
+    results = ("a", ["c1 -> {'slow': 'a'}", "c1 -> {'fast': 'b'}"], {"fast": "b"})
+    assert shown(events) == [results, ("a", ["done"], {})]
+    assert sent(model.requests[1])[-1] == ("user", results[1])
+    assert keys == ["c1", "c1#1", "c1"]  # each call's own idempotency key, kept on resume
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

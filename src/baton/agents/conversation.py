@@ -151,22 +151,26 @@ def _responses_to(
     a long-running tool with its interim result) in the turn's order, then the calls
     only the client answered (long-running tools that returned nothing), in the order
     their responses came; a newer response takes the place of an older one of its call.
+    Calls that share an id (a model may give two calls of a turn one id) show every
+    response to it that the event holding its last one holds, as the reference does.
     """
-    calls = [
-        (i, c.id)
-        for i, c in enumerate(event.function_calls)
-        if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
+    calls: dict[str, int] = {}  # each id answered, at its first call's place in the turn
+    for i, call in enumerate(event.function_calls):
+        if call.id in answers and call.name != REQUEST_CONFIRMATION_FUNCTION:
+            calls.setdefault(call.id, i)
+    latest = {answers[c][-1][0] for c in calls}
+
+    def place(call: str) -> tuple[int, int]:
+        if call in results:
+            return -1, calls[call]
+        return min((index, at) for index, at, _ in answers[call] if index in latest)
+
+    parts = [
+        _named_as_called(part, own_calls)
+        for c in sorted(calls, key=place)
+        for index, _, part in answers[c]
+        if index == answers[c][-1][0]
     ]
-    latest = {answers[c][-1][0] for _, c in calls}
-
-    def place(call: tuple[int, str]) -> tuple[int, int]:
-        position, call_id = call
-        if call_id in results:
-            return -1, position
-        return min((index, at) for index, at, _ in answers[call_id] if index in latest)
-
-    ordered = sorted(calls, key=place)
-    parts = [_named_as_called(answers[c][-1][2], own_calls) for _, c in ordered]
     return [Content(role="user", parts=parts)] if parts else []
 
 

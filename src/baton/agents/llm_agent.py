@@ -907,8 +907,13 @@ class LlmAgent(BaseAgent):
                 ctx,
                 state,
                 together,
-                lambda call, writes, sync: self._call_tool(
-                    ctx, call, interim=call.id in lro_ids, shared_writes=writes, sync_tools=sync
+                lambda call, key, writes, sync: self._call_tool(
+                    ctx,
+                    call,
+                    key=key,
+                    interim=call.id in lro_ids,
+                    shared_writes=writes,
+                    sync_tools=sync,
                 ),
                 author=self.name,
                 long_running=lro_ids,
@@ -1005,18 +1010,20 @@ class LlmAgent(BaseAgent):
         ctx: AgentContext,
         call: FunctionCall,
         *,
+        key: str | None = None,
         shared_writes: dict[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
     ) -> ToolContext:
         """The context a tool (and its callbacks) gets for one call (`shared_writes` and
-        `sync_tools`: see `ToolContext`)."""
+        `sync_tools`: see `ToolContext`); `key` names the call in its idempotency key
+        (its id unless calls of its turn share it, see `_call_keys`)."""
         answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
         return ToolContext(
             state=ctx.state,
             function_call_id=call.id,
             invocation_id=ctx.invocation_id,
             agent_name=self.name,
-            idempotency_key=f"{ctx.idempotency_key}/{call.id}",
+            idempotency_key=f"{ctx.idempotency_key}/{key or call.id}",
             tool_confirmation=None if answer is None else ToolConfirmation.from_answer(answer),
             artifact_service=ctx.artifact_service,
             app_name=ctx.app_name,
@@ -1033,13 +1040,14 @@ class LlmAgent(BaseAgent):
         ctx: AgentContext,
         call: FunctionCall,
         *,
+        key: str | None = None,
         interim: bool = False,
         shared_writes: dict[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
     ) -> Event:
         """Run one call; its result (a long-running tool's status: when not None) as an event."""
         tool_context = self._tool_context(
-            ctx, call, shared_writes=shared_writes, sync_tools=sync_tools
+            ctx, call, key=key, shared_writes=shared_writes, sync_tools=sync_tools
         )
         tool = self.canonical_tools.get(call.name or "")
         if tool is None:
@@ -1100,7 +1108,7 @@ class _Batch:
         state: LlmAgentState,
         calls: list[FunctionCall],
         run_call: Callable[
-            [FunctionCall, dict[str, JsonValue], asyncio.Lock], Coroutine[Any, Any, Event]
+            [FunctionCall, str, dict[str, JsonValue], asyncio.Lock], Coroutine[Any, Any, Event]
         ],
         *,
         author: str,
@@ -1108,6 +1116,7 @@ class _Batch:
     ) -> None:
         self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
         self.author, self.long_running = author, long_running
+        self.keys = _call_keys(calls)
         self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
         self.writes: dict[str, JsonValue] = {}
         self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
@@ -1116,11 +1125,14 @@ class _Batch:
 
     async def run(self) -> AsyncGenerator[Event, None]:
         """The checkpoints of calls that end early, then the turn's results."""
-        todo = [c for c in self.calls if c.id not in self.finished]
+        todo = [
+            (k, c) for k, c in zip(self.keys, self.calls, strict=True) if k not in self.finished
+        ]
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): the tasks are
         # owned here, and cancelled and awaited however the generator ends.
         tasks = {
-            asyncio.create_task(self.run_call(c, self.writes, self.sync_tools)): c for c in todo
+            asyncio.create_task(self.run_call(c, k, self.writes, self.sync_tools)): k
+            for k, c in todo
         }
         try:
             running = set(tasks)
@@ -1144,13 +1156,13 @@ class _Batch:
             yield event
 
     def _take(
-        self, done: set[asyncio.Task[Event]], tasks: dict[asyncio.Task[Event], FunctionCall]
+        self, done: set[asyncio.Task[Event]], tasks: dict[asyncio.Task[Event], str]
     ) -> BaseException | None:
         """Keep the results of the calls that ended; the first failure among them."""
         errors = [e for t in done if (e := t.exception()) is not None]
         for task in done:
             if task.exception() is None:
-                self.finished[tasks[task].id or ""] = task.result()
+                self.finished[tasks[task]] = task.result()
         return errors[0] if errors else None
 
     def _checkpoint(self) -> Event:
@@ -1164,7 +1176,7 @@ class _Batch:
         return event
 
     async def _results(self) -> AsyncGenerator[Event, None]:
-        ordered = [self.finished[c.id or ""] for c in self.calls]
+        ordered = [self.finished[k] for k in self.keys]
         requests = [e for e in ordered if e.function_calls]  # waiting for a confirmation
         results = [e for e in ordered if not e.function_calls]
         events = [_merged(results)] if results else []
@@ -1187,6 +1199,21 @@ class _Batch:
             self.ctx.invocation_context.private_checkpoints.add(events[0].id)
         for event in events:
             yield event
+
+
+def _call_keys(calls: list[FunctionCall]) -> list[str]:
+    """A key for each call of a batch, its id, told apart when calls share one (`c1`,
+    `c1#1`): a model may give two calls of a turn the same id, and the reference runs
+    both and keeps both results. It keys the results of calls that ended early in the
+    checkpoint, and the calls' idempotency keys."""
+    keys: list[str] = []
+    for call in calls:
+        key, n = call.id or "", 0
+        while key in keys:
+            n += 1
+            key = f"{call.id or ''}#{n}"
+        keys.append(key)
+    return keys
 
 
 async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
