@@ -3,7 +3,9 @@
 `ctx` gets the Context, `node_input` the predecessor's output; any other
 parameter is read from session state by name or, when it is the only other
 parameter and state has no such key, from the node input, validated into its
-annotated type.
+annotated type. Bound from the node input instead (`parameter_binding="node_input"`),
+every parameter but `ctx` is read from the input object by name, and a `**kwargs`
+gets its other keys.
 """
 
 from __future__ import annotations
@@ -55,21 +57,26 @@ def _adapter_for(annotation: Any) -> TypeAdapter[Any] | None:
 class Binder:
     """Computes the keyword arguments of one function for each run."""
 
-    def __init__(self, func: Callable[..., object], node_name: str) -> None:
+    def __init__(
+        self, func: Callable[..., object], node_name: str, *, from_input: bool = False
+    ) -> None:
         self._node_name = node_name
+        self._from_input = from_input
+        self._takes_extra = False
         hints = _resolved_hints(func)
         self._ctx_params: list[str] = []
         self._input_param: _Param | None = None
         self._state_params: list[_Param] = []
         for p in inspect.signature(func).parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                self._takes_extra |= p.kind is p.VAR_KEYWORD
                 continue
             annotation = hints.get(p.name, p.annotation)
             if p.name == "ctx" or annotation is Context:
                 self._ctx_params.append(p.name)
                 continue
             param = _Param(p.name, annotation, p.default, _adapter_for(annotation))
-            if p.name == "node_input":
+            if p.name == "node_input" and not from_input:
                 self._input_param = param
             else:
                 self._state_params.append(param)
@@ -86,10 +93,30 @@ class Binder:
             MissingParameterError: a parameter has no value anywhere; names it and the node.
         """
         kwargs: dict[str, Any] = dict.fromkeys(self._ctx_params, ctx)
+        if self._from_input:
+            return self._bind_input(kwargs, node_input)
         if self._input_param is not None:
             kwargs["node_input"] = self._convert(self._input_param, node_input)
         for param in self._state_params:
             kwargs[param.name] = self._bind_state(param, ctx, node_input)
+        return kwargs
+
+    def _bind_input(self, kwargs: dict[str, Any], node_input: NodeInput) -> dict[str, Any]:
+        """The arguments read from the input object by name (`parameter_binding="node_input"`)."""
+        source = node_input if isinstance(node_input, dict) else {}
+        for param in self._state_params:
+            if param.name in source:
+                kwargs[param.name] = self._convert(param, source[param.name])
+            elif param.has_default:
+                kwargs[param.name] = param.default
+            else:
+                raise MissingParameterError(
+                    f"node '{self._node_name}' binds its parameters from its input, which has "
+                    f"no key '{param.name}' (got {node_input!r}); output an object with "
+                    f"'{param.name}' from the node before it, or give the parameter a default."
+                )
+        if self._takes_extra:
+            kwargs |= {k: v for k, v in source.items() if k not in kwargs}
         return kwargs
 
     def _bind_state(self, param: _Param, ctx: Context, node_input: NodeInput) -> Any:

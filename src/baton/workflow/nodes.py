@@ -16,6 +16,7 @@ from typing import (
     Any,
     ClassVar,
     Final,
+    Literal,
     Protocol,
     cast,
     final,
@@ -36,6 +37,7 @@ from baton.context import Context
 from baton.schemas import SchemaType
 from baton.threads import SyncSteps, run_sync
 from baton.workflow.binding import Binder, NodeInput
+from baton.workflow.confirming import Confirmation, check_confirmation, confirmation_gate
 
 __all__ = [
     "START",
@@ -290,9 +292,22 @@ class FunctionNode(BaseNode):
             resume (WorkflowChangedError) instead of continuing with the new one.
         input_schema, output_schema: check the input before a run and the output before
             it is stored (see `baton.schemas`).
+        require_confirmation: ask a person to approve each run before the function runs
+            (True), or only the runs a predicate of the run's arguments picks (see
+            `baton.workflow.confirming`). Needs `rerun_on_resume` (the default with it).
+        parameter_binding: "state" (the default) binds parameters by name from session
+            state (see `baton.workflow.binding`); "node_input" from the input object.
+
+    Raises:
+        TypeError: no function, or a `require_confirmation` that is neither a bool nor
+            a callable.
+        ValueError: a lambda without a name, `require_confirmation` with
+            `rerun_on_resume=False`, or an unknown `parameter_binding`.
     """
 
     func: Callable[..., Any]
+    require_confirmation: SkipValidation[Confirmation] = False
+    parameter_binding: Literal["state", "node_input"] = "state"
     _binder: Binder = PrivateAttr()
 
     def __init__(
@@ -307,12 +322,22 @@ class FunctionNode(BaseNode):
         version: str | int | None = None,
         input_schema: SchemaType | None = None,
         output_schema: SchemaType | None = None,
+        require_confirmation: Confirmation = False,
+        parameter_binding: Literal["state", "node_input"] = "state",
     ) -> None:
         if func is None or not callable(func):
             raise TypeError(f"FunctionNode needs a function (positional or func=), got {func!r}.")
         node_name = name or getattr(func, "__name__", "")
         if node_name == "<lambda>":
             raise ValueError("a lambda has no usable name; pass FunctionNode(fn, name='...').")
+        check_confirmation(node_name, require_confirmation)
+        if require_confirmation is not False:
+            if rerun_on_resume is False:
+                raise ValueError(
+                    f"node '{node_name}' require_confirmation needs rerun_on_resume=True (the "
+                    "node runs again once confirmed); leave rerun_on_resume out or set it True."
+                )
+            rerun_on_resume = True
         # pydantic's own __init__ validates every field of this class, its own included.
         BaseModel.__init__(
             self,
@@ -326,9 +351,11 @@ class FunctionNode(BaseNode):
             version=version,
             input_schema=input_schema,
             output_schema=output_schema,
+            require_confirmation=require_confirmation,
+            parameter_binding=parameter_binding,
             func=func,
         )
-        self._binder = Binder(func, node_name)
+        self._binder = Binder(func, node_name, from_input=parameter_binding == "node_input")
 
     @cached_property
     def _calling(self) -> tuple[Binder, str, Callable[..., Any]]:
@@ -373,6 +400,12 @@ class FunctionNode(BaseNode):
         holds the event loop."""
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
+        if self.require_confirmation is not False:
+            instead = await confirmation_gate(
+                self.name, self.require_confirmation, ctx, node_input, kwargs
+            )
+            if instead is not None:
+                return instead
         if kind == "coroutine":
             return await func(**kwargs)
         return await run_sync(partial(func, **kwargs))
@@ -380,6 +413,13 @@ class FunctionNode(BaseNode):
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
+        if self.require_confirmation is not False:
+            instead = await confirmation_gate(
+                self.name, self.require_confirmation, ctx, node_input, kwargs
+            )
+            if instead is not None:
+                yield instead
+                return
         if kind == "asyncgen":
             async for item in func(**kwargs):
                 yield item

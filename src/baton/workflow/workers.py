@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypedDict, Unpack, final, overload
+from typing import Any, Literal, TypedDict, Unpack, final, overload
 
 from pydantic import Field, JsonValue, PrivateAttr, model_validator
 
@@ -20,6 +20,7 @@ from baton.context import Context
 from baton.schemas import SchemaType
 from baton.types import Content
 from baton.workflow.binding import NodeInput
+from baton.workflow.confirming import Confirmation
 from baton.workflow.nodes import BaseNode, FunctionNode, RetryConfig
 
 __all__ = ["Node", "NodeOptions", "ParallelWorker", "node"]
@@ -155,6 +156,23 @@ class NodeOptions(TypedDict, total=False):
     output_schema: SchemaType | None
     parallel_worker: bool
     max_parallel_workers: int | None
+    require_confirmation: Confirmation | None
+    parameter_binding: Literal["state", "node_input"]
+
+
+def _or_false(require: Confirmation | None) -> Confirmation:
+    """None (the reference's "not set") is False."""
+    return False if require is None else require
+
+
+def _check_options(options: dict[str, object]) -> None:
+    """Refuse an option `node()` does not know, which would otherwise change nothing."""
+    unknown = sorted(options.keys() - NodeOptions.__annotations__.keys())
+    if unknown:
+        raise TypeError(
+            f"node() got unknown option(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(sorted(NodeOptions.__annotations__))}."
+        )
 
 
 @overload
@@ -171,9 +189,15 @@ def node(
     With `parallel_worker=True` the node runs once per item of its input list, at most
     `max_parallel_workers` at a time, and outputs the list of their outputs.
 
+    With `require_confirmation` each run asks a person first, and runs only when
+    confirmed (see `baton.workflow.confirming`); with `parameter_binding="node_input"` the
+    function's parameters are read from its input object by name.
+
     Raises:
+        TypeError: an option `node()` does not take (a misspelling, say), named.
         ValueError: `max_parallel_workers` without `parallel_worker=True`, or below 1.
     """
+    _check_options(dict(options))
     parallel = options.get("parallel_worker", False)
     most = options.get("max_parallel_workers")
     if most is not None and not parallel:
@@ -193,6 +217,8 @@ def node(
             version=options.get("version"),
             input_schema=options.get("input_schema"),
             output_schema=options.get("output_schema"),
+            require_confirmation=_or_false(options.get("require_confirmation")),
+            parameter_binding=options.get("parameter_binding", "state"),
         )
         if not parallel:
             return built
