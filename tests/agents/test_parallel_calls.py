@@ -470,3 +470,41 @@ async def test_two_calls_sharing_an_id_both_run_once_and_both_results_are_kept(
     assert sent(model.requests[1])[-1] == ("user", results[1])
     assert keys == ["c1", "c1#1", "c1"]  # each call's own idempotency key, kept on resume
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_scalar_key_two_calls_write_keeps_the_later_call_in_the_turn(
+    service: BaseSessionService,
+) -> None:
+    """As in the reference: the turn's result merges the calls' writes in the turn's
+    order, so the second call's value of a scalar key wins although the first wrote
+    last; a list or dict key keeps the value written last (deep merged, for a dict),
+    as a call may have built on another's write."""
+    fast_wrote = asyncio.Event()
+
+    async def first(tool_context: ToolContext) -> str:
+        """Write once the second call has written."""
+        async with asyncio.timeout(10):  # a guard against a hang, not a measure
+            await fast_wrote.wait()
+        tool_context.state["k"] = "first"
+        tool_context.state["d"] = {"by": "first", "first": True}
+        return "ok"
+
+    async def second(tool_context: ToolContext) -> str:
+        """Write at once."""
+        tool_context.state["k"] = "second"
+        tool_context.state["d"] = {"by": "second", "second": True}
+        fast_wrote.set()
+        return "ok"
+
+    turn = [FunctionCall(id="c1", name="first"), FunctionCall(id="c2", name="second")]
+    model = ScriptedModel([turn, "done"])
+    h = await build_harness(
+        LlmAgent(name="a", model=model, tools=[first, second]), service, resumable=True
+    )
+    events = await h.start("go")
+
+    written = {"k": "second", "d": {"by": "first", "second": True, "first": True}}
+    assert shown(events)[1][2] == written
+    session = await h.service.store.get_session(h.key)
+    assert session is not None
+    assert session.state == written

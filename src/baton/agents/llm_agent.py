@@ -1089,7 +1089,7 @@ class _Batch:
 
     The calls share their state writes as they make them (`writes`), as the reference's
     share the session's state: a call builds on what another wrote, and the turn's
-    result holds each key's latest value. Sync (`def`) tools run one at a time
+    result holds a list or dict key's latest value (see `_with_latest_writes`). Sync (`def`) tools run one at a time
     (`sync_tools`), as the reference runs them on its event loop, so their
     read-modify-writes of the state do not interleave in worker threads. A call that
     ends while others still run is recorded in the agent's checkpoint (an event of
@@ -1179,10 +1179,7 @@ class _Batch:
         ordered = [self.finished[k] for k in self.keys]
         requests = [e for e in ordered if e.function_calls]  # waiting for a confirmation
         results = [e for e in ordered if not e.function_calls]
-        events = [_merged(results)] if results else []
-        if events:
-            delta = events[0].actions.state_delta
-            delta.update({key: self.writes[key] for key in delta if key in self.writes})
+        events = [self._with_latest_writes(_merged(results))] if results else []
         events += requests
         started = [
             c.id
@@ -1199,6 +1196,22 @@ class _Batch:
             self.ctx.invocation_context.private_checkpoints.add(events[0].id)
         for event in events:
             yield event
+
+    def _with_latest_writes(self, merged: Event) -> Event:
+        """The merged result with the latest value written to each list or dict key (deep
+        merged into the calls' merge, for a dict), as the reference re-applies them: a
+        call that read another's write built on it, which merging in the turn's order
+        could drop. A scalar key keeps the turn's order: the later call's write wins,
+        whichever was made last, as in the reference."""
+        delta = merged.actions.state_delta
+        latest = {
+            key: value
+            for key, value in self.writes.items()
+            if key in delta and isinstance(value, dict | list)
+        }
+        if latest:
+            merged.actions.state_delta = _deep_merged(dict(delta), latest)
+        return merged
 
 
 def _call_keys(calls: list[FunctionCall]) -> list[str]:
