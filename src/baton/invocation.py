@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from pydantic import JsonValue
 
+from baton.aborting import ABORTED_CODE, ABORTED_MESSAGE
 from baton.artifacts import BaseArtifactService
 from baton.context import InvocationContext, StepParts
 from baton.errors import (
@@ -587,6 +588,27 @@ class InvocationRun:
         # The root did not run (e.g. continuing a paused run with nothing answered).
         status = _STATUS_OF.get(self.root.status, InvocationStatus.RUNNING)
         await self._land(StepParts(), lambda: None, status=status)
+
+    async def seal_aborted(self) -> Event | None:
+        """Seal a run its caller aborted, once stopped: one event with the reference's
+        `INVOCATION_ABORTED` code lands with the invocation failed, so no worker continues
+        it; `run_async(invocation_id=...)` still does, re-running the interrupted node.
+        None when the run had ended (or paused) before the abort took effect."""
+        if self.status_landed or self.released:
+            return None
+        event = Event(
+            invocation_id=self.plan.invocation_id,
+            author=self.settings.root.name,
+            error_code=ABORTED_CODE,
+            error_message=ABORTED_MESSAGE,
+        )
+        await self._land(
+            StepParts(events=(event,)),
+            lambda: None,
+            status=InvocationStatus.FAILED,
+            error=ABORTED_MESSAGE,
+        )
+        return event
 
     def lost_lease(self, error: InvocationBusyError) -> None:
         self.error = error

@@ -8,6 +8,7 @@ is compared with the code at hand. Only then does the first step commit.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -21,6 +22,7 @@ from typing import Any, Final, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from baton.aborting import until_aborted
 from baton.agents import BaseAgent, LlmAgent
 from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
@@ -264,6 +266,7 @@ class Runner:
         yield_user_message: bool = False,
         answered_by: str | None = None,
         occurrences: Mapping[str, str] | None = None,
+        abort_signal: asyncio.Event | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Start a run, answer its interrupts, or continue it; yields events as they commit.
 
@@ -286,6 +289,10 @@ class Runner:
             occurrences: interrupt id -> the `occurrence` of the question the caller saw
                 (from the pending list); an answer then never answers a later asking of
                 the same id (AlreadyAnsweredError instead).
+            abort_signal: once set, the run stops where it is (a node under way is
+                cancelled) and is sealed with an `INVOCATION_ABORTED` error event, the
+                last one yielded; the invocation is then failed, and
+                `run_async(invocation_id=...)` continues it, running that node again.
 
         Raises:
             TypeError: `run_config` is not a baton `RunConfig`.
@@ -321,8 +328,17 @@ class Runner:
         try:
             run = await self._open_run(plan, lease, answered_by, invocation, config)
             async with run.events(yield_user_message) as events:
-                async for event in events:
-                    yield event
+                if abort_signal is None:
+                    async for event in events:
+                        yield event
+                else:
+                    async with aclosing(until_aborted(events, abort_signal)) as read:
+                        async for event in read:
+                            yield event
+            # The run is stopped now: an abort that came first is sealed.
+            seal = await run.seal_aborted() if abort_signal and abort_signal.is_set() else None
+            if seal is not None:
+                yield seal
         finally:
             await self._release(lease, run)
 
