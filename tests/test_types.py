@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, JsonValue
@@ -157,3 +158,59 @@ def test_engine_output_events_equal_validated_ones(
     assert Event.of_output(1, invocation_id="i", author="a", path="p", run_id="1").actions == (
         EventActions()
     )
+
+
+def test_config_types_have_the_references_names_and_refuse_unknown_fields() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="temprature"):
+        types.GenerateContentConfig.model_validate({"temprature": 0.2})
+    with pytest.raises(ValidationError, match="candidate_count must be 1"):
+        types.GenerateContentConfig(candidate_count=2)
+    with pytest.raises(ValidationError, match="thinking_levl"):
+        types.ThinkingConfig.model_validate({"thinking_levl": "LOW"})
+
+    config = types.GenerateContentConfig.model_validate(
+        {"topK": 3, "maxOutputTokens": 10, "thinkingConfig": {"thinkingLevel": "HIGH"}}
+    )
+    assert (config.top_k, config.max_output_tokens) == (3, 10)
+    assert config.thinking_config == types.ThinkingConfig(thinking_level=types.ThinkingLevel.HIGH)
+
+
+def test_schemas_given_as_the_reference_gives_them_become_json_schema() -> None:
+    class Answer(BaseModel):
+        approved: bool
+
+    nested = types.Schema(
+        type=types.Type.OBJECT,
+        properties={
+            "tags": types.Schema.model_validate({"type": "array", "items": {"type": "string"}}),
+            "size": types.Schema(type=types.Type.INTEGER, minimum=1, max_length=None),
+        },
+    )
+    assert nested.to_json_schema() == {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "size": {"type": "integer", "minimum": 1},
+        },
+    }
+    # As the reference's users write them (typed as the JSON schema each becomes).
+    declared = types.FunctionDeclaration.model_validate({"name": "tag", "parameters": nested})
+    assert declared.parameters == nested.to_json_schema()
+    by_json = types.FunctionDeclaration.model_validate(
+        {"name": "tag", "parameters_json_schema": {"type": "object"}}
+    )
+    assert by_json.parameters == {"type": "object"}
+    config = types.GenerateContentConfig.model_validate({"response_schema": Answer})
+    assert config.response_schema == Answer.model_json_schema()
+
+
+def test_user_and_model_content_take_texts_and_parts() -> None:
+    user = types.UserContent("hi")
+    model = types.ModelContent(parts=[types.Part(text="a"), "b"])
+
+    assert isinstance(user, types.Content)
+    assert (user.role, user.parts) == ("user", [types.Part(text="hi")])
+    assert (model.role, model.parts) == ("model", [types.Part(text="a"), types.Part(text="b")])
+    assert user.to_wire() == {"role": "user", "parts": [{"text": "hi"}]}

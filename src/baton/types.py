@@ -1,16 +1,19 @@
-"""Wire types: the message parts a conversation is made of.
+"""Wire types: the message parts a conversation is made of, and what a model is asked
+with (its config, tools and their schemas).
 
 They serialize to the reference system's JSON (camelCase keys, absent fields
-dropped), and accept snake_case or camelCase when parsed.
+dropped), and accept snake_case or camelCase when parsed. The names are the ones
+code written for the reference finds in `google.genai.types`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from enum import StrEnum
 from typing import Any, Literal, NewType, Self
 
-from pydantic import BaseModel, ConfigDict, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -18,13 +21,28 @@ __all__ = [
     "Content",
     "FileData",
     "FunctionCall",
+    "FunctionCallingConfig",
+    "FunctionCallingConfigMode",
+    "FunctionDeclaration",
     "FunctionResponse",
+    "GenerateContentConfig",
+    "HarmBlockThreshold",
+    "HarmCategory",
     "InterruptId",
     "InvocationId",
     "JsonValue",
+    "ModelContent",
     "Part",
     "RunId",
+    "SafetySetting",
+    "Schema",
     "SessionId",
+    "ThinkingConfig",
+    "ThinkingLevel",
+    "Tool",
+    "ToolConfig",
+    "Type",
+    "UserContent",
     "WireModel",
 ]
 
@@ -171,3 +189,278 @@ SessionId = NewType("SessionId", str)
 InvocationId = NewType("InvocationId", str)
 InterruptId = NewType("InterruptId", str)
 RunId = NewType("RunId", str)
+
+
+def _parts_of(parts: str | Part | list[str | Part] | None) -> list[Part]:
+    """`UserContent` / `ModelContent` parts: a text or a Part, alone or in a list."""
+    items: list[str | Part] = parts if isinstance(parts, list) else [] if parts is None else [parts]
+    return [Part(text=item) if isinstance(item, str) else item for item in items]
+
+
+class UserContent(Content):
+    """A user's message: `UserContent("hi")` or `UserContent(parts=[...])`."""
+
+    def __init__(self, parts: str | Part | list[str | Part] | None = None, **fields: Any) -> None:
+        super().__init__(role="user", parts=_parts_of(parts), **fields)
+
+
+class ModelContent(Content):
+    """A model's message: `ModelContent("hello")` or `ModelContent(parts=[...])`."""
+
+    def __init__(self, parts: str | Part | list[str | Part] | None = None, **fields: Any) -> None:
+        super().__init__(role="model", parts=_parts_of(parts), **fields)
+
+
+class _Strict(WireModel):
+    """A config model: a misspelled or unknown field is refused, as the reference's are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Type(StrEnum):
+    """A schema's type, in the reference's (OpenAPI) vocabulary."""
+
+    TYPE_UNSPECIFIED = "TYPE_UNSPECIFIED"
+    STRING = "STRING"
+    NUMBER = "NUMBER"
+    INTEGER = "INTEGER"
+    BOOLEAN = "BOOLEAN"
+    ARRAY = "ARRAY"
+    OBJECT = "OBJECT"
+    NULL = "NULL"
+
+
+class Schema(_Strict):
+    """A value's shape as the reference writes it (an OpenAPI subset); models are sent
+    its JSON-schema form (`to_json_schema`)."""
+
+    type: Type | None = None
+    title: str | None = None
+    description: str | None = None
+    format: str | None = None
+    enum: list[str] | None = None
+    default: JsonValue = None
+    example: JsonValue = None
+    nullable: bool | None = None
+    properties: dict[str, Schema] | None = None
+    property_ordering: list[str] | None = None
+    required: list[str] | None = None
+    items: Schema | None = None
+    any_of: list[Schema] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    min_properties: int | None = None
+    max_properties: int | None = None
+    pattern: str | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _upper_type(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value  # "object" as "OBJECT"
+
+    def to_json_schema(self) -> dict[str, JsonValue]:
+        """This schema as JSON Schema (lower-case types, `nullable` as a null type)."""
+        out: dict[str, JsonValue] = {}
+        if self.type is not None and self.type is not Type.TYPE_UNSPECIFIED:
+            kind = self.type.value.lower()
+            out["type"] = [kind, "null"] if self.nullable else kind
+        for name in ("title", "description", "format", "enum", "default", "example", "pattern"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        for name, key in _JSON_SCHEMA_BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None:
+                out[key] = value
+        if self.properties is not None:
+            out["properties"] = {k: v.to_json_schema() for k, v in self.properties.items()}
+        if self.required is not None:
+            out["required"] = list(self.required)
+        if self.items is not None:
+            out["items"] = self.items.to_json_schema()
+        if self.any_of is not None:
+            out["anyOf"] = [option.to_json_schema() for option in self.any_of]
+        return out
+
+
+_JSON_SCHEMA_BOUNDS = {
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "min_items": "minItems",
+    "max_items": "maxItems",
+    "min_length": "minLength",
+    "max_length": "maxLength",
+    "min_properties": "minProperties",
+    "max_properties": "maxProperties",
+}
+
+
+def json_schema_of(value: object) -> object:
+    """A schema given as the reference accepts one (a `Schema`, a pydantic model class,
+    a JSON-schema dict) as a JSON-schema dict; anything else is left to validation."""
+    if isinstance(value, Schema):
+        return value.to_json_schema()
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value.model_json_schema()
+    return value
+
+
+class FunctionDeclaration(WireModel):
+    """A function the model may call: its name, what it does, and its JSON-schema
+    parameters (given as JSON Schema, a `Schema`, or `parameters_json_schema`)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, JsonValue] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parameters_as_json_schema(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        fields: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType]
+        given = fields.pop("parameters_json_schema", fields.pop("parametersJsonSchema", None))
+        if given is not None:
+            if fields.get("parameters") is not None:
+                raise ValueError("give parameters or parameters_json_schema, not both")
+            fields["parameters"] = given
+        if "parameters" in fields:
+            fields["parameters"] = json_schema_of(fields["parameters"])
+        return fields
+
+
+class Tool(WireModel):
+    """A group of functions the model may call, as the reference groups them.
+
+    A model reads `llm_request.config.tools[i].function_declarations`.
+    """
+
+    function_declarations: list[FunctionDeclaration] | None = None
+
+
+class FunctionCallingConfigMode(StrEnum):
+    """Whether the model may, must or must not call functions."""
+
+    MODE_UNSPECIFIED = "MODE_UNSPECIFIED"
+    AUTO = "AUTO"
+    ANY = "ANY"
+    NONE = "NONE"
+    VALIDATED = "VALIDATED"
+
+
+class FunctionCallingConfig(_Strict):
+    """How the model calls functions: `mode`, and with ANY the names it may call."""
+
+    mode: FunctionCallingConfigMode | None = None
+    allowed_function_names: list[str] | None = None
+
+
+class ToolConfig(_Strict):
+    """How the model uses the tools it is given."""
+
+    function_calling_config: FunctionCallingConfig | None = None
+
+
+class ThinkingLevel(StrEnum):
+    """How hard a reasoning model thinks."""
+
+    THINKING_LEVEL_UNSPECIFIED = "THINKING_LEVEL_UNSPECIFIED"
+    MINIMAL = "MINIMAL"
+    LOW = "LOW"
+    MEDIUM = "MEDIUM"
+    HIGH = "HIGH"
+
+
+class ThinkingConfig(_Strict):
+    """A reasoning model's thinking: its level (or token budget), and whether its
+    thoughts come back."""
+
+    include_thoughts: bool | None = None
+    thinking_budget: int | None = None
+    thinking_level: ThinkingLevel | None = None
+
+
+class HarmCategory(StrEnum):
+    """A category of harmful content a safety setting is about."""
+
+    HARM_CATEGORY_UNSPECIFIED = "HARM_CATEGORY_UNSPECIFIED"
+    HARM_CATEGORY_HARASSMENT = "HARM_CATEGORY_HARASSMENT"
+    HARM_CATEGORY_HATE_SPEECH = "HARM_CATEGORY_HATE_SPEECH"
+    HARM_CATEGORY_SEXUALLY_EXPLICIT = "HARM_CATEGORY_SEXUALLY_EXPLICIT"
+    HARM_CATEGORY_DANGEROUS_CONTENT = "HARM_CATEGORY_DANGEROUS_CONTENT"
+    HARM_CATEGORY_CIVIC_INTEGRITY = "HARM_CATEGORY_CIVIC_INTEGRITY"
+
+
+class HarmBlockThreshold(StrEnum):
+    """From which probability of harm a response is blocked."""
+
+    HARM_BLOCK_THRESHOLD_UNSPECIFIED = "HARM_BLOCK_THRESHOLD_UNSPECIFIED"
+    BLOCK_LOW_AND_ABOVE = "BLOCK_LOW_AND_ABOVE"
+    BLOCK_MEDIUM_AND_ABOVE = "BLOCK_MEDIUM_AND_ABOVE"
+    BLOCK_ONLY_HIGH = "BLOCK_ONLY_HIGH"
+    BLOCK_NONE = "BLOCK_NONE"
+    OFF = "OFF"
+
+
+class SafetySetting(_Strict):
+    """A safety filter of Gemini's (models that have no such filter are not sent it)."""
+
+    category: HarmCategory | None = None
+    threshold: HarmBlockThreshold | None = None
+
+
+class GenerateContentConfig(_Strict):
+    """How the model should answer: instruction, tools, sampling, output format.
+
+    The reference's field names; a field it does not have is refused. What each model
+    is sent of it: see the model (`OpenAiModel` sends what chat completions take).
+    """
+
+    system_instruction: str | None = None
+    tools: list[Tool] = Field(default_factory=list[Tool])
+    tool_config: ToolConfig | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: float | None = None
+    candidate_count: int | None = None
+    max_output_tokens: int | None = None
+    stop_sequences: list[str] | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    seed: int | None = None
+    response_mime_type: str | None = None
+    response_schema: dict[str, JsonValue] | None = None
+    response_json_schema: dict[str, JsonValue] | None = None
+    thinking_config: ThinkingConfig | None = None
+    safety_settings: list[SafetySetting] | None = None
+    labels: dict[str, str] | None = None
+
+    @field_validator("response_schema", "response_json_schema", mode="before")
+    @classmethod
+    def _as_json_schema(cls, value: object) -> object:
+        return json_schema_of(value)
+
+    @field_validator("system_instruction", mode="before")
+    @classmethod
+    def _instruction_text(cls, value: object) -> object:
+        if isinstance(value, Content):  # the reference takes a Content too
+            return value.text
+        return value
+
+    @field_validator("candidate_count")
+    @classmethod
+    def _one_candidate(cls, value: int | None) -> int | None:
+        if value is not None and value != 1:
+            raise ValueError(
+                "baton's models return one candidate a turn: candidate_count must be 1"
+            )
+        return value
+
+    @property
+    def function_declarations(self) -> list[FunctionDeclaration]:
+        """Every declared function, across `tools`, in order."""
+        return [d for tool in self.tools for d in tool.function_declarations or []]

@@ -666,3 +666,19 @@ async def test_the_model_is_sent_the_images_of_the_users_earlier_messages(
     [first, _, _] = model.requests[1].contents
     assert first.role == "user"
     assert first.parts == [types.Part(text="What is it?"), image]
+
+
+def test_a_generate_content_config_setting_what_the_agent_sets_itself_is_refused() -> None:
+    tool = types.Tool(function_declarations=[types.FunctionDeclaration(name="f")])
+    for given, field in (
+        ({"tools": [tool]}, "tools"),
+        ({"system_instruction": "Be brief."}, "instruction"),
+        ({"response_schema": {"type": "object"}}, "output_schema"),
+    ):
+        config = types.GenerateContentConfig.model_validate(given)
+        with pytest.raises(ValueError, match=rf"give it as LlmAgent\({field}="):
+            LlmAgent(name="a", model=ScriptedModel(responses=[]), generate_content_config=config)
+
+    sampling = types.GenerateContentConfig(temperature=0.1, top_k=5)
+    agent = LlmAgent(name="a", model=ScriptedModel(responses=[]), generate_content_config=sampling)
+    assert agent.generate_content_config == sampling

@@ -7,6 +7,7 @@ from contextlib import aclosing
 import openai
 import pytest
 
+from baton import types
 from baton.errors import ExtraNotInstalledError
 from baton.models import (
     BaseLlm,
@@ -314,3 +315,94 @@ def test_importing_baton_models_does_not_import_the_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "False"
+
+
+async def test_the_references_config_fields_reach_the_server_as_chat_completions_takes_them(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    chat_server.reply(completion(content='{"city": "Oslo"}'))
+    other = FunctionDeclaration(name="get_time", description="Get the time.")
+    schema = types.Schema(
+        type=types.Type.OBJECT,
+        properties={"city": types.Schema(type=types.Type.STRING, nullable=True)},
+        required=["city"],
+    )
+    config = types.GenerateContentConfig(
+        top_k=20,
+        presence_penalty=0.5,
+        frequency_penalty=0.25,
+        response_schema=schema.to_json_schema(),
+        tool_config=types.ToolConfig(
+            function_calling_config=types.FunctionCallingConfig(
+                mode=types.FunctionCallingConfigMode.ANY, allowed_function_names=["get_weather"]
+            )
+        ),
+        thinking_config=types.ThinkingConfig(thinking_level=types.ThinkingLevel.LOW),
+        safety_settings=[
+            types.SafetySetting(
+                category=types.HarmCategory.HARM_CATEGORY_HARASSMENT,
+                threshold=types.HarmBlockThreshold.BLOCK_ONLY_HIGH,
+            )
+        ],
+    )
+    request = LlmRequest(contents=[user("Where?")], config=config)
+    request.append_function_declarations([WEATHER, other])
+
+    await collect(openai_model, request)
+
+    [sent] = chat_server.requests
+    assert sent["top_k"] == 20  # in the body, for the servers that take it
+    assert sent["presence_penalty"] == 0.5
+    assert sent["frequency_penalty"] == 0.25
+    assert sent["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "response",
+            "schema": {
+                "type": "object",
+                "properties": {"city": {"type": ["string", "null"]}},
+                "required": ["city"],
+            },
+        },
+    }
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather"]
+    assert sent["reasoning_effort"] == "low"
+    assert "safety_settings" not in sent  # Gemini's filters: chat completions has none
+
+
+async def test_function_calling_modes_and_a_json_answer_without_a_schema(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    def request_with(mode: types.FunctionCallingConfigMode) -> LlmRequest:
+        calling = types.FunctionCallingConfig(mode=mode)
+        config = types.GenerateContentConfig(
+            response_mime_type="application/json",
+            tool_config=types.ToolConfig(function_calling_config=calling),
+        )
+        request = LlmRequest(contents=[user("Go")], config=config)
+        request.append_function_declarations([WEATHER])
+        return request
+
+    for mode in (
+        types.FunctionCallingConfigMode.NONE,
+        types.FunctionCallingConfigMode.ANY,
+        types.FunctionCallingConfigMode.AUTO,
+    ):
+        chat_server.reply(completion(content="{}"))
+        await collect(openai_model, request_with(mode))
+
+    assert [r.get("tool_choice") for r in chat_server.requests] == ["none", "required", None]
+    assert all(r["response_format"] == {"type": "json_object"} for r in chat_server.requests)
+
+
+async def test_a_config_the_server_cannot_be_asked_is_refused_before_sending(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    config = types.GenerateContentConfig(response_mime_type="text/x.enum")
+    request = LlmRequest(contents=[user("Go")], config=config)
+
+    with pytest.raises(ValueError, match="response_mime_type 'text/x.enum'"):
+        await collect(openai_model, request)
+
+    assert chat_server.requests == []

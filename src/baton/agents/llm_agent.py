@@ -259,6 +259,7 @@ class LlmAgent(BaseAgent):
         delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
         self._tools = _index_tools([*self.tools, *delegated], agent=self.name)
         self._transfer = TransferToAgentTool(lambda: self)
+        _check_generate_content_config(self.name, self.generate_content_config)
         if self.output_schema is not None and self.mode != "task":
             raise ValueError(
                 f"LlmAgent '{self.name}' has an output_schema, which baton supports only "
@@ -1319,3 +1320,21 @@ def _is_model_turn(event: Event) -> bool:
         return False
     # A confirmation request is the agent's own call to the client, not the model's turn.
     return not any(is_confirmation_call(c) for c in event.function_calls)
+
+
+def _check_generate_content_config(agent: str, config: GenerateContentConfig | None) -> None:
+    """Refuse in an agent's `generate_content_config` what the agent sets itself, as the
+    reference does: its tools, instruction and output schema each have their field."""
+    if config is None:
+        return
+    for field, home in (
+        ("tools", "tools=[...]"),
+        ("system_instruction", "instruction=..."),
+        ("response_schema", "output_schema=..."),
+        ("response_json_schema", "output_schema=..."),
+    ):
+        if getattr(config, field):
+            raise ValueError(
+                f"LlmAgent '{agent}' sets generate_content_config.{field}; an agent sets it "
+                f"itself: give it as LlmAgent({home}) instead."
+            )

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from baton.models.llm import FunctionDeclaration, LlmRequest, LlmResponse, UsageMetadata
-from baton.types import Content, FunctionCall, FunctionResponse, Part
+from baton.types import (
+    Content,
+    FunctionCall,
+    FunctionCallingConfigMode,
+    FunctionResponse,
+    GenerateContentConfig,
+    Part,
+    ThinkingLevel,
+)
 
 if TYPE_CHECKING:
     from openai.types import CompletionUsage
@@ -31,6 +39,7 @@ __all__ = [
     "MALFORMED_FUNCTION_CALL",
     "RawToolCall",
     "build_turn",
+    "extra_body_of",
     "finish_reason_of",
     "from_completion",
     "to_completion_params",
@@ -80,13 +89,59 @@ def to_completion_params(request: LlmRequest, model: str) -> CompletionCreatePar
         params["stop"] = config.stop_sequences
     if config.seed is not None:
         params["seed"] = config.seed
-    if config.response_schema is not None:
-        schema: dict[str, object] = dict(config.response_schema)
+    if config.presence_penalty is not None:
+        params["presence_penalty"] = config.presence_penalty
+    if config.frequency_penalty is not None:
+        params["frequency_penalty"] = config.frequency_penalty
+    _response_format(config, params)
+    _tool_choice(config, params)
+    level = config.thinking_config.thinking_level if config.thinking_config else None
+    if level is not None and level is not ThinkingLevel.THINKING_LEVEL_UNSPECIFIED:
+        params["reasoning_effort"] = level.value.lower()  # pyright: ignore[reportGeneralTypeIssues]
+    return params
+
+
+def extra_body_of(request: LlmRequest) -> dict[str, object] | None:
+    """Options the chat-completions protocol has no field for, sent in the request body
+    as the servers that take them read them (vLLM, llama.cpp, Ollama: `top_k`); a server
+    that does not know one refuses the request, so the option is never silently lost."""
+    if request.config.top_k is None:
+        return None
+    return {"top_k": request.config.top_k}
+
+
+def _response_format(config: GenerateContentConfig, params: CompletionCreateParamsBase) -> None:
+    schema = config.response_schema or config.response_json_schema
+    if schema is not None:
         params["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": "response", "schema": schema},
+            "json_schema": {"name": "response", "schema": dict(schema)},
         }
-    return params
+    elif config.response_mime_type == "application/json":
+        params["response_format"] = {"type": "json_object"}
+    elif config.response_mime_type not in (None, "text/plain"):
+        raise ValueError(
+            f"response_mime_type {config.response_mime_type!r} cannot be asked of a "
+            "chat-completions model: use 'application/json' or 'text/plain'."
+        )
+
+
+def _tool_choice(config: GenerateContentConfig, params: CompletionCreateParamsBase) -> None:
+    """The reference's function-calling mode as a tool choice (AUTO is the default)."""
+    calling = config.tool_config.function_calling_config if config.tool_config else None
+    if calling is None or "tools" not in params:
+        return
+    allowed = calling.allowed_function_names
+    if calling.mode is FunctionCallingConfigMode.NONE:
+        params["tool_choice"] = "none"
+    elif calling.mode in (FunctionCallingConfigMode.ANY, FunctionCallingConfigMode.VALIDATED):
+        if allowed and len(allowed) == 1:
+            params["tool_choice"] = {"type": "function", "function": {"name": allowed[0]}}
+        else:
+            params["tool_choice"] = "required"
+    if allowed:
+        declared = config.function_declarations
+        params["tools"] = [_tool_param(d) for d in declared if d.name in allowed]
 
 
 def to_messages(request: LlmRequest) -> list[ChatCompletionMessageParam]:

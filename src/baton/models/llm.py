@@ -13,7 +13,13 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from baton.types import Content, WireModel
+from baton.types import (
+    Content,
+    FunctionDeclaration,
+    GenerateContentConfig,
+    Tool,
+    WireModel,
+)
 
 __all__ = [
     "BaseLlm",
@@ -27,23 +33,6 @@ __all__ = [
 ]
 
 
-class FunctionDeclaration(WireModel):
-    """A function the model may call: its name, what it does, and its JSON-schema parameters."""
-
-    name: str
-    description: str = ""
-    parameters: dict[str, JsonValue] | None = None
-
-
-class Tool(WireModel):
-    """A group of functions the model may call, as the reference groups them.
-
-    A model reads `llm_request.config.tools[i].function_declarations`.
-    """
-
-    function_declarations: list[FunctionDeclaration] | None = None
-
-
 class DeclaresFunction(Protocol):
     """Anything that can declare itself to a model (every `BaseTool` does)."""
 
@@ -55,24 +44,6 @@ class DeclaresFunction(Protocol):
     def declaration(self) -> FunctionDeclaration | None:
         """The declaration to send, or None when the model should not see it."""
         ...
-
-
-class GenerateContentConfig(WireModel):
-    """How the model should answer: instruction, tools, sampling, output schema."""
-
-    system_instruction: str | None = None
-    tools: list[Tool] = Field(default_factory=list[Tool])
-    temperature: float | None = None
-    top_p: float | None = None
-    max_output_tokens: int | None = None
-    stop_sequences: list[str] | None = None
-    seed: int | None = None
-    response_schema: dict[str, JsonValue] | None = None
-
-    @property
-    def function_declarations(self) -> list[FunctionDeclaration]:
-        """Every declared function, across `tools`, in order."""
-        return [d for tool in self.tools for d in tool.function_declarations or []]
 
 
 class LlmRequest(WireModel):

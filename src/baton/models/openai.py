@@ -19,6 +19,7 @@ from baton.errors import ExtraNotInstalledError
 from baton.models.chat_completions import (
     RawToolCall,
     build_turn,
+    extra_body_of,
     finish_reason_of,
     from_completion,
     to_completion_params,
@@ -128,16 +129,18 @@ class OpenAiModel(BaseLlm):
         """
         model = (llm_request.model or self.model).removeprefix(MODEL_PREFIX)
         params = to_completion_params(llm_request, model)
+        extra = extra_body_of(llm_request)
         if not stream:
-            yield from_completion(await self._client.chat.completions.create(**params))
+            completion = await self._client.chat.completions.create(**params, extra_body=extra)
+            yield from_completion(completion)
             return
-        async for response in self._stream(params):
+        async for response in self._stream(params, extra):
             yield response
 
     async def _stream(
-        self, params: CompletionCreateParamsBase
+        self, params: CompletionCreateParamsBase, extra: dict[str, object] | None
     ) -> AsyncGenerator[LlmResponse, None]:
-        chunks = await self._client.chat.completions.create(**params, stream=True)
+        chunks = await self._client.chat.completions.create(**params, stream=True, extra_body=extra)
         turn = _StreamedTurn()
         async with chunks:
             async for chunk in chunks:
