@@ -1090,10 +1090,10 @@ class _Batch:
 
     The calls share their state writes as they make them (`writes`), as the reference's
     share the session's state: a call builds on what another wrote, and the turn's
-    result holds a list or dict key's latest value (see `_with_latest_writes`). Sync (`def`) tools run one at a time
-    (`sync_tools`), as the reference runs them on its event loop, so their
-    read-modify-writes of the state do not interleave in worker threads. A call that
-    ends while others still run is recorded in the agent's checkpoint (an event of
+    result holds a list or dict key's latest value (see `_with_latest_writes`). Sync
+    (`def`) tools run one at a time (`sync_tools`), as the reference runs them on its
+    event loop, so their read-modify-writes of the state do not interleave in worker
+    threads. A call that ends while others still run is recorded in the agent's checkpoint (an event of
     baton's own, not shown), so that neither a crash nor a sibling's failure runs it
     again; when a call fails, the others still running are let end and are recorded too
     before the failure is raised (the reference cancels them). Once every call has
