@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
-from baton.types import Content, FunctionCall, Part, WireModel
+from baton.types import Content, FunctionCall, FunctionResponse, Part, WireModel
 
 __all__ = [
     "ASSIGNEES_KEY",
@@ -398,13 +398,24 @@ class Event(WireModel):
         return self.model_copy(update={"actions": bare})
 
     def is_final_response(self) -> bool:
-        """True for a model message that ends a turn (no pending calls, not partial); a
-        method, as the reference's (`event.is_final_response()`)."""
-        return (
-            not self.partial
-            and not self.function_calls
-            and not (self.content and self.content.function_responses)
-        )
+        """True for the last event an agent gives the caller for a turn, as the reference
+        counts it: a message with no pending calls and not partial, and also a tool's
+        result the model is not to summarize (`skip_summarization`, as after
+        `exit_loop`), a long-running call (the turn waits on it) and an error."""
+        if self.actions.skip_summarization or self.long_running_tool_ids:
+            return True
+        if self.error_code and not self.partial and not self.function_calls:
+            return True
+        return not self.partial and not self.function_calls and not self.get_function_responses()
+
+    def get_function_calls(self) -> list[FunctionCall]:
+        """The function calls in this event's content (the reference's name for
+        `function_calls`)."""
+        return self.function_calls
+
+    def get_function_responses(self) -> list[FunctionResponse]:
+        """The function responses in this event's content."""
+        return self.content.function_responses if self.content else []
 
 
 class RequestInput(WireModel):

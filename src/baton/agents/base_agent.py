@@ -476,11 +476,15 @@ def _reply_content(agent: str, reply: object) -> Content:
 
 
 def _is_final_text(event: Event) -> bool:
+    """A model's reply that ends its turn: text, no calls, not partial. Not
+    `is_final_response()`, which also counts a long-running call's or an error's event."""
     content = event.content
     return bool(
         content is not None
         and content.role == "model"
-        and event.is_final_response()
+        and not event.partial
+        and not content.function_calls
+        and not content.function_responses
         and _text_of(event)
     )
 
