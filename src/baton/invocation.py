@@ -43,6 +43,7 @@ from baton.sessions.store import (
     Store,
     ends_run,
 )
+from baton.threads import bound_run_threads
 from baton.tracing import end_invocation_span, invocation_span
 from baton.types import Content, InterruptId, InvocationId
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
@@ -500,6 +501,9 @@ class InvocationRun:
         await _ended(driver)
 
     async def _drive(self) -> None:
+        pool = self.invocation.run_config.tool_thread_pool_config
+        if pool is not None:
+            bound_run_threads(pool.max_workers)
         with invocation_span(self._span_attributes()) as traced:
             if traced is not None:
                 self.invocation.tracer = traced[1]

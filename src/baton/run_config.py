@@ -72,10 +72,10 @@ class RunConfig(BaseModel):
 
     Unknown fields are refused (a misspelt field must not pass unnoticed), as in the
     reference. Honoured: `streaming_mode` (SSE; BIDI is refused), `max_llm_calls`,
-    `custom_metadata`. Accepted and without effect in baton (see the README's
-    differences): `get_session_config` (a run loads only what it needs already),
-    `tool_thread_pool_config`, `model_input_context`, `labels`, `http_options`,
-    `service_tier`, `telemetry`, `support_cfc`, `include_thoughts_from_other_agents`,
+    `custom_metadata`, `tool_thread_pool_config`, `model_input_context`. Accepted and
+    without effect in baton (see the README's differences): `get_session_config` (a run
+    loads only what it needs already), `labels`, `http_options`, `service_tier`,
+    `telemetry`, `support_cfc`, `include_thoughts_from_other_agents`,
     `save_input_blobs_as_artifacts`, and the live-mode fields.
     """
 
@@ -94,11 +94,12 @@ class RunConfig(BaseModel):
     (an event's own keys win)."""
 
     tool_thread_pool_config: ToolThreadPoolConfig | None = None
-    """Bounds how many synchronous tools and nodes of the run are in a thread at once."""
+    """Bounds how many synchronous tools, nodes and instruction providers of the run are
+    in a worker thread at once (baton runs them in threads with or without it)."""
 
     model_input_context: list[Content] | None = None
-    """Contents added to every model request of the call, after the conversation; never
-    stored."""
+    """Contents put in every model request of the call, before the user's message (as
+    the reference does); never stored."""
 
     get_session_config: GetSessionConfig | None = None
     """Accepted; a run already loads only the events it needs."""

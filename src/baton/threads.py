@@ -26,10 +26,10 @@ import os
 import threading
 from collections.abc import Callable, Generator
 from contextlib import suppress
-from contextvars import Context, copy_context
+from contextvars import Context, ContextVar, copy_context
 from typing import Final, TypeVar, cast
 
-__all__ = ["HANDOFF_WAIT", "IDLE_SECONDS", "SyncSteps", "run_sync"]
+__all__ = ["HANDOFF_WAIT", "IDLE_SECONDS", "SyncSteps", "bound_run_threads", "run_sync"]
 
 T = TypeVar("T")
 
@@ -214,13 +214,28 @@ async def _hand_off(job: _Job) -> object:
     return result
 
 
+# Set for a run whose RunConfig bounds its threads (`tool_thread_pool_config`): its calls
+# wait for a slot. Inherited by every task the run starts.
+_RUN_BOUND: ContextVar[asyncio.Semaphore | None] = ContextVar("baton_run_threads", default=None)
+
+
+def bound_run_threads(max_workers: int) -> None:
+    """From now on, in this task and those it starts, at most `max_workers` calls of
+    `run_sync` are in a thread at once (the others wait their turn)."""
+    _RUN_BOUND.set(asyncio.Semaphore(max_workers))
+
+
 async def run_sync(call: Callable[[], T]) -> T:
     """Run `call()` in a worker thread with the caller's context variables; its result.
 
     Raises:
         Exception: whatever `call` raises.
     """
-    return cast(T, await _hand_off(_Job(call, copy_context())))
+    bound = _RUN_BOUND.get()
+    if bound is None:
+        return cast(T, await _hand_off(_Job(call, copy_context())))
+    async with bound:
+        return cast(T, await _hand_off(_Job(call, copy_context())))
 
 
 _END: Final = object()

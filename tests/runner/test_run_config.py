@@ -8,11 +8,13 @@ is stored.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 import pytest
 from pydantic import ValidationError
 
-from baton import RunConfig, StreamingMode, ToolThreadPoolConfig, types
+from baton import RunConfig, StreamingMode, ToolThreadPoolConfig, Workflow, types
 from baton.agents import LlmAgent
 from baton.errors import LlmCallsLimitExceededError, RunConfigError
 from baton.events import Event
@@ -147,3 +149,52 @@ async def test_custom_metadata_is_stored_with_every_event_of_the_call(
     assert [e.custom_metadata for e in shown] == [{"tenant": "acme", "trace": [1, 2]}] * len(shown)
     assert [e.custom_metadata for e in first] == [{"tenant": "acme", "trace": [1, 2]}] * len(first)
     assert all(e.custom_metadata is None for e in stored if e not in first)
+
+
+async def test_model_input_context_goes_before_the_message_and_is_never_stored(
+    make_harness: MakeHarness,
+) -> None:
+    agent = _looping_agent([], 0)
+    h = await make_harness(agent)
+    note = types.Content(role="user", parts=[types.Part(text="the user is on mobile")])
+
+    await h.collect(new_message=_go(), run_config=RunConfig(model_input_context=[note]))
+
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    assert [c.text for c in model.requests[0].contents] == ["the user is on mobile", "go"]
+    stored = [e.content.text for e in await _stored(h) if e.content]
+    assert "the user is on mobile" not in stored
+
+
+def _parallel_sleepers(state: dict[str, int], lock: threading.Lock) -> Workflow:
+    def make(name: str):
+        def sleeper(node_input: object) -> None:
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.05)  # long enough for unbounded siblings to overlap
+            with lock:
+                state["now"] -= 1
+
+        sleeper.__name__ = name
+        return sleeper
+
+    return Workflow(name="wf", edges=[("START", (make("a"), make("b"), make("c")))])
+
+
+async def test_tool_thread_pool_max_workers_bounds_the_runs_threads(
+    make_harness: MakeHarness,
+) -> None:
+    bounded = {"now": 0, "peak": 0}
+    free = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+    one = RunConfig(tool_thread_pool_config=ToolThreadPoolConfig(max_workers=1))
+
+    h = await make_harness(_parallel_sleepers(bounded, lock))
+    await h.collect(new_message=_go(), run_config=one)
+    h = await make_harness(_parallel_sleepers(free, lock))
+    await h.collect(new_message=_go())
+
+    assert bounded["peak"] == 1
+    assert free["peak"] == 3

@@ -731,9 +731,8 @@ class LlmAgent(BaseAgent):
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
         llm = self.canonical_model
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
-        request = LlmRequest(
-            model=llm.model, contents=await self._contents(ctx, progress), config=config
-        )
+        contents = _with_input_context(ctx, await self._contents(ctx, progress))
+        request = LlmRequest(model=llm.model, contents=contents, config=config)
         request.append_instructions([await self._instruction(ctx)])
         targets = transfer_targets(self)
         if targets:
@@ -1338,3 +1337,14 @@ def _check_generate_content_config(agent: str, config: GenerateContentConfig | N
                 f"LlmAgent '{agent}' sets generate_content_config.{field}; an agent sets it "
                 f"itself: give it as LlmAgent({home}) instead."
             )
+
+
+def _with_input_context(ctx: AgentContext, contents: list[Content]) -> list[Content]:
+    """The call's `RunConfig.model_input_context` (never stored) put before the user's
+    message of the invocation, as the reference does (first, when it is not there)."""
+    extra = ctx.run_config.model_input_context
+    if not extra:
+        return contents
+    message = ctx.user_content
+    at = next((i for i in range(len(contents) - 1, -1, -1) if contents[i] == message), 0)
+    return [*contents[:at], *(c.model_copy(deep=True) for c in extra), *contents[at:]]
