@@ -294,7 +294,7 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
         await _migrate(database, up_to=14)
         await database.transact(_seed_events_13, write=True)
         await database.transact(_seed_question_14, write=True)
-        assert await _migrate(database) == [15]
+        assert await _migrate(database, up_to=15) == [15]
         keys = await database.transact(_session_keys, write=False)
         shape = await database.transact(_schema_shape, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
@@ -308,6 +308,38 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
     async with _database(store_url) as database:
         counts = await database.transact(_rows_per_session, write=False)
     assert counts == {"s2": [1, 2, 0, 0, 0]}
+
+
+async def test_migration_16_leaves_half_of_each_page_of_steps_rows_on_postgresql(
+    store_url: str,
+) -> None:
+    """A database of step 15 ends with the shape a fresh one has, its rows kept, and on
+    PostgreSQL with fillfactor 50 on the two tables every step updates."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=15)
+        await database.transact(_seed_version_8, write=True)
+        assert await _migrate(database) == [16]
+        shape = await database.transact(_schema_shape, write=False)
+        kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
+        options = await database.transact(_fillfactors, write=False)
+    assert shape == _declared_shape(store_url)
+    assert kept == 1
+    if store_url.startswith("postgresql"):
+        assert options == {"baton_sessions": 50, "baton_invocations": 50}
+
+
+def _fillfactors(connection: Connection) -> dict[str, int]:
+    """PostgreSQL's fillfactor of each baton table that sets one (none elsewhere)."""
+    if connection.dialect.name != "postgresql":
+        return {}
+    rows = connection.execute(
+        text(
+            "SELECT relname, option_value FROM pg_class, pg_options_to_table(reloptions) "
+            "WHERE relnamespace = current_schema()::regnamespace AND relname LIKE 'baton%' "
+            "AND option_name = 'fillfactor'"
+        )
+    )
+    return {str(name): int(value) for name, value in rows}
 
 
 def _seed_question_14(connection: Connection) -> None:

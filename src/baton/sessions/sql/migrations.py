@@ -492,6 +492,15 @@ def _v15_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(f"ALTER TABLE {t} DROP CONSTRAINT {t}_session_pk_fkey") for t in tables]
 
 
+def _v16_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    # See `schema.sessions`: every step rewrites its session's and its invocation's row,
+    # and PostgreSQL keeps half of each page of them for the new copies.
+    if dialect != "postgresql":
+        return []
+    tables = ("baton_sessions", "baton_invocations")
+    return [_ddl(f"ALTER TABLE {t} SET (fillfactor = 50)") for t in tables]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -512,6 +521,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "an index reading one invocation's events in order", _v13_statements),
     Migration(14, "events keyed by (session, seq) on PostgreSQL: one index fewer", _v14_statements),
     Migration(15, "no foreign keys to sessions on PostgreSQL", _v15_statements),
+    Migration(
+        16,
+        "half of each page of sessions and invocations for updates on PostgreSQL",
+        _v16_statements,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
