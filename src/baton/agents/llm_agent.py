@@ -1088,18 +1088,18 @@ class _Batch:
     """A turn's tool calls, run at once, as the reference runs them.
 
     The calls share their state writes as they make them (`writes`), as the reference's
-    share the session's state: a call builds on what another wrote, and the turn's
-    result holds a list or dict key's latest value (see `_with_latest_writes`). Sync
-    (`def`) tools run one at a time (`sync_tools`), as the reference runs them on its
-    event loop, so their read-modify-writes of the state do not interleave in worker
-    threads. A call that ends while others still run is recorded in the agent's checkpoint (an event of
-    baton's own, not shown), so that neither a crash nor a sibling's failure runs it
-    again; when a call fails, the others still running are let end and are recorded too
-    before the failure is raised (the reference cancels them). Once every call has
-    ended, their results are one event in the turn's order (a long-running tool's
-    interim result among them; one that returned nothing has no part), and the requests
-    of calls that wait for a person's confirmation follow it. The first of these events
-    carries the checkpoint that names the long-running calls as started.
+    share the session's state: a call builds on what another wrote, and the turn's result
+    holds a list or dict key's latest value (see `_with_latest_writes`). Sync (`def`) tools
+    run one at a time (`sync_tools`), as the reference runs them on its event loop, so their
+    read-modify-writes of the state do not interleave in worker threads. A call that ends
+    while others still run is recorded in the agent's checkpoint (an event of baton's own,
+    not shown), so that neither a crash nor a sibling's failure runs it again; when a call
+    fails, the others still running are let end and are recorded too before the failure is
+    raised (the reference cancels them). Once every call has ended, their results are one
+    event in the turn's order (a long-running tool's interim result among them; one that
+    returned nothing has no part), and the requests of calls that wait for a person's
+    confirmation follow it. The first of these events carries the checkpoint that names the
+    long-running calls as started.
     """
 
     def __init__(
