@@ -135,13 +135,16 @@ def _occurrence(row: Any) -> ColumnElement[str]:
 
 def _lets_through(row: Any) -> ColumnElement[bool]:
     """`answerable`'s rule for the one open row (the count is checked apart)."""
-    occurrence = _occurrence(row)
+    occurrence = bindparam("key_occurrence", type_=String)
     one_answer = or_(
         *(row.function_name == literal_column(f"'{name}'") for name in _ONE_ANSWER_FUNCTIONS)
     )
     return and_(
         or_(row.expires_at.is_(None), row.expires_at > bindparam("key_now")),
-        occurrence == func.coalesce(bindparam("key_occurrence", type_=String), occurrence),
+        # The digest only when the answer names an occurrence: computed on both sides of
+        # a COALESCE before, two SHA-256 per row on every claim (execution of the claim's
+        # statement, EXPLAIN ANALYZE, fastest of 150: 0.090 -> 0.077 ms).
+        or_(occurrence.is_(None), occurrence == _occurrence(row)),
         or_(row.assignee.is_(None), row.assignee == bindparam("key_answered_by", type_=String)),
         not_(and_(bindparam("key_progress", type_=Boolean), one_answer)),
     )
