@@ -54,8 +54,10 @@ class BatonError(Exception):
     """Base class of every baton error."""
 
 
-class SessionNotFoundError(BatonError, LookupError):
-    """The session does not exist (or belongs to another user)."""
+class SessionNotFoundError(BatonError, LookupError, ValueError):
+    """The session does not exist (or belongs to another user).
+
+    A ValueError too, as the reference's: code written for it catches `ValueError`."""
 
 
 class SessionExistsError(BatonError, ValueError):
