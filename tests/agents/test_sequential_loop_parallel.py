@@ -119,11 +119,20 @@ async def test_parallel_branches_are_tagged_and_all_finish(make: MakeRunner) -> 
 
 
 @pytest.mark.parametrize("max_iterations", [0, -1])
-def test_a_loop_of_fewer_than_one_iteration_is_refused(max_iterations: int) -> None:
-    with pytest.raises(
-        ValueError, match=f"max_iterations must be at least 1, got {max_iterations}"
-    ):
-        LoopAgent(name="loop", max_iterations=max_iterations)
+async def test_a_loop_of_fewer_than_one_iteration_runs_its_sub_agents_no_times(
+    make: MakeRunner, max_iterations: int
+) -> None:
+    runs = Runs()
+    loop = LoopAgent(
+        name="loop", max_iterations=max_iterations, sub_agents=[Step(name="a", runs=runs)]
+    )
+    h = await make(loop)
+
+    events = await h.start()
+
+    assert runs.count == {}
+    assert texts(events) == []
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
 class Slow(BaseAgent):

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import final
 
-from pydantic import field_validator
-
 from baton.agents.base_agent import BaseAgent
 from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.sequential_agent import index_of
@@ -27,24 +25,11 @@ class LoopAgent(BaseAgent):
     sub-agent waiting for input pauses the loop until the input arrives.
 
     Args:
-        max_iterations: the most passes over the sub-agents (no limit when None).
-
-    Raises:
-        ValueError: `max_iterations` is below 1.
+        max_iterations: the most passes over the sub-agents (no limit when None; zero
+            or less runs them no times at all, as in the reference).
     """
 
     max_iterations: int | None = None
-
-    @field_validator("max_iterations")
-    @classmethod
-    def _at_least_one(cls, max_iterations: int | None) -> int | None:
-        # The reference reads 0 as "no limit"; say so rather than run zero passes.
-        if max_iterations is not None and max_iterations < 1:
-            raise ValueError(
-                f"max_iterations must be at least 1, got {max_iterations}; for a loop without "
-                "a limit (that ends when a sub-agent escalates) leave it unset (None)."
-            )
-        return max_iterations
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
