@@ -310,3 +310,67 @@ async def test_tool_callbacks_apply_to_a_sub_agent_call(make: MakeRunner) -> Non
         ("before", {"request": "run"}),
         ("after", "ran"),
     ]
+
+
+async def test_an_agent_tool_runs_its_agent_for_the_callers_model(make: MakeRunner) -> None:
+    from baton.tools.agent_tool import AgentTool
+
+    parent_model = ScriptedModel(responses=[ask_helper("summarize x"), "parent done"])
+    helper = LlmAgent(name="helper", description="Summarizes.", model=ScriptedModel(["sum x"]))
+    h = await make(LlmAgent(name="boss", model=parent_model, tools=[AgentTool(agent=helper)]))
+    events = await h.start("go")
+
+    declared = parent_model.requests[0].config.function_declarations
+    assert [(d.name, d.description, d.parameters) for d in declared] == [
+        (
+            "helper",
+            "Summarizes.",
+            {
+                "type": "object",
+                "properties": {"request": {"type": "string"}},
+                "required": ["request"],
+            },
+        )
+    ]
+    assert [seen(r) for r in parent_model.requests][1][
+        -1
+    ] == "user: result helper={'result': 'sum x'}"
+    assert stored(events) == [
+        ("boss", None, "call helper"),
+        ("helper", "helper@h1", "sum x"),
+        ("helper", "helper@h1", "end"),
+        ("boss", None, {"helper": {"result": "sum x"}}),
+        ("boss", None, "parent done"),
+        ("boss", None, "end"),
+    ]
+
+
+async def test_an_agent_tool_that_skips_summarization_ends_the_turn_with_the_reply(
+    make: MakeRunner,
+) -> None:
+    from baton.tools import AgentTool
+
+    parent_model = ScriptedModel(responses=[ask_helper("summarize x")])
+    helper = LlmAgent(name="helper", model=ScriptedModel(["sum x"]))
+    tool = AgentTool(agent=helper, skip_summarization=True)
+    h = await make(LlmAgent(name="boss", model=parent_model, tools=[tool]))
+    events = await h.start("go")
+
+    assert len(parent_model.requests) == 1  # the caller's model is not asked again
+    [result] = [e for e in events if e.content and e.content.function_responses]
+    assert result.actions.skip_summarization is True
+    assert result.content is not None
+    assert result.content.text == "sum x"  # shown as text too
+    assert stored(events)[-3:] == [
+        ("boss", None, {"helper": {"result": "sum x"}}),
+        ("boss", None, "sum x"),
+        ("boss", None, "end"),
+    ]
+
+
+def test_an_agent_tool_without_its_callers_plugins_is_refused() -> None:
+    from baton.tools import AgentTool
+
+    helper = LlmAgent(name="helper", model=ScriptedModel(["x"]))
+    with pytest.raises(ValueError, match="include_plugins=False is not supported"):
+        AgentTool(agent=helper, include_plugins=False)

@@ -30,16 +30,17 @@ from baton.tools import BaseTool, ToolContext
 from baton.tools.base import string_parameters
 from baton.types import FunctionCall
 
-__all__ = ["SingleTurnAgentTool", "call_branch"]
+__all__ = ["AgentTool", "SingleTurnAgentTool", "call_branch"]
 
 
-@final
 class SingleTurnAgentTool(BaseTool):
     """The tool a parent LlmAgent's model calls to run a single-turn sub-agent.
 
     Args:
         agent: the sub-agent (its name and description are the tool's).
     """
+
+    skip_summarization: bool = False  # the agent's reply ends its caller's turn
 
     def __init__(self, agent: BaseAgent) -> None:
         super().__init__(name=agent.name, description=agent.description)
@@ -86,3 +87,41 @@ def call_branch(branch: str | None, agent: str, call_id: str) -> str:
     """The branch a delegated call's sub-agent runs on, below the caller's `branch`."""
     own = f"{agent}@{call_id}"
     return f"{branch}.{own}" if branch else own
+
+
+@final
+class AgentTool(SingleTurnAgentTool):
+    """An agent its caller's model calls as a tool, as the reference's `AgentTool`: one
+    string argument, `request`; the agent's reply is the call's result (`{"result":
+    ...}`). It runs as a single-turn sub-agent does (see the module).
+
+    Args:
+        agent: the agent (its name and description are the tool's).
+        skip_summarization: end the caller's turn with the agent's reply (the result
+            event also carries it as text) instead of asking the caller's model again.
+        include_plugins: must be True: the agent runs inside its caller's run, with its
+            plugins.
+        propagate_grounding_metadata: accepted for the reference's code; baton's models
+            return no grounding metadata, so there is none to pass on.
+
+    Raises:
+        ValueError: `include_plugins=False`.
+    """
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        skip_summarization: bool = False,
+        *,
+        include_plugins: bool = True,
+        propagate_grounding_metadata: bool = False,
+    ) -> None:
+        if not include_plugins:
+            raise ValueError(
+                f"AgentTool for agent '{agent.name}': include_plugins=False is not supported: "
+                "the agent runs inside its caller's run, whose plugins see all of it."
+            )
+        super().__init__(agent)
+        self.skip_summarization = skip_summarization
+        self.include_plugins = include_plugins
+        self.propagate_grounding_metadata = propagate_grounding_metadata

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import aclosing
@@ -975,12 +976,19 @@ class LlmAgent(BaseAgent):
         after = chain(ctx.plugins.tool_hooks("after"), self.after_tool_callback)
         result = await result_after_tool(after, tool, args, tool_context, result)
         response = to_function_response(call, result)
+        parts = [Part(function_response=response)]
+        if tool.skip_summarization:
+            # The reply ends the turn: shown as text too, for clients that show no results.
+            tool_context.actions.skip_summarization = True
+            shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            if shown and "error" not in (response.response or {}):
+                parts.append(Part(text=shown))
         yield Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
             branch=ctx.branch,
             actions=tool_context.actions,
-            content=Content(role="user", parts=[Part(function_response=response)]),
+            content=Content(role="user", parts=parts),
         )
 
     @property
