@@ -130,6 +130,28 @@ def test_model_outputs_become_json() -> None:
     assert Event(output=Decision(approved=True)).output == {"approved": True}
 
 
+def test_placed_engine_output_events_equal_validated_ones() -> None:
+    fast = Event.of_output(
+        {"ok": True},
+        invocation_id="inv",
+        author="ask",
+        path="w@1/ask@1",
+        run_id="1",
+        output_for=["w@1/ask@1", "w@1"],
+        branch="w@1.b",
+    )
+    slow = Event(
+        invocation_id="inv",
+        author="ask",
+        output={"ok": True},
+        node_info=NodeInfo(path="w@1/ask@1", run_id="1", output_for=["w@1/ask@1", "w@1"]),
+    )
+    slow.branch = "w@1.b"
+    same = slow.model_copy(update={"id": fast.id, "timestamp": fast.timestamp})
+    assert fast == same
+    assert fast.to_json() == same.to_json()
+
+
 def test_state_shortcut_merges_with_explicit_actions() -> None:
     event = Event(state={"k": 1}, actions=EventActions(escalate=True, state_delta={"j": 0}))
     assert (event.actions.escalate, event.actions.state_delta) == (True, {"j": 0, "k": 1})

@@ -313,9 +313,20 @@ class Event(WireModel):
 
     @classmethod
     def of_output(
-        cls, output: JsonValue, *, invocation_id: str, author: str, path: str, run_id: str
+        cls,
+        output: JsonValue,
+        *,
+        invocation_id: str,
+        author: str,
+        path: str,
+        run_id: str,
+        output_for: list[str] | None = None,
+        branch: str | None = None,
     ) -> Event:
         """The event carrying a node run's output, as the engine makes it (once per node run).
+
+        `output_for` is the runs the output stands for (`[path]` if not given), `branch`
+        the conversation branch it is on (None: the root).
 
         Assembled without validation, at half the cost of `Event(...)`: `output` must
         already be JSON (`to_json_value`). tests/test_types.py checks that the result
@@ -330,7 +341,7 @@ class Event(WireModel):
         )
         node_info = assemble(
             NodeInfo,
-            {**_NO_NODE_INFO, "path": path, "run_id": run_id, "output_for": [path]},
+            {**_NO_NODE_INFO, "path": path, "run_id": run_id, "output_for": output_for or [path]},
             {"path", "run_id", "output_for"},
         )
         fields = {
@@ -352,6 +363,9 @@ class Event(WireModel):
             "output",
             "node_info",
         }
+        if branch is not None:
+            fields["branch"] = branch
+            fields_set.add("branch")
         return assemble(cls, fields, fields_set)
 
     @property

@@ -115,15 +115,16 @@ async def complete_with_answers(
     (or the answers by id) becomes its output, without executing it again."""
     answers = record.answers
     output: JsonValue = next(iter(answers.values())) if len(answers) == 1 else dict(answers)
-    event = Event(
+    # Assembled, not validated: the answers are JSON (checked against their questions).
+    event = Event.of_output(
+        output,
         invocation_id=invocation.invocation_id,
         author=event_author(node),
-        output=output,
-        node_info=NodeInfo(
-            path=record.path, run_id=record.run_id, output_for=[record.path, *record.stands_for]
-        ),
+        path=record.path,
+        run_id=record.run_id,
+        output_for=[record.path, *record.stands_for],
+        branch=record.branch,
     )
-    _put_on_branch(event, record)
 
     def mutate() -> None:
         record.status = RunStatus.COMPLETED
@@ -189,15 +190,12 @@ class _Collector:
             if type(item) in JSON_SCALARS
             else to_json_value(item, what=f"the output of node '{self.node.name}'")
         )
-        event = Event.of_output(
+        event = _output_event(
             output,  # pyright: ignore[reportArgumentType] -- JSON: a scalar, or converted
-            invocation_id=self.invocation_id,
-            author=event_author(self.node),
-            path=record.path,
-            run_id=record.run_id,
+            record,
+            self.invocation_id,
+            event_author(self.node),
         )
-        if record.branch is not None or record.output_for or record.terminal_of:
-            self.place(event)
         if not self._take_output(event):
             return
         self._take_actions(event.actions)  # the run's pending writes and saved artifacts
@@ -754,6 +752,27 @@ def _error_event(
     return event
 
 
+def _output_event(output: JsonValue, record: RunRecord, invocation_id: str, author: str) -> Event:
+    """The event of a run's output the engine makes, placed as `_Collector.place` places
+    a node's own, but assembled placed: no copy of its node info to change it after."""
+    output_for: list[str] | None = None
+    branch = record.branch
+    if output is not None and record.output_for:
+        output_for = [record.path, *record.output_for]
+        branch = record.output_branch
+    elif output is not None and record.terminal_of:
+        output_for = [record.path, *record.terminal_of]
+    return Event.of_output(
+        output,
+        invocation_id=invocation_id,
+        author=author,
+        path=record.path,
+        run_id=record.run_id,
+        output_for=output_for,
+        branch=branch,
+    )
+
+
 def _put_on_branch(event: Event, record: RunRecord) -> None:
     """The event on its run's conversation branch, unless it names one of its own."""
     if record.branch is not None and event.branch is None:
@@ -817,15 +836,7 @@ async def _commit_end(
         and getattr(node, "emits_output", True)
         and not _delegates_output(collector.children)
     ):
-        deferred = Event.of_output(
-            ctx.output,
-            invocation_id=collector.invocation_id,
-            author=event_author(node),
-            path=record.path,
-            run_id=record.run_id,
-        )
-        if record.branch is not None or record.output_for or record.terminal_of:
-            collector.place(deferred)
+        deferred = _output_event(ctx.output, record, collector.invocation_id, event_author(node))
         collector.events.append(deferred)
     collector.flush_leftovers(deferred)
     parts = collector.parts()
