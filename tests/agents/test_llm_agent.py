@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -25,7 +25,7 @@ from baton.errors import (
 from baton.models import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
-from baton.tools import FunctionTool, LongRunningFunctionTool, ToolContext
+from baton.tools import BaseTool, FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
@@ -682,3 +682,55 @@ def test_a_generate_content_config_setting_what_the_agent_sets_itself_is_refused
     sampling = types.GenerateContentConfig(temperature=0.1, top_k=5)
     agent = LlmAgent(name="a", model=ScriptedModel(responses=[]), generate_content_config=sampling)
     assert agent.generate_content_config == sampling
+
+
+class ReferenceStyleTool(BaseTool):
+    """A custom tool written against the reference's BaseTool, imports changed."""
+
+    def __init__(self) -> None:
+        super().__init__(name="get_weather", description="Weather.", custom_metadata={"v": 1})
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        schema = types.Schema(
+            type=types.Type.OBJECT, properties={"city": types.Schema(type=types.Type.STRING)}
+        )
+        return types.FunctionDeclaration.model_validate(
+            {"name": self.name, "description": self.description, "parameters": schema}
+        )
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        tool_context.state["asked"] = args["city"]
+        return {"temp": 20}
+
+
+async def test_a_tool_written_for_the_references_base_tool_runs(make: MakeRunner) -> None:
+    model = ScriptedModel([FunctionCall(id="w1", name="get_weather", args={"city": "Oslo"}), "20"])
+    tool = ReferenceStyleTool()
+    h = await make(LlmAgent(name="agent", model=model, tools=[tool]))
+    await h.start()
+
+    [declared] = model.requests[0].config.function_declarations
+    assert declared.parameters == {"type": "object", "properties": {"city": {"type": "string"}}}
+    assert responses(model.requests[1]) == {"w1": {"temp": 20}}
+    session = await h.service.get_session(
+        app_name=h.runner.app_name, user_id="u", session_id=h.session_id
+    )
+    assert session is not None
+    assert session.state["asked"] == "Oslo"
+    assert tool.custom_metadata == {"v": 1}
+    assert (
+        await FunctionTool(add_numbers).run_async(args={"a": 1, "b": 2}, tool_context=ToolContext())
+        == 3
+    )
+
+
+def add_numbers(a: int, b: int) -> int:
+    return a + b
+
+
+def test_a_tool_class_implementing_neither_run_is_refused() -> None:
+    class Nothing(BaseTool):
+        pass
+
+    with pytest.raises(TypeError, match="implements neither run"):
+        Nothing(name="n")

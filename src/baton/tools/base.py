@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from typing import Any, cast
 
 from pydantic import JsonValue
 
@@ -13,8 +13,10 @@ from baton.types import FunctionCall, FunctionResponse
 __all__ = ["BaseTool", "string_parameters", "to_function_response", "to_response_dict"]
 
 
-class BaseTool(ABC):
-    """Base class of every tool: subclass it and implement `declaration` and `run`.
+class BaseTool:
+    """Base class of every tool: subclass it and implement `declaration` and `run`, or
+    the reference's names for them, `_get_declaration` and `run_async(*, args,
+    tool_context)` (a tool written for the reference runs as it is).
 
     Args:
         name: the function name the model calls.
@@ -22,6 +24,11 @@ class BaseTool(ABC):
         is_long_running: the tool starts work that finishes later (e.g. a person's
             approval): its call stays open until a FunctionResponse with the call's
             id arrives.
+        custom_metadata: anything the tool's own code wants to keep with it (kept as
+            `self.custom_metadata`, as in the reference).
+
+    Raises:
+        TypeError: the subclass implements neither `run` nor `run_async`.
     """
 
     response_schema: dict[str, JsonValue] | None = None
@@ -32,22 +39,39 @@ class BaseTool(ABC):
     """For a long-running tool: the user id of the person who must answer its calls
     (None: the session's user), as `RequestInput(assignee=)`."""
 
-    def __init__(self, *, name: str, description: str = "", is_long_running: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        is_long_running: bool = False,
+        custom_metadata: dict[str, Any] | None = None,
+    ) -> None:
+        cls = type(self)
+        if cls.run is BaseTool.run and cls.run_async is BaseTool.run_async:
+            raise TypeError(
+                f"tool class {cls.__name__} implements neither run(args, tool_context) nor "
+                "the reference's run_async(*, args, tool_context): implement one."
+            )
         self.name = name
         self.description = description
         self.is_long_running = is_long_running
+        self.custom_metadata = custom_metadata
 
-    @abstractmethod
     def declaration(self) -> FunctionDeclaration | None:
-        """The declaration the model sees.
+        """The declaration the model sees (by default the reference's `_get_declaration`).
 
         Returns:
             The declaration, or None for a tool the model is not told about.
         """
+        return self._get_declaration()
 
-    @abstractmethod
+    def _get_declaration(self) -> FunctionDeclaration | None:
+        """The reference's name for `declaration`; None unless a subclass declares."""
+        return None
+
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
-        """Run the tool for one function call.
+        """Run the tool for one function call (by default the reference's `run_async`).
 
         Args:
             args: the function call's arguments.
@@ -56,6 +80,13 @@ class BaseTool(ABC):
         Returns:
             The result as JSON; see `to_response_dict` for how it is sent back.
         """
+        return cast(JsonValue, await self.run_async(args=args, tool_context=tool_context))
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        """The reference's name for `run`, with keyword arguments (by default `run`)."""
+        if type(self).run is BaseTool.run:  # neither is implemented: refused in __init__
+            raise NotImplementedError(f"tool '{self.name}' implements neither run nor run_async")
+        return await self.run(args, tool_context)
 
     async def process_llm_request(
         self, *, tool_context: ToolContext, llm_request: LlmRequest
