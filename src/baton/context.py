@@ -18,7 +18,7 @@ from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue, to_json_value
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
-from baton.run_config import RunConfig
+from baton.run_config import RunConfig, check_run_config
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
@@ -129,6 +129,10 @@ class InvocationContext:
         resumability_config: a `ResumabilityConfig`.
         agent_states, end_of_agents: agents' checkpoints and ended marks to resume from.
         branch: the conversation branch.
+
+    Raises:
+        TypeError: `run_config` is not a baton `RunConfig`.
+        RunConfigError: it asks for `StreamingMode.BIDI`.
     """
 
     def __init__(
@@ -176,7 +180,7 @@ class InvocationContext:
         self.plugins = plugins
         self.session_service = session_service
         self.resumability_config = resumability_config
-        self.run_config = run_config if run_config is not None else RunConfig()
+        self.run_config = check_run_config(run_config)
         # Model calls made so far by this call (see `count_llm_call`).
         self.llm_calls = 0
         # Shows the caller a partial event (a streamed model chunk) at once, without

@@ -16,10 +16,17 @@ from typing import Any, Final, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from baton.errors import RunConfigError
 from baton.sessions.services import GetSessionConfig
 from baton.types import Content
 
-__all__ = ["MAX_LLM_CALLS_ENV", "RunConfig", "StreamingMode", "ToolThreadPoolConfig"]
+__all__ = [
+    "MAX_LLM_CALLS_ENV",
+    "RunConfig",
+    "StreamingMode",
+    "ToolThreadPoolConfig",
+    "check_run_config",
+]
 
 MAX_LLM_CALLS_ENV: Final = "ADK_MAX_LLM_CALLS"
 """The environment variable that sets `RunConfig.max_llm_calls`'s default (the reference's
@@ -171,3 +178,26 @@ class RunConfig(BaseModel):
     def is_streaming(self) -> bool:
         """Whether model replies reach the caller in pieces (SSE)."""
         return self.streaming_mode is StreamingMode.SSE
+
+
+def check_run_config(run_config: object) -> RunConfig:
+    """The call's RunConfig (`RunConfig()` for None), once baton can do what it asks.
+
+    Raises:
+        TypeError: it is not a baton `RunConfig` (e.g. the reference's).
+        RunConfigError: it asks for `StreamingMode.BIDI`, the reference's live mode.
+    """
+    if run_config is None:
+        return RunConfig()
+    if not isinstance(run_config, RunConfig):
+        raise TypeError(
+            f"run_config must be a baton.RunConfig, got {type(run_config).__module__}."
+            f"{type(run_config).__name__}; import RunConfig from baton."
+        )
+    if run_config.streaming_mode is StreamingMode.BIDI:
+        raise RunConfigError(
+            "run_config asks for StreamingMode.BIDI, the reference's live (audio/video) "
+            "mode, which baton does not have; use StreamingMode.SSE to stream model "
+            "replies, or StreamingMode.NONE."
+        )
+    return run_config

@@ -28,12 +28,7 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
-from baton.errors import (
-    RunConfigError,
-    StoreUnavailableError,
-    WorkflowChangedError,
-    WorkflowConfigurationError,
-)
+from baton.errors import StoreUnavailableError, WorkflowChangedError, WorkflowConfigurationError
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
@@ -42,7 +37,7 @@ from baton.memory import BaseMemoryService, InMemoryMemoryService
 from baton.planning import CallPlanner
 from baton.plugins import BasePlugin, PluginManager
 from baton.rewinding import Rewind, rewind_session
-from baton.run_config import RunConfig, StreamingMode
+from baton.run_config import RunConfig, check_run_config
 from baton.schemas import check_state_delta
 from baton.sessions.checkpoints import Checkpoint, list_checkpoints
 from baton.sessions.ids import check_id
@@ -74,7 +69,6 @@ __all__ = [
     "InMemoryRunner",
     "ResumabilityConfig",
     "Runner",
-    "check_run_config",
     "check_worker_id",
     "default_worker_id",
     "own_prefix",
@@ -763,29 +757,6 @@ MAX_WORKER_ID_LENGTH: Final = 200
 """The longest worker identity: lease owners `worker_id/...` must fit in 255 characters."""
 
 _NOT_IN_WORKER_IDS: Final = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
-
-
-def check_run_config(run_config: object) -> RunConfig:
-    """The call's RunConfig (`RunConfig()` for None), once baton can do what it asks.
-
-    Raises:
-        TypeError: it is not a baton `RunConfig` (e.g. the reference's).
-        RunConfigError: it asks for `StreamingMode.BIDI`, the reference's live mode.
-    """
-    if run_config is None:
-        return RunConfig()
-    if not isinstance(run_config, RunConfig):
-        raise TypeError(
-            f"run_config must be a baton.RunConfig, got {type(run_config).__module__}."
-            f"{type(run_config).__name__}; import RunConfig from baton."
-        )
-    if run_config.streaming_mode is StreamingMode.BIDI:
-        raise RunConfigError(
-            "run_config asks for StreamingMode.BIDI, the reference's live (audio/video) "
-            "mode, which baton does not have; use StreamingMode.SSE to stream model "
-            "replies, or StreamingMode.NONE."
-        )
-    return run_config
 
 
 def check_worker_id(worker_id: str) -> str:

@@ -14,7 +14,15 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from baton import RunConfig, StreamingMode, ToolThreadPoolConfig, Workflow, types
+from baton import (
+    InMemorySessionService,
+    InvocationContext,
+    RunConfig,
+    StreamingMode,
+    ToolThreadPoolConfig,
+    Workflow,
+    types,
+)
 from baton.agents import LlmAgent
 from baton.errors import LlmCallsLimitExceededError, RunConfigError
 from baton.events import Event
@@ -198,3 +206,29 @@ async def test_tool_thread_pool_max_workers_bounds_the_runs_threads(
 
     assert bounded["peak"] == 1
     assert free["peak"] == 3
+
+
+async def test_a_caller_built_context_takes_a_run_config_and_checks_it() -> None:
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="app", user_id="u")
+    tool_runs: list[int] = []
+    agent = _looping_agent(tool_runs, 3)
+
+    def context(run_config: object) -> InvocationContext:
+        return InvocationContext(
+            invocation_id="inv-1",
+            agent=agent,
+            session=session,
+            session_service=service,
+            user_content=_go(),
+            run_config=run_config,  # pyright: ignore[reportArgumentType] -- bad values under test
+        )
+
+    with pytest.raises(TypeError, match="RunConfig"):
+        context({"max_llm_calls": 1})
+    with pytest.raises(RunConfigError, match="BIDI"):
+        context(RunConfig(streaming_mode=StreamingMode.BIDI))
+    events = agent.run_async(context(RunConfig(max_llm_calls=1)))
+    with pytest.raises(LlmCallsLimitExceededError, match="max_llm_calls=1"):
+        _ = [e async for e in events]
+    assert tool_runs == [0]
