@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -331,3 +332,18 @@ async def test_custom_base_node_subclass(make_harness: MakeHarness) -> None:
 
     h = await make_harness(Workflow(name="wf", edges=[("START", Doubler(name="double"))]))
     assert outputs(await h.start("21")) == [("double", 42)]
+
+
+def test_retry_jitter_moves_each_wait_either_way_within_max_delay() -> None:
+    random.seed(7)
+    retry = RetryConfig(initial_delay=1, backoff_factor=2, max_delay=5, jitter=0.5)
+    first = [retry.delay(1) for _ in range(2000)]
+    # 1 s, give or take half
+    assert 0.5 <= min(first) < 0.6
+    assert 1.4 < max(first) <= 1.5
+    # 8 s is past max_delay: capped to 5 / 1.5 before the jitter, so draws reach 5, not past.
+    fourth = [retry.delay(4) for _ in range(2000)]
+    assert 5 / 3 <= min(fourth) < 1.8
+    assert 4.9 < max(fourth) <= 5
+    assert RetryConfig().jitter == 1.0  # the reference's default
+    assert RetryConfig(jitter=0, max_delay=5).delay(4) == 5

@@ -57,7 +57,7 @@ _RETRY_DEFAULTS: Final = {
     "initial_delay": 1.0,
     "max_delay": 60.0,
     "backoff_factor": 2.0,
-    "jitter": 0.0,
+    "jitter": 1.0,
 }
 
 
@@ -71,7 +71,8 @@ class RetryConfig(BaseModel):
         initial_delay: seconds before the second attempt (1.0).
         max_delay: the longest wait between attempts (60.0).
         backoff_factor: each wait is this many times the previous one (2.0).
-        jitter: up to this fraction of the wait is added at random (0.0).
+        jitter: each wait moves at random by up to this fraction of it, either way, and
+            stays within max_delay (1.0, as in the reference; 0.0 for exact waits).
         exceptions: exception classes or class names worth retrying, a subclass
             matching its base; all when None.
 
@@ -86,7 +87,7 @@ class RetryConfig(BaseModel):
     initial_delay: float = Field(default=1.0, ge=0)
     max_delay: float = Field(default=60.0, ge=0)
     backoff_factor: float = Field(default=2.0, ge=0)
-    jitter: float = Field(default=0.0, ge=0)
+    jitter: float = Field(default=1.0, ge=0)
     # Stored as class names (a tuple of str); classes are accepted and named.
     exceptions: Sequence[str | type[BaseException]] | None = None
 
@@ -143,8 +144,13 @@ class RetryConfig(BaseModel):
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt`."""
-        base = min(self.max_delay, self.initial_delay * self.backoff_factor ** (attempt - 1))
-        return base * (1 + random.uniform(0, self.jitter))
+        wait = self.initial_delay * self.backoff_factor ** (attempt - 1)
+        if self.jitter > 0:
+            # Capped before the jitter so that the longest draw reaches max_delay, and
+            # draws do not pile up on max_delay itself (as the reference does).
+            wait = min(wait, self.max_delay / (1 + self.jitter))
+            wait = max(0.0, wait + random.uniform(-self.jitter * wait, self.jitter * wait))
+        return min(wait, self.max_delay)
 
 
 @runtime_checkable
