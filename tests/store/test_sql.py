@@ -294,7 +294,7 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
         await _migrate(database, up_to=14)
         await database.transact(_seed_events_13, write=True)
         await database.transact(_seed_question_14, write=True)
-        assert await _migrate(database, up_to=15) == [15]
+        assert await _migrate(database) == [15, 16, 17]
         keys = await database.transact(_session_keys, write=False)
         shape = await database.transact(_schema_shape, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
@@ -318,7 +318,7 @@ async def test_migration_16_leaves_half_of_each_page_of_steps_rows_on_postgresql
     async with _database(store_url) as database:
         await _migrate(database, up_to=15)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [16]
+        assert await _migrate(database) == [16, 17]
         shape = await database.transact(_schema_shape, write=False)
         kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
         options = await database.transact(_fillfactors, write=False)
@@ -340,6 +340,46 @@ def _fillfactors(connection: Connection) -> dict[str, int]:
         )
     )
     return {str(name): int(value) for name, value in rows}
+
+
+async def test_migration_17_shares_prefixed_keys_from_then_on_and_keeps_earlier_state(
+    store_url: str,
+) -> None:
+    """A database of step 16 whose session holds a `user:` key in its own state (as
+    stores kept them before) ends with today's tables; the session keeps its key, new
+    `app:` and `user:` keys reach the user's other sessions, and the earlier key gives
+    way to the shared one when both exist."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=16)
+        await database.transact(_seed_prefixed_state_16, write=True)
+        assert await _migrate(database) == [17]
+        shape = await database.transact(_schema_shape, write=False)
+    assert shape == _declared_shape(store_url)
+    store = SqlStore(store_url)
+    try:
+        old = await store.get_session(key())
+        assert old is not None
+        assert old.state == {"user:name": "old", "n": 1}
+        await store.commit_step(step(key(), None, 0, state={"app:k": 1}))
+        other = await store.create_session(APP, USER, state={"user:name": "new"})
+        again = await store.get_session(key(), with_events=False)
+    finally:
+        await store.close()
+    assert other.state == {"app:k": 1, "user:name": "new"}
+    assert again is not None
+    assert again.state == {"user:name": "new", "n": 1, "app:k": 1}
+
+
+def _seed_prefixed_state_16(connection: Connection) -> None:
+    connection.execute(
+        schema.sessions.insert().values(
+            app_name=APP,
+            user_id=USER,
+            session_id="s1",
+            state={"user:name": "old", "n": 1},
+            updated_at=1.0,
+        )
+    )
 
 
 def _seed_question_14(connection: Connection) -> None:

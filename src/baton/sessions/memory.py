@@ -35,6 +35,7 @@ from baton.sessions.memory_outbox import MemoryOutbox
 from baton.sessions.notifications import notifications_of
 from baton.sessions.paging import Position
 from baton.sessions.store import (
+    USER_PREFIX,
     AnswerClaim,
     Answering,
     Claimed,
@@ -53,7 +54,8 @@ from baton.sessions.store import (
     answerable,
     busy_error,
     lost_error,
-    strip_temp_state,
+    merge_shared_state,
+    split_state,
 )
 from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
@@ -110,6 +112,10 @@ class MemoryStore:
         self._rows: dict[str, _InvocationRow] = {}
         self._artifacts = MemoryArtifacts(clock)
         self._outbox = MemoryOutbox()
+        # The `app:` keys of each app, and the `user:` keys of each (app, user): shared by
+        # their sessions, and kept when a session is deleted.
+        self._app_states: dict[str, dict[str, JsonValue]] = {}
+        self._user_states: dict[tuple[str, str], dict[str, JsonValue]] = {}
 
     async def create_session(
         self,
@@ -125,17 +131,18 @@ class MemoryStore:
                 f"session '{key.session_id}' already exists for user '{user_id}' in app "
                 f"'{app_name}'; pick another id or omit it to get a fresh one."
             )
+        split = split_state(state or {})
         session = Session(
             id=key.session_id,
             app_name=app_name,
             user_id=user_id,
-            state=strip_temp_state(dict(state or {})),
+            state=split.session,
             last_update_time=self._clock(),
         )
-        self._sessions[key] = _SessionData(
-            session=session, last_update_time=session.last_update_time
-        )
-        return _copied(session)
+        data = _SessionData(session=session, last_update_time=session.last_update_time)
+        self._sessions[key] = data
+        self._share(app_name, user_id, split.app, split.user)
+        return self._session_out(data)
 
     async def get_session(
         self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
@@ -234,7 +241,9 @@ class MemoryStore:
             data.events.append(stored)
             data.events_of.setdefault(event.invocation_id, []).append(stored)
         if commit.state_delta:
-            data.session.state.update(strip_temp_state(commit.state_delta))
+            split = split_state(commit.state_delta)
+            data.session.state.update(split.session)
+            self._share(commit.session.app_name, commit.session.user_id, split.app, split.user)
         data.last_update_time = now
         if commit.invocation_id is not None:
             self._write_invocation(data, row, commit, version, now)
@@ -343,9 +352,31 @@ class MemoryStore:
         if commit.release:
             row.lease = None
 
-    @staticmethod
-    def _session_out(data: _SessionData) -> Session:
-        return _copied(data.session, {"last_update_time": data.last_update_time})
+    def _session_out(self, data: _SessionData) -> Session:
+        session = data.session
+        app = self._app_states.get(session.app_name, {})
+        user = self._user_states.get((session.app_name, session.user_id), {})
+        update: dict[str, object] = {"last_update_time": data.last_update_time}
+        if app or user:
+            update["state"] = _own(merge_shared_state(session.state, app, user))
+        return _copied(session, update)
+
+    def _share(
+        self,
+        app_name: str,
+        user_id: str,
+        app: dict[str, JsonValue],
+        user: dict[str, JsonValue],
+    ) -> None:
+        """Write `app:` and `user:` keys where every session of the app or user reads them."""
+        if app:
+            self._app_states.setdefault(app_name, {}).update(app)
+        if user:
+            self._user_states.setdefault((app_name, user_id), {}).update(user)
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, JsonValue]:
+        shared = self._user_states.get((app_name, user_id), {})
+        return {k.removeprefix(USER_PREFIX): v for k, v in _own_json(shared).items()}
 
     @staticmethod
     def _invocation_out(row: _InvocationRow) -> Invocation:
@@ -666,6 +697,10 @@ def _holds_immutable(annotation: object) -> bool:
         if part not in _IMMUTABLE and not (isinstance(part, type) and issubclass(part, Enum)):
             return False
     return True
+
+
+def _own_json(state: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    return cast(dict[str, JsonValue], _own(state))
 
 
 def _own(value: object) -> object:

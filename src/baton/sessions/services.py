@@ -110,6 +110,16 @@ class BaseSessionService:
         _check_owner(app_name, user_id)
         return ListSessionsResponse(sessions=await self.store.list_sessions(app_name, user_id))
 
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, JsonValue]:
+        """The user's `user:` state keys in the app, without the prefix ({} when none):
+        what every session of that user sees, readable before any session exists.
+
+        Raises:
+            InvalidIdError: an id is too long or holds control characters.
+        """
+        _check_owner(app_name, user_id)
+        return await self.store.get_user_state(app_name, user_id)
+
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete a session with its events, invocations and interrupts.
 

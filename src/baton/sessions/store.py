@@ -22,7 +22,9 @@ from baton.sessions.paging import Position
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
+    "APP_PREFIX",
     "TIMEOUT_ANSWERER",
+    "USER_PREFIX",
     "AnswerClaim",
     "Answering",
     "Claimed",
@@ -37,6 +39,7 @@ __all__ = [
     "Session",
     "SessionActivity",
     "SessionKey",
+    "SharedState",
     "StepCommit",
     "Store",
     "Subscription",
@@ -44,6 +47,8 @@ __all__ = [
     "busy_error",
     "ends_run",
     "lost_error",
+    "merge_shared_state",
+    "split_state",
     "strip_temp_state",
 ]
 
@@ -350,6 +355,11 @@ class Store(Protocol):
         """The user's `limit` sessions of the app updated last, the latest first."""
         ...
 
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, JsonValue]:
+        """The user's `user:` keys in the app, without their prefix ({} when none): what
+        every session of that user reads. Deleting sessions leaves them."""
+        ...
+
     async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
         """(invocation id, interrupt id) -> the invocation's checkpoint as it was when that
         question was last asked (written with the step that asked it); a fork at the
@@ -640,3 +650,41 @@ def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Drop `temp:` keys, which live only for the current invocation and are never stored."""
     return {k: v for k, v in delta.items() if not k.startswith("temp:")}
+
+
+APP_PREFIX = "app:"
+"""State keys shared by every session of the app (kept when sessions are deleted)."""
+USER_PREFIX = "user:"
+"""State keys shared by every session of the same user in the app."""
+
+
+@dataclass(frozen=True)
+class SharedState:
+    """A state (or state delta) split by who shares each key: `session` (the session's
+    own keys), `app` (`app:` keys, shared by every session of the app) and `user`
+    (`user:` keys, shared by every session of the same user in the app). Keys keep their
+    prefixes; `temp:` keys are dropped."""
+
+    session: dict[str, JsonValue]
+    app: dict[str, JsonValue]
+    user: dict[str, JsonValue]
+
+
+def split_state(state: dict[str, JsonValue]) -> SharedState:
+    """`state` split by who shares each key (see `SharedState`)."""
+    split = SharedState({}, {}, {})
+    for key, value in state.items():
+        if key.startswith(APP_PREFIX):
+            split.app[key] = value
+        elif key.startswith(USER_PREFIX):
+            split.user[key] = value
+        elif not key.startswith("temp:"):
+            split.session[key] = value
+    return split
+
+
+def merge_shared_state(
+    state: dict[str, JsonValue], app: dict[str, JsonValue], user: dict[str, JsonValue]
+) -> dict[str, JsonValue]:
+    """The state code sees: the session's own keys, then the app's, then the user's."""
+    return {**state, **app, **user} if app or user else state

@@ -94,6 +94,7 @@ from baton.sessions.store import (
     Session,
     SessionKey,
     answerable,
+    merge_shared_state,
 )
 from baton.types import InvocationId
 
@@ -237,18 +238,21 @@ _INTERRUPT_STATUS_AT = _NAMES.index("interrupt_status")
 _SESSION_SET = frozenset(("id", "app_name", "user_id", "state", "last_update_time"))
 _INTERRUPT_SET = frozenset(Interrupt.model_fields)
 _INVOCATION_SET = frozenset(Invocation.model_fields)
-_SESSION_AT = tuple(_NAMES.index(name) for name in ("session_id", "app_name", "user_id", "state"))
+_SESSION_AT = tuple(
+    _NAMES.index(name)
+    for name in ("session_id", "app_name", "user_id", "state", "app_state", "user_state")
+)
 _UPDATED_AT = _NAMES.index("updated_at")
 
 
 def _trusted_session(row: tuple[Any, ...]) -> Session:
     """`reads.session_from`'s session, from a row of `ANSWERING`."""
-    session_id, app_name, user_id, state = (row[i] for i in _SESSION_AT)
+    session_id, app_name, user_id, state, app, user = (row[i] for i in _SESSION_AT)
     fields: dict[str, Any] = {
         "id": session_id,
         "app_name": app_name,
         "user_id": user_id,
-        "state": state,
+        "state": merge_shared_state(state, app or {}, user or {}),
         "events": [],
         "last_update_time": row[_UPDATED_AT],
     }

@@ -21,6 +21,7 @@ from baton.sessions.sql.dialect import Params, Rows
 from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.executors import count_updated
 from baton.sessions.sql.schema import sessions
+from baton.sessions.sql.shared_state import SHARED_BY_KEY
 
 __all__ = ["Insert", "ReturningStatements"]
 
@@ -74,9 +75,11 @@ def _insert_new(insert: Insert, table: Table) -> UpdateBase:
 @cache
 def _new_session(insert: Insert) -> UpdateBase:
     """An INSERT of a session's row that does nothing when its (app, user, id) is taken
-    and returns the key of the row it wrote: no row back means the id was taken."""
+    and returns the key of the row it wrote with its app's and user's shared state (bind
+    `shared_params` too): no row back means the id was taken."""
     taken = [sessions.c.app_name, sessions.c.user_id, sessions.c.session_id]
-    return insert(sessions).on_conflict_do_nothing(index_elements=taken).returning(sessions.c.pk)
+    new = insert(sessions).on_conflict_do_nothing(index_elements=taken)
+    return new.returning(sessions.c.pk, *SHARED_BY_KEY)
 
 
 @cache

@@ -128,9 +128,10 @@ class SqlDialect(Protocol):
 
     @property
     def new_session_statement(self) -> OneStatement | None:
-        """Creating a session as one statement (bind `writes.session_row`) that returns a
-        row only when it wrote one (none: the id is taken), or None to create it in a
-        transaction of `writes.insert_session`."""
+        """Creating a session as one statement (bind `writes.session_row` and
+        `shared_state.shared_params`) that returns a row (its key, then its app's and its
+        user's shared state) only when it wrote one (none: the id is taken), or None to
+        create it in a transaction of `writes.insert_session`."""
         ...
 
     @property

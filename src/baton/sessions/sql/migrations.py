@@ -501,6 +501,28 @@ def _v16_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(f"ALTER TABLE {t} SET (fillfactor = 50)") for t in tables]
 
 
+_v17 = MetaData()
+_V17_TABLES = (
+    Table(
+        "baton_app_states",
+        _v17,
+        Column("app_name", String(255), primary_key=True),
+        Column("state", Json, nullable=False),
+    ),
+    Table(
+        "baton_user_states",
+        _v17,
+        Column("app_name", String(255), primary_key=True),
+        Column("user_id", String(255), primary_key=True),
+        Column("state", Json, nullable=False),
+    ),
+)
+
+
+def _v17_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
+    return [CreateTable(binary_text(table)) for table in _V17_TABLES]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -526,6 +548,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "half of each page of sessions and invocations for updates on PostgreSQL",
         _v16_statements,
     ),
+    Migration(17, "app: and user: state keys shared by the sessions", _v17_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

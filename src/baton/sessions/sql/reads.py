@@ -29,6 +29,7 @@ from baton.sessions.sql.schema import (
     session_params,
     sessions,
 )
+from baton.sessions.sql.shared_state import SHARED_OF_SESSION
 from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
@@ -37,6 +38,7 @@ from baton.sessions.store import (
     Session,
     SessionActivity,
     SessionKey,
+    merge_shared_state,
 )
 from baton.types import InvocationId, SessionId
 
@@ -59,7 +61,8 @@ __all__ = [
     "session_interrupts_from",
 ]
 
-_SESSIONS = select(sessions)
+_SESSION_ROW = (*sessions.c, *SHARED_OF_SESSION)
+_SESSIONS = select(*_SESSION_ROW)
 SESSION = _SESSIONS.where(IS_SESSION)
 """One session's row (bind `session_params`); `session_from` reads it."""
 _SESSION_COLUMNS = tuple(str(c.key) for c in SESSION.selected_columns)
@@ -90,7 +93,7 @@ def _session_with_interrupts(*matching: ColumnElement[bool]) -> Select[Any]:
     statement, oldest first; `session_interrupts_from` reads them."""
     on = and_(interrupts.c.session_pk == sessions.c.pk, *matching)
     return (
-        select(*sessions.c, *(c.label(f"interrupt_{c.name}") for c in interrupts.c))
+        select(*_SESSION_ROW, *(c.label(f"interrupt_{c.name}") for c in interrupts.c))
         .select_from(sessions.outerjoin(interrupts, on))
         .where(IS_SESSION)
         .order_by(interrupts.c.created_at, interrupts.c.invocation_id)
@@ -187,7 +190,7 @@ def recent_sessions(
     """The user's `limit` sessions of the app updated last, the latest first; only
     those few read their latest run's status."""
     query = (
-        select(sessions, _LATEST_RUN)
+        select(*_SESSION_ROW, _LATEST_RUN)
         .where(sessions.c.app_name == app_name, sessions.c.user_id == user_id)
         .order_by(sessions.c.updated_at.desc(), sessions.c.pk.desc())
         .limit(limit)
@@ -356,7 +359,7 @@ def _to_session(row: Mapping[Any, Any]) -> Session:
         id=row["session_id"],
         app_name=row["app_name"],
         user_id=row["user_id"],
-        state=row["state"],
+        state=merge_shared_state(row["state"], row["app_state"] or {}, row["user_state"] or {}),
         last_update_time=row["updated_at"],
     )
 

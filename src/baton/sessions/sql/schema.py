@@ -51,6 +51,7 @@ from baton.sessions.store import SessionKey
 __all__ = [
     "IS_SESSION",
     "Json",
+    "app_states",
     "artifacts",
     "binary_text",
     "event_from_row",
@@ -71,6 +72,7 @@ __all__ = [
     "session_params",
     "sessions",
     "stored_event",
+    "user_states",
 ]
 
 metadata = MetaData()
@@ -346,6 +348,25 @@ forgotten_memories = Table(
     Column("app_name", String(255), primary_key=True),
     Column("user_id", String(255), primary_key=True),
     Column("memory_id", String(255), primary_key=True),
+)
+
+# The `app:` state keys of each app and the `user:` keys of each of its users (with their
+# prefixes), which every session of the app or user reads: a row each, outliving the
+# sessions (migration 17). A step writing them locks the row (see
+# `shared_state.write_shared_state`).
+app_states = Table(
+    "baton_app_states",
+    metadata,
+    Column("app_name", String(255), primary_key=True),
+    Column("state", Json, nullable=False),
+)
+
+user_states = Table(
+    "baton_user_states",
+    metadata,
+    Column("app_name", String(255), primary_key=True),
+    Column("user_id", String(255), primary_key=True),
+    Column("state", Json, nullable=False),
 )
 
 schema_version = Table(

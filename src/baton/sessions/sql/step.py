@@ -57,6 +57,7 @@ from baton.sessions.sql.schema import (
     sessions,
     stored_event,
 )
+from baton.sessions.sql.shared_state import write_shared_state
 from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
@@ -64,6 +65,7 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     lost_error,
+    split_state,
     strip_temp_state,
 )
 
@@ -160,10 +162,8 @@ def write_step(
     if commit.invocation_id is not None:
         version = _advance_invocation(connection, dialect, pk, commit, now)
     _append_events(connection, dialect, pk, commit.events)
-    delta = strip_temp_state(commit.state_delta)
-    if delta:
-        state: dict[str, Any] = connection.scalar(_READ_STATE, {"key_pk": pk}) or {}
-        dialect.run(connection, _SET_STATE, {"key_pk": pk, "state": {**state, **delta}})
+    if commit.state_delta:
+        _write_state(connection, dialect, pk, commit)
     if commit.invocation_id is not None:
         _open_interrupts(connection, dialect, pk, commit, now)
         _answer_interrupts(connection, dialect, commit, now)
@@ -172,6 +172,17 @@ def write_step(
             dialect.run(connection, _CLOSE_REWOUND, parameters)
     record_notifications(connection, dialect, commit, now)
     return version
+
+
+def _write_state(connection: Connection, dialect: SqlDialect, pk: int, commit: StepCommit) -> None:
+    """Add the step's state delta to the session's state (read under the session's lock)
+    and its `app:` and `user:` keys to the state the app's and user's sessions share."""
+    split = split_state(commit.state_delta)
+    if split.session:
+        state: dict[str, Any] = connection.scalar(_READ_STATE, {"key_pk": pk}) or {}
+        dialect.run(connection, _SET_STATE, {"key_pk": pk, "state": {**state, **split.session}})
+    key = commit.session
+    write_shared_state(connection, dialect, key.app_name, key.user_id, split)
 
 
 def _touch_session(

@@ -42,6 +42,7 @@ from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
+from baton.sessions.sql.shared_state import read_user_state, shared_params
 from baton.sessions.sql.step import (
     INVOCATION_VERSION,
     SessionKeys,
@@ -65,7 +66,8 @@ from baton.sessions.store import (
     StepCommit,
     Subscription,
     lost_error,
-    strip_temp_state,
+    merge_shared_state,
+    split_state,
 )
 from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
@@ -180,19 +182,30 @@ class SqlStore:
         state: dict[str, JsonValue] | None = None,
     ) -> Session:
         """Create a session; raises SessionExistsError when the id is taken."""
+        split = split_state(state or {})
         session = Session(
             id=session_id or str(uuid.uuid4()),
             app_name=app_name,
             user_id=user_id,
-            state=strip_temp_state(dict(state or {})),
+            state=split.session,
             last_update_time=self._clock(),
         )
         statement = self._dialect.new_session_statement
-        if statement is None:
-            await self._write(writes.insert_session, self._dialect, session)
-        elif not await self._one(statement, writes.session_row(session), write=True):
-            raise writes.session_taken(session)
+        if statement is None or split.app or split.user:
+            shared = await self._write(writes.insert_session, self._dialect, session, split)
+        else:
+            params = {**writes.session_row(session), **shared_params(app_name, user_id)}
+            rows = await self._one(statement, params, write=True)
+            if not rows:
+                raise writes.session_taken(session)
+            shared = rows[0][1:]  # after the new row's key: its app's and user's keys
+        app, user = shared
+        session.state = merge_shared_state(session.state, app or {}, user or {})
         return session
+
+    async def get_user_state(self, app_name: str, user_id: str) -> dict[str, JsonValue]:
+        """The user's `user:` keys in the app, without their prefix."""
+        return await self._read_once(read_user_state, app_name, user_id)
 
     async def get_session(
         self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None

@@ -52,12 +52,14 @@ from baton.sessions.sql.schema import (
     session_params,
     sessions,
 )
+from baton.sessions.sql.shared_state import SHARED_STATE, shared_params, write_shared_state
 from baton.sessions.store import (
     Claimed,
     InvocationStatus,
     Lease,
     Session,
     SessionKey,
+    SharedState,
     busy_error,
 )
 from baton.types import InvocationId, SessionId
@@ -151,8 +153,11 @@ RELEASE_LEASE = UpdateReturning(
 _TAKE = UpdateReturning(TAKEN.where(_IS_INVOCATION), _TOKEN, _IS_INVOCATION)
 
 
-def insert_session(connection: Connection, dialect: SqlDialect, session: Session) -> None:
-    """Insert the session's row (without events).
+def insert_session(
+    connection: Connection, dialect: SqlDialect, session: Session, shared: SharedState
+) -> tuple[Any, ...]:
+    """Insert the session's row (without events) and add the `shared` keys to its app's
+    and user's; the app's and user's keys then (a row of `SHARED_STATE`).
 
     Raises:
         SessionExistsError: the id is taken in that app for that user.
@@ -163,6 +168,9 @@ def insert_session(connection: Connection, dialect: SqlDialect, session: Session
         if not dialect.is_unique_violation(error):
             raise
         raise session_taken(session) from error
+    write_shared_state(connection, dialect, session.app_name, session.user_id, shared)
+    params = shared_params(session.app_name, session.user_id)
+    return tuple(connection.execute(SHARED_STATE, params).one())
 
 
 def session_row(session: Session) -> dict[str, Any]:
