@@ -181,6 +181,7 @@ class InvocationContext:
         self.session_service = session_service
         self.resumability_config = resumability_config
         self.run_config = check_run_config(run_config)
+        self.custom_metadata: dict[str, JsonValue] = dict(self.run_config.custom_metadata or {})
         # Model calls made so far by this call (see `count_llm_call`).
         self.llm_calls = 0
         # Shows the caller a partial event (a streamed model chunk) at once, without
@@ -397,6 +398,12 @@ class Context(ArtifactMethods, MemoryMethods):
     @property
     def invocation_context(self) -> InvocationContext:
         return self._invocation_context
+
+    @property
+    def custom_metadata(self) -> dict[str, JsonValue]:
+        """The call's `RunConfig.custom_metadata` (the reference's `ctx.custom_metadata`):
+        one dict per invocation call, shared by its node runs; writes stay in memory."""
+        return self._invocation_context.custom_metadata
 
     @property
     def invocation_id(self) -> InvocationId:

@@ -12,9 +12,10 @@ import threading
 import time
 
 import pytest
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from baton import (
+    Context,
     InMemorySessionService,
     InvocationContext,
     RunConfig,
@@ -232,3 +233,18 @@ async def test_a_caller_built_context_takes_a_run_config_and_checks_it() -> None
     with pytest.raises(LlmCallsLimitExceededError, match="max_llm_calls=1"):
         _ = [e async for e in events]
     assert tool_runs == [0]
+
+
+async def test_a_node_reads_the_calls_custom_metadata(make_harness: MakeHarness) -> None:
+    def tenant(ctx: Context, node_input: object) -> JsonValue:
+        return ctx.custom_metadata.get("tenant")
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", tenant)]))
+
+    tagged = await h.collect(
+        new_message=_go(), run_config=RunConfig(custom_metadata={"tenant": "acme"})
+    )
+    plain = await h.collect(new_message=_go())
+
+    assert [e.output for e in tagged if e.output is not None][-1] == "acme"
+    assert all(e.output is None for e in plain)
