@@ -114,6 +114,8 @@ async def test_the_session_service_refuses_bad_ids_on_every_backend(
         service.get_session(app_name="ids", user_id="u", session_id="a\nb"),
         service.list_sessions(app_name="ids", user_id="u\x7f"),
         service.delete_session(app_name="ids", user_id="u", session_id=LONG),
+        service.get_user_state(app_name="ids", user_id=LONG),
+        service.get_user_state(app_name="i\x00ds", user_id="u"),
     ]
     for attempt in refused:
         with pytest.raises(InvalidIdError):

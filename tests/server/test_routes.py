@@ -151,6 +151,26 @@ async def test_initial_events_seed_a_session_but_cannot_pose_as_run_work(live: L
     assert "nodeInfo" not in kept
 
 
+async def test_session_json_shows_the_keys_the_app_and_the_user_share(live: Live) -> None:
+    mine = "/apps/approval/users/u/sessions"
+    theirs = "/apps/approval/users/v/sessions"
+    created = await live.client.post(mine, json={"sessionId": "a", "state": {"app:tier": "gold"}})
+    assert created.json()["state"] == {"app:tier": "gold"}
+    await live.client.post(mine, json={"sessionId": "b"})
+    await live.client.post(theirs, json={"sessionId": "c"})
+
+    patched = await live.client.patch(f"{mine}/a", json={"state_delta": {"user:lang": "fr"}})
+
+    assert patched.json()["state"] == {"app:tier": "gold", "user:lang": "fr"}
+    assert (await live.client.get(f"{mine}/b")).json()["state"] == {
+        "app:tier": "gold",
+        "user:lang": "fr",
+    }
+    assert (await live.client.get(f"{theirs}/c")).json()["state"] == {"app:tier": "gold"}
+    listed = (await live.client.get(theirs)).json()
+    assert [s["state"] for s in listed] == [{"app:tier": "gold"}]
+
+
 async def test_reference_session_extras_create_with_id_and_patch_state(live: Live) -> None:
     base = "/apps/approval/users/u/sessions"
     created = await live.client.post(f"{base}/by-id", json={"tier": "gold"})
