@@ -227,7 +227,11 @@ class InvocationRun:
         plan = self.plan
         if plan.message is None and not plan.state_delta:
             return StepParts()
-        message = plan.message.model_copy(update={"role": "user"}) if plan.message else None
+        message = plan.message
+        if message is not None and message.role != "user":
+            # A copy only to set the role: one already the user's is taken as it is (a
+            # copy would share its parts with the caller's anyway).
+            message = message.model_copy(update={"role": "user"})
         self.user_event = Event(
             invocation_id=plan.invocation_id,
             author="user",
