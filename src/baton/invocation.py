@@ -44,7 +44,7 @@ from baton.sessions.store import (
     ends_run,
 )
 from baton.threads import bound_run_threads
-from baton.tracing import end_invocation_span, invocation_span
+from baton.tracing import end_invocation_span, invocation_span, is_tracing
 from baton.types import Content, InterruptId, InvocationId
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
 from baton.workflow.execution import (
@@ -508,6 +508,9 @@ class InvocationRun:
         pool = self.invocation.run_config.tool_thread_pool_config
         if pool is not None:
             bound_run_threads(pool.max_workers)
+        if not is_tracing():
+            await self._run_to_a_stop()
+            return
         with invocation_span(self._span_attributes()) as traced:
             if traced is not None:
                 self.invocation.tracer = traced[1]

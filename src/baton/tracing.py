@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["end_invocation_span", "invocation_span", "node_span"]
+__all__ = ["end_invocation_span", "invocation_span", "is_tracing", "node_span"]
 
 _INSTRUMENTATION = "baton"
 
@@ -42,6 +42,14 @@ _trace = _load_trace()
 # One tracer for the process: a proxy that follows the provider the application sets,
 # whenever it sets it (getting a tracer per call costs microseconds).
 _tracer: Tracer | None = None if _trace is None else _trace.get_tracer(_INSTRUMENTATION)
+
+
+def is_tracing() -> bool:
+    """Whether an invocation span would record (OpenTelemetry installed, a provider set).
+
+    Speed: a call asks this first, and without tracing skips `invocation_span`'s generator
+    and the span's attributes (most processes trace nothing, and it is every call)."""
+    return _tracer is not None and not _no_provider()
 
 
 @contextlib.contextmanager
