@@ -206,11 +206,25 @@ async def test_instruction_is_filled_from_state_and_output_key_is_saved(
     assert session.state["poem"] == "a poem"
 
 
+async def test_instruction_values_are_written_as_the_reference_writes_them(
+    make: MakeRunner,
+) -> None:
+    model = ScriptedModel(responses=["ok"])
+    agent = LlmAgent(name="a", model=model, instruction="v={v} d={d} n={n} x={x}")
+    h = await make(agent, state={"v": True, "d": {"a": 1}, "n": None, "x": 2.5})
+
+    await h.start()
+
+    assert model.requests[0].config.system_instruction == "v=True d={'a': 1} n= x=2.5"
+
+
 async def test_a_missing_state_key_in_the_instruction_is_named(make: MakeRunner) -> None:
     agent = LlmAgent(name="poet", model=ScriptedModel(), instruction="About {topic}.")
     h = await make(agent, state={"colour": "red"})
 
     with pytest.raises(MissingStateKeyError, match=r"agent 'poet' uses \{topic\}.*keys: colour"):
+        await h.start()
+    with pytest.raises(KeyError):  # what the reference's code catches
         await h.start()
 
 

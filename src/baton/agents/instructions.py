@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -14,8 +13,12 @@ __all__ = ["MissingStateKeyError", "fill_instruction"]
 _PLACEHOLDER: Final = re.compile(r"\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\?)?\}")
 
 
-class MissingStateKeyError(BatonError, LookupError):
-    """An instruction names a state key the session state does not have."""
+class MissingStateKeyError(BatonError, KeyError):
+    """An instruction names a state key the session state does not have (a KeyError, as
+    the reference raises)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""  # not KeyError's quoted repr
 
 
 def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> str:
@@ -29,7 +32,8 @@ def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> 
         agent: the agent's name, for the error message.
 
     Returns:
-        The instruction with the values filled in (non-text values as JSON).
+        The instruction with the values filled in as the reference fills them: each
+        value's `str()` (`True`, `{'a': 1}`), None as nothing.
 
     Raises:
         MissingStateKeyError: a `{key}` without `?` is not in the state.
@@ -47,6 +51,6 @@ def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> 
                 f"earlier agent's output_key), or write {{{key}?}} to allow it to be missing."
             )
         value = state[key]
-        return value if isinstance(value, str) else json.dumps(value)
+        return "" if value is None else str(value)
 
     return _PLACEHOLDER.sub(value_of, template)
