@@ -508,3 +508,43 @@ async def test_a_scalar_key_two_calls_write_keeps_the_later_call_in_the_turn(
     session = await h.service.store.get_session(h.key)
     assert session is not None
     assert session.state == written
+
+
+async def test_a_long_running_call_that_asks_for_confirmation_runs_once_confirmed(
+    service: BaseSessionService,
+) -> None:
+    """A long-running tool that asks a person to confirm has not started: confirmed, it
+    runs (and its call then waits for its result), as a plain tool's call does."""
+    runs: list[str] = []
+
+    def job(x: str, tool_context: ToolContext) -> dict[str, JsonValue] | None:
+        """Start a job.
+
+        Args:
+            x: what to do.
+        """
+        if tool_context.tool_confirmation is None:
+            tool_context.request_confirmation(hint="start it?")
+            return None
+        runs.append(x)
+        return {"status": "started"}
+
+    turn = [FunctionCall(id="c1", name="job", args={"x": "report"})]
+    model = ScriptedModel([turn, "pending", "done"])
+    agent = LlmAgent(name="a", model=model, tools=[LongRunningFunctionTool(job)])
+    h = await build_harness(agent, service, resumable=True)
+
+    first = await h.start("go")
+    await h.answer(
+        ("adk-confirm-c1", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+
+    result = types.FunctionResponse(id="c1", name="job", response={"url": "r.pdf"})
+    await h.collect(
+        new_message=types.Content(role="user", parts=[types.Part(function_response=result)])
+    )
+
+    assert "adk-confirm-c1" in asked(first)
+    assert runs == ["report"]
+    assert sent(model.requests[2])[-1] == ("user", ["c1 -> {'url': 'r.pdf'}"])
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

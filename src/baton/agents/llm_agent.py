@@ -1189,10 +1189,14 @@ class _Batch:
         results = [e for e in ordered if not e.function_calls]
         events = [self._with_latest_writes(_merged(results))] if results else []
         events += requests
+        # A long-running call that asked for a confirmation has not started: it runs
+        # once confirmed.
         started = [
             c.id
-            for c in self.calls
-            if c.id in self.long_running and c.id not in self.state.started_calls
+            for c, k in zip(self.calls, self.keys, strict=True)
+            if c.id in self.long_running
+            and c.id not in self.state.started_calls
+            and not self.finished[k].function_calls
         ]
         if self.state.finished_calls or started:
             update: dict[str, JsonValue] = {
