@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyAnsweredError",
+    "AppNameRequiredError",
     "AppNotFoundError",
     "ArtifactNotFoundError",
     "BatonError",
@@ -66,6 +67,10 @@ class SessionExistsError(BatonError, ValueError):
 
 class AppNotFoundError(BatonError, LookupError):
     """No app of that name is served."""
+
+
+class AppNameRequiredError(BatonError, ValueError):
+    """A run request names no app, and the server has no default app to run."""
 
 
 class ArtifactNotFoundError(BatonError, LookupError):

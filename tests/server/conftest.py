@@ -207,6 +207,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         recover: bool = True,
         parser: Parser = PARSER,
         hot_routes: bool = True,
+        default_app_name: str | None = None,
     ) -> Live:
         service: BaseSessionService = (
             DatabaseSessionService(db_url)
@@ -228,6 +229,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             recover=recover,
             hot_routes=hot_routes,
             grace=_GRACE,
+            default_app_name=default_app_name,
         )
         serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10, verify=_TLS)

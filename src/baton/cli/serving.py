@@ -496,6 +496,8 @@ async def _serve(settings: _Settings, operation: Operation, listener: socket.soc
             recover=operation.recover,
             grace=operation.grace,
             notify=settings.notify,
+            # The reference's server reads it too: the app a /run without appName runs.
+            default_app_name=os.environ.get("ADK_DEFAULT_APP_NAME") or None,
         )
         config = server_config(
             app,

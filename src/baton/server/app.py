@@ -34,7 +34,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
 
-from baton.errors import InvalidMessageError, SessionNotFoundError
+from baton.errors import AppNameRequiredError, InvalidMessageError, SessionNotFoundError
 from baton.events import Event, EventActions
 from baton.notifier import Notifier, NotifySettings
 from baton.run_config import RunConfig, StreamingMode
@@ -92,6 +92,7 @@ class _Server:
     keys: ApiKeys
     poll_interval: float
     keepalive: float
+    default_app_name: str | None
     changes: ChangeSignal = field(default_factory=ChangeSignal)
     group: asyncio.TaskGroup | None = None
     runs: set[asyncio.Task[None]] = field(default_factory=set[asyncio.Task[None]])
@@ -197,6 +198,7 @@ def create_app(
     grace: float = 30.0,
     notify: NotifySettings | None = None,
     hot_routes: bool = True,
+    default_app_name: str | None = None,
 ) -> FastAPI:
     """The ASGI app serving `catalog`'s apps.
 
@@ -223,8 +225,16 @@ def create_app(
             answer) without FastAPI where the request is one it accepts, for a fraction
             of the CPU and the same replies (see `hot_routes`); False: FastAPI serves
             every request.
+        default_app_name: the app `/run` and `/run_sse` run when the body names none
+            (the reference's `ADK_DEFAULT_APP_NAME`, which `baton api_server` reads);
+            None: such a request is refused (400).
+
+    Raises:
+        AppNotFoundError: `default_app_name` is not one of the catalog's apps.
     """
-    server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive)
+    if default_app_name is not None:
+        catalog.runner(default_app_name)  # a default that is not served fails here, not per run
+    server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive, default_app_name)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -585,13 +595,32 @@ def _run_routes(server: _Server) -> APIRouter:
 
 async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Response:
     server.keys.authorize(request, body.user_id)
-    return await run_reply(await _start(server, body, _run_config(body, streaming=False)))
+    app_name = _app_name(server, body)
+    return await run_reply(await _start(server, app_name, body, _run_config(body, streaming=False)))
 
 
 async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
     server.keys.authorize(request, body.user_id)
-    feed = await _start(server, body, _run_config(body, streaming=body.streaming))
+    app_name = _app_name(server, body)
+    feed = await _start(server, app_name, body, _run_config(body, streaming=body.streaming))
     return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
+
+
+def _app_name(server: _Server, body: RunAgentRequest) -> str:
+    """The app the body runs: the one it names, or the server's default one.
+
+    Raises:
+        AppNameRequiredError: it names none and the server has no default app.
+    """
+    if body.app_name is not None:
+        return body.app_name
+    if server.default_app_name is None:
+        served = ", ".join(server.catalog.names) or "none"
+        raise AppNameRequiredError(
+            f"the request names no appName and this server has no default app "
+            f"(ADK_DEFAULT_APP_NAME is not set); send appName, one of: {served}."
+        )
+    return server.default_app_name
 
 
 def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig:
@@ -604,14 +633,16 @@ def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig:
     )
 
 
-async def _start(server: _Server, body: RunAgentRequest, run_config: RunConfig) -> RunFeed:
-    runner = server.catalog.runner(body.app_name)
+async def _start(
+    server: _Server, app_name: str, body: RunAgentRequest, run_config: RunConfig
+) -> RunFeed:
+    runner = server.catalog.runner(app_name)
     message = body.new_message
     answers = message.function_responses if message else []
     events = runner.run_async(
         user_id=body.user_id,
         session_id=body.session_id,
-        invocation_id=await _invocation_meant(server, body),
+        invocation_id=await _invocation_meant(server, app_name, body),
         new_message=message,
         state_delta=body.state_delta,
         answered_by=body.user_id if answers else None,
@@ -630,7 +661,7 @@ async def _opened(server: _Server, events: AsyncGenerator[Event, None]) -> RunFe
     return feed
 
 
-async def _invocation_meant(server: _Server, body: RunAgentRequest) -> str | None:
+async def _invocation_meant(server: _Server, app_name: str, body: RunAgentRequest) -> str | None:
     """The request's invocation id, or that of the call event it answers.
 
     `functionCallEventId` (sent by the reference's web UI with an answer) picks the
@@ -639,8 +670,8 @@ async def _invocation_meant(server: _Server, body: RunAgentRequest) -> str | Non
     event_id = body.function_call_event_id
     if event_id is None:
         return body.invocation_id
-    key = SessionKey(body.app_name, body.user_id, SessionId(body.session_id))
-    server.catalog.runner(body.app_name)
+    key = SessionKey(app_name, body.user_id, SessionId(body.session_id))
+    server.catalog.runner(app_name)
     found = await invocation_of_call(server.catalog.session_service.store, key, event_id)
     if found is None:
         return body.invocation_id

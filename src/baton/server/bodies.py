@@ -22,9 +22,10 @@ __all__ = [
 
 
 class RunAgentRequest(WireModel):
-    """`POST /run` and `/run_sse`: start a run, answer its interrupts, or continue it."""
+    """`POST /run` and `/run_sse`: start a run, answer its interrupts, or continue it.
+    Without `app_name`, the server's default app (see `create_app`) runs."""
 
-    app_name: str
+    app_name: str | None = None
     user_id: str
     session_id: str
     new_message: Content | None = None

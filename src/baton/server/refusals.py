@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 from baton.agents import MissingStateKeyError
 from baton.errors import (
     AlreadyAnsweredError,
+    AppNameRequiredError,
     AppNotFoundError,
     ArtifactNotFoundError,
     BatonError,
@@ -70,6 +71,7 @@ __all__ = [
 # The one place HTTP statuses of baton errors are decided; any other is a 500.
 STATUS: Final[dict[type[BatonError], int]] = {
     AppNotFoundError: 404,
+    AppNameRequiredError: 400,
     ArtifactNotFoundError: 404,
     InvalidArtifactError: 400,
     SessionNotFoundError: 404,
