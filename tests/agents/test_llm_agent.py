@@ -698,6 +698,25 @@ def test_a_generate_content_config_setting_what_the_agent_sets_itself_is_refused
     assert agent.generate_content_config == sampling
 
 
+async def test_a_generate_content_config_response_json_schema_reaches_the_model(
+    make: MakeRunner,
+) -> None:
+    """The reference (2.13.0, probed) refuses tools, system_instruction and
+    response_schema in an agent's generate_content_config, but takes response_json_schema
+    and sends it."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"poem": {"type": "string"}}}
+    config = types.GenerateContentConfig(
+        response_mime_type="application/json", response_json_schema=schema
+    )
+    model = ScriptedModel(responses=['{"poem": "tea"}'])
+    agent = LlmAgent(name="poet", model=model, generate_content_config=config)
+    h = await make(agent)
+
+    await h.start()
+
+    assert model.requests[0].config.response_json_schema == schema
+
+
 class ReferenceStyleTool(BaseTool):
     """A custom tool written against the reference's BaseTool, imports changed."""
 

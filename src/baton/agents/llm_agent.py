@@ -1335,14 +1335,14 @@ def _is_model_turn(event: Event) -> bool:
 
 def _check_generate_content_config(agent: str, config: GenerateContentConfig | None) -> None:
     """Refuse in an agent's `generate_content_config` what the agent sets itself, as the
-    reference does: its tools, instruction and output schema each have their field."""
+    reference does: its tools, instruction and output schema each have their field. A
+    `response_json_schema` is taken and sent to the model, as the reference's is."""
     if config is None:
         return
     for field, home in (
         ("tools", "tools=[...]"),
         ("system_instruction", "instruction=..."),
         ("response_schema", "output_schema=..."),
-        ("response_json_schema", "output_schema=..."),
     ):
         if getattr(config, field):
             raise ValueError(
