@@ -2,6 +2,7 @@
 
 from baton import types
 from baton.agents import (
+    Agent,
     BaseAgent,
     BaseAgentState,
     LlmAgent,
@@ -41,6 +42,7 @@ from baton.workflow import (
 __all__ = [
     "DEFAULT_ROUTE",
     "START",
+    "Agent",
     "App",
     "BaseAgent",
     "BaseAgentState",

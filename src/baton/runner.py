@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, Collection, Iterator, Mapping, Seque
 from contextlib import aclosing, suppress
 from datetime import timedelta
 from functools import partial
-from typing import Any, Final, cast, final
+from typing import Any, Final, Self, cast, final
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -152,6 +152,8 @@ class Runner:
             (the calls raise, as in the reference).
         plugins: runner-wide callbacks (`baton.plugins.BasePlugin`), asked before the
             agents' own; or give them as `App(plugins=[...])`, not both.
+        plugin_close_timeout: seconds each plugin's `close()` may take when the runner
+            closes (5.0).
         auto_create_session: create a missing session instead of raising.
         lease_ttl: how long a crashed runner's lease blocks others before it expires.
         worker_id: this process's identity in lease owners (`worker_id/call`). A process
@@ -170,6 +172,7 @@ class Runner:
         session_service: BaseSessionService,
         artifact_service: BaseArtifactService | None = None,
         plugins: Sequence[BasePlugin] | None = None,
+        plugin_close_timeout: float = 5.0,
         memory_service: BaseMemoryService | None = None,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
@@ -202,7 +205,9 @@ class Runner:
         self.memory_service = (
             memory_service if memory_service is not None else memory_in(session_service.store)
         )
-        self.plugin_manager = PluginManager(plugins if plugins is not None else app.plugins)
+        self.plugin_manager = PluginManager(
+            plugins if plugins is not None else app.plugins, close_timeout=plugin_close_timeout
+        )
         self.auto_create_session = auto_create_session
         self.lease_ttl = lease_ttl
         self.worker_id = default_worker_id() if worker_id is None else check_worker_id(worker_id)
@@ -243,9 +248,18 @@ class Runner:
 
     async def close(self) -> None:
         """Close the plugins, the session service (and the loop thread of sync calls)."""
-        await self.plugin_manager.close()
-        await self.session_service.close()
-        self._loop_thread.stop()
+        try:
+            await self.plugin_manager.close()
+        finally:
+            await self.session_service.close()
+            self._loop_thread.stop()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        """`async with Runner(...)`: closed (`close()`) at the end, errors passed on."""
+        await self.close()
 
     async def run_async(
         self,
@@ -820,7 +834,9 @@ class InMemoryRunner(Runner):
         *,
         node: Node | None = None,
         app_name: str | None = None,
+        plugins: Sequence[BasePlugin] | None = None,
         app: App | None = None,
+        plugin_close_timeout: float = 5.0,
     ) -> None:
         sessions = InMemorySessionService()
         super().__init__(
@@ -832,6 +848,8 @@ class InMemoryRunner(Runner):
             # As the reference's: artifacts in memory too (here, in the sessions' store).
             artifact_service=BaseArtifactService(sessions.store),
             memory_service=InMemoryMemoryService(),
+            plugins=plugins,
+            plugin_close_timeout=plugin_close_timeout,
         )
 
     @property

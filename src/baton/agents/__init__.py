@@ -4,7 +4,7 @@ from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import CallbackContext
 from baton.agents.context import AgentContext
 from baton.agents.instructions import MissingStateKeyError
-from baton.agents.llm_agent import LlmAgent, LlmAgentState, ModelCallError
+from baton.agents.llm_agent import Agent, LlmAgent, LlmAgentState, ModelCallError
 from baton.agents.loop_agent import LoopAgent
 from baton.agents.parallel_agent import ParallelAgent
 from baton.agents.sequential_agent import SequentialAgent
@@ -17,6 +17,7 @@ from baton.agents.state import (
 from baton.run_config import RunConfig, StreamingMode
 
 __all__ = [
+    "Agent",
     "AgentContext",
     "BaseAgent",
     "BaseAgentState",

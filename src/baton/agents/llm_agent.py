@@ -90,7 +90,14 @@ from baton.tools.confirmation import (
 from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, Part
 
-__all__ = ["AgentMode", "InstructionProvider", "LlmAgent", "LlmAgentState", "ModelCallError"]
+__all__ = [
+    "Agent",
+    "AgentMode",
+    "InstructionProvider",
+    "LlmAgent",
+    "LlmAgentState",
+    "ModelCallError",
+]
 
 _ROUTING_READ = 16  # earlier events read at first to find who answers a new message
 
@@ -1360,3 +1367,7 @@ def _with_input_context(ctx: AgentContext, contents: list[Content]) -> list[Cont
     message = ctx.user_content
     at = next((i for i in range(len(contents) - 1, -1, -1) if contents[i] == message), 0)
     return [*contents[:at], *(c.model_copy(deep=True) for c in extra), *contents[at:]]
+
+
+Agent = LlmAgent
+"""The reference's other name for `LlmAgent`."""

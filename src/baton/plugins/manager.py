@@ -8,6 +8,7 @@ plugin.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
@@ -35,13 +36,19 @@ class PluginManager:
 
     Args:
         plugins: BasePlugin instances with distinct names.
+        close_timeout: seconds each plugin's `close()` may take (5.0, as the reference's).
 
     Raises:
         TypeError: an item is not a BasePlugin.
-        ValueError: two plugins share a name.
+        ValueError: two plugins share a name, or a close_timeout that is not positive.
     """
 
-    def __init__(self, plugins: Sequence[object] = ()) -> None:
+    def __init__(self, plugins: Sequence[object] = (), *, close_timeout: float = 5.0) -> None:
+        if not close_timeout > 0:
+            raise ValueError(
+                f"plugin_close_timeout must be a positive number of seconds, got {close_timeout!r}."
+            )
+        self.close_timeout = close_timeout
         checked: list[BasePlugin] = []
         for plugin in plugins:
             if not isinstance(plugin, BasePlugin):
@@ -100,9 +107,22 @@ class PluginManager:
             )
 
     async def close(self) -> None:
-        """Close every plugin."""
+        """Close every plugin, each within `close_timeout` seconds.
+
+        Raises:
+            RuntimeError: naming each plugin whose close failed or timed out (after
+                every plugin was given its turn).
+        """
+        failed: dict[str, Exception] = {}
         for plugin in self.plugins:
-            await plugin.close()
+            try:
+                async with asyncio.timeout(self.close_timeout):
+                    await plugin.close()
+            except Exception as error:  # every plugin gets its turn; all failures are named
+                failed[plugin.name] = error
+        if failed:
+            names = ", ".join(f"'{name}': {type(e).__name__}" for name, e in failed.items())
+            raise RuntimeError(f"Failed to close plugins: {names}")
 
     def agent_hooks(self, when: str, agent: Any) -> list[Hook]:
         """`before`/`after` agent hooks, called as agent callbacks (callback_context=)."""
