@@ -351,6 +351,7 @@ class BaseAgent(BaseModel):
             user_content=ctx.user_content,
             artifacts=artifacts,
             memory=ctx.memory_scope(),
+            invocation_context=ctx,
         )
 
     async def _end_event(self, ctx: AgentContext) -> Event:

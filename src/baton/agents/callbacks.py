@@ -32,9 +32,12 @@ from typing import Any, TypeAlias, final
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope
+from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.models import LlmResponse
+from baton.run_config import RunConfig
+from baton.sessions.store import Session
 from baton.tools import BaseTool, ToolContext
 from baton.tools.confirmation import asked_confirmation
 from baton.tools.tool_context import StateWriter, ToolState
@@ -67,6 +70,8 @@ class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
         artifacts: the artifacts the callback reaches (none by default: its artifact
             methods then say how to set an artifact service).
         memory: the user's memory (none by default, likewise).
+        invocation_context: the invocation (`session`, `user_id`, `branch`, `run_config`
+            read it).
     """
 
     def __init__(
@@ -78,7 +83,9 @@ class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
         user_content: Content | None,
         artifacts: ArtifactScope | None = None,
         memory: MemoryScope | None = None,
+        invocation_context: InvocationContext | None = None,
     ) -> None:
+        self._invocation_context = invocation_context
         self.agent_name = agent_name
         self.invocation_id = invocation_id
         self.user_content = user_content
@@ -89,6 +96,40 @@ class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
         )
         self._artifact_scope.delta = self.actions.artifact_delta
         self._memory_scope = memory or no_memory()
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        """The invocation this context belongs to.
+
+        Raises:
+            ValueError: the context was made by hand, outside a run.
+        """
+        if self._invocation_context is None:
+            raise ValueError(
+                f"this {type(self).__name__} was made outside a run and has no invocation; "
+                "pass invocation_context= when making it."
+            )
+        return self._invocation_context
+
+    @property
+    def session(self) -> Session:
+        """The session of the run (as it was when the invocation loaded it)."""
+        return self.invocation_context.session
+
+    @property
+    def branch(self) -> str | None:
+        """The conversation branch of the run."""
+        return self.invocation_context.branch
+
+    @property
+    def run_config(self) -> RunConfig:
+        """What the run was asked for (`Runner.run_async(run_config=...)`)."""
+        return self.invocation_context.run_config
+
+    @property
+    def user_id(self) -> str:
+        """The user of the run."""
+        return self.invocation_context.user_id
 
     @property
     def memory_scope(self) -> MemoryScope:

@@ -654,6 +654,7 @@ class LlmAgent(BaseAgent):
             user_content=ctx.user_content,
             artifacts=await ctx.artifacts_for(f"{self.name}/model"),
             memory=ctx.memory_scope(),
+            invocation_context=ctx,
         )
         plugins = ctx.plugins
         response = llm_response(
@@ -762,6 +763,7 @@ class LlmAgent(BaseAgent):
             session_id=ctx.session.id,
             memory=ctx.memory_scope(),
             user_content=ctx.user_content,
+            invocation_context=ctx,
         )
         for tool in self.canonical_tools.values():
             await tool.process_llm_request(tool_context=tool_context, llm_request=request)
@@ -1048,6 +1050,7 @@ class LlmAgent(BaseAgent):
             user_content=ctx.user_content,
             shared_writes=shared_writes,
             sync_tools=sync_tools,
+            invocation_context=ctx,
         )
 
     async def _call_tool(

@@ -14,8 +14,11 @@ from typing import final
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
+from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
+from baton.run_config import RunConfig
+from baton.sessions.store import Session
 from baton.tools.confirmation import ToolConfirmation
 from baton.types import Content
 
@@ -122,6 +125,7 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
             the turn's sync tools run one after another (in the turn's order), as the
             reference runs them on its event loop, so one's read-modify-write of the
             state never interleaves with another's; async tools run at once.
+        invocation_context: the invocation (`session`, `branch`, `run_config` read it).
     """
 
     def __init__(
@@ -142,7 +146,10 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         user_content: Content | None = None,
         shared_writes: dict[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
+        invocation_context: InvocationContext | None = None,
     ) -> None:
+        self._invocation_context = invocation_context
+        self.user_id = user_id
         self.function_call_id = function_call_id
         self.invocation_id = invocation_id
         self.agent_name = agent_name
@@ -163,6 +170,35 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         self._memory_scope = memory or no_memory()
         self.user_content = user_content
         self._sync_tools = sync_tools
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        """The invocation this context belongs to.
+
+        Raises:
+            ValueError: the context was made by hand, outside a run.
+        """
+        if self._invocation_context is None:
+            raise ValueError(
+                f"this {type(self).__name__} was made outside a run and has no invocation; "
+                "pass invocation_context= when making it."
+            )
+        return self._invocation_context
+
+    @property
+    def session(self) -> Session:
+        """The session of the run (as it was when the invocation loaded it)."""
+        return self.invocation_context.session
+
+    @property
+    def branch(self) -> str | None:
+        """The conversation branch of the run."""
+        return self.invocation_context.branch
+
+    @property
+    def run_config(self) -> RunConfig:
+        """What the run was asked for (`Runner.run_async(run_config=...)`)."""
+        return self.invocation_context.run_config
 
     @property
     def sync_tools(self) -> asyncio.Lock | None:
