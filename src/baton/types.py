@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 from enum import StrEnum
-from typing import Any, Literal, NewType, Self
+from typing import Any, Final, Literal, NewType, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 __all__ = [
     "Blob",
@@ -28,6 +28,8 @@ __all__ = [
     "GenerateContentConfig",
     "HarmBlockThreshold",
     "HarmCategory",
+    "HttpOptions",
+    "HttpRetryOptions",
     "InterruptId",
     "InvocationId",
     "JsonValue",
@@ -413,11 +415,59 @@ class SafetySetting(_Strict):
     threshold: HarmBlockThreshold | None = None
 
 
+class HttpRetryOptions(_Strict):
+    """How often a model request is tried (`attempts`, the first included)."""
+
+    attempts: int | None = None
+    initial_delay: float | None = None
+    max_delay: float | None = None
+    exp_base: float | None = None
+    jitter: float | None = None
+    http_status_codes: list[int] | None = None
+
+
+class HttpOptions(_Strict):
+    """The HTTP side of a model request: extra headers, a timeout (ms) and retries."""
+
+    headers: dict[str, str] | None = None
+    timeout: int | None = None
+    retry_options: HttpRetryOptions | None = None
+
+
+# Fields of the reference's config that only Gemini's own API takes: refused by name,
+# with what to do, rather than by pydantic's bare "extra inputs are not permitted".
+_GEMINI_ONLY: Final = frozenset(
+    {
+        "should_return_http_response",
+        "response_logprobs",
+        "logprobs",
+        "routing_config",
+        "model_selection_config",
+        "cached_content",
+        "response_modalities",
+        "media_resolution",
+        "speech_config",
+        "audio_timestamp",
+        "automatic_function_calling",
+        "image_config",
+        "enable_enhanced_civic_answers",
+        "model_armor_config",
+        "service_tier",
+        "audio_transcription_config",
+        "continuation_token",
+        "automatic_continuation",
+        "generation_output_config",
+        "store",
+    }
+)
+
+
 class GenerateContentConfig(_Strict):
     """How the model should answer: instruction, tools, sampling, output format.
 
-    The reference's field names; a field it does not have is refused. What each model
-    is sent of it: see the model (`OpenAiModel` sends what chat completions take).
+    The reference's field names; a field it does not have is refused, and so is one
+    only Gemini's own API takes. What each model is sent of it: see the model
+    (`OpenAiModel` sends what chat completions take).
     """
 
     system_instruction: str | None = None
@@ -438,6 +488,21 @@ class GenerateContentConfig(_Strict):
     thinking_config: ThinkingConfig | None = None
     safety_settings: list[SafetySetting] | None = None
     labels: dict[str, str] | None = None
+    http_options: HttpOptions | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_gemini_only_fields(cls, data: Any) -> Any:
+        given: object = data
+        fields = cast(dict[object, object], given) if isinstance(given, dict) else {}
+        if fields:
+            named = {to_snake(str(k)) for k in fields} & _GEMINI_ONLY
+            if named:
+                raise ValueError(
+                    f"GenerateContentConfig: {', '.join(sorted(named))}: only Gemini's own "
+                    "API takes it; baton's models (chat completions) do not: leave it out."
+                )
+        return data
 
     @field_validator("response_schema", "response_json_schema", mode="before")
     @classmethod

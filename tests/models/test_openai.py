@@ -406,3 +406,26 @@ async def test_a_config_the_server_cannot_be_asked_is_refused_before_sending(
         await collect(openai_model, request)
 
     assert chat_server.requests == []
+
+
+async def test_http_options_send_their_headers_and_retry_as_many_attempts(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    retries = types.HttpRetryOptions(attempts=3)
+    http = types.HttpOptions(headers={"x-team": "ops"}, timeout=10_000, retry_options=retries)
+    request = LlmRequest(
+        contents=[user("hi")], config=types.GenerateContentConfig(http_options=http)
+    )
+
+    with pytest.raises(openai.InternalServerError, match="no reply queued"):
+        await collect(openai_model, request)  # the model itself is built with no retries
+
+    assert len(chat_server.requests) == 3
+    assert all(h["x-team"] == "ops" for h in chat_server.headers)
+
+
+def test_a_config_field_only_gemini_takes_is_refused_by_name() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="response_modalities: only Gemini's own API"):
+        types.GenerateContentConfig.model_validate({"responseModalities": ["TEXT"]})

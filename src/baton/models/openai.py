@@ -25,7 +25,7 @@ from baton.models.chat_completions import (
     to_completion_params,
 )
 from baton.models.llm import BaseLlm, LlmRequest, LlmResponse
-from baton.types import Content, Part
+from baton.types import Content, HttpOptions, Part
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -130,17 +130,36 @@ class OpenAiModel(BaseLlm):
         model = (llm_request.model or self.model).removeprefix(MODEL_PREFIX)
         params = to_completion_params(llm_request, model)
         extra = extra_body_of(llm_request)
+        client = self._client_for(llm_request.config.http_options)
         if not stream:
-            completion = await self._client.chat.completions.create(**params, extra_body=extra)
+            completion = await client.chat.completions.create(**params, extra_body=extra)
             yield from_completion(completion)
             return
-        async for response in self._stream(params, extra):
+        async for response in self._stream(client, params, extra):
             yield response
 
+    def _client_for(self, http: HttpOptions | None) -> AsyncOpenAI:
+        """The client with a request's HTTP options: its headers, its timeout (ms), and
+        its retry attempts (the first included; the SDK retries with its own backoff)."""
+        if http is None:
+            return self._client
+        options: dict[str, Any] = {}
+        if http.headers:
+            options["default_headers"] = http.headers
+        if http.timeout is not None:
+            options["timeout"] = http.timeout / 1000
+        attempts = http.retry_options.attempts if http.retry_options else None
+        if attempts is not None:
+            options["max_retries"] = max(0, attempts - 1)
+        return self._client.with_options(**options) if options else self._client
+
     async def _stream(
-        self, params: CompletionCreateParamsBase, extra: dict[str, object] | None
+        self,
+        client: AsyncOpenAI,
+        params: CompletionCreateParamsBase,
+        extra: dict[str, object] | None,
     ) -> AsyncGenerator[LlmResponse, None]:
-        chunks = await self._client.chat.completions.create(**params, stream=True, extra_body=extra)
+        chunks = await client.chat.completions.create(**params, stream=True, extra_body=extra)
         turn = _StreamedTurn()
         async with chunks:
             async for chunk in chunks:
