@@ -138,7 +138,8 @@ def table(figures: list[Figure]) -> list[str]:
         {
             f.workload
             for f in figures
-            if f.workload not in RECOVERY_WORKLOADS and not f.workload.startswith(("pg/", "http/"))
+            if f.workload not in RECOVERY_WORKLOADS
+            and not f.workload.startswith(("pg/", "http/", *PAGED, "paging bench"))
         },
         key=_workload_order,
     )
