@@ -309,3 +309,37 @@ async def test_session_ids_differing_in_case_or_accents_are_different_sessions(
     assert [(s.id, s.state) for s in found if s is not None] == [
         (each, {"n": number}) for number, each in enumerate(ids)
     ]
+
+
+async def test_get_session_config_keeps_the_newest_events_from_a_timestamp_on(
+    store: Store, clock: FakeClock
+) -> None:
+    from pydantic import ValidationError
+
+    from baton.sessions.services import BaseSessionService, GetSessionConfig
+
+    service = BaseSessionService(store, clock=clock)
+    session = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    for text in ("one", "two", "three", "four"):
+        clock.advance(10)
+        said = Event(author="user", content=types.UserContent(text), timestamp=clock.now)
+        await service.append_event(session, said)
+    stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stored is not None
+    third = stored.events[2].timestamp
+
+    async def kept(config: GetSessionConfig) -> list[str]:
+        got = await service.get_session(app_name=APP, user_id=USER, session_id="s1", config=config)
+        assert got is not None
+        return texts(got.events)
+
+    assert await kept(GetSessionConfig(after_timestamp=third)) == ["three", "four"]
+    assert await kept(GetSessionConfig(after_timestamp=third + 1)) == ["four"]
+    assert await kept(GetSessionConfig(num_recent_events=3, after_timestamp=0)) == [
+        "two",
+        "three",
+        "four",
+    ]
+    assert await kept(GetSessionConfig(num_recent_events=0)) == []
+    with pytest.raises(ValidationError, match="num_recent_events must be 0 or more"):
+        GetSessionConfig(num_recent_events=-1)

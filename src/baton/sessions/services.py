@@ -12,7 +12,7 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import TypeVar
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from baton.errors import SessionNotFoundError
 from baton.events import Event
@@ -40,9 +40,19 @@ __all__ = [
 
 
 class GetSessionConfig(BaseModel):
-    """How much of a session's history `get_session` loads."""
+    """How much of a session's history `get_session` loads: the newest
+    `num_recent_events` (0: none), and of those only the ones from `after_timestamp` on
+    (the reference's filter: what follows the last event older than it)."""
 
     num_recent_events: int | None = None
+    after_timestamp: float | None = None
+
+    @field_validator("num_recent_events")
+    @classmethod
+    def _not_negative(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"num_recent_events must be 0 or more (none), not {value}")
+        return value
 
 
 class ListSessionsResponse(BaseModel):
@@ -97,7 +107,16 @@ class BaseSessionService:
         limit = config.num_recent_events if config else None
         key = SessionKey(app_name, user_id, SessionId(session_id))
         check_key(key)
-        return await self.store.get_session(key, event_limit=limit)
+        session = await self.store.get_session(key, event_limit=limit)
+        after = config.after_timestamp if config else None
+        if session is None or after is None:
+            return session
+        older = [i for i, event in enumerate(session.events) if event.timestamp < after]
+        return (
+            session.model_copy(update={"events": session.events[older[-1] + 1 :]})
+            if older
+            else session
+        )
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
