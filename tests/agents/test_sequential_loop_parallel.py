@@ -282,3 +282,26 @@ async def test_a_sub_agent_that_escalates_ends_its_parallel_agent_at_once(
     ends = [e.author for e in events if e.actions.end_of_agent]
     assert ends == (["par", "loop"] if resumable else [])
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_an_agent_without_history_after_another_sees_that_agents_reply(
+    make: MakeRunner,
+) -> None:
+    from baton.agents import LlmAgent
+    from baton.models import ScriptedModel
+
+    first, second = ScriptedModel(["one"]), ScriptedModel(["two"])
+    pipeline = SequentialAgent(
+        name="s",
+        sub_agents=[
+            LlmAgent(name="a", model=first),
+            LlmAgent(name="b", model=second, include_contents="none"),
+        ],
+    )
+    h = await make(pipeline)
+    await h.start("hi")
+
+    # As the reference (2.13.0): b's turn starts at a's reply; the user's message,
+    # an earlier turn to b, is not shown.
+    [request] = second.requests
+    assert [(c.role, c.text) for c in request.contents] == [("user", "For context: [a] said: one")]

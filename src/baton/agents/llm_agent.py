@@ -518,10 +518,9 @@ class LlmAgent(BaseAgent):
             # call: its model sees the task (the call's arguments) and what came after.
             return []
         if self.include_contents == "none":
-            own = await ctx.log.invocation_events()
-            found = next((e for e in reversed(own) if e.id == run_start), None)
-            if found is not None:
-                return [found]
+            turn = _current_turn(await ctx.log.invocation_events(), run_start, self.name)
+            if turn is not None:
+                return turn
         events = await ctx.log.events()
         start = next((i for i in range(len(events) - 1, -1, -1) if events[i].id == run_start), None)
         if start is None:
@@ -529,7 +528,9 @@ class LlmAgent(BaseAgent):
                 f"the start of agent '{self.name}''s run (event '{run_start}') is not in "
                 "the session; the session's events were removed while the run was paused."
             )
-        return events[: start + 1] if self.include_contents == "default" else [events[start]]
+        if self.include_contents == "default":
+            return events[: start + 1]
+        return _current_turn(events, run_start, self.name) or [events[start]]
 
     async def _run_tool(
         self,
@@ -779,6 +780,8 @@ class LlmAgent(BaseAgent):
             return conversation(own, agent=self.name, branch=ctx.branch, node_input=at)
         events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         at = self._node_input(ctx, events)
+        if at is not None and self.include_contents == "none" and _is_users_message(ctx, at[1]):
+            at = None  # the user's message is history to this turn, as the reference has it
         return conversation(events, agent=self.name, branch=ctx.branch, node_input=at)
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
@@ -1298,6 +1301,34 @@ def _starts_run(event: Event, agent: str, run_start: str) -> bool:
     run's checkpoint rides on its first event (later ones carry the same start)."""
     state = event.actions.agent_state
     return event.author == agent and isinstance(state, dict) and state.get("run_start") == run_start
+
+
+def _is_users_message(ctx: AgentContext, text: str) -> bool:
+    """Whether `text` is the text of the message that started the invocation."""
+    return ctx.user_content is not None and ctx.user_content.text == text
+
+
+def _current_turn(events: Sequence[Event], run_start: str, agent: str) -> list[Event] | None:
+    """With `include_contents="none"`, what the model sees before the run: from the last
+    message of the user or of another agent up to the run's start, as the reference
+    starts the current turn (after a sequence's earlier agent, its reply); None when the
+    start is not in `events`."""
+    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].id == run_start), None)
+    if start is None:
+        return None
+    said = (i for i in range(start, -1, -1) if _starts_turn(events[i], agent))
+    return list(events[next(said, start) : start + 1])
+
+
+def _starts_turn(event: Event, agent: str) -> bool:
+    """A message of the user's (not a tool's result posted back) or another agent's
+    reply (its text, not its calls or a transfer)."""
+    content = event.content
+    if content is None or not content.parts:
+        return False
+    if event.author == "user":
+        return not content.function_responses
+    return event.author != agent and any(p.text and not p.thought for p in content.parts)
 
 
 def _sub_agent_tool(agent: BaseAgent) -> BaseTool:
