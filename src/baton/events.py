@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
-from baton.types import Content, FunctionCall, FunctionResponse, Part, WireModel
+from baton.types import Content, FunctionCall, FunctionResponse, Part, UsageMetadata, WireModel
 
 __all__ = [
     "ASSIGNEES_KEY",
@@ -237,6 +237,8 @@ class Event(WireModel):
     error_code: str | None = None
     error_message: str | None = None
     custom_metadata: dict[str, JsonValue] | None = None
+    finish_reason: str | None = None
+    usage_metadata: UsageMetadata | None = None
 
     if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see
 
@@ -261,6 +263,8 @@ class Event(WireModel):
             error_code: str | None = None,
             error_message: str | None = None,
             custom_metadata: dict[str, JsonValue] | None = None,
+            finish_reason: str | None = None,
+            usage_metadata: UsageMetadata | None = None,
             **extra: Any,
         ) -> None: ...
 

@@ -44,6 +44,7 @@ __all__ = [
     "Tool",
     "ToolConfig",
     "Type",
+    "UsageMetadata",
     "UserContent",
     "WireModel",
 ]
@@ -184,6 +185,14 @@ class Content(WireModel):
     def function_calls(self) -> list[FunctionCall]:
         """The function calls this message carries, in order."""
         return [p.function_call for p in self.parts or [] if p.function_call]
+
+
+class UsageMetadata(WireModel):
+    """Token counts of one model call."""
+
+    prompt_token_count: int | None = None
+    candidates_token_count: int | None = None
+    total_token_count: int | None = None
 
 
 # Ids are plain strings on the wire; NewTypes keep them apart in signatures.

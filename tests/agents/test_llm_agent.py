@@ -767,3 +767,44 @@ def test_a_tool_class_implementing_neither_run_is_refused() -> None:
 
     with pytest.raises(TypeError, match="implements neither run"):
         Nothing(name="n")
+
+
+class CountingModel(BaseLlm):
+    """A model that reports its token counts and why it stopped, as models do."""
+
+    model: str = "counting"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text="hello")]),
+            finish_reason="STOP",
+            usage_metadata=types.UsageMetadata(
+                prompt_token_count=11, candidates_token_count=2, total_token_count=13
+            ),
+        )
+
+
+async def test_a_reply_event_carries_the_models_token_counts_and_finish_reason(
+    make: MakeRunner,
+) -> None:
+    h = await make(LlmAgent(name="agent", model=CountingModel()))
+    events = await h.start()
+
+    usage = types.UsageMetadata(
+        prompt_token_count=11, candidates_token_count=2, total_token_count=13
+    )
+    [reply] = [e for e in events if e.content and e.content.text == "hello"]
+    assert (reply.finish_reason, reply.usage_metadata) == ("STOP", usage)
+    session = await h.service.get_session(
+        app_name=h.runner.app_name, user_id="u", session_id=h.session_id
+    )
+    assert session is not None
+    [stored] = [e for e in session.events if e.id == reply.id]
+    assert (stored.finish_reason, stored.usage_metadata) == ("STOP", usage)
+    assert reply.to_wire()["usageMetadata"] == {
+        "promptTokenCount": 11,
+        "candidatesTokenCount": 2,
+        "totalTokenCount": 13,
+    }

@@ -851,6 +851,8 @@ class LlmAgent(BaseAgent):
             error_code=response.error_code,
             error_message=response.error_message,
             custom_metadata=response.custom_metadata,
+            finish_reason=response.finish_reason,
+            usage_metadata=response.usage_metadata,
         )
         self._declare_answers(event)
         if not calls and self.effective_mode(ctx) == "task":

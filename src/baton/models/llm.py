@@ -18,6 +18,7 @@ from baton.types import (
     FunctionDeclaration,
     GenerateContentConfig,
     Tool,
+    UsageMetadata,
     WireModel,
 )
 
@@ -101,14 +102,6 @@ class LlmRequest(WireModel):
             for t in self.config.tools
             if t.function_declarations is not None
         )
-
-
-class UsageMetadata(WireModel):
-    """Token counts of one model call."""
-
-    prompt_token_count: int | None = None
-    candidates_token_count: int | None = None
-    total_token_count: int | None = None
 
 
 class LlmResponse(WireModel):
