@@ -36,11 +36,9 @@ from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.models import LlmResponse
-from baton.run_config import RunConfig
-from baton.sessions.store import Session
 from baton.tools import BaseTool, ToolContext
 from baton.tools.confirmation import asked_confirmation
-from baton.tools.tool_context import StateWriter, ToolState
+from baton.tools.tool_context import RunReader, StateWriter, ToolState
 from baton.types import Content
 
 __all__ = [
@@ -59,7 +57,7 @@ Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
 
 
 @final
-class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
+class CallbackContext(StateWriter, RunReader, ArtifactMethods, MemoryMethods):
     """What an agent or model callback sees: the state (writes are recorded), ids, input.
 
     Args:
@@ -96,35 +94,6 @@ class CallbackContext(StateWriter, ArtifactMethods, MemoryMethods):
         )
         self._artifact_scope.delta = self.actions.artifact_delta
         self._memory_scope = memory or no_memory()
-
-    @property
-    def invocation_context(self) -> InvocationContext:
-        """The invocation this context belongs to.
-
-        Raises:
-            ValueError: the context was made by hand, outside a run.
-        """
-        if self._invocation_context is None:
-            raise ValueError(
-                f"this {type(self).__name__} was made outside a run and has no invocation; "
-                "pass invocation_context= when making it."
-            )
-        return self._invocation_context
-
-    @property
-    def session(self) -> Session:
-        """The session of the run (as it was when the invocation loaded it)."""
-        return self.invocation_context.session
-
-    @property
-    def branch(self) -> str | None:
-        """The conversation branch of the run."""
-        return self.invocation_context.branch
-
-    @property
-    def run_config(self) -> RunConfig:
-        """What the run was asked for (`Runner.run_async(run_config=...)`)."""
-        return self.invocation_context.run_config
 
     @property
     def user_id(self) -> str:

@@ -95,8 +95,44 @@ class StateWriter:
         return dict(self.actions.state_delta)
 
 
+class RunReader:
+    """What a callback or tool reads of the run it is called in: the invocation, its
+    session, branch and run config (the reference's read-only context)."""
+
+    _invocation_context: InvocationContext | None
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        """The invocation this context belongs to.
+
+        Raises:
+            ValueError: the context was made by hand, outside a run.
+        """
+        if self._invocation_context is None:
+            raise ValueError(
+                f"this {type(self).__name__} was made outside a run and has no invocation; "
+                "pass invocation_context= when making it."
+            )
+        return self._invocation_context
+
+    @property
+    def session(self) -> Session:
+        """The session of the run (as it was when the invocation loaded it)."""
+        return self.invocation_context.session
+
+    @property
+    def branch(self) -> str | None:
+        """The conversation branch of the run."""
+        return self.invocation_context.branch
+
+    @property
+    def run_config(self) -> RunConfig:
+        """What the run was asked for (`Runner.run_async(run_config=...)`)."""
+        return self.invocation_context.run_config
+
+
 @final
-class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
+class ToolContext(StateWriter, RunReader, ArtifactMethods, MemoryMethods):
     """The context of one tool call.
 
     Args:
@@ -170,35 +206,6 @@ class ToolContext(StateWriter, ArtifactMethods, MemoryMethods):
         self._memory_scope = memory or no_memory()
         self.user_content = user_content
         self._sync_tools = sync_tools
-
-    @property
-    def invocation_context(self) -> InvocationContext:
-        """The invocation this context belongs to.
-
-        Raises:
-            ValueError: the context was made by hand, outside a run.
-        """
-        if self._invocation_context is None:
-            raise ValueError(
-                f"this {type(self).__name__} was made outside a run and has no invocation; "
-                "pass invocation_context= when making it."
-            )
-        return self._invocation_context
-
-    @property
-    def session(self) -> Session:
-        """The session of the run (as it was when the invocation loaded it)."""
-        return self.invocation_context.session
-
-    @property
-    def branch(self) -> str | None:
-        """The conversation branch of the run."""
-        return self.invocation_context.branch
-
-    @property
-    def run_config(self) -> RunConfig:
-        """What the run was asked for (`Runner.run_async(run_config=...)`)."""
-        return self.invocation_context.run_config
 
     @property
     def sync_tools(self) -> asyncio.Lock | None:
