@@ -65,6 +65,19 @@ def _go() -> types.Content:
     return types.Content(role="user", parts=[types.Part(text="go")])
 
 
+# What ChunkedModel's two turns look like to the caller, (partial, what), in order: each
+# turn's pieces, then the whole turn; between them the tool's result.
+STREAMED = [
+    (True, "let me check"),
+    (True, "call:tool"),
+    (False, "let me check|call:tool"),
+    (False, "result:tool"),
+    (True, "hello "),
+    (True, "world"),
+    (False, "hello world"),
+]
+
+
 def _shape(events: list[Event]) -> list[tuple[bool, str]]:
     """Each event as (partial, what it holds: texts, `call:name`, `result:name`)."""
     shapes: list[tuple[bool, str]] = []
@@ -114,15 +127,7 @@ async def test_sse_streams_pieces_as_they_come_and_stores_only_whole_turns(
     events = await _read_opening_the_gate(h, model)
 
     assert model.streamed == [True, True]
-    assert _shape(events) == [
-        (True, "let me check"),
-        (True, "call:tool"),
-        (False, "let me check|call:tool"),
-        (False, "result:tool"),
-        (True, "hello "),
-        (True, "world"),
-        (False, "hello world"),
-    ]
+    assert _shape(events) == STREAMED
     assert tool_runs == [1]  # a call in a piece is not run; the whole turn's is, once
     assert all(e.custom_metadata == {"tenant": "acme"} for e in events)
     stored = await _stored(h)

@@ -11,7 +11,7 @@ from pydantic import JsonValue
 from baton import App
 from baton.agents import LlmAgent
 from baton.tools import FunctionTool
-from tests.runner.test_run_config_streaming import ChunkedModel
+from tests.runner.test_run_config_streaming import STREAMED, ChunkedModel
 from tests.server.conftest import StartLive
 from tests.server.test_routes import read_sse
 
@@ -63,15 +63,7 @@ async def test_run_sse_streams_partial_frames_as_the_model_yields_them(
                     model.open_gate()  # the last piece comes only once this one is here
 
     shapes = [_shape(f) for f in frames if f.get("content")]
-    assert shapes == [
-        (True, "let me check"),
-        (True, "call:tool"),
-        (False, "let me check|call:tool"),
-        (False, "result:tool"),
-        (True, "hello "),
-        (True, "world"),
-        (False, "hello world"),
-    ]
+    assert shapes == STREAMED
     assert all(f["customMetadata"] == {"tenant": "acme"} for f in frames)
     session = (await live.client.get(f"/apps/chat/users/u/sessions/{sid}")).json()
     stored = {e["id"] for e in session["events"]}
