@@ -310,13 +310,15 @@ _JSON_SCHEMA_BOUNDS = {
 }
 
 
-def json_schema_of(value: object) -> object:
+def _as_json_schema(value: object) -> object:
     """A schema given as the reference accepts one (a `Schema`, a pydantic model class,
     a JSON-schema dict) as a JSON-schema dict; anything else is left to validation."""
     if isinstance(value, Schema):
         return value.to_json_schema()
     if isinstance(value, type) and issubclass(value, BaseModel):
-        return value.model_json_schema()
+        from baton.events import json_schema_of  # events imports this module
+
+        return json_schema_of(value)  # derived once per class, as a question's schema is
     return value
 
 
@@ -340,7 +342,7 @@ class FunctionDeclaration(WireModel):
                 raise ValueError("give parameters or parameters_json_schema, not both")
             fields["parameters"] = given
         if "parameters" in fields:
-            fields["parameters"] = json_schema_of(fields["parameters"])
+            fields["parameters"] = _as_json_schema(fields["parameters"])
         return fields
 
 
@@ -515,8 +517,8 @@ class GenerateContentConfig(_Strict):
 
     @field_validator("response_schema", "response_json_schema", mode="before")
     @classmethod
-    def _as_json_schema(cls, value: object) -> object:
-        return json_schema_of(value)
+    def _schemas_as_json(cls, value: object) -> object:
+        return _as_json_schema(value)
 
     @field_validator("system_instruction", mode="before")
     @classmethod
