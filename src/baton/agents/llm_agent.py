@@ -507,8 +507,8 @@ class LlmAgent(BaseAgent):
 
     async def _before_run(self, ctx: AgentContext, run_start: str) -> list[Event]:
         """The events the model sees before the run: the session's up to the run's start
-        ("default"), or only the last of them ("none", read without the history when it
-        is in the run's invocation).
+        ("default"), or the current turn up to it ("none", see `_current_turn`; read
+        without the history when it is in the run's invocation).
 
         Raises:
             ValueError: the run's start is no longer in the session.
@@ -518,11 +518,12 @@ class LlmAgent(BaseAgent):
             # call: its model sees the task (the call's arguments) and what came after.
             return []
         if self.include_contents == "none":
-            turn = _current_turn(await ctx.log.invocation_events(), run_start, self.name)
-            if turn is not None:
-                return turn
+            own = await ctx.log.invocation_events()
+            start = _position(own, run_start)
+            if start is not None:
+                return _current_turn(own, start, self.name)
         events = await ctx.log.events()
-        start = next((i for i in range(len(events) - 1, -1, -1) if events[i].id == run_start), None)
+        start = _position(events, run_start)
         if start is None:
             raise ValueError(
                 f"the start of agent '{self.name}''s run (event '{run_start}') is not in "
@@ -530,7 +531,7 @@ class LlmAgent(BaseAgent):
             )
         if self.include_contents == "default":
             return events[: start + 1]
-        return _current_turn(events, run_start, self.name) or [events[start]]
+        return _current_turn(events, start, self.name)
 
     async def _run_tool(
         self,
@@ -1310,14 +1311,15 @@ def _is_users_message(ctx: AgentContext, text: str) -> bool:
     return ctx.user_content is not None and ctx.user_content.text == text
 
 
-def _current_turn(events: Sequence[Event], run_start: str, agent: str) -> list[Event] | None:
-    """With `include_contents="none"`, what the model sees before the run: from the last
-    message of the user or of another agent up to the run's start, as the reference
-    starts the current turn (after a sequence's earlier agent, its reply); None when the
-    start is not in `events`."""
-    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].id == run_start), None)
-    if start is None:
-        return None
+def _position(events: Sequence[Event], event_id: str) -> int | None:
+    """The index of the event `event_id` in `events` (searched from the newest), or None."""
+    return next((i for i in range(len(events) - 1, -1, -1) if events[i].id == event_id), None)
+
+
+def _current_turn(events: Sequence[Event], start: int, agent: str) -> list[Event]:
+    """With `include_contents="none"`, what the model sees before the run, whose start is
+    `events[start]`: from the last message of the user or of another agent up to it, as
+    the reference starts the current turn (after a sequence's earlier agent, its reply)."""
     said = (i for i in range(start, -1, -1) if _starts_turn(events[i], agent))
     return list(events[next(said, start) : start + 1])
 
