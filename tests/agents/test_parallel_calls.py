@@ -548,3 +548,49 @@ async def test_a_long_running_call_that_asks_for_confirmation_runs_once_confirme
     assert runs == ["report"]
     assert sent(model.requests[2])[-1] == ("user", ["c1 -> {'url': 'r.pdf'}"])
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+@pytest.mark.parametrize("paid_first", [True, False], ids=["pay-first", "pay-second"])
+async def test_a_call_asking_for_confirmation_beside_one_sharing_its_id_runs_once_confirmed(
+    service: BaseSessionService, paid_first: bool
+) -> None:
+    """Two calls of a turn share an id, and one needs a confirmation: the other runs at
+    once; confirmed, the first runs once and the model is sent both results in the
+    turn's order. (The reference, 2.13.0, fails the resume with 'Function call name
+    mismatch for ID'.)"""
+    tools = Tools()
+    runs: list[str] = []
+
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: how much.
+        """
+        runs.append("pay")
+        return f"paid {amount}"
+
+    paying = FunctionCall(id="c1", name="pay", args={"amount": 5})
+    other = FunctionCall(id="c1", name="fast", args={"x": "b"})
+    turn = [paying, other] if paid_first else [other, paying]
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(
+        name="a", model=model, tools=[FunctionTool(pay, require_confirmation=True), tools.fast]
+    )
+    h = await build_harness(agent, service, resumable=True)
+
+    first = await h.start("go")
+    second = await h.answer(
+        ("adk-confirm-c1", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+
+    assert asked(first) == ["adk-confirm-c1"]
+    assert shown(first)[1] == ("a", ["c1 -> {'fast': 'b'}"], {"fast": "b"})
+    assert runs == ["pay"]
+    assert tools.log == ["fast starts", "fast ends"]
+    results = ["c1 -> {'result': 'paid 5'}", "c1 -> {'fast': 'b'}"]
+    if not paid_first:
+        results.reverse()
+    assert sent(model.requests[1])[-1] == ("user", results)
+    assert shown(second)[-1] == ("a", ["done"], {})
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

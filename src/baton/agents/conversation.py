@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pydantic import JsonValue
 
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
-from baton.types import Content, Part
+from baton.types import Content, FunctionCall, FunctionResponse, Part
 
-__all__ = ["conversation", "input_text", "is_visible"]
+__all__ = ["conversation", "input_text", "is_visible", "match_responses"]
 
 
 def is_visible(event: Event, branch: str | None) -> bool:
@@ -76,13 +76,13 @@ def conversation(
         if is_visible(e, branch) and not e.partial and not _is_below_a_call(e, branch, call_ids)
     ]
     own_calls = {
-        c.id: c.name
+        c.id
         for e in visible
         if e.author == agent
         for c in e.function_calls
         if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
     }
-    answers = _answers(visible, set(own_calls))
+    answers = _answers(visible, own_calls)
     results = {
         r.id
         for e in visible
@@ -101,7 +101,7 @@ def conversation(
         if content is not None:
             contents.append(content)
         if event.author == agent:
-            contents.extend(_responses_to(event, answers, own_calls, results))
+            contents.extend(_responses_to(event, answers, results))
     if node_input is not None and node_input[0] >= len(events):
         contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
     return contents
@@ -141,7 +141,6 @@ def _superseded_replies(
 def _responses_to(
     event: Event,
     answers: dict[str, list[tuple[int, int, Part]]],
-    own_calls: dict[str, str | None],
     results: set[str],
 ) -> list[Content]:
     """The last response to each of the event's calls, as one user turn (none yet: []).
@@ -151,27 +150,55 @@ def _responses_to(
     a long-running tool with its interim result) in the turn's order, then the calls
     only the client answered (long-running tools that returned nothing), in the order
     their responses came; a newer response takes the place of an older one of its call.
-    Calls that share an id (a model may give two calls of a turn one id) show every
-    response to it that the event holding its last one holds, as the reference does.
+    Calls that share an id (a model may give two calls of a turn one id) each show their
+    own last response (see `match_responses`), wherever it was recorded.
     """
-    calls: dict[str, int] = {}  # each id answered, at its first call's place in the turn
-    for i, call in enumerate(event.function_calls):
-        if call.id in answers and call.name != REQUEST_CONFIRMATION_FUNCTION:
-            calls.setdefault(call.id, i)
-    latest = {answers[c][-1][0] for c in calls}
-
-    def place(call: str) -> tuple[int, int]:
-        if call in results:
-            return -1, calls[call]
-        return min((index, at) for index, at, _ in answers[call] if index in latest)
-
-    parts = [
-        _named_as_called(part, own_calls)
-        for c in sorted(calls, key=place)
-        for index, _, part in answers[c]
-        if index == answers[c][-1][0]
+    calls = [
+        c
+        for c in event.function_calls
+        if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
     ]
+    ids = dict.fromkeys(c.id or "" for c in calls)
+    found = sorted((a for i in ids for a in answers[i]), key=lambda a: (a[0], a[1]))
+    responses = [p.function_response for _, _, p in found if p.function_response is not None]
+    matched = match_responses(calls, responses)
+    placed: list[tuple[tuple[int, int], Part]] = []
+    for place, (call, response) in enumerate(zip(calls, matched, strict=True)):
+        if response is None:
+            continue
+        index, at, part = found[response]
+        where = (-1, place) if call.id in results else (index, at)
+        placed.append((where, _named_as_called(part, call.name)))
+    parts = [part for _, part in sorted(placed, key=lambda p: p[0])]
     return [Content(role="user", parts=parts)] if parts else []
+
+
+def match_responses(
+    calls: Sequence[FunctionCall],
+    responses: Sequence[FunctionResponse],
+    *,
+    asked: Sequence[bool] = (),
+) -> list[int | None]:
+    """For each of a turn's calls, the position in `responses` (oldest first) of its newest
+    response, or None.
+
+    A response goes to the call with its id, and among calls sharing an id (a model may
+    give two calls of a turn one id), to one of its name (any of them when none has it:
+    a client may answer a long-running call under another name); among several such,
+    to the last one still without a response, since a turn's results are recorded in the
+    turn's order. A call asked to be confirmed (`asked`) gets one last, as its result
+    comes after the others'.
+    """
+    waits = list(asked) or [False] * len(calls)
+    found: list[int | None] = [None] * len(calls)
+    for at in range(len(responses) - 1, -1, -1):
+        response = responses[at]
+        same_id = [i for i, c in enumerate(calls) if c.id == response.id]
+        named = [i for i in same_id if calls[i].name == response.name] or same_id
+        free = [i for i in named if found[i] is None]
+        if free:
+            found[max(free, key=lambda i: (not waits[i], i))] = at
+    return found
 
 
 def _content_of(event: Event, agent: str) -> Content | None:
@@ -189,12 +216,13 @@ def _content_of(event: Event, agent: str) -> Content | None:
     return Content(role="user", parts=[Part(text=f"For context: [{event.author}] said: {text}")])
 
 
-def _named_as_called(part: Part, own_calls: dict[str, str | None]) -> Part:
-    """The part, its function response renamed to the call's name when they differ."""
+def _named_as_called(part: Part, name: str | None) -> Part:
+    """The part, its function response renamed to the name of the call it answers when
+    they differ."""
     response = part.function_response
-    if response is None or own_calls.get(response.id or "", response.name) == response.name:
+    if response is None or name is None or response.name == name:
         return part
-    renamed = response.model_copy(update={"name": own_calls[response.id or ""]})
+    renamed = response.model_copy(update={"name": name})
     return part.model_copy(update={"function_response": renamed})
 
 

@@ -42,7 +42,7 @@ from baton.agents.callbacks import (
     tool_result,
 )
 from baton.agents.context import AgentContext, as_agent_context
-from baton.agents.conversation import conversation, input_text, is_visible
+from baton.agents.conversation import conversation, input_text, is_visible, match_responses
 from baton.agents.delegation import SingleTurnAgentTool
 from baton.agents.handover import Handover, agent_to_continue
 from baton.agents.instructions import fill_instruction
@@ -88,7 +88,7 @@ from baton.tools.confirmation import (
     requested_calls,
 )
 from baton.tools.signature import InvalidArgumentsError
-from baton.types import Content, FunctionCall, Part
+from baton.types import Content, FunctionCall, FunctionResponse, Part
 
 __all__ = [
     "Agent",
@@ -172,16 +172,16 @@ class _Progress:
             for e in self.after_turn()
         )
 
-    def answered(self, lro_ids: set[str]) -> set[str]:
-        """Ids of the turn's calls that have their result."""
-        after = self.after_turn()
-        return {
-            r.id
-            for e in after
+    def responses(self, lro_ids: set[str]) -> list[FunctionResponse]:
+        """The responses to the turn's calls so far, oldest first: a long-running call's
+        from the client only (its tool's interim result does not end it)."""
+        return [
+            r
+            for e in self.after_turn()
             if e.content
             for r in e.content.function_responses
             if r.id and (e.author == "user" or r.id not in lro_ids)
-        }
+        ]
 
 
 @dataclass
@@ -446,7 +446,10 @@ class LlmAgent(BaseAgent):
                     return
                 if any(not self._started(agent_ctx, state, c, lro_ids) for c in pending):
                     waiting: set[str] = set()
-                    async for event in self._run_calls(agent_ctx, state, pending, lro_ids, waiting):
+                    keys = _call_keys(turn.function_calls if turn else [])
+                    async for event in self._run_calls(
+                        agent_ctx, state, pending, lro_ids, waiting, keys=keys
+                    ):
                         yield event
                     if waiting:
                         return  # a sub-agent it called as a tool waits for input
@@ -550,11 +553,25 @@ class LlmAgent(BaseAgent):
     def _pending(
         self, ctx: AgentContext, progress: _Progress, lro_ids: set[str]
     ) -> tuple[list[FunctionCall], set[str]]:
-        """The last turn's calls still to run, and those waiting for confirmation."""
+        """The last turn's calls still to run, and the ids of those waiting for a
+        confirmation. Calls sharing an id are told apart (see `match_responses`): one
+        may wait for its confirmation, or run once confirmed, after the other ended."""
         if progress.turn is None:
             return [], set()
-        done = progress.answered(lro_ids) | (confirming := self._confirming(ctx, progress))
-        return [c for c in progress.turn.function_calls if c.id not in done], confirming
+        calls = progress.turn.function_calls
+        requested = requested_calls(progress.current, self.name)
+        asked = [any(_is_same_call(c, r) for r in requested) for c in calls]
+        matched = match_responses(calls, progress.responses(lro_ids), asked=asked)
+        pending: list[FunctionCall] = []
+        confirming: set[str] = set()
+        for call, response, was_asked in zip(calls, matched, asked, strict=True):
+            if response is not None:
+                continue
+            if was_asked and confirmation_id(call.id or "") not in ctx.resume_inputs:
+                confirming.add(call.id or "")
+            else:
+                pending.append(call)
+        return pending, confirming
 
     def _stops_here(
         self,
@@ -639,11 +656,6 @@ class LlmAgent(BaseAgent):
             at = next(i for i in range(len(events) - 1, -1, -1) if events[i].id == event.id)
             transfer.handover = Handover(self, ctx, target, at + 1)
         return True
-
-    def _confirming(self, ctx: AgentContext, progress: _Progress) -> set[str]:
-        """Calls whose confirmation was asked and is not answered yet."""
-        asked = requested_calls(progress.current, self.name)
-        return {c for c in asked if confirmation_id(c) not in ctx.resume_inputs}
 
     # --- the model ---------------------------------------------------------------------
 
@@ -902,12 +914,14 @@ class LlmAgent(BaseAgent):
         pending: list[FunctionCall],
         lro_ids: set[str],
         waiting: set[str],
+        *,
+        keys: dict[int, str],
     ) -> AsyncGenerator[Event, None]:
         """Run the calls without a result: the tools' calls at once (a long-running tool's
         unless it started), their results one event (see `_Batch`); then each sub-agent
         called as a tool, its events, then its result, one after another. The ids of
         those whose sub-agent waits for input (a task agent: for the user's reply) go to
-        `waiting`.
+        `waiting`. `keys` names each call of the turn (see `_call_keys`).
 
         A sub-agent waiting for input (a task agent for the user's reply) holds the calls
         after it, which run in the turn's order once it is done: the user talks with one
@@ -923,6 +937,7 @@ class LlmAgent(BaseAgent):
                 ctx,
                 state,
                 together,
+                [keys[id(c)] for c in together],
                 lambda call, key, writes, sync: self._call_tool(
                     ctx,
                     call,
@@ -1131,6 +1146,7 @@ class _Batch:
         ctx: AgentContext,
         state: LlmAgentState,
         calls: list[FunctionCall],
+        keys: list[str],
         run_call: Callable[
             [FunctionCall, str, dict[str, JsonValue], asyncio.Lock], Coroutine[Any, Any, Event]
         ],
@@ -1140,7 +1156,7 @@ class _Batch:
     ) -> None:
         self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
         self.author, self.long_running = author, long_running
-        self.keys = _call_keys(calls)
+        self.keys = keys
         self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
         self.writes: dict[str, JsonValue] = {}
         self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
@@ -1242,18 +1258,23 @@ class _Batch:
         return merged
 
 
-def _call_keys(calls: list[FunctionCall]) -> list[str]:
-    """A key for each call of a batch, its id, told apart when calls share one (`c1`,
-    `c1#1`): a model may give two calls of a turn the same id, and the reference runs
-    both and keeps both results. It keys the results of calls that ended early in the
-    checkpoint, and the calls' idempotency keys."""
-    keys: list[str] = []
+def _is_same_call(call: FunctionCall, other: FunctionCall) -> bool:
+    return (call.id, call.name, call.args or {}) == (other.id, other.name, other.args or {})
+
+
+def _call_keys(calls: list[FunctionCall]) -> dict[int, str]:
+    """A key for each call of a turn (by the call object's `id()`), its id, told apart when
+    calls share one (`c1`, `c1#1`): a model may give two calls of a turn the same id,
+    and the reference runs both and keeps both results. It keys the results of calls
+    that ended early in the checkpoint, and the calls' idempotency keys, the same for
+    the turn's calls whichever of them are still to run."""
+    keys: dict[int, str] = {}
     for call in calls:
         key, n = call.id or "", 0
-        while key in keys:
+        while key in keys.values():
             n += 1
             key = f"{call.id or ''}#{n}"
-        keys.append(key)
+        keys[id(call)] = key
     return keys
 
 

@@ -113,18 +113,19 @@ def request_event(call: FunctionCall, asked: ToolConfirmation, template: Event) 
     )
 
 
-def requested_calls(events: list[Event], agent: str) -> set[str]:
-    """Ids of the model's calls that `agent` asked to be confirmed, in these events."""
-    asked: set[str] = set()
+def requested_calls(events: list[Event], agent: str) -> list[FunctionCall]:
+    """The model's calls that `agent` asked to be confirmed, in these events."""
+    asked: list[FunctionCall] = []
     for event in events:
         if event.author != agent:
             continue
         for call in event.function_calls:
             original = (call.args or {}).get("originalFunctionCall")
             if is_confirmation_call(call) and isinstance(original, dict):
-                call_id = original.get("id")
-                if isinstance(call_id, str):
-                    asked.add(call_id)
+                try:
+                    asked.append(FunctionCall.model_validate(original))
+                except ValidationError:
+                    continue  # not a call: an imported session's event may hold anything
     return asked
 
 
