@@ -29,12 +29,7 @@ from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.direct import UpdateReturning
-from baton.sessions.sql.executors import (
-    SQLITE_BEGIN_OPTION,
-    Executor,
-    OneStatement,
-    SqliteExecutor,
-)
+from baton.sessions.sql.executors import BUSY_TIMEOUT_MS, Executor, OneStatement, SqliteExecutor
 from baton.sessions.sql.outages import is_lost_connection
 from baton.sessions.sql.schema import session_in_apps
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
@@ -43,10 +38,7 @@ from baton.sessions.wakeups import Wakeups
 
 Ts = TypeVarTuple("Ts")
 
-__all__ = ["BUSY_TIMEOUT_MS", "SqliteDialect", "create_sqlite_engine"]
-
-BUSY_TIMEOUT_MS = 10_000
-"""How long a SQLite writer waits for another process's write lock before failing."""
+__all__ = ["SqliteDialect", "create_sqlite_engine"]
 
 DRIVER = "sqlite+pysqlite"
 NAMES = ("sqlite", DRIVER, "sqlite+aiosqlite")
@@ -216,13 +208,11 @@ def create_sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
-        # A transaction that reads and then writes must take the write lock up front
-        # (IMMEDIATE): upgrading a read lock later fails at once when another writer
-        # committed in between, instead of waiting out busy_timeout.
+        # The executor begins every transaction on the driver (a writing one IMMEDIATE,
+        # see SqliteExecutor): statements join it. Anything else only reads.
         raw = connection.connection.driver_connection
         if raw is not None and raw.in_transaction:
-            return  # the executor began it on the driver: statements join that transaction
-        mode = connection.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+            return
+        connection.exec_driver_sql("BEGIN DEFERRED")
 
     return engine
