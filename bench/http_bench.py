@@ -178,7 +178,9 @@ class Result:
     clients: int
     load: Load
     server_cpu: float  # seconds, the server processes together
-    database_cpu: float | None  # seconds, PostgreSQL's backends serving them (None: SQLite)
+    # Seconds of PostgreSQL's processes (None: SQLite): the backends serving the servers,
+    # and the server's own (postmaster, WAL writer, checkpointer, background writer...).
+    database_cpu: float | None
     machine_cpu: float  # seconds, every core busy with anything
     statements: Statements | None = None  # what the database ran meanwhile, if it counts
 
@@ -317,22 +319,33 @@ async def count_statements() -> Statements | None:
 
 
 async def database_cpu(servers: list[Server]) -> dict[int, float]:
-    """CPU seconds so far of each PostgreSQL backend process serving one of `servers`'
-    connections, by pid: found by the servers' local ports in pg_stat_activity."""
+    """CPU seconds so far of each PostgreSQL process working for `servers`, by pid: the
+    backends serving their connections (found by the servers' local ports in
+    pg_stat_activity), and the server's own processes, which write and flush the WAL
+    their commits make (the WAL writer, checkpointer, background writer and the
+    postmaster; on a server other clients share, these count the others' work too)."""
     ports = _database_ports([s.process.pid for s in servers])
     connection = await asyncpg.connect(POSTGRES_URL.replace("+asyncpg", ""))
     try:
         rows = await connection.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])", list(ports)
+            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[]) "
+            "OR backend_type NOT IN ('client backend', 'autovacuum worker')",
+            list(ports),
         )
+        postmaster = _parent(await connection.fetchval("SELECT pg_backend_pid()"))
     finally:
         await connection.close()
+    pids = {row["pid"] for row in rows} | {postmaster}
     spent: dict[int, float] = {}
-    for row in rows:
+    for pid in pids:
         with contextlib.suppress(OSError):  # a backend that just ended
-            spent[row["pid"]] = cpu_seconds(row["pid"])
-
+            spent[pid] = cpu_seconds(pid)
     return spent
+
+
+def _parent(pid: int) -> int:
+    """The id of process `pid`'s parent (/proc)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
@@ -444,7 +457,8 @@ def _report_other_cpu(backend: str, result: Result, note: str) -> None:
             backend,
             round(database, 3),
             "ms",
-            f"PostgreSQL's backends serving the servers' connections; {note}",
+            f"PostgreSQL's backends serving the servers' connections and its own processes "
+            f"(postmaster, WAL writer, checkpointer...); {note}",
         )
 
 
