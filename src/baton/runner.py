@@ -57,7 +57,7 @@ from baton.sessions.store import (
 )
 from baton.types import Content, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
-from baton.workflow.fingerprint import describe_difference
+from baton.workflow.fingerprint import describe_difference, resumes_into
 from baton.workflow.fork_state import forked_checkpoint
 from baton.workflow.graph import fingerprint_of
 from baton.workflow.nodes import FunctionNode, JoinNode, Node, StartNode
@@ -747,7 +747,7 @@ class Runner:
         )
 
     def _check_fingerprint(self, invocation: Invocation) -> None:
-        if invocation.fingerprint == self.fingerprint:
+        if resumes_into(invocation.fingerprint, self.fingerprint):
             return
         difference = describe_difference(invocation.fingerprint, self.fingerprint)
         raise WorkflowChangedError(

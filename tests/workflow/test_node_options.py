@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from baton import FunctionNode, Workflow, node
-from baton.errors import InvalidResponseError, MissingParameterError
+from baton import FunctionNode, RequestInput, Workflow, node
+from baton.errors import InvalidResponseError, MissingParameterError, WorkflowChangedError
 from baton.events import CONFIRMATION_SCHEMA
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import InvocationStatus
+from baton.workflow.graph import fingerprint_of
 from tests.conftest import StoreFactory
 from tests.harness import MakeHarness, asked, attach_harness, build_harness, outputs
+from tests.runner.test_guarantees import snapshot
 
 
 def _paying(paid: list[Any], **options: Any) -> Workflow:
@@ -165,3 +167,74 @@ async def test_parameter_binding_node_input_names_a_missing_key() -> None:
         await h.start()
     with pytest.raises(ValidationError, match="parameter_binding"):
         node(parameter_binding="input")(make)  # pyright: ignore[reportArgumentType] -- the bad value under test
+
+
+async def test_a_node_that_stopped_asking_for_confirmation_does_not_resume_a_run_that_asked(
+    stores: StoreFactory,
+) -> None:
+    """`require_confirmation` is in the fingerprint, as `rerun_on_resume` is: a run that
+    asked is refused by code whose node no longer asks (it would run the body although
+    the person rejected it), and nothing changes; code that asks resumes it."""
+    paid: list[Any] = []
+    service = BaseSessionService(stores.open())
+    h = await build_harness(_paying(paid, require_confirmation=True), service, resumable=True)
+    await h.start()
+    before = await snapshot(service, h.key)
+
+    changed = attach_harness(
+        _paying(paid, rerun_on_resume=True),
+        BaseSessionService(stores.open()),
+        h.session_id,
+        resumable=True,
+    )
+    iid = "wf_tool_confirmation:wf@1/pay@1"
+    with pytest.raises(WorkflowChangedError) as caught:
+        await changed.answer((iid, {"confirmed": False}), wrap=False)
+
+    invocation = await h.invocation()
+    assert str(caught.value) == (
+        f"workflow 'wf' changed since invocation '{invocation.id}' started: node 'pay' "
+        "changed (FunctionNode(rerun, confirm) -> FunctionNode(rerun)). Resume with the "
+        "code it started with, or start a new run."
+    )
+    assert await snapshot(service, h.key) == before
+    events = await h.answer((iid, {"confirmed": False}), wrap=False)
+    assert outputs(events)[-1] == ("after", {"error": "This tool call is rejected."})
+    assert paid == []
+
+
+async def test_a_run_started_before_confirmations_were_fingerprinted_resumes(
+    stores: StoreFactory,
+) -> None:
+    """A run recorded without the confirmation flag (by the release before it, whose
+    node asked all the same) resumes, and so does one whose node asks only now: it asks
+    before its body runs."""
+    paid: list[Any] = []
+    service = BaseSessionService(stores.open())
+    plain = _asking_first(paid, rerun_on_resume=True)
+    asking = _asking_first(paid, require_confirmation=True)
+    assert fingerprint_of(asking) != fingerprint_of(plain)
+    h = await build_harness(plain, service, resumable=True)
+    await h.start()
+
+    later = attach_harness(asking, BaseSessionService(stores.open()), h.session_id, resumable=True)
+    events = await later.answer(("first", 250))
+
+    assert asked(events) == ["wf_tool_confirmation:wf@1/pay@1"]
+    assert paid == []
+    await later.answer(("wf_tool_confirmation:wf@1/pay@1", {"confirmed": True}), wrap=False)
+    assert paid == [250]
+
+
+def _asking_first(paid: list[Any], **options: Any) -> Workflow:
+    """A question ('first'), then `pay` with its answer."""
+
+    def first() -> RequestInput:
+        return RequestInput(interrupt_id="first")
+
+    @node(**options)
+    def pay(node_input: int) -> str:
+        paid.append(node_input)
+        return f"paid {node_input}"
+
+    return Workflow(name="wf", edges=[("START", first, pay)])

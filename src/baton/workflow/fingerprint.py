@@ -1,7 +1,8 @@
 """Reading two workflow fingerprints side by side: what changed, in words.
 
 A fingerprint (see `graph.fingerprint_of`) is canonical JSON: the workflow's name,
-its nodes by name with their kinds, and its edges. A kind is a class name, a nested
+its nodes by name with their kinds, and its edges. A kind is a class name (with the
+node's resume options: `FunctionNode(rerun, confirm)`), a nested
 workflow (`{"Workflow": structure}`) or an agent with sub-agents
 (`{"Agent": {"kind": ..., "sub_agents": [{"name": ..., "kind": ...}, ...]}}`).
 """
@@ -12,12 +13,38 @@ import hashlib
 import json
 from typing import Final, cast
 
-__all__ = ["AGENT_KEY", "WORKFLOW_KEY", "describe_difference", "digest_of"]
+__all__ = [
+    "AGENT_KEY",
+    "CONFIRM_FLAG",
+    "WORKFLOW_KEY",
+    "describe_difference",
+    "digest_of",
+    "resumes_into",
+]
 
 WORKFLOW_KEY: Final = "Workflow"
 """The key of a nested workflow's structure in a node's kind."""
 AGENT_KEY: Final = "Agent"
 """The key of an agent's sub-agent tree in a node's kind."""
+CONFIRM_FLAG: Final = "confirm"
+"""A node kind's flag for a node that asks a person to confirm its runs (`FunctionNode(rerun,
+confirm)`); such a node always reruns on resume."""
+_ASKING: Final = f"(rerun, {CONFIRM_FLAG})"
+
+
+def resumes_into(recorded: str, current: str) -> bool:
+    """Whether a run that started with the fingerprint `recorded` may resume under code
+    fingerprinted `current`: the same structure, or one where only nodes that did not ask
+    for a confirmation now do.
+
+    The second case is a run started before baton fingerprinted confirmations (its
+    nodes that asked were recorded without the flag, and still ask), or a node that
+    started asking since: it asks before its body runs, so nothing runs unconfirmed.
+    A node that stopped asking is a change: it would run a body the person rejected.
+    """
+    if recorded == current:
+        return True
+    return _ASKING not in recorded and current.replace(_ASKING, "(rerun)") == recorded
 
 
 def describe_difference(old: str, new: str) -> str:
@@ -126,7 +153,8 @@ def _agent_tree(kind: object) -> dict[str, object]:
 
 
 def _base_kind(kind: object) -> str:
-    """The kind's class name (with '(rerun)' for a node that reruns on resume)."""
+    """The kind's class name (with '(rerun)' for a node that reruns on resume, '(rerun,
+    confirm)' for one that also asks a person to confirm each run)."""
     if isinstance(kind, str):
         return kind
     if _nested_graph(kind) is not None:

@@ -15,7 +15,7 @@ from typing import Any, Final, final
 from pydantic import JsonValue
 
 from baton.events import RouteValue
-from baton.workflow.fingerprint import AGENT_KEY, WORKFLOW_KEY, digest_of
+from baton.workflow.fingerprint import AGENT_KEY, CONFIRM_FLAG, WORKFLOW_KEY, digest_of
 from baton.workflow.nodes import START, FunctionNode, JoinNode, Node, StartNode
 
 __all__ = [
@@ -158,9 +158,22 @@ def _kind(node: Node) -> JsonValue:
     nested = getattr(node, "graph", None)
     if isinstance(nested, Graph):
         return {WORKFLOW_KEY: nested.structure()}
-    kind = type(node).__name__
-    kind = _versioned(f"{kind}(rerun)" if node.rerun_on_resume else kind, node)
-    return _with_sub_agents(kind, node)
+    flags = ["rerun"] if node.rerun_on_resume else []
+    if _asks_confirmation(node):
+        flags.append(CONFIRM_FLAG)
+    kind = type(node).__name__ + (f"({', '.join(flags)})" if flags else "")
+    return _with_sub_agents(_versioned(kind, node), node)
+
+
+def _asks_confirmation(node: object) -> bool:
+    """Whether the node asks a person to confirm its runs (`require_confirmation`): like
+    `rerun_on_resume`, it decides what a paused run waits for and how it resumes, so a
+    run that paused to ask must not resume into code that no longer asks (it would run
+    the body although the person rejected it).
+
+    Read by attribute: most nodes have no such option.
+    """
+    return getattr(node, "require_confirmation", False) is not False
 
 
 def _versioned(kind: str, node: object) -> str:
