@@ -7,10 +7,17 @@ from typing import Any, cast
 from pydantic import JsonValue
 
 from baton.models.llm import FunctionDeclaration, LlmRequest
+from baton.tools.confirmation import REJECTED, REQUIRED
 from baton.tools.tool_context import ToolContext
 from baton.types import FunctionCall, FunctionResponse
 
-__all__ = ["BaseTool", "string_parameters", "to_function_response", "to_response_dict"]
+__all__ = [
+    "BaseTool",
+    "hold_for_confirmation",
+    "string_parameters",
+    "to_function_response",
+    "to_response_dict",
+]
 
 
 class BaseTool:
@@ -122,6 +129,24 @@ def to_function_response(call: FunctionCall, result: JsonValue) -> FunctionRespo
         The response.
     """
     return FunctionResponse(id=call.id, name=call.name, response=to_response_dict(result))
+
+
+def hold_for_confirmation(tool: str, tool_context: ToolContext) -> dict[str, JsonValue] | None:
+    """For a call that needs a person's confirmation: ask for it (the first time), and the
+    result the model gets meanwhile, or on a rejection; None once the call is confirmed.
+
+    Args:
+        tool: the tool's name, for the person.
+        tool_context: the call's context (its `tool_confirmation` is the answer, if any).
+    """
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(
+            hint=f"Please approve or reject the tool call {tool}() by responding "
+            "with a FunctionResponse with an expected ToolConfirmation payload."
+        )
+        return dict(REQUIRED)
+    return None if confirmation.confirmed else dict(REJECTED)
 
 
 def string_parameters(**fields: dict[str, JsonValue]) -> dict[str, JsonValue]:

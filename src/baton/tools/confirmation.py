@@ -14,27 +14,37 @@ committed), a rejected one answers the model with the rejection.
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Any, Final, final
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, Final, TypeAlias, final
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 from baton.errors import InvalidResponseError
 from baton.events import CONFIRMATION_SCHEMA, REQUEST_CONFIRMATION_FUNCTION, Event
+from baton.threads import run_sync
 from baton.types import Content, FunctionCall, Part
 
 __all__ = [
     "CONFIRMATION_SCHEMA",
     "REJECTED",
     "REQUIRED",
+    "ConfirmationRule",
     "ToolConfirmation",
     "asked_confirmation",
+    "check_rule",
     "confirmation_id",
     "is_confirmation_call",
+    "needs_confirmation",
     "request_event",
     "requested_calls",
 ]
+
+ConfirmationRule: TypeAlias = bool | Callable[..., Any]
+"""Whether a call needs confirmation: always, or a (sync or async) function of its arguments."""
 
 REQUIRED: Final[dict[str, JsonValue]] = {
     "error": "This tool call requires confirmation, please approve or reject."
@@ -135,3 +145,45 @@ def asked_confirmation(
     """The confirmation a tool asked for its call in this execution, if it did."""
     asked = (actions_requested or {}).get(call_id)
     return ToolConfirmation.model_validate(asked) if isinstance(asked, dict) else None
+
+
+def check_rule(rule: object, owner: str) -> ConfirmationRule:
+    """A `require_confirmation` as given, once it is a bool or a function.
+
+    Args:
+        rule: the value given.
+        owner: what it was given to, for the message (e.g. "tool 'transfer'").
+
+    Raises:
+        TypeError: it is neither.
+    """
+    if not isinstance(rule, bool) and not callable(rule):
+        raise TypeError(
+            f"require_confirmation of {owner} must be a bool or a function of the call's "
+            f"arguments, got {rule!r}."
+        )
+    return rule
+
+
+async def needs_confirmation(
+    rule: ConfirmationRule, arguments: Mapping[str, object], tool_context: object
+) -> bool:
+    """Whether this call needs a person's confirmation: the rule itself, or what the rule
+    function says, given the call's arguments it names and `tool_context` (all of them when
+    it takes **kwargs). A sync rule runs in a worker thread.
+
+    Args:
+        rule: a tool's `require_confirmation`.
+        arguments: the call's arguments.
+        tool_context: the call's ToolContext.
+    """
+    if isinstance(rule, bool):
+        return rule
+    wanted = inspect.signature(rule).parameters
+    given = {**arguments, "tool_context": tool_context}
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in wanted.values())
+    chosen = given if takes_all else {k: v for k, v in given.items() if k in wanted}
+    if inspect.iscoroutinefunction(rule):
+        return bool(await rule(**chosen))
+    decided = await run_sync(partial(rule, **chosen))  # a plain rule never holds the loop
+    return bool(await decided if inspect.isawaitable(decided) else decided)

@@ -7,22 +7,19 @@ import inspect
 from collections.abc import Callable
 from contextlib import nullcontext
 from functools import partial
-from typing import Any, TypeAlias, final
+from typing import final
 
 from pydantic import JsonValue
 
 from baton.events import check_assignee, json_schema_of, to_json_value
 from baton.models.llm import FunctionDeclaration
 from baton.threads import run_sync
-from baton.tools.base import BaseTool
-from baton.tools.confirmation import REJECTED, REQUIRED
+from baton.tools.base import BaseTool, hold_for_confirmation
+from baton.tools.confirmation import ConfirmationRule, check_rule, needs_confirmation
 from baton.tools.signature import TOOL_CONTEXT_PARAMETER, FunctionSignature, InvalidArgumentsError
 from baton.tools.tool_context import ToolContext
 
 __all__ = ["LONG_RUNNING_NOTE", "ConfirmationRule", "FunctionTool", "LongRunningFunctionTool"]
-
-ConfirmationRule: TypeAlias = bool | Callable[..., Any]
-"""Whether a call needs confirmation: always, or a (sync or async) function of its arguments."""
 
 LONG_RUNNING_NOTE = (
     "NOTE: This is a long-running operation. Do not call this tool again if it has "
@@ -63,11 +60,7 @@ class FunctionTool(BaseTool):
         is_long_running: bool = False,
         require_confirmation: ConfirmationRule = False,
     ) -> None:
-        if not isinstance(require_confirmation, bool) and not callable(require_confirmation):
-            raise TypeError(
-                f"require_confirmation of tool {name or getattr(func, '__name__', func)!r} must "
-                f"be a bool or a function of the call's arguments, got {require_confirmation!r}."
-            )
+        check_rule(require_confirmation, f"tool {name or getattr(func, '__name__', func)!r}")
         self.func = func
         self.require_confirmation = require_confirmation
         self.signature = FunctionSignature.of(func, name=name)
@@ -102,33 +95,14 @@ class FunctionTool(BaseTool):
         except InvalidArgumentsError as exc:
             return {"error": str(exc)}
         kwargs = dict(bound.kwargs)
-        if await self._needs_confirmation(kwargs, tool_context):
-            confirmation = tool_context.tool_confirmation
-            if confirmation is None:
-                tool_context.request_confirmation(
-                    hint=f"Please approve or reject the tool call {self.name}() by responding "
-                    "with a FunctionResponse with an expected ToolConfirmation payload."
-                )
-                return dict(REQUIRED)
-            if not confirmation.confirmed:
-                return dict(REJECTED)
+        if await needs_confirmation(self.require_confirmation, kwargs, tool_context):
+            held = hold_for_confirmation(self.name, tool_context)
+            if held is not None:
+                return held
         if self.signature.takes_tool_context:
             kwargs[TOOL_CONTEXT_PARAMETER] = tool_context
         result = await self._call(tool_context.sync_tools, *bound.args, **kwargs)
         return to_json_value(result, what=f"the result of tool '{self.name}'")
-
-    async def _needs_confirmation(self, kwargs: dict[str, Any], tool_context: ToolContext) -> bool:
-        rule = self.require_confirmation
-        if isinstance(rule, bool):
-            return rule
-        wanted = inspect.signature(rule).parameters
-        given = {**kwargs, TOOL_CONTEXT_PARAMETER: tool_context}
-        takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in wanted.values())
-        chosen = given if takes_all else {k: v for k, v in given.items() if k in wanted}
-        if inspect.iscoroutinefunction(rule):
-            return bool(await rule(**chosen))
-        decided = await run_sync(partial(rule, **chosen))  # a plain rule never holds the loop
-        return bool(await decided if inspect.isawaitable(decided) else decided)
 
     async def _call(
         self, sync_tools: asyncio.Lock | None, /, *args: object, **kwargs: object
