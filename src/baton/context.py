@@ -7,7 +7,7 @@ A node sees its Context: the session state, the answers to its interrupts
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -234,6 +234,11 @@ class InvocationContext:
     @property
     def session_key(self) -> SessionKey:
         return self.session.key
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        """The session's state (an agent's ctx overlays its run's pending writes)."""
+        return self.session.state
 
     @property
     def resume_inputs(self) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from baton.sessions.store import (
     SessionKey,
     Store,
 )
+from baton.tools.base_toolset import close_toolsets
 from baton.types import Content, InvocationId, SessionId
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference, resumes_into
@@ -247,12 +248,21 @@ class Runner:
         return bool(config and config.is_resumable)
 
     async def close(self) -> None:
-        """Close the plugins, the session service (and the loop thread of sync calls)."""
+        """Close the agents' toolsets, the plugins, the session service (and the loop
+        thread of sync calls).
+
+        Raises:
+            RuntimeError: a toolset or plugin failed to close (the rest were closed).
+        """
         try:
-            await self.plugin_manager.close()
+            toolsets = [t for n in _tree(self.root) if isinstance(n, LlmAgent) for t in n.toolsets]
+            await close_toolsets(toolsets)
         finally:
-            await self.session_service.close()
-            self._loop_thread.stop()
+            try:
+                await self.plugin_manager.close()
+            finally:
+                await self.session_service.close()
+                self._loop_thread.stop()
 
     async def __aenter__(self) -> Self:
         return self

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import aclosing
@@ -76,9 +77,11 @@ from baton.events import (
 )
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.plugins.manager import PluginManager
+from baton.readonly_context import ReadonlyContext
 from baton.schemas import SchemaType
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
+from baton.tools.base_toolset import BaseToolset
 from baton.tools.confirmation import (
     ToolConfirmation,
     asked_confirmation,
@@ -98,6 +101,8 @@ __all__ = [
     "LlmAgentState",
     "ModelCallError",
 ]
+
+_log = logging.getLogger("baton")
 
 _ROUTING_READ = 16  # earlier events read at first to find who answers a new message
 
@@ -142,6 +147,7 @@ class _Progress:
     run_start: str  # the id of the session's last event before the run ('' for none)
     current: list[Event]  # the run's events (this agent's, and answers to its calls)
     turn: Event | None  # the last recorded model turn
+    tools: dict[str, BaseTool]  # the tools offered, by name (see `LlmAgent.tools_for`)
 
     def after_turn(self) -> list[Event]:
         """The run's events after the last model turn (all of them before the first turn)."""
@@ -201,7 +207,8 @@ class LlmAgent(BaseAgent):
             (e.g. "openai/gpt-4o-mini"); empty: the nearest ancestor LlmAgent's model.
         instruction: the system instruction; `{key}` is replaced by `state[key]`
             (`{key?}` may be missing). Or a function of the ctx returning it.
-        tools: `BaseTool`s (FunctionTool, LongRunningFunctionTool) or plain functions.
+        tools: `BaseTool`s (FunctionTool, LongRunningFunctionTool), plain functions and
+            `BaseToolset`s (whose tools are listed once per invocation, see `tools_for`).
         output_key: save the final text to this state key.
         include_contents: "default" shows the session's history; "none" only this run.
         generate_content_config: sampling options passed to the model.
@@ -240,7 +247,7 @@ class LlmAgent(BaseAgent):
 
     model: str | InstanceOf[BaseLlm] = ""
     instruction: str | InstructionProvider = ""
-    tools: Sequence[InstanceOf[BaseTool] | Callable[..., object]] = ()
+    tools: Sequence[InstanceOf[BaseTool] | InstanceOf[BaseToolset] | Callable[..., object]] = ()
     output_key: str | None = None
     include_contents: Literal["default", "none"] = "default"
     generate_content_config: GenerateContentConfig | None = None
@@ -265,7 +272,8 @@ class LlmAgent(BaseAgent):
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
-        self._tools = _index_tools([*self.tools, *delegated], agent=self.name)
+        own = [t for t in self.tools if not isinstance(t, BaseToolset)]
+        self._tools = _index_tools([*own, *delegated], agent=self.name)
         self._transfer = TransferToAgentTool(lambda: self)
         _check_generate_content_config(self.name, self.generate_content_config)
         if self.output_schema is not None and self.mode != "task":
@@ -346,15 +354,51 @@ class LlmAgent(BaseAgent):
         return self._llm
 
     @property
+    def toolsets(self) -> list[BaseToolset]:
+        """The toolsets among `tools` (a Runner closes them when it closes)."""
+        return [t for t in self.tools if isinstance(t, BaseToolset)]
+
+    @property
     def canonical_tools(self) -> dict[str, BaseTool]:
         """The tools by name (plain functions wrapped in FunctionTool), with
         `transfer_to_agent` when the agent may transfer somewhere (and no tool of its own
-        has that name). Its targets depend on the tree, complete only once built."""
+        has that name), without those of its toolsets (see `tools_for`). Its targets
+        depend on the tree, complete only once built."""
         if self._transfer is None or TRANSFER_FUNCTION in self._tools:
             return self._tools
         if not transfer_targets(self):
             return self._tools
         return {**self._tools, TRANSFER_FUNCTION: self._transfer}
+
+    async def tools_for(self, ctx: AgentContext) -> dict[str, BaseTool]:
+        """The tools its model is offered in `ctx`'s run: `canonical_tools` with those its
+        toolsets list for the invocation, in the order of `tools`. A toolset whose
+        listing raises is left out, the error logged, as the reference does: the run
+        goes on without its tools.
+
+        Raises:
+            ValueError: a toolset lists a tool named as another of the agent's tools.
+        """
+        toolsets = self.toolsets
+        if not toolsets:
+            return self.canonical_tools
+        readonly = ReadonlyContext(ctx, agent_name=self.name)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_list_tools(self.name, t, readonly)) for t in toolsets]
+        listed = iter([task.result() for task in tasks])
+        # canonical_tools begins with the agent's own tools, in the order of `tools`.
+        own = iter(self.canonical_tools.values())
+        groups = [next(listed) if isinstance(t, BaseToolset) else [next(own)] for t in self.tools]
+        tools: dict[str, BaseTool] = {}
+        for tool in [*(t for group in groups for t in group), *own]:
+            if tool.name in tools:
+                raise ValueError(
+                    f"a toolset of agent '{self.name}' lists a tool named '{tool.name}', as "
+                    f"another of its tools is named; give the toolset a tool_name_prefix or "
+                    f"a tool_filter that leaves it out. Tools: {', '.join([*tools, tool.name])}."
+                )
+            tools[tool.name] = tool
+        return tools
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
@@ -447,9 +491,10 @@ class LlmAgent(BaseAgent):
                 if any(not self._started(agent_ctx, state, c, lro_ids) for c in pending):
                     waiting: set[str] = set()
                     keys = _call_keys(turn.function_calls if turn else [])
-                    async for event in self._run_calls(
-                        agent_ctx, state, pending, lro_ids, waiting, keys=keys
-                    ):
+                    calls_run = self._run_calls(
+                        agent_ctx, state, pending, lro_ids, waiting, progress.tools, keys=keys
+                    )
+                    async for event in calls_run:
                         yield event
                     if waiting:
                         return  # a sub-agent it called as a tool waits for input
@@ -488,12 +533,16 @@ class LlmAgent(BaseAgent):
             for e in events[start:]
             if is_visible(e, ctx.branch) and (e.author == self.name or e.author == "user")
         ]
-        tasks = {n for n, t in self.canonical_tools.items() if isinstance(t, TaskAgentTool)}
+        tools = await self.tools_for(ctx)
+        tasks = {n for n, t in tools.items() if isinstance(t, TaskAgentTool)}
         if tasks:
             current = hide_task_replies(current, self.name, tasks)
         turns = [e for e in current if e.author == self.name and _is_model_turn(e)]
         return _Progress(
-            run_start=state.run_start, current=current, turn=turns[-1] if turns else None
+            run_start=state.run_start,
+            current=current,
+            turn=turns[-1] if turns else None,
+            tools=tools,
         )
 
     async def _run_start(self, ctx: AgentContext) -> str:
@@ -692,7 +741,7 @@ class LlmAgent(BaseAgent):
                 llm_response=response,
             ),
         )
-        event = self._turn_event(ctx, replaced or response)
+        event = self._turn_event(ctx, replaced or response, progress.tools)
         # The callbacks' writes land with the turn, so a committed turn never calls them again.
         event.actions.state_delta = {
             **callback_context.actions.state_delta,
@@ -762,12 +811,15 @@ class LlmAgent(BaseAgent):
             parent = self.parent_agent if self.parent_agent in targets else None
             others = [t for t in targets if t is not parent]
             request.append_instructions([transfer_instruction(others, parent)])
-        request.append_tools(self.canonical_tools.values())
-        await self._let_tools_shape(ctx, request)
+        request.append_tools(progress.tools.values())
+        await self._let_tools_shape(ctx, request, progress.tools)
         return request
 
-    async def _let_tools_shape(self, ctx: AgentContext, request: LlmRequest) -> None:
-        """Each tool's `process_llm_request` (preload_memory adds what memory recalls)."""
+    async def _let_tools_shape(
+        self, ctx: AgentContext, request: LlmRequest, tools: dict[str, BaseTool]
+    ) -> None:
+        """Each toolset's `process_llm_request`, then each tool's (preload_memory adds what
+        memory recalls)."""
         tool_context = ToolContext(
             state=ctx.state,
             invocation_id=ctx.invocation_id,
@@ -779,7 +831,9 @@ class LlmAgent(BaseAgent):
             user_content=ctx.user_content,
             invocation_context=ctx,
         )
-        for tool in self.canonical_tools.values():
+        for toolset in self.toolsets:
+            await toolset.process_llm_request(tool_context=tool_context, llm_request=request)
+        for tool in tools.values():
             await tool.process_llm_request(tool_context=tool_context, llm_request=request)
 
     async def _contents(self, ctx: AgentContext, progress: _Progress) -> list[Content]:
@@ -847,7 +901,9 @@ class LlmAgent(BaseAgent):
             custom_metadata=chunk.custom_metadata,
         )
 
-    def _turn_event(self, ctx: AgentContext, response: LlmResponse) -> Event:
+    def _turn_event(
+        self, ctx: AgentContext, response: LlmResponse, tools: dict[str, BaseTool]
+    ) -> Event:
         parts = list(response.content.parts or []) if response.content else []
         for part in parts:
             call = part.function_call
@@ -860,50 +916,20 @@ class LlmAgent(BaseAgent):
             author=self.name,
             branch=ctx.branch,
             content=content,
-            long_running_tool_ids={c.id for c in calls if c.id and self._pauses(c)} or None,
+            long_running_tool_ids={c.id for c in calls if c.id and _pauses(c, tools)} or None,
             error_code=response.error_code,
             error_message=response.error_message,
             custom_metadata=response.custom_metadata,
             finish_reason=response.finish_reason,
             usage_metadata=response.usage_metadata,
         )
-        self._declare_answers(event)
+        _declare_answers(event, tools)
         if not calls and self.effective_mode(ctx) == "task":
             # A question to the user: the run waits for their next message.
             event.long_running_tool_ids = {task_question_id(event.id)}
         elif not calls and self.output_key:
             event.actions.state_delta[self.output_key] = content.text
         return event
-
-    def _declare_answers(self, event: Event) -> None:
-        """Carry the answer schema and assignee of each paused call's tool, for the
-        interrupt index."""
-        schemas: dict[str, JsonValue] = {}
-        assignees: dict[str, JsonValue] = {}
-        for call in event.function_calls:
-            tool = self.canonical_tools.get(call.name or "")
-            if call.id not in (event.long_running_tool_ids or ()) or tool is None:
-                continue
-            if tool.response_schema:
-                schemas[call.id or ""] = tool.response_schema
-            if tool.assignee:
-                assignees[call.id or ""] = tool.assignee
-        if schemas:
-            event.custom_metadata = {**(event.custom_metadata or {}), RESPONSE_SCHEMAS_KEY: schemas}
-        if assignees:
-            event.custom_metadata = {**(event.custom_metadata or {}), ASSIGNEES_KEY: assignees}
-
-    def _pauses(self, call: FunctionCall) -> bool:
-        """A call to a long-running tool with valid arguments (invalid ones get an error)."""
-        tool = self.canonical_tools.get(call.name or "")
-        if tool is None or not tool.is_long_running:
-            return False
-        if isinstance(tool, FunctionTool):
-            try:
-                tool.signature.bind(call.args or {})
-            except InvalidArgumentsError:
-                return False
-        return True
 
     # --- the tools ---------------------------------------------------------------------
 
@@ -914,6 +940,7 @@ class LlmAgent(BaseAgent):
         pending: list[FunctionCall],
         lro_ids: set[str],
         waiting: set[str],
+        tools: dict[str, BaseTool],
         *,
         keys: dict[int, str],
     ) -> AsyncGenerator[Event, None]:
@@ -930,7 +957,7 @@ class LlmAgent(BaseAgent):
         together = [
             c
             for c in pending
-            if self._runs_together(c) and not self._started(ctx, state, c, lro_ids)
+            if _runs_together(c, tools) and not self._started(ctx, state, c, lro_ids)
         ]
         if together:
             batch = _Batch(
@@ -941,6 +968,7 @@ class LlmAgent(BaseAgent):
                 lambda call, key, writes, sync: self._call_tool(
                     ctx,
                     call,
+                    tools,
                     key=key,
                     interim=call.id in lro_ids,
                     shared_writes=writes,
@@ -951,17 +979,21 @@ class LlmAgent(BaseAgent):
             )
             async for event in batch.run():
                 yield event
-        alone = [c for c in pending if not self._runs_together(c)]
-        async for event in self._delegate_all(ctx, alone, waiting):
+        alone = [c for c in pending if not _runs_together(c, tools)]
+        async for event in self._delegate_all(ctx, alone, waiting, tools):
             yield event
 
     async def _delegate_all(
-        self, ctx: AgentContext, calls: list[FunctionCall], waiting: set[str]
+        self,
+        ctx: AgentContext,
+        calls: list[FunctionCall],
+        waiting: set[str],
+        tools: dict[str, BaseTool],
     ) -> AsyncGenerator[Event, None]:
         """Run the calls of sub-agents called as tools, one after another (see
         `_run_calls`)."""
         for call in calls:
-            tool = self.canonical_tools.get(call.name or "")
+            tool = tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
                 async for event in self._delegate(ctx, call, tool, waiting):
                     yield event
@@ -975,12 +1007,6 @@ class LlmAgent(BaseAgent):
                 if not answered:
                     waiting.add(call.id or "")
                     return
-
-    def _runs_together(self, call: FunctionCall) -> bool:
-        """A tool's call, long-running or not: the turn's tool calls run at once, as the
-        reference's (a sub-agent's call runs after them)."""
-        tool = self.canonical_tools.get(call.name or "")
-        return not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
 
     async def _delegate(
         self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, waiting: set[str]
@@ -1078,6 +1104,7 @@ class LlmAgent(BaseAgent):
         self,
         ctx: AgentContext,
         call: FunctionCall,
+        tools: dict[str, BaseTool],
         *,
         key: str | None = None,
         interim: bool = False,
@@ -1088,9 +1115,9 @@ class LlmAgent(BaseAgent):
         tool_context = self._tool_context(
             ctx, call, key=key, shared_writes=shared_writes, sync_tools=sync_tools
         )
-        tool = self.canonical_tools.get(call.name or "")
+        tool = tools.get(call.name or "")
         if tool is None:
-            known = ", ".join(self.canonical_tools) or "none"
+            known = ", ".join(tools) or "none"
             result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
         else:
             result = await self._run_tool(tool, call.args or {}, tool_context, ctx.plugins)
@@ -1381,6 +1408,62 @@ def _index_tools(
             )
         index[tool.name] = tool
     return index
+
+
+def _declare_answers(event: Event, tools: dict[str, BaseTool]) -> None:
+    """Carry the answer schema and assignee of each paused call's tool, for the
+    interrupt index."""
+    schemas: dict[str, JsonValue] = {}
+    assignees: dict[str, JsonValue] = {}
+    for call in event.function_calls:
+        tool = tools.get(call.name or "")
+        if call.id not in (event.long_running_tool_ids or ()) or tool is None:
+            continue
+        if tool.response_schema:
+            schemas[call.id or ""] = tool.response_schema
+        if tool.assignee:
+            assignees[call.id or ""] = tool.assignee
+    if schemas:
+        event.custom_metadata = {**(event.custom_metadata or {}), RESPONSE_SCHEMAS_KEY: schemas}
+    if assignees:
+        event.custom_metadata = {**(event.custom_metadata or {}), ASSIGNEES_KEY: assignees}
+
+
+def _pauses(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
+    """A call to a long-running tool with valid arguments (invalid ones get an error)."""
+    tool = tools.get(call.name or "")
+    if tool is None or not tool.is_long_running:
+        return False
+    if isinstance(tool, FunctionTool):
+        try:
+            tool.signature.bind(call.args or {})
+        except InvalidArgumentsError:
+            return False
+    return True
+
+
+def _runs_together(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
+    """A tool's call, long-running or not: the turn's tool calls run at once, as the
+    reference's (a sub-agent's call runs after them)."""
+    tool = tools.get(call.name or "")
+    return not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
+
+
+async def _list_tools(
+    agent: str, toolset: BaseToolset, readonly: ReadonlyContext
+) -> list[BaseTool]:
+    """The toolset's tools for the run; none when listing them raises (logged)."""
+    try:
+        return await toolset.get_tools_with_prefix(readonly)
+    except Exception:  # the run goes on without them, as the reference's does
+        prefix = f" (prefix {toolset.tool_name_prefix!r})" if toolset.tool_name_prefix else ""
+        _log.exception(
+            "agent %s runs without the tools of toolset %s%s, whose listing failed",
+            agent,
+            type(toolset).__name__,
+            prefix,
+        )
+        return []
 
 
 def _answers_calls(event: Event) -> bool:
