@@ -2,12 +2,14 @@
 
     python bench/http_load.py URL [URL ...] --clients 16 --runs 1000 --seconds 60
 
-Started by `http_bench.py`; standard library only (plus uvloop when importable). Each
-client repeats a whole run (create a session, `POST /run`, which pauses, then answer
-it) on keep-alive HTTP/1.1 connections of its own, one per server, sending each
-request to the servers in turn. Every response is checked: its status, the new
-session's id, that `/run` ended at the question and that the answer ended the run with
-"approved" (a run that did otherwise counts as a failure, with what came back).
+Started by `http_bench.py` where `http_load.c`, the same load generator in C at less
+than half the CPU per request, cannot be built (no C compiler); standard library only
+(plus uvloop when importable). Each client repeats a whole run (create a session, `POST
+/run`, which pauses, then answer it) on keep-alive HTTP/1.1 connections of its own, one
+per server, sending each request to the servers in turn. Every response is checked: its
+status, the new session's id, that `/run` ended at the question and that the answer
+ended the run with "approved" (a run that did otherwise counts as a failure, with what
+came back).
 
 A client as cheap as this one is what keeps the server's CPU the thing measured: an
 httpx client spent about as much CPU per request as the server did, on the same cores.
