@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import cast
+from typing import ClassVar, cast
 
 from pydantic import JsonValue
 
@@ -48,7 +48,7 @@ from baton.models.scripted import ScriptItem
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import SessionKey, StepCommit
-from baton.tools import FunctionTool
+from baton.tools import FunctionTool, ToolContext
 from baton.types import FunctionCall, SessionId
 from tests.agents.examples import load_example
 
@@ -66,6 +66,10 @@ class Recorder:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    def runs(self) -> list[str]:
+        """What ran so far, in this process and the ones before."""
+        return self.path.read_text().split() if self.path.exists() else []
 
     def record(self, name: str) -> None:
         with self.path.open("a") as file:
@@ -422,6 +426,69 @@ def build_task_delegation(recorder: Recorder) -> BaseAgent:
     return LlmAgent(name="coord", model=ScriptedModel(responder=coord), sub_agents=[asker])
 
 
+class _EndOrder:
+    """When the cart's calls end: b adds its item first, c builds on it and ends, then b
+    ends, then a. A call waiting for another's end waits, when that one ended in this
+    process, for the commit of its result too, so every run commits the same steps."""
+
+    ended: ClassVar[set[str]] = set()  # the items whose call ended in this process
+    committed: ClassVar[set[str]] = set()  # call ids whose result a commit recorded
+    b_added = asyncio.Event()
+
+    @classmethod
+    def note(cls, step: StepCommit) -> None:
+        """Called after each commit: the calls whose results it recorded as they ended."""
+        for event in step.events:
+            state = event.actions.agent_state
+            finished = state.get("finished_calls") if isinstance(state, dict) else None
+            cls.committed.update(finished if isinstance(finished, dict) else ())
+
+    @classmethod
+    async def until_ended(cls, item: str, recorder: Recorder) -> None:
+        """Until `item`'s call ended: in this process, with its result committed, or in
+        an earlier one."""
+        while True:
+            if item in cls.ended and f"c{'abc'.index(item) + 1}" in cls.committed:
+                return
+            if item not in cls.ended and f"add-{item}" in recorder.runs():
+                return
+            await asyncio.sleep(0.01)
+
+
+def build_with_shared_writes(recorder: Recorder) -> BaseAgent:
+    """cart's turn adds a, b and c at once, each adding its item (once: the tool is
+    idempotent) to a list key and a dict key, as it sees them, and setting a scalar key.
+    b adds first; c adds on b's item and ends; b ends; a adds last (see `_EndOrder`)."""
+
+    async def add(item: str, tool_context: ToolContext) -> str:
+        state = tool_context.state
+        if item == "c" and "b" not in cast(list[JsonValue], state.get("cart", [])):
+            await _EndOrder.b_added.wait()  # b runs in this process
+        elif item == "a":
+            await _EndOrder.until_ended("b", recorder)
+        cart = cast(list[JsonValue], state.get("cart", []))
+        if item not in cart:
+            state["cart"] = [*cart, item]
+        state["seen"] = {**cast(dict[str, JsonValue], state.get("seen", {})), item: True}
+        state["last"] = item
+        if item == "b":
+            _EndOrder.b_added.set()
+            await _EndOrder.until_ended("c", recorder)
+        recorder.record(f"add-{item}")
+        _EndOrder.ended.add(item)
+        return f"added {item}"
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        if not [r for c in request.contents for r in c.function_responses]:
+            return [
+                FunctionCall(id=f"c{n}", name="add", args={"item": item})
+                for n, item in enumerate("abc", start=1)
+            ]
+        return "added"
+
+    return LlmAgent(name="cart", model=ScriptedModel(responder=respond), tools=[add])
+
+
 ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "tree": build_root,
     "story": build_story,
@@ -434,6 +501,7 @@ ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "task_node": build_task_node,
     "task_sequence": build_task_sequence,
     "task_delegation": build_task_delegation,
+    "shared_writes": build_with_shared_writes,
 }
 
 
@@ -455,6 +523,7 @@ def count_commits(store: SqlStore, counter: Path, kill_at: int | None) -> None:
         if done == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         _Handoff.note(step)
+        _EndOrder.note(step)
         return version
 
     setattr(store, "commit_step", counted)  # noqa: B010 -- SqlStore is final: wrap, not subclass

@@ -195,3 +195,45 @@ async def test_a_parallel_agent_killed_after_an_escalation_ends_without_its_bran
         status, _ = await outcome(url, key)
         assert (kill_at, status) == (kill_at, InvocationStatus.COMPLETED)
         assert (kill_at, executions(work)) == (kill_at, Counter({"p1": 1, "p2": 1, "last": 1}))
+
+
+SHARED_WRITES = {
+    "cart": ["b", "c", "a"],  # the latest write: a's, on c's, on b's
+    "seen": {"a": True, "b": True, "c": True},
+    "last": "c",  # a scalar key keeps the later call in the turn, as in the reference
+}
+
+
+async def test_a_turn_killed_between_its_calls_ends_with_the_state_of_an_uninterrupted_one(
+    tmp_path: Path,
+) -> None:
+    """The calls of one turn write a list, a dict and a scalar key, building on what the
+    others wrote (b adds its item, c adds on it and ends, b ends, a adds on both): a run
+    killed after any commit (the first two hold c's, then b's result as they ended)
+    ends with the uninterrupted run's state, each call that ended having run once."""
+    url, key = await prepare(tmp_path)
+    code = await asyncio.to_thread(
+        run_child, url, key.session_id, tmp_path, "start", None, "shared_writes"
+    )
+    assert code == 0
+    assert await outcome(url, key) == (InvocationStatus.COMPLETED, SHARED_WRITES)
+    commits = int((tmp_path / "commits").read_text())
+    assert commits == 8
+
+    problems: list[str] = []
+    for kill_at in range(1, commits):
+        work = tmp_path / f"killed{kill_at}"
+        work.mkdir()
+        url, key = await prepare(work)
+        await asyncio.to_thread(
+            run_child, url, key.session_id, work, "start", kill_at, "shared_writes"
+        )
+        await asyncio.to_thread(
+            run_child, url, key.session_id, work, "resume", None, "shared_writes"
+        )
+        found = await outcome(url, key)
+        if found != (InvocationStatus.COMPLETED, SHARED_WRITES):
+            problems.append(f"killed after commit {kill_at}: {found}")
+        if executions(work) != Counter({"add-a": 1, "add-b": 1, "add-c": 1}):
+            problems.append(f"killed after commit {kill_at}: ran {executions(work)}")
+    assert problems == []

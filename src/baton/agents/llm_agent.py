@@ -16,7 +16,14 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
@@ -64,6 +71,7 @@ from baton.agents.transfer import (
     transfer_instruction,
     transfer_targets,
 )
+from baton.agents.turn_writes import TurnWrites, unmarked
 from baton.context import InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
 from baton.events import (
@@ -1075,7 +1083,7 @@ class LlmAgent(BaseAgent):
         call: FunctionCall,
         *,
         key: str | None = None,
-        shared_writes: dict[str, JsonValue] | None = None,
+        shared_writes: MutableMapping[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
     ) -> ToolContext:
         """The context a tool (and its callbacks) gets for one call (`shared_writes` and
@@ -1108,7 +1116,7 @@ class LlmAgent(BaseAgent):
         *,
         key: str | None = None,
         interim: bool = False,
-        shared_writes: dict[str, JsonValue] | None = None,
+        shared_writes: MutableMapping[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
     ) -> Event:
         """Run one call; its result (a long-running tool's status: when not None) as an event."""
@@ -1175,7 +1183,8 @@ class _Batch:
         calls: list[FunctionCall],
         keys: list[str],
         run_call: Callable[
-            [FunctionCall, str, dict[str, JsonValue], asyncio.Lock], Coroutine[Any, Any, Event]
+            [FunctionCall, str, MutableMapping[str, JsonValue], asyncio.Lock],
+            Coroutine[Any, Any, Event],
         ],
         *,
         author: str,
@@ -1184,11 +1193,11 @@ class _Batch:
         self.ctx, self.state, self.calls, self.run_call = ctx, state, calls, run_call
         self.author, self.long_running = author, long_running
         self.keys = keys
-        self.finished = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
-        self.writes: dict[str, JsonValue] = {}
+        recorded = {i: Event.model_validate(e) for i, e in state.finished_calls.items()}
+        self.writes = TurnWrites()
+        self.writes.restore(recorded)
+        self.finished = {i: unmarked(e) for i, e in recorded.items()}
         self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
-        for event in self.finished.values():  # in the order they ended
-            self.writes.update(event.actions.state_delta)
 
     async def run(self) -> AsyncGenerator[Event, None]:
         """The checkpoints of calls that end early, then the turn's results."""
@@ -1198,7 +1207,7 @@ class _Batch:
         # A TaskGroup cannot span a `yield` of an async generator (PEP 789): the tasks are
         # owned here, and cancelled and awaited however the generator ends.
         tasks = {
-            asyncio.create_task(self.run_call(c, k, self.writes, self.sync_tools)): k
+            asyncio.create_task(self.run_call(c, k, self.writes.of_call(k), self.sync_tools)): k
             for k, c in todo
         }
         try:
@@ -1234,7 +1243,8 @@ class _Batch:
 
     def _checkpoint(self) -> Event:
         """The agent's checkpoint with the results of the calls that ended so far."""
-        recorded = {i: e.model_dump(mode="json") for i, e in self.finished.items()}
+        marked = self.writes.mark(self.finished)
+        recorded = {i: e.model_dump(mode="json") for i, e in marked.items()}
         self.state = self.state.model_copy(update={"finished_calls": recorded})
         event = Event(invocation_id=self.ctx.invocation_id, author=self.author)
         event.branch = self.ctx.branch
@@ -1277,7 +1287,7 @@ class _Batch:
         delta = merged.actions.state_delta
         latest = {
             key: value
-            for key, value in self.writes.items()
+            for key, value in self.writes.values.items()
             if key in delta and isinstance(value, dict | list)
         }
         if latest:

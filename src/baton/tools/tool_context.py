@@ -43,11 +43,11 @@ class ToolState(MutableMapping[str, JsonValue]):
         base: Mapping[str, JsonValue],
         delta: dict[str, JsonValue],
         *,
-        shared: dict[str, JsonValue] | None = None,
+        shared: MutableMapping[str, JsonValue] | None = None,
     ) -> None:
         self._base = base
         self._delta = delta
-        self._written = delta if shared is None else shared
+        self._written: MutableMapping[str, JsonValue] = delta if shared is None else shared
 
     def __getitem__(self, key: str) -> JsonValue:
         if key in self._written:
@@ -180,7 +180,7 @@ class ToolContext(StateWriter, RunReader, ArtifactMethods, MemoryMethods):
         session_id: str = "",
         memory: MemoryScope | None = None,
         user_content: Content | None = None,
-        shared_writes: dict[str, JsonValue] | None = None,
+        shared_writes: MutableMapping[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
         invocation_context: InvocationContext | None = None,
     ) -> None:
