@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from baton import Event, EventActions, RequestInput, types
 from baton.events import NodeInfo
@@ -236,3 +236,39 @@ def test_user_and_model_content_take_texts_and_parts() -> None:
     assert (user.role, user.parts) == ("user", [types.Part(text="hi")])
     assert (model.role, model.parts) == ("model", [types.Part(text="a"), types.Part(text="b")])
     assert user.to_wire() == {"role": "user", "parts": [{"text": "hi"}]}
+
+
+@pytest.mark.parametrize(
+    ("model", "fields"),
+    [
+        (types.Part, {"text": "x"}),
+        (types.Content, {"role": "user"}),
+        (types.FunctionCall, {"name": "f"}),
+        (types.FunctionResponse, {"name": "f"}),
+        (types.Blob, {"mime_type": "text/plain"}),
+        (types.FileData, {"file_uri": "gs://a"}),
+        (EventActions, {}),
+    ],
+)
+def test_message_types_refuse_an_unknown_field_as_the_reference_s_do(
+    model: type[BaseModel], fields: dict[str, object]
+) -> None:
+    with pytest.raises(ValidationError, match="bogus\n  Extra inputs are not permitted"):
+        model(**fields, bogus=1)
+    with pytest.raises(ValidationError, match="bogus"):
+        model.model_validate_json(json.dumps({**fields, "bogus": 1}))
+
+
+def test_an_event_ignores_an_unknown_field_as_the_reference_s_does() -> None:
+    event = Event.model_validate_json('{"author": "a", "bogus": 1}')
+    assert event.author == "a"
+    assert "bogus" not in event.to_json()
+
+
+def test_event_actions_take_the_reference_s_empty_fields_and_refuse_their_values() -> None:
+    exported = EventActions.model_validate_json(
+        '{"requestedAuthConfigs": {}, "transferReason": null}'
+    )
+    assert exported.to_wire() == {"stateDelta": {}, "artifactDelta": {}}
+    with pytest.raises(ValidationError, match="EventActions.requested_auth_configs is a field of"):
+        EventActions.model_validate({"requestedAuthConfigs": {"c1": {}}})

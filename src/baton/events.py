@@ -10,22 +10,32 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias, TypeVar
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaMismatch
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     Field,
     JsonValue,
     TypeAdapter,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
-from baton.types import Content, FunctionCall, FunctionResponse, Part, UsageMetadata, WireModel
+from baton.types import (
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    StrictWireModel,
+    UsageMetadata,
+    WireModel,
+)
 
 __all__ = [
     "ASSIGNEES_KEY",
@@ -174,7 +184,24 @@ def to_json_value(value: object, *, what: str = "value") -> JsonValue:
     return converted
 
 
-class EventActions(WireModel):
+def _refuse_a_value(value: object, info: ValidationInfo) -> None:
+    if value is None or (isinstance(value, dict | list | str) and not value):
+        return None
+    raise ValueError(
+        f"EventActions.{info.field_name} is a field of the reference's EventActions that "
+        "baton does not support (auth requests, compaction, UI widgets); leave it out."
+    )
+
+
+# A field the reference's EventActions has and baton's does not: empty, it is accepted and
+# not kept (the reference's session exports carry "requestedAuthConfigs": {} on every
+# event); with a value, it is refused by name. Any other unknown field is refused too.
+_ReferenceOnly: TypeAlias = Annotated[
+    None, BeforeValidator(_refuse_a_value), Field(exclude=True, repr=False)
+]
+
+
+class EventActions(StrictWireModel):
     """Side effects an event carries: state changes, routing, agent checkpoints."""
 
     skip_summarization: bool | None = None
@@ -189,6 +216,11 @@ class EventActions(WireModel):
     # Set only on the event `Runner.rewind_async` appends: every event from this
     # invocation's first one up to the rewind event no longer counts (`live_events`).
     rewind_before_invocation_id: str | None = None
+    transfer_reason: _ReferenceOnly = None
+    requested_auth_configs: _ReferenceOnly = None
+    compaction: _ReferenceOnly = None
+    render_ui_widgets: _ReferenceOnly = None
+    set_model_response: _ReferenceOnly = None
 
 
 class NodeInfo(WireModel):

@@ -39,6 +39,7 @@ __all__ = [
     "SafetySetting",
     "Schema",
     "SessionId",
+    "StrictWireModel",
     "ThinkingConfig",
     "ThinkingLevel",
     "Tool",
@@ -76,7 +77,14 @@ class WireModel(BaseModel):
         return cls.model_validate(data)
 
 
-class FunctionCall(WireModel):
+class StrictWireModel(WireModel):
+    """A wire model whose unknown fields are refused, as the reference's message types
+    (google.genai's) and its EventActions refuse them: a misspelled field fails loudly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FunctionCall(StrictWireModel):
     """A request, by the model or a node, to call a function (or to ask a person)."""
 
     id: str | None = None
@@ -84,7 +92,7 @@ class FunctionCall(WireModel):
     args: dict[str, JsonValue] | None = None
 
 
-class FunctionResponse(WireModel):
+class FunctionResponse(StrictWireModel):
     """The result of a function call; the answer to an interrupt carries its id."""
 
     id: str | None = None
@@ -95,11 +103,11 @@ class FunctionResponse(WireModel):
     will_continue: bool | None = None
 
 
-class Blob(WireModel):
+class Blob(StrictWireModel):
     """Bytes with their MIME type; `data` is base64 on the wire (URL-safe or standard
     alphabet accepted, as the reference's client sends either)."""
 
-    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
 
     mime_type: str | None = None
     data: bytes | None = None
@@ -121,7 +129,7 @@ class Blob(WireModel):
             ) from error
 
 
-class FileData(WireModel):
+class FileData(StrictWireModel):
     """A file kept elsewhere, by URI."""
 
     file_uri: str | None = None
@@ -129,7 +137,7 @@ class FileData(WireModel):
     display_name: str | None = None
 
 
-class Part(WireModel):
+class Part(StrictWireModel):
     """One part of a message: text, bytes, a file reference, a function call or response."""
 
     text: str | None = None
@@ -165,7 +173,7 @@ class Part(WireModel):
         return cls(function_response=FunctionResponse(name=name, response=response))
 
 
-class Content(WireModel):
+class Content(StrictWireModel):
     """A message: a role and its parts."""
 
     role: Literal["user", "model"] | str | None = None
@@ -222,12 +230,6 @@ class ModelContent(Content):
         super().__init__(role="model", parts=_parts_of(parts), **fields)
 
 
-class _Strict(WireModel):
-    """A config model: a misspelled or unknown field is refused, as the reference's are."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 class Type(StrEnum):
     """A schema's type, in the reference's (OpenAPI) vocabulary."""
 
@@ -241,7 +243,7 @@ class Type(StrEnum):
     NULL = "NULL"
 
 
-class Schema(_Strict):
+class Schema(StrictWireModel):
     """A value's shape as the reference writes it (an OpenAPI subset); models are sent
     its JSON-schema form (`to_json_schema`)."""
 
@@ -365,14 +367,14 @@ class FunctionCallingConfigMode(StrEnum):
     VALIDATED = "VALIDATED"
 
 
-class FunctionCallingConfig(_Strict):
+class FunctionCallingConfig(StrictWireModel):
     """How the model calls functions: `mode`, and with ANY the names it may call."""
 
     mode: FunctionCallingConfigMode | None = None
     allowed_function_names: list[str] | None = None
 
 
-class ToolConfig(_Strict):
+class ToolConfig(StrictWireModel):
     """How the model uses the tools it is given."""
 
     function_calling_config: FunctionCallingConfig | None = None
@@ -388,7 +390,7 @@ class ThinkingLevel(StrEnum):
     HIGH = "HIGH"
 
 
-class ThinkingConfig(_Strict):
+class ThinkingConfig(StrictWireModel):
     """A reasoning model's thinking: its level (or token budget), and whether its
     thoughts come back."""
 
@@ -419,14 +421,14 @@ class HarmBlockThreshold(StrEnum):
     OFF = "OFF"
 
 
-class SafetySetting(_Strict):
+class SafetySetting(StrictWireModel):
     """A safety filter of Gemini's (models that have no such filter are not sent it)."""
 
     category: HarmCategory | None = None
     threshold: HarmBlockThreshold | None = None
 
 
-class HttpRetryOptions(_Strict):
+class HttpRetryOptions(StrictWireModel):
     """How often a model request is tried (`attempts`, the first included)."""
 
     attempts: int | None = None
@@ -437,7 +439,7 @@ class HttpRetryOptions(_Strict):
     http_status_codes: list[int] | None = None
 
 
-class HttpOptions(_Strict):
+class HttpOptions(StrictWireModel):
     """The HTTP side of a model request: extra headers, a timeout (ms) and retries."""
 
     headers: dict[str, str] | None = None
@@ -473,7 +475,7 @@ _GEMINI_ONLY: Final = frozenset(
 )
 
 
-class GenerateContentConfig(_Strict):
+class GenerateContentConfig(StrictWireModel):
     """How the model should answer: instruction, tools, sampling, output format.
 
     The reference's field names; a field it does not have is refused, and so is one
