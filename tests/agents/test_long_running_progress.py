@@ -304,3 +304,27 @@ async def test_will_continue_on_a_question_is_refused_and_changes_nothing(
     assert after is not None
     assert after.events == before.events
     assert await invocation_status(h) == InvocationStatus.PAUSED
+
+
+@pytest.mark.parametrize("nothing", [None, {}, "", 0, [], False], ids=repr)
+async def test_a_falsy_return_is_no_interim_result(stores: StoreFactory, nothing: object) -> None:
+    """As in the reference, a long-running tool returning any falsy value has given no
+    result yet: the model gets no turn, and the call waits for its response."""
+
+    def submit(what: str) -> object:
+        """Submit a request; a person decides later."""
+        return nothing
+
+    model = ScriptedModel(
+        responses=[FunctionCall(id="c1", name="submit", args={"what": "leave"}), "Approved."]
+    )
+    agent = LlmAgent(name="assistant", model=model, tools=[LongRunningFunctionTool(submit)])
+    h = await open_harness(stores, agent, True)
+
+    first = await h.start("go")
+    assert [e.content.function_responses for e in first if e.content] == [[]]
+    assert len(model.requests) == 1
+    assert [c for c, _ in await open_calls(h)] == ["c1"]
+    done = await h.collect(new_message=job_response({"ok": True}, more=False, call_id="c1"))
+    assert said(done) == ["Approved."]
+    assert await invocation_status(h) == InvocationStatus.COMPLETED

@@ -1119,7 +1119,7 @@ class LlmAgent(BaseAgent):
         shared_writes: MutableMapping[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
     ) -> Event:
-        """Run one call; its result (a long-running tool's status: when not None) as an event."""
+        """Run one call; its result (a long-running tool's status: when not falsy) as an event."""
         tool_context = self._tool_context(
             ctx, call, key=key, shared_writes=shared_writes, sync_tools=sync_tools
         )
@@ -1138,7 +1138,9 @@ class LlmAgent(BaseAgent):
         asked = asked_confirmation(call.id or "", tool_context.actions.requested_tool_confirmations)
         if asked is not None and tool_context.tool_confirmation is None:
             return request_event(call, asked, event)  # the result waits for a person
-        if not (interim and result is None):
+        # A long-running tool's falsy return ({}, "", 0, [], None) is no interim result, as
+        # in the reference: the call's response comes later.
+        if not (interim and not result):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
         if isinstance(tool, FinishTaskTool) and result == FINISHED:
