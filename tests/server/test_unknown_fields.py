@@ -62,8 +62,9 @@ async def test_a_reference_export_s_empty_actions_fields_are_accepted(
     start_live: StartLive,
 ) -> None:
     live = await start_live()
-    actions = {"stateDelta": {}, "artifactDelta": {}, "requestedAuthConfigs": {}}
-    event = {"author": "user", "actions": {**actions, "requestedToolConfirmations": {}}}
+    empty: dict[str, object] = {}
+    actions = {"stateDelta": empty, "artifactDelta": empty, "requestedAuthConfigs": empty}
+    event = {"author": "user", "actions": {**actions, "requestedToolConfirmations": empty}}
     r = await live.client.post("/apps/approval/users/u/sessions", json={"events": [event]})
     assert r.status_code == 200, r.text
     assert "requestedAuthConfigs" not in r.json()["events"][0]["actions"]
