@@ -41,6 +41,7 @@ __all__ = [
     "RunConfigError",
     "SessionExistsError",
     "SessionNotFoundError",
+    "SessionOptionsError",
     "StaleVersionError",
     "StateSchemaError",
     "StoreUnavailableError",
@@ -71,6 +72,10 @@ class AppNotFoundError(BatonError, LookupError):
 
 class AppNameRequiredError(BatonError, ValueError):
     """A run request names no app, and the server has no default app to run."""
+
+
+class SessionOptionsError(BatonError, ValueError):
+    """A new session's `options` ask its session service for something it does not take."""
 
 
 class ArtifactNotFoundError(BatonError, LookupError):

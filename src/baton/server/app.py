@@ -34,7 +34,12 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
 
-from baton.errors import AppNameRequiredError, InvalidMessageError, SessionNotFoundError
+from baton.errors import (
+    AppNameRequiredError,
+    InvalidMessageError,
+    SessionNotFoundError,
+    SessionOptionsError,
+)
 from baton.events import Event, EventActions
 from baton.notifier import Notifier, NotifySettings
 from baton.run_config import RunConfig, StreamingMode
@@ -544,6 +549,7 @@ async def _create_session(
     server: _Server, app_name: str, user_id: str, body: CreateSessionRequest
 ) -> Response:
     server.catalog.runner(app_name)
+    _check_options(body.options or {})
     service = server.catalog.session_service
     events = body.events or []
     session = await service.create_session(
@@ -555,6 +561,23 @@ async def _create_session(
     for event in events:
         await service.append_event(session, event)
     return model_reply(session)
+
+
+def _check_options(options: dict[str, JsonValue]) -> None:
+    """Refuses a new session's options, as the reference refuses them for its own session
+    services (none takes options); a key the route already binds is named first."""
+    if not options:
+        return
+    bound = sorted(options.keys() & {"app_name", "user_id", "state", "session_id"})
+    if bound:
+        raise SessionOptionsError(
+            f"session options cannot contain keys the route already binds: {', '.join(bound)}; "
+            "send them as the body's own fields (sessionId, state) or in the path."
+        )
+    raise SessionOptionsError(
+        f"session options {', '.join(sorted(options))} are not supported: baton's session "
+        "services take no options at creation; leave 'options' out (or send {})."
+    )
 
 
 async def _session(server: _Server, key: SessionKey, *, with_events: bool = True) -> Session:

@@ -37,11 +37,14 @@ class RunAgentRequest(WireModel):
 
 
 class CreateSessionRequest(WireModel):
-    """`POST .../sessions`: an optional id, initial state and initial events."""
+    """`POST .../sessions`: an optional id, initial state and initial events; `options`
+    (the reference's: keyword arguments for its session service's create_session) are
+    refused unless empty, as baton's session services take none."""
 
     session_id: str | None = Field(default=None, min_length=1)
     state: dict[str, JsonValue] | None = None
     events: list[Event] | None = None
+    options: dict[str, JsonValue] | None = None
 
 
 class RespondRequest(WireModel):

@@ -49,6 +49,7 @@ from baton.errors import (
     RunConfigError,
     SessionExistsError,
     SessionNotFoundError,
+    SessionOptionsError,
     StaleVersionError,
     StateSchemaError,
     StoreUnavailableError,
@@ -72,6 +73,7 @@ __all__ = [
 STATUS: Final[dict[type[BatonError], int]] = {
     AppNotFoundError: 404,
     AppNameRequiredError: 400,
+    SessionOptionsError: 400,
     ArtifactNotFoundError: 404,
     InvalidArtifactError: 400,
     SessionNotFoundError: 404,
