@@ -208,6 +208,7 @@ class EventActions(StrictWireModel):
     state_delta: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
     artifact_delta: dict[str, int] = Field(default_factory=dict[str, int])
     transfer_to_agent: str | None = None
+    transfer_reason: str | None = None  # why, when the transfer tool was given one
     escalate: bool | None = None
     end_of_agent: bool | None = None
     agent_state: dict[str, JsonValue] | None = None
@@ -216,7 +217,6 @@ class EventActions(StrictWireModel):
     # Set only on the event `Runner.rewind_async` appends: every event from this
     # invocation's first one up to the rewind event no longer counts (`live_events`).
     rewind_before_invocation_id: str | None = None
-    transfer_reason: _ReferenceOnly = None
     requested_auth_configs: _ReferenceOnly = None
     compaction: _ReferenceOnly = None
     render_ui_widgets: _ReferenceOnly = None

@@ -66,10 +66,11 @@ from baton.agents.task import (
 )
 from baton.agents.transfer import (
     TRANSFER_FUNCTION,
+    AgentTransferTool,
     TransferRules,
-    TransferToAgentTool,
     transfer_instruction,
     transfer_targets,
+    why_not,
 )
 from baton.agents.turn_writes import TurnWrites, unmarked
 from baton.context import InvocationContext
@@ -275,14 +276,14 @@ class LlmAgent(BaseAgent):
 
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
-    _transfer: TransferToAgentTool | None = PrivateAttr(default=None)
+    _transfer: AgentTransferTool | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
         own = [t for t in self.tools if not isinstance(t, BaseToolset)]
         self._tools = _index_tools([*own, *delegated], agent=self.name)
-        self._transfer = TransferToAgentTool(lambda: self)
+        self._transfer = AgentTransferTool(lambda: self)
         _check_generate_content_config(self.name, self.generate_content_config)
         if self.output_schema is not None and self.mode != "task":
             raise ValueError(
@@ -1129,6 +1130,7 @@ class LlmAgent(BaseAgent):
             result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
         else:
             result = await self._run_tool(tool, call.args or {}, tool_context, ctx.plugins)
+            result = self._checked_transfer(tool_context, result)
         event = Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
@@ -1143,9 +1145,26 @@ class LlmAgent(BaseAgent):
         if not (interim and not result):
             response = to_function_response(call, result)
             event.content = Content(role="user", parts=[Part(function_response=response)])
+        else:
+            # No result yet, so none to end the turn with: the answer that comes later gets
+            # a model turn (get_user_choice asks for it), as in the reference, whose
+            # long-running call without a result leaves no event.
+            event.actions.skip_summarization = None
         if isinstance(tool, FinishTaskTool) and result == FINISHED:
             self._give_result(ctx, event, tool.result(call.args or {}))
         return event
+
+    def _checked_transfer(self, tool_context: ToolContext, result: JsonValue) -> JsonValue:
+        """The result of a call that asked to transfer (`actions.transfer_to_agent`, e.g.
+        the reference's `transfer_to_agent` function listed as a tool): an agent this one
+        may not transfer to is answered with why and what it may choose, as its own
+        transfer tool answers, and nothing is transferred."""
+        name = tool_context.actions.transfer_to_agent
+        if name is None or name in {t.name for t in transfer_targets(self)}:
+            return result
+        tool_context.actions.transfer_to_agent = None
+        tool_context.actions.transfer_reason = None
+        return {"error": why_not(self, name)}
 
     def _give_result(self, ctx: AgentContext, event: Event, result: JsonValue) -> None:
         """The task's result on the event that ended the task: `output_key`'s value, and

@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # only for annotations: base_agent imports this module
 
 __all__ = [
     "TRANSFER_FUNCTION",
+    "AgentTransferTool",
     "TransferRules",
-    "TransferToAgentTool",
     "transfer_instruction",
     "transfer_targets",
     "why_not",
@@ -92,7 +92,7 @@ def why_not(agent: BaseAgent, name: object) -> str:
 
 
 @final
-class TransferToAgentTool(BaseTool):
+class AgentTransferTool(BaseTool):
     """The `transfer_to_agent` tool, its `agent_name` limited to an agent's targets.
 
     Args:

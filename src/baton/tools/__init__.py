@@ -1,5 +1,6 @@
 """Tools an LLM agent's model can call: BaseTool, FunctionTool, LongRunningFunctionTool,
-AgentTool, exit_loop."""
+AgentTool, and the reference's ready-made ones (exit_loop, get_user_choice,
+transfer_to_agent, load_memory, preload_memory)."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -7,8 +8,10 @@ from baton.tools.base import BaseTool, to_function_response, to_response_dict
 from baton.tools.confirmation import ToolConfirmation
 from baton.tools.exit_loop import exit_loop
 from baton.tools.function_tool import FunctionTool, LongRunningFunctionTool
+from baton.tools.get_user_choice_tool import get_user_choice_tool as get_user_choice
 from baton.tools.memory_tools import LoadMemoryTool, PreloadMemoryTool, load_memory, preload_memory
 from baton.tools.tool_context import ToolContext, ToolState
+from baton.tools.transfer_to_agent_tool import TransferToAgentTool, transfer_to_agent
 
 if TYPE_CHECKING:
     from baton.agents.delegation import AgentTool
@@ -23,11 +26,14 @@ __all__ = [
     "ToolConfirmation",
     "ToolContext",
     "ToolState",
+    "TransferToAgentTool",
     "exit_loop",
+    "get_user_choice",
     "load_memory",
     "preload_memory",
     "to_function_response",
     "to_response_dict",
+    "transfer_to_agent",
 ]
 
 
