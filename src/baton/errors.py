@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyAnsweredError",
+    "AppInfoUnavailableError",
     "AppNameRequiredError",
     "AppNotFoundError",
     "ArtifactNotFoundError",
@@ -72,6 +73,10 @@ class AppNotFoundError(BatonError, LookupError):
 
 class AppNameRequiredError(BatonError, ValueError):
     """A run request names no app, and the server has no default app to run."""
+
+
+class AppInfoUnavailableError(BatonError, ValueError):
+    """`GET /apps/{app}/app-info` of an app whose root is not an LlmAgent."""
 
 
 class SessionOptionsError(BatonError, ValueError):

@@ -43,6 +43,7 @@ from baton.errors import (
 from baton.events import Event, EventActions
 from baton.notifier import Notifier, NotifySettings
 from baton.run_config import RunConfig, StreamingMode
+from baton.server.app_info import app_info_routes
 from baton.server.artifact_routes import artifact_routes
 from baton.server.bodies import (
     AppsDetail,
@@ -284,6 +285,7 @@ def create_app(
     app.include_router(_answer_routes(server))
     app.include_router(_session_routes(server))
     app.include_router(_public_routes(server))
+    app.include_router(app_info_routes(server.catalog, server.keys))
     app.include_router(_listing_routes(server))
     app.include_router(_inbox_routes(server))
     app.include_router(dev_routes(catalog, server.keys, traces))

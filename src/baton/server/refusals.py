@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 from baton.agents import MissingStateKeyError
 from baton.errors import (
     AlreadyAnsweredError,
+    AppInfoUnavailableError,
     AppNameRequiredError,
     AppNotFoundError,
     ArtifactNotFoundError,
@@ -73,6 +74,7 @@ __all__ = [
 STATUS: Final[dict[type[BatonError], int]] = {
     AppNotFoundError: 404,
     AppNameRequiredError: 400,
+    AppInfoUnavailableError: 400,
     SessionOptionsError: 400,
     ArtifactNotFoundError: 404,
     InvalidArtifactError: 400,
