@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +42,13 @@ from sqlalchemy import make_url, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from baton.models import OpenAiModel
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.sql.migrations import LATEST_VERSION
 from baton.sessions.sql.schema import metadata, schema_version
 from baton.sessions.store import Store
+from tests.models.chat_server import ChatServer, serve_chat
 
 POSTGRES_URL = os.environ.get(
     "BATON_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -365,3 +367,20 @@ def _skip_or_fail(server: str, url: str, reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message}; CI=true requires it.")
     pytest.skip(f"{message}; start it (make services) to run these tests.")
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    """A chat-completions server on 127.0.0.1 (see tests/models/chat_server.py)."""
+    with serve_chat() as server:
+        yield server
+
+
+@pytest.fixture
+async def openai_model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
+    """The real OpenAI adapter, talking to `chat_server`."""
+    model = OpenAiModel(
+        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
+    )
+    yield model
+    await model.aclose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -21,22 +20,13 @@ from baton.tools import BaseTool, FunctionTool, LongRunningFunctionTool
 from baton.tools.base_toolset import BaseToolset, ToolPredicate
 from tests.agents.conftest import MakeRunner
 from tests.harness import attach_harness
-from tests.models.chat_server import ChatServer, completion, serve_chat
+from tests.models.chat_server import ChatServer, completion
 
 
 @pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
-    with serve_chat() as server:
-        yield server
-
-
-@pytest.fixture
-async def model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
-    served = OpenAiModel(
-        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
-    )
-    yield served
-    await served.aclose()
+def model(openai_model: OpenAiModel) -> OpenAiModel:
+    """The real OpenAI adapter, talking to `chat_server` (both from tests/conftest.py)."""
+    return openai_model
 
 
 def add(a: int, b: int) -> int:

@@ -38,9 +38,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`AgentTool` lives with the agents (which import this package): read on first use."""
+    """`AgentTool` lives with the agents (which import this package), and `McpToolset`
+    needs the MCP SDK (an optional extra, `pip install 'baton[mcp]'`; it is left out of
+    `__all__`): each is read on first use."""
     if name == "AgentTool":
         from baton.agents.delegation import AgentTool
 
         return AgentTool
+    if name == "McpToolset":
+        from baton.tools.mcp_tool import McpToolset
+
+        return McpToolset
     raise AttributeError(f"module 'baton.tools' has no attribute {name!r}")

@@ -1,0 +1,30 @@
+"""MCP servers as tools: `McpToolset(connection_params=...)` offers an MCP server's tools
+to an agent's model, as the reference's `google.adk.tools.mcp_tool`.
+
+Needs the MCP SDK (`pip install 'baton[mcp]'`); importing this package without it raises
+ImportError saying so. `baton` itself imports without it.
+"""
+
+from baton.tools.mcp_tool.mcp_session_manager import (
+    MCPSessionManager,
+    SseConnectionParams,
+    SseServerParams,
+    StdioConnectionParams,
+    StdioServerParameters,
+    StreamableHTTPConnectionParams,
+    StreamableHTTPServerParams,
+)
+from baton.tools.mcp_tool.mcp_tool import McpTool
+from baton.tools.mcp_tool.mcp_toolset import McpToolset
+
+__all__ = [
+    "MCPSessionManager",
+    "McpTool",
+    "McpToolset",
+    "SseConnectionParams",
+    "SseServerParams",
+    "StdioConnectionParams",
+    "StdioServerParameters",
+    "StreamableHTTPConnectionParams",
+    "StreamableHTTPServerParams",
+]

@@ -1,0 +1,158 @@
+"""McpTool: one tool of an MCP server, as a tool the model calls.
+
+Its declaration is the server's: name, description, and the input schema as the JSON
+schema of the parameters. A call goes to the server on the toolset's open session; the
+result reaches the model as the server's `CallToolResult` (`content`, `structuredContent`,
+`isError`), as in the reference, so a tool's own failure (`isError: true`) is the model's
+to read. A failure to reach the server, or an error the server answers the request with,
+is given to the model as `{"error": "..."}` rather than failing the run, as the reference
+does. Like any tool call, its result is committed once it returns: a resumed or recovered
+run does not call the server again for it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, Final, TypeAlias, final
+
+from pydantic import JsonValue
+
+from baton.agents.transfer import TRANSFER_FUNCTION
+from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION
+from baton.models.llm import LlmRequest
+from baton.readonly_context import ReadonlyContext
+from baton.threads import run_sync
+from baton.tools.base import BaseTool, hold_for_confirmation
+from baton.tools.confirmation import ConfirmationRule, check_rule, needs_confirmation
+from baton.tools.fencing import send_fenced
+from baton.tools.mcp_tool.mcp_session_manager import MCPSessionManager
+from baton.tools.mcp_tool.sdk import McpError, dump, field, mcp_types
+from baton.tools.tool_context import ToolContext
+from baton.types import FunctionDeclaration
+
+__all__ = ["RESERVED_NAMES", "HeaderProvider", "McpTool", "provide_headers"]
+
+_log = logging.getLogger(__name__)
+
+HeaderProvider: TypeAlias = Callable[[ReadonlyContext], dict[str, str] | Awaitable[dict[str, str]]]
+"""Request headers for a run (sync or async), e.g. the user's token for the server."""
+
+RESERVED_NAMES: Final = frozenset(
+    {REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION, TRANSFER_FUNCTION}
+)
+"""Function names baton itself puts on the wire: a server's tool may not take one."""
+
+
+@final
+class McpTool(BaseTool):
+    """A tool of an MCP server (an `McpToolset` makes these from the server's listing).
+
+    Args:
+        mcp_tool: the tool as the server lists it.
+        mcp_session_manager: the sessions to the server its calls go through.
+        require_confirmation: a person must approve each call before it is sent (True),
+            or the calls a function of the arguments picks (see `FunctionTool`).
+        header_provider: request headers for each call, from the run's ReadonlyContext.
+
+    Raises:
+        ValueError: the tool's name is one baton reserves (`adk_request_input`,
+            `adk_request_confirmation`, `transfer_to_agent`).
+        TypeError: require_confirmation is neither a bool nor a function.
+    """
+
+    def __init__(
+        self,
+        *,
+        mcp_tool: mcp_types.Tool,
+        mcp_session_manager: MCPSessionManager,
+        require_confirmation: ConfirmationRule = False,
+        header_provider: HeaderProvider | None = None,
+    ) -> None:
+        if mcp_tool.name in RESERVED_NAMES:
+            raise ValueError(
+                f"MCP tool name '{mcp_tool.name}' is a function name baton reserves "
+                f"({', '.join(sorted(RESERVED_NAMES))}); the server must name it otherwise."
+            )
+        super().__init__(name=mcp_tool.name, description=mcp_tool.description or "")
+        self._mcp_tool = mcp_tool
+        self._mcp_session_manager = mcp_session_manager
+        self.require_confirmation = check_rule(require_confirmation, f"MCP tool '{self.name}'")
+        self.header_provider = header_provider
+
+    @property
+    def raw_mcp_tool(self) -> mcp_types.Tool:
+        """The tool as the server listed it."""
+        return self._mcp_tool
+
+    def declaration(self) -> FunctionDeclaration:
+        """The server's name (with the toolset's prefix), description and input schema."""
+        schema: dict[str, JsonValue] = field(self._mcp_tool, "inputSchema")
+        return FunctionDeclaration(name=self.name, description=self.description, parameters=schema)
+
+    async def process_llm_request(
+        self, *, tool_context: ToolContext, llm_request: LlmRequest
+    ) -> None:
+        """Send the declaration with the server's descriptions fenced as data, as the
+        reference does (see `baton.tools.fencing`)."""
+        send_fenced(llm_request, self.declaration())
+
+    async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
+        """Call the tool on the server (once confirmed, when it needs confirmation).
+
+        Args:
+            args: the model's arguments, sent as they are (the server validates them).
+            tool_context: the call's context.
+
+        Returns:
+            The server's `CallToolResult` as JSON, or `{"error": "..."}` when the server
+            could not be reached or refused the request.
+        """
+        if await needs_confirmation(self.require_confirmation, args, tool_context):
+            held = hold_for_confirmation(self.name, tool_context)
+            if held is not None:
+                return held
+        try:
+            return await self._call(args, tool_context)
+        except McpError as error:
+            _log.warning("MCP tool %s failed: %s", self.name, error)
+            return {"error": f"MCP tool execution failed: {error}"}
+        except Exception as error:
+            _log.warning("MCP tool %s failed", self.name, exc_info=True)
+            return {"error": f"Unexpected error during MCP tool execution: {error}"}
+
+    async def _call(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
+        headers = None
+        if self.header_provider is not None:
+            context = tool_context.invocation_context
+            readonly = ReadonlyContext(context, agent_name=tool_context.agent_name)
+            headers = await provide_headers(self.header_provider, readonly)
+        name = self._mcp_tool.name  # the server's name, without the toolset's prefix
+        result = await self._mcp_session_manager.run(
+            lambda session: session.call_tool(name, arguments=args), headers
+        )
+        response = dump(result)
+        response.pop("resultType", None)  # 2.x's marker of a complete result
+        return response
+
+
+async def provide_headers(provider: HeaderProvider, context: ReadonlyContext) -> dict[str, str]:
+    """The headers `provider` gives for this run (a sync provider runs in a worker thread).
+
+    Raises:
+        TypeError: it gave something other than a dict of strings.
+    """
+    if inspect.iscoroutinefunction(provider):
+        given: Any = await provider(context)
+    else:
+        given = await run_sync(partial(provider, context))
+        if inspect.isawaitable(given):
+            given = await given
+    if not isinstance(given, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in given.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise TypeError(f"header_provider must return a dict of strings, got {given!r}.")
+    return given  # pyright: ignore[reportUnknownVariableType]

@@ -1,0 +1,71 @@
+"""A small MCP server for the MCP toolset tests, written with the MCP SDK.
+
+`python tests/tools/mcp_server.py stdio` serves on stdin/stdout; `... http` serves
+streamable HTTP on 127.0.0.1 at a free port, which it prints as its first line
+(`port <n>`). Each tool call appends a line to the file named by MCP_CALL_LOG
+(`<tool> <arguments as JSON>`), and the process appends `start <pid>` when it starts, so
+tests count calls and processes from outside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("baton-test")
+TABLE = {"alpha": "the first letter", "omega": "the last letter"}
+
+
+def _log(line: str) -> None:
+    path = os.environ.get("MCP_CALL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    _log(f"add {json.dumps({'a': a, 'b': b})}")
+    return a + b
+
+
+@server.tool()
+def lookup(key: str) -> str:
+    """Look a key up in the table."""
+    _log(f"lookup {json.dumps({'key': key})}")
+    if key not in TABLE:
+        raise ToolError(f"no entry for {key!r}")
+    return TABLE[key]
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The caller's x-user header (HTTP only)."""
+    request = ctx.request_context.request
+    user = request.headers.get("x-user", "") if request is not None else ""
+    _log(f"whoami {json.dumps({'user': user})}")
+    return user
+
+
+async def _serve_http() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+if __name__ == "__main__":
+    _log(f"start {os.getpid()}")
+    if sys.argv[1:] == ["http"]:
+        anyio.run(_serve_http)
+    else:
+        server.run()

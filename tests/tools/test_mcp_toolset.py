@@ -1,0 +1,244 @@
+"""McpToolset against a real MCP server (tests/tools/mcp_server.py, written with the MCP
+SDK): over stdio, a subprocess per session, and over streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+import baton.tools
+from baton.tools import ToolContext
+from baton.tools.mcp_tool import (
+    McpTool,
+    McpToolset,
+    StdioConnectionParams,
+    StdioServerParameters,
+    StreamableHTTPConnectionParams,
+)
+from baton.types import FunctionDeclaration
+from tests.tools.mcp_servers import CallLog, is_running, result, serve_http, stdio
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> CallLog:
+    return CallLog(tmp_path / "calls.log")
+
+
+@pytest.fixture
+def http_url(log: CallLog) -> Iterator[str]:
+    with serve_http(log) as url:
+        yield url
+
+
+def tool_named(tools: list[McpTool], name: str) -> McpTool:
+    return next(t for t in tools if t.name == name)
+
+
+async def mcp_tools(toolset: McpToolset) -> list[McpTool]:
+    tools = await toolset.get_tools()
+    assert all(isinstance(t, McpTool) for t in tools)
+    return [t for t in tools if isinstance(t, McpTool)]
+
+
+ADD = FunctionDeclaration(
+    name="add",
+    description="Add two integers.",
+    parameters={
+        "type": "object",
+        "title": "addArguments",
+        "properties": {
+            "a": {"title": "A", "type": "integer"},
+            "b": {"title": "B", "type": "integer"},
+        },
+        "required": ["a", "b"],
+    },
+)
+
+
+async def test_the_servers_tools_are_declared_as_the_server_describes_them(log: CallLog) -> None:
+    toolset = McpToolset(connection_params=stdio(log))
+    tools = await mcp_tools(toolset)
+
+    assert [t.name for t in tools] == ["add", "lookup", "whoami"]
+    assert tool_named(tools, "add").declaration() == ADD
+    assert tool_named(tools, "add").raw_mcp_tool.name == "add"
+    await toolset.close()
+
+
+async def test_a_call_returns_the_servers_result_and_a_tool_error_is_the_models_to_read(
+    log: CallLog,
+) -> None:
+    toolset = McpToolset(connection_params=stdio(log))
+    tools = await mcp_tools(toolset)
+
+    added = await tool_named(tools, "add").run({"a": 2, "b": 3}, ToolContext())
+    missing = await tool_named(tools, "lookup").run({"key": "zeta"}, ToolContext())
+
+    assert added == result(5)
+    assert missing == {
+        "content": [{"type": "text", "text": "Error executing tool lookup: no entry for 'zeta'"}],
+        "isError": True,
+    }
+    assert log.calls() == ['add {"a": 2, "b": 3}', 'lookup {"key": "zeta"}']
+    await toolset.close()
+
+
+async def test_one_server_process_serves_every_call_and_close_ends_it(log: CallLog) -> None:
+    toolset = McpToolset(connection_params=stdio(log))
+    add = tool_named(await mcp_tools(toolset), "add")
+    await add.run({"a": 1, "b": 1}, ToolContext())
+    await add.run({"a": 1, "b": 2}, ToolContext())
+    [pid] = log.pids()
+    assert is_running(pid)
+
+    await toolset.close()
+    await toolset.close()  # again: nothing left to close
+
+    assert not is_running(pid)
+    # Used after closing, it starts the server again.
+    assert await add.run({"a": 2, "b": 2}, ToolContext()) == result(4)
+    assert len(log.pids()) == 2
+    await toolset.close()
+    assert not any(is_running(p) for p in log.pids())
+
+
+async def test_a_server_that_died_is_started_again_for_the_next_call(log: CallLog) -> None:
+    toolset = McpToolset(connection_params=stdio(log))
+    add = tool_named(await mcp_tools(toolset), "add")
+    [first] = log.pids()
+    os.kill(first, signal.SIGKILL)
+    await _until_closed(toolset, first)
+
+    added = await add.run({"a": 4, "b": 5}, ToolContext())
+
+    assert added == result(9)
+    assert len(log.pids()) == 2
+    await toolset.close()
+
+
+async def test_tool_filter_and_prefix_choose_and_name_the_tools(log: CallLog) -> None:
+    by_name = McpToolset(connection_params=stdio(log), tool_filter=["lookup", "add"])
+    by_rule = McpToolset(
+        connection_params=stdio(log),
+        tool_filter=lambda tool, readonly_context=None: tool.name.startswith("who"),
+        tool_name_prefix="srv",
+    )
+
+    assert [t.name for t in await by_name.get_tools()] == ["add", "lookup"]
+    [whoami] = await by_rule.get_tools_with_prefix()
+    assert whoami.name == "srv_whoami"
+    assert whoami.declaration() == FunctionDeclaration(
+        name="srv_whoami",
+        description="The caller's x-user header (HTTP only).",
+        parameters={"type": "object", "title": "whoamiArguments", "properties": {}},
+    )
+    # The server is called by its own name.
+    assert await whoami.run({}, ToolContext()) == result("")
+    await by_name.close()
+    await by_rule.close()
+
+
+async def test_a_server_that_cannot_start_is_a_connection_error_naming_it(tmp_path: Path) -> None:
+    command = StdioServerParameters(command=sys.executable, args=[str(tmp_path / "absent.py")])
+    toolset = McpToolset(connection_params=StdioConnectionParams(server_params=command))
+
+    with pytest.raises(ConnectionError, match=r"Failed to get tools from MCP server: .*absent\.py"):
+        await toolset.get_tools()
+    await toolset.close()
+
+
+async def test_a_server_that_does_not_answer_in_time_is_a_connection_error() -> None:
+    sleep = ["-c", "import time; time.sleep(60)"]
+    silent = StdioServerParameters(command=sys.executable, args=sleep)
+    toolset = McpToolset(connection_params=StdioConnectionParams(server_params=silent, timeout=0.5))
+
+    with pytest.raises(ConnectionError, match=r"no session within 0\.5 seconds"):
+        await toolset.get_tools()
+    await toolset.close()
+
+
+def test_bad_connection_params_are_refused() -> None:
+    with pytest.raises(ValueError, match="Missing connection params"):
+        McpToolset(connection_params=None)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="connection_params must be StdioConnectionParams"):
+        McpToolset(connection_params={"command": "npx"})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="require_confirmation of McpToolset must be a bool"):
+        McpToolset(connection_params=stdio(CallLog(Path("unused"))), require_confirmation="yes")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValidationError, match="timeout"):
+        StdioConnectionParams(server_params=StdioServerParameters(command="x"), timeout=0)
+    with pytest.raises(ValidationError, match="sse_read_timout"):
+        StreamableHTTPConnectionParams(url="http://x", sse_read_timout=3)  # pyright: ignore[reportCallIssue]
+
+
+async def test_streamable_http_lists_and_calls_tools(log: CallLog, http_url: str) -> None:
+    toolset = McpToolset(
+        connection_params=StreamableHTTPConnectionParams(url=http_url, headers={"x-user": "ann"})
+    )
+    tools = await mcp_tools(toolset)
+
+    added = await tool_named(tools, "add").run({"a": 20, "b": 22}, ToolContext())
+    who = await tool_named(tools, "whoami").run({}, ToolContext())
+
+    assert [t.name for t in tools] == ["add", "lookup", "whoami"]
+    assert added == result(42)
+    assert who == result("ann")
+    await toolset.close()
+
+
+async def test_a_call_to_a_server_that_went_away_answers_the_model_with_an_error(
+    log: CallLog,
+) -> None:
+    with serve_http(log) as url:
+        toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=url, timeout=2))
+        add = tool_named(await mcp_tools(toolset), "add")
+
+    failed = await add.run({"a": 1, "b": 2}, ToolContext())
+
+    assert isinstance(failed, dict)
+    assert str(failed["error"]).startswith("MCP tool execution failed: ")
+    refused = r"Failed to get tools from MCP server: .*127\.0\.0\.1"
+    with pytest.raises(ConnectionError, match=refused):
+        await toolset.get_tools()
+    await toolset.close()
+
+
+def test_baton_imports_without_the_mcp_sdk_and_the_toolset_says_how_to_install_it() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["mcp"] = None  # as if not installed
+        import baton, baton.tools
+        try:
+            from baton.tools.mcp_tool import McpToolset
+        except ImportError as error:
+            print(error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "pip install 'baton[mcp]'" in done.stdout
+
+
+def test_the_toolset_is_also_read_from_baton_tools() -> None:
+    assert baton.tools.McpToolset is McpToolset
+
+
+async def _until_closed(toolset: McpToolset, pid: int) -> None:
+    """Wait until the killed server has exited and its session has seen its pipes close."""
+    stat = Path(f"/proc/{pid}/stat")
+    manager = toolset._mcp_session_manager  # pyright: ignore[reportPrivateUsage]
+    sessions = manager._sessions  # pyright: ignore[reportPrivateUsage]
+    while (stat.exists() and stat.read_text().split()[2] != "Z") or any(  # noqa: ASYNC110
+        s.alive for s in sessions.values()
+    ):
+        await asyncio.sleep(0.01)  # nothing to wait on: the process is not ours
