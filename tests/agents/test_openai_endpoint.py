@@ -165,3 +165,73 @@ def test_gemini_model_strings_use_googles_endpoint_unless_told_otherwise(
         GEMINI_OPENAI_URL,
         "google-key",
     )
+
+
+# --- a user's files and pictures reach a chat-completions model ---
+PNG = b"\x89PNG\r\n\x1a\nfake"
+
+
+async def test_an_agent_sends_the_users_picture_audio_and_document_to_the_model(
+    make: MakeRunner, chat_server: ChatServer
+) -> None:
+    model = OpenAiModel(model="openai/served-model", base_url=chat_server.url, api_key="k")
+    agent = LlmAgent(name="looker", model=model, instruction="Describe what you get.")
+    chat_server.reply(completion(content="A cat, a beep and a report."))
+    h = await make(agent)
+    message = types.Content(
+        role="user",
+        parts=[
+            types.Part(text="What is in these?"),
+            types.Part.from_bytes(data=PNG, mime_type="image/png"),
+            types.Part.from_bytes(data=b"RIFFwav", mime_type="audio/wav"),
+            types.Part(
+                inline_data=types.Blob(
+                    data=b"%PDF-1.7", mime_type="application/pdf", display_name="q3.pdf"
+                )
+            ),
+            types.Part.from_bytes(data="notes: é".encode(), mime_type="text/plain; charset=utf-8"),
+            types.Part.from_uri(file_uri="https://example.com/cat.jpg"),
+            types.Part.from_uri(file_uri="file-abc123", mime_type="application/pdf"),
+        ],
+    )
+
+    done = await h.collect(new_message=message)
+
+    assert outputs(done)[-1][1] == "A cat, a beep and a report."
+    [user_message] = [m for m in chat_server.requests[0]["messages"] if m["role"] == "user"]
+    assert user_message["content"] == [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgpmYWtl"}},
+        {"type": "input_audio", "input_audio": {"data": "UklGRndhdg==", "format": "wav"}},
+        {
+            "type": "file",
+            "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjc=", "filename": "q3.pdf"},
+        },
+        {"type": "text", "text": "notes: é"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        {"type": "file", "file": {"file_id": "file-abc123"}},
+    ]
+    await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("part", "complaint"),
+    [
+        (types.Part.from_bytes(data=b"PK", mime_type="application/zip"), "is application/zip"),
+        (types.Part(inline_data=types.Blob(data=PNG)), "needs both its bytes and a mime_type"),
+        (types.Part.from_uri(file_uri="gs://bucket/a.png"), r"gs://bucket/a\.png, image/png"),
+        (types.Part.from_uri(file_uri="https://example.com/a.zip"), "cannot be sent"),
+    ],
+)
+async def test_a_file_the_model_cannot_be_sent_fails_the_turn_before_sending(
+    make: MakeRunner, chat_server: ChatServer, part: types.Part, complaint: str
+) -> None:
+    model = OpenAiModel(model="openai/served-model", base_url=chat_server.url, api_key="k")
+    agent = LlmAgent(name="looker", model=model, instruction="Describe what you get.")
+    h = await make(agent)
+
+    with pytest.raises(ValueError, match=complaint):
+        await h.collect(new_message=types.Content(role="user", parts=[types.Part(text="?"), part]))
+
+    assert chat_server.requests == []
+    await model.aclose()

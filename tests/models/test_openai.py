@@ -429,3 +429,13 @@ def test_a_config_field_only_gemini_takes_is_refused_by_name() -> None:
 
     with pytest.raises(ValidationError, match="response_modalities: only Gemini's own API"):
         types.GenerateContentConfig.model_validate({"responseModalities": ["TEXT"]})
+
+
+async def test_a_model_turn_holding_bytes_is_refused_before_sending(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    picture = Content(role="model", parts=[Part.from_bytes(data=b"x", mime_type="image/png")])
+
+    with pytest.raises(ValueError, match=r"contents\[1\] is a model turn holding a file"):
+        await collect(openai_model, LlmRequest(contents=[user("Draw"), picture]))
+    assert chat_server.requests == []

@@ -7,14 +7,18 @@ need the `openai` extra.
 
 from __future__ import annotations
 
+import base64
 import json
-from typing import TYPE_CHECKING
+import mimetypes
+from typing import TYPE_CHECKING, cast
 
 from pydantic import JsonValue
 
 from baton.models.llm import FunctionDeclaration, LlmRequest, LlmResponse, UsageMetadata
 from baton.types import (
+    Blob,
     Content,
+    FileData,
     FunctionCall,
     FunctionCallingConfigMode,
     FunctionResponse,
@@ -173,10 +177,116 @@ def _content_messages(content: Content, index: int) -> list[ChatCompletionMessag
         _tool_message(p.function_response, index) for p in parts if p.function_response
     ]
     if content.role in ("model", "assistant"):
+        if any(p.inline_data or p.file_data for p in parts):
+            raise ValueError(
+                f"contents[{index}] is a model turn holding a file or bytes; a chat-completions "
+                "assistant message carries only text and tool calls, so put the media in a "
+                "user message."
+            )
         assistant = [_assistant_message(text, calls, index)] if text or calls else []
         return [*assistant, *tools]
-    user: list[ChatCompletionMessageParam] = [{"role": "user", "content": text}] if text else []
-    return [*tools, *user]
+    if not any(p.inline_data or p.file_data for p in parts):
+        user: list[ChatCompletionMessageParam] = [{"role": "user", "content": text}] if text else []
+        return [*tools, *user]
+    media = [piece for part in parts for piece in _user_pieces(part, index)]
+    # Not the SDK's part types: video_url is vLLM's extension, and an audio format other
+    # than wav or mp3 is the server's to accept or refuse.
+    return [*tools, cast("ChatCompletionMessageParam", {"role": "user", "content": media})]
+
+
+# The parts of a user message that holds media, as the chat-completions protocol takes
+# them (and as the reference's LiteLlm sends them): text inline, images and video as
+# URLs (a base64 data URL for bytes), audio as input_audio, documents as files.
+_Piece = dict[str, object]
+"""One part of a user message's content list ({"type": "text", "text": ...}, ...)."""
+
+_DOCUMENT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/msword",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/json",
+        "application/x-sh",
+    }
+)
+
+
+def _user_pieces(part: Part, index: int) -> list[_Piece]:
+    if part.text:
+        return [{"type": "text", "text": part.text}]
+    if part.inline_data is not None:
+        return [_blob_piece(part.inline_data, index)]
+    if part.file_data is not None:
+        return [_file_piece(part.file_data, index)]
+    return []
+
+
+def _blob_piece(blob: Blob, index: int) -> _Piece:
+    if not blob.mime_type or blob.data is None:
+        raise ValueError(
+            f"inline_data in contents[{index}] needs both its bytes and a mime_type "
+            "(e.g. 'image/png') to be sent to a chat-completions model."
+        )
+    mime_type = _bare_mime_type(blob.mime_type)
+    major = mime_type.partition("/")[0]
+    if major == "text":
+        return {"type": "text", "text": _decoded_text(blob.data)}
+    encoded = base64.b64encode(blob.data).decode("ascii")
+    data_url = f"data:{mime_type};base64,{encoded}"
+    if major == "image":
+        return {"type": "image_url", "image_url": {"url": data_url}}
+    if major == "audio":
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": encoded, "format": _audio_format(mime_type)},
+        }
+    if major == "video":
+        return {"type": "video_url", "video_url": {"url": data_url}}
+    if mime_type in _DOCUMENT_TYPES:
+        name = blob.display_name or f"document{mimetypes.guess_extension(mime_type) or '.bin'}"
+        return {"type": "file", "file": {"file_data": data_url, "filename": name}}
+    raise ValueError(
+        f"inline_data in contents[{index}] is {blob.mime_type}, which a chat-completions "
+        "model cannot be sent: send text, an image, audio, video or a document "
+        f"({', '.join(sorted(_DOCUMENT_TYPES))})."
+    )
+
+
+def _file_piece(file: FileData, index: int) -> _Piece:
+    uri = file.file_uri or ""
+    if uri.startswith("file-"):  # a file uploaded to the provider, by its id
+        return {"type": "file", "file": {"file_id": uri}}
+    guessed = mimetypes.guess_type(uri.partition("?")[0])[0]
+    mime_type = _bare_mime_type(file.mime_type or guessed or "")
+    if uri.startswith(("http://", "https://")):
+        major = mime_type.partition("/")[0]
+        if major == "image":
+            return {"type": "image_url", "image_url": {"url": uri}}
+        if major == "video":
+            return {"type": "video_url", "video_url": {"url": uri}}
+    raise ValueError(
+        f"file_data in contents[{index}] ({uri or 'no file_uri'}, "
+        f"{mime_type or 'no mime_type'}) cannot be sent to a chat-completions model: it "
+        "takes http(s) URLs of images or video, or a provider file id ('file-...'); "
+        "send other files as inline_data."
+    )
+
+
+def _bare_mime_type(mime_type: str) -> str:
+    return mime_type.partition(";")[0].strip().lower()
+
+
+def _decoded_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _audio_format(mime_type: str) -> str:
+    subtype = mime_type.partition("/")[2].removeprefix("x-")
+    return {"mpeg": "mp3", "wave": "wav", "vnd.wave": "wav"}.get(subtype, subtype)
 
 
 def _assistant_message(
