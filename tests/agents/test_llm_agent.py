@@ -171,7 +171,7 @@ async def test_a_long_running_call_with_invalid_arguments_does_not_pause(
 
     assert asked(events) == []
     error = str(responses(model.requests[1])["l1"])
-    assert "invalid arguments for tool 'ask'" in error
+    assert "Invoking `ask()` failed as the following mandatory input parameters" in error
     assert outputs(events)[-1][1] == "sorry"
 
 

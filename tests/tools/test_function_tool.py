@@ -90,9 +90,24 @@ async def test_invalid_arguments_come_back_as_an_error_for_the_model() -> None:
     assert result == {
         "error": "invalid arguments for tool 'place_order': 'order.item': Field required; "
         "'order.quantity': Input should be a valid integer, unable to parse string as an "
-        "integer (got 'many'); 'size': Input should be 'small' or 'large' (got 'medium'); "
-        "'colour': Extra inputs are not permitted (got 'red'). Its parameters are: order, "
-        "size, rush. Call it again with corrected arguments."
+        "integer (got 'many'); 'size': Input should be 'small' or 'large' (got 'medium'). "
+        "Its parameters are: order, size, rush. Call it again with corrected arguments."
+    }
+
+
+async def test_an_argument_the_function_does_not_take_is_dropped_as_the_reference_does() -> None:
+    result = await FunctionTool(add).run({"a": 2, "b": 3, "c": 4}, ToolContext())
+
+    assert result == 5
+
+
+async def test_a_missing_argument_gets_the_reference_s_words() -> None:
+    result = await FunctionTool(place_order).run({"rush": True}, ToolContext())
+
+    assert result == {
+        "error": "Invoking `place_order()` failed as the following mandatory input "
+        "parameters are not present:\norder\nsize\nYou could retry calling this tool, but "
+        "it is IMPORTANT for you to provide all the mandatory parameters."
     }
 
 

@@ -59,6 +59,7 @@ class FunctionSignature:
     args_model: type[BaseModel]
     positional: tuple[str, ...]
     takes_tool_context: bool
+    accepted: frozenset[str]  # the parameters' names
 
     @classmethod
     def of(cls, func: Callable[..., object], *, name: str | None = None) -> FunctionSignature:
@@ -95,6 +96,7 @@ class FunctionSignature:
             args_model=args_model,
             positional=tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_ONLY),
             takes_tool_context=TOOL_CONTEXT_PARAMETER in inspect.signature(func).parameters,
+            accepted=frozenset(p.name for p in params),
         )
 
     def declaration(self, *, description: str | None = None) -> FunctionDeclaration:
@@ -119,9 +121,14 @@ class FunctionSignature:
             The arguments to call the function with (without the tool context).
 
         Raises:
-            InvalidArgumentsError: an argument is missing, unknown or of the wrong type;
-                the message lists every problem and the accepted parameters.
+            InvalidArgumentsError: an argument is missing or of the wrong type; the
+                message lists every problem and the accepted parameters (a missing one
+                alone: the reference's words). An argument the function does not take is
+                dropped, as the reference drops it.
         """
+        if not args.keys() <= self.accepted:
+            # The reference drops what the function does not take and calls it.
+            args = {name: value for name, value in args.items() if name in self.accepted}
         try:
             validated = self.args_model.model_validate(args)
         except ValidationError as exc:
@@ -134,10 +141,18 @@ class FunctionSignature:
         return BoundCall(args=positional, kwargs=values)
 
     def _explain(self, error: ValidationError) -> str:
+        errors = error.errors(include_url=False)
+        if all(e["type"] == "missing" and len(e["loc"]) == 1 for e in errors):
+            missing = "\n".join(str(e["loc"][0]) for e in errors)
+            return (  # the reference's words, which models are prompted with
+                f"Invoking `{self.name}()` failed as the following mandatory input parameters "
+                f"are not present:\n{missing}\nYou could retry calling this tool, but it is "
+                "IMPORTANT for you to provide all the mandatory parameters."
+            )
         problems = "; ".join(
             f"'{'.'.join(str(part) for part in e['loc']) or '(arguments)'}': {e['msg']}"
             + (f" (got {e['input']!r})" if e["type"] != "missing" else "")
-            for e in error.errors(include_url=False)
+            for e in errors
         )
         accepted = ", ".join(
             info.alias or key for key, info in self.args_model.model_fields.items()
