@@ -28,6 +28,7 @@ from baton.agents import LlmAgent
 from baton.errors import LlmCallsLimitExceededError, RunConfigError
 from baton.events import Event
 from baton.models import ScriptedModel
+from baton.run_config import check_run_config
 from baton.tools import FunctionTool
 from baton.types import FunctionCall
 from tests.harness import Harness, MakeHarness
@@ -67,6 +68,25 @@ def test_defaults_and_field_names_are_the_references(monkeypatch: pytest.MonkeyP
     assert ToolThreadPoolConfig().max_workers == 4
     monkeypatch.setenv("ADK_MAX_LLM_CALLS", "7")
     assert RunConfig().max_llm_calls == 7
+
+
+def test_a_call_without_a_run_config_gets_a_fresh_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ADK_MAX_LLM_CALLS", raising=False)
+    first, second = check_run_config(None), check_run_config(None)
+    assert first == RunConfig()
+    assert first.model_fields_set == set()
+    # Each call's own containers: a change to one call's config is not the next call's.
+    assert first.output_audio_transcription is not None
+    first.output_audio_transcription["changed"] = True
+    assert second.output_audio_transcription == {}
+    assert check_run_config(None).output_audio_transcription == {}
+    monkeypatch.setenv("ADK_MAX_LLM_CALLS", "7")
+    assert check_run_config(None).max_llm_calls == 7
+    monkeypatch.setenv("ADK_MAX_LLM_CALLS", "lots")
+    with pytest.raises(ValueError, match="ADK_MAX_LLM_CALLS='lots'"):
+        check_run_config(None)
 
 
 def test_bad_run_configs_are_refused_naming_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
