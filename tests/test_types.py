@@ -152,6 +152,40 @@ def test_placed_engine_output_events_equal_validated_ones() -> None:
     assert fast.to_json() == same.to_json()
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        types.Content(role="user", parts=[types.Part(text="go")]),
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id="ask", name="adk_request_input", response={"result": True}
+                    )
+                )
+            ],
+        ),
+    ],
+)
+def test_placed_message_events_equal_validated_ones(content: types.Content) -> None:
+    fast = Event.of_message(content, invocation_id="inv")
+    slow = Event(
+        invocation_id="inv", author="user", content=content, actions=EventActions(state_delta={})
+    )
+    same = slow.model_copy(update={"id": fast.id, "timestamp": fast.timestamp})
+    assert fast == same
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.actions.model_fields_set == slow.actions.model_fields_set
+    assert fast.to_json() == same.to_json()
+    assert fast.model_dump_json() == same.model_dump_json()
+    assert Event.from_wire(fast.to_json()) == fast
+    assert fast.content is content  # taken as it is, as validation takes it
+    # Mutable parts are the event's own, as with a validated event.
+    fast.actions.state_delta["k"] = 1
+    assert Event.of_message(content, invocation_id="i").actions == EventActions()
+
+
 def test_state_shortcut_merges_with_explicit_actions() -> None:
     event = Event(state={"k": 1}, actions=EventActions(escalate=True, state_delta={"j": 0}))
     assert (event.actions.escalate, event.actions.state_delta) == (True, {"j": 0, "k": 1})

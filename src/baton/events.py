@@ -404,6 +404,31 @@ class Event(WireModel):
             fields_set.add("branch")
         return assemble(cls, fields, fields_set)
 
+    @classmethod
+    def of_message(cls, content: Content, *, invocation_id: str) -> Event:
+        """The event recording a caller's message (or answers) without a state change, as
+        `Event(invocation_id=..., author="user", content=content,
+        actions=EventActions(state_delta={}))` makes it (once per call that brings one).
+
+        Assembled without validation, at a sixth of the cost (48k instructions, 2% of a
+        PostgreSQL resume): `content` must be a validated Content, which validation would
+        take as it is. tests/test_types.py checks that the result equals the validated
+        construction.
+        """
+        actions = assemble(
+            EventActions, {**_NO_ACTIONS, "state_delta": {}, "artifact_delta": {}}, {"state_delta"}
+        )
+        fields = {
+            **_NO_FIELDS,
+            "id": new_event_id(),
+            "invocation_id": invocation_id,
+            "author": "user",
+            "timestamp": time.time(),
+            "content": content,
+            "actions": actions,
+        }
+        return assemble(cls, fields, {"id", "invocation_id", "author", "content", "actions"})
+
     @property
     def function_calls(self) -> list[FunctionCall]:
         """The function calls in this event's content."""

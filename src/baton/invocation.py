@@ -232,12 +232,15 @@ class InvocationRun:
             # A copy only to set the role: one already the user's is taken as it is (a
             # copy would share its parts with the caller's anyway).
             message = message.model_copy(update={"role": "user"})
-        self.user_event = Event(
-            invocation_id=plan.invocation_id,
-            author="user",
-            content=message,
-            actions=EventActions(state_delta=dict(plan.state_delta)),
-        )
+        if message is not None and not plan.state_delta:
+            self.user_event = Event.of_message(message, invocation_id=plan.invocation_id)
+        else:
+            self.user_event = Event(
+                invocation_id=plan.invocation_id,
+                author="user",
+                content=message,
+                actions=EventActions(state_delta=dict(plan.state_delta)),
+            )
         return StepParts(events=(self.user_event,), state_delta=dict(plan.state_delta))
 
     def _open_chains(self) -> list[tuple[list[RunRecord], str, JsonValue]]:
