@@ -49,6 +49,7 @@ switch (its flush policy is the server's), and SQLite's is the URL's (`?synchron
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -231,10 +232,14 @@ def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) 
 # statuses become their enums.
 _NAMES = tuple(str(c.name) for c in _FOUND.c)
 _INTERRUPT_ID_AT = _NAMES.index("interrupt_interrupt_id")
-_INTERRUPT_FIELDS = tuple(
-    (name, _NAMES.index(f"interrupt_{name}")) for name in Interrupt.model_fields
-)
+_INTERRUPT_NAMES = tuple(Interrupt.model_fields)
+# The row's values of those fields, in that order, in one C call (itemgetter), zipped with
+# the names: a third of what picking them one by one in a comprehension costs.
+_INTERRUPT_VALUES = itemgetter(*(_NAMES.index(f"interrupt_{name}") for name in _INTERRUPT_NAMES))
 _INTERRUPT_STATUS_AT = _NAMES.index("interrupt_status")
+# A status's enum member by its stored value: a dict lookup, not the enum's call.
+_INTERRUPT_STATUSES = {status.value: status for status in InterruptStatus}
+_INVOCATION_STATUSES = {status.value: status for status in InvocationStatus}
 _SESSION_SET = frozenset(("id", "app_name", "user_id", "state", "last_update_time"))
 _INTERRUPT_SET = frozenset(Interrupt.model_fields)
 _INVOCATION_SET = frozenset(Invocation.model_fields)
@@ -261,8 +266,8 @@ def _trusted_session(row: tuple[Any, ...]) -> Session:
 
 def _trusted_interrupt(row: tuple[Any, ...]) -> Interrupt:
     """`reads.interrupts_from`'s interrupt, from a row of `ANSWERING`."""
-    fields = {name: row[at] for name, at in _INTERRUPT_FIELDS}
-    fields["status"] = InterruptStatus(row[_INTERRUPT_STATUS_AT])
+    fields = dict(zip(_INTERRUPT_NAMES, _INTERRUPT_VALUES(row), strict=True))
+    fields["status"] = _INTERRUPT_STATUSES[row[_INTERRUPT_STATUS_AT]]
     return assemble(Interrupt, fields, set(_INTERRUPT_SET))
 
 
@@ -274,7 +279,7 @@ def _trusted_invocation(key: SessionKey, values: list[Any]) -> Invocation:
         "app_name": key.app_name,
         "user_id": key.user_id,
         "session_id": key.session_id,
-        "status": InvocationStatus(row["status"]),
+        "status": _INVOCATION_STATUSES[row["status"]],
         "fingerprint": row["fingerprint"] or "",
         "checkpoint": row["checkpoint"],
         "version": row["version"],
