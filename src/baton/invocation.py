@@ -151,6 +151,8 @@ class InvocationRun:
         self.status_landed = False
         # The run's last step gave the lease up (see StepCommit.release).
         self.released = False
+        self.committing = False  # a step's commit is under way (see `stop`)
+        self.stop_asked = False
         # A joinable step held back to land with the next one: its parts, status, answerer.
         self._held: _Held | None = None
         self._renewal: _Renewal | None = None
@@ -430,10 +432,15 @@ class InvocationRun:
             self.lease,
             release,
         )
+        self.committing = True
         try:
             self.version = await self.store.commit_step(step)
         except StoreUnavailableError as unavailable:
             self.version = await self._commit_again(step, unavailable)
+        finally:
+            self.committing = False
+            if self.stop_asked and self._driver is not None and not self._driver.done():
+                self._driver.cancel()  # stopped while it committed: see `stop`
         self.released = release
         if status is not None:
             self.status_landed = status is not InvocationStatus.RUNNING
@@ -471,7 +478,9 @@ class InvocationRun:
         while True:
             if loop.time() + delay > give_up:
                 raise unavailable
+            self.committing = False  # nothing under way: a stop need not wait
             await asyncio.sleep(delay)
+            self.committing = True
             delay = min(delay * 2, _RETRY_MOST)
             try:
                 return await self.store.commit_step(step)
@@ -497,11 +506,17 @@ class InvocationRun:
         self._renewal = _Renewal(self, self._driver)
 
     async def stop(self) -> None:
-        """Stop the driver (if still running) and the renewal, and wait for both."""
+        """Stop the driver (if still running; once the step it commits, if any, landed or
+        failed) and the renewal, and wait for both."""
         driver, renewal = self._driver, self._renewal
         if driver is None:
             return
-        if not driver.done():
+        self.stop_asked = True
+        if not driver.done() and not self.committing:
+            # Not while a step is being committed: cancelled half way, the commit may land
+            # in the database all the same, unknown to the run (whose seal, after an abort,
+            # would then be refused as stale). The step's commit ends, is recorded, and
+            # cancels the driver then (`_commit`).
             driver.cancel()
         if renewal is not None:
             await renewal.stop()
