@@ -73,6 +73,7 @@ from baton.agents.transfer import (
     why_not,
 )
 from baton.agents.turn_writes import TurnWrites, unmarked
+from baton.code_executors import BuiltInCodeExecutor
 from baton.context import InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
 from baton.events import (
@@ -247,6 +248,8 @@ class LlmAgent(BaseAgent):
             transfer target (see `baton.agents.delegation`).
         output_schema: a task agent's result schema: the parameters of its
             `finish_task` call (only with mode="task").
+        code_executor: the reference's `BuiltInCodeExecutor`, which no baton model runs:
+            the agent's first model request fails with a ValueError saying so.
 
     Raises:
         ValueError: two tools have the same name; an output_schema without
@@ -271,6 +274,7 @@ class LlmAgent(BaseAgent):
     disallow_transfer_to_peers: bool = False
     mode: AgentMode | None = None
     output_schema: SchemaType | None = None
+    code_executor: InstanceOf[BuiltInCodeExecutor] | None = None
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
@@ -822,6 +826,8 @@ class LlmAgent(BaseAgent):
             request.append_instructions([transfer_instruction(others, parent)])
         request.append_tools(progress.tools.values())
         await self._let_tools_shape(ctx, request, progress.tools)
+        if self.code_executor is not None:
+            self.code_executor.process_llm_request(request)
         return request
 
     async def _let_tools_shape(

@@ -1,17 +1,21 @@
 """Tools an LLM agent's model can call: BaseTool, FunctionTool, LongRunningFunctionTool,
 AgentTool, and the reference's ready-made ones (exit_loop, get_user_choice,
-transfer_to_agent, load_memory, preload_memory)."""
+transfer_to_agent, load_memory, preload_memory; Gemini's built-ins google_search,
+url_context and enterprise_web_search, which baton's models refuse)."""
 
 from typing import TYPE_CHECKING, Any
 
 from baton.tools.base import BaseTool, to_function_response, to_response_dict
 from baton.tools.confirmation import ToolConfirmation
+from baton.tools.enterprise_search_tool import enterprise_web_search_tool as enterprise_web_search
 from baton.tools.exit_loop import exit_loop
 from baton.tools.function_tool import FunctionTool, LongRunningFunctionTool
 from baton.tools.get_user_choice_tool import get_user_choice_tool as get_user_choice
+from baton.tools.google_search_tool import google_search
 from baton.tools.memory_tools import LoadMemoryTool, PreloadMemoryTool, load_memory, preload_memory
 from baton.tools.tool_context import ToolContext, ToolState
 from baton.tools.transfer_to_agent_tool import TransferToAgentTool, transfer_to_agent
+from baton.tools.url_context_tool import url_context
 
 if TYPE_CHECKING:
     from baton.agents.delegation import AgentTool
@@ -27,13 +31,16 @@ __all__ = [
     "ToolContext",
     "ToolState",
     "TransferToAgentTool",
+    "enterprise_web_search",
     "exit_loop",
     "get_user_choice",
+    "google_search",
     "load_memory",
     "preload_memory",
     "to_function_response",
     "to_response_dict",
     "transfer_to_agent",
+    "url_context",
 ]
 
 
