@@ -19,6 +19,7 @@ import baton.tools
 from baton.tools import ToolContext
 from baton.tools.mcp_tool import (
     McpTool,
+    MCPToolset,
     McpToolset,
     StdioConnectionParams,
     StdioServerParameters,
@@ -231,6 +232,15 @@ def test_baton_imports_without_the_mcp_sdk_and_the_toolset_says_how_to_install_i
 
 def test_the_toolset_is_also_read_from_baton_tools() -> None:
     assert baton.tools.McpToolset is McpToolset
+
+
+async def test_the_older_name_mcptoolset_warns_and_works(log: CallLog) -> None:
+    with pytest.warns(DeprecationWarning, match="MCPToolset is the older name of McpToolset"):
+        toolset = MCPToolset(connection_params=stdio(log), tool_filter=["add"])
+
+    assert isinstance(toolset, McpToolset)
+    assert [t.name for t in await toolset.get_tools()] == ["add"]
+    await toolset.close()
 
 
 async def _until_closed(toolset: McpToolset, pid: int) -> None:

@@ -15,10 +15,11 @@ from baton.tools.mcp_tool.mcp_session_manager import (
     StreamableHTTPServerParams,
 )
 from baton.tools.mcp_tool.mcp_tool import McpTool
-from baton.tools.mcp_tool.mcp_toolset import McpToolset
+from baton.tools.mcp_tool.mcp_toolset import MCPToolset, McpToolset
 
 __all__ = [
     "MCPSessionManager",
+    "MCPToolset",
     "McpTool",
     "McpToolset",
     "SseConnectionParams",

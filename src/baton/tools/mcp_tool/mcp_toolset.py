@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO, final
+import warnings
+from typing import TextIO
 
 from baton.readonly_context import ReadonlyContext
 from baton.tools.base import BaseTool
@@ -30,6 +31,7 @@ from baton.tools.mcp_tool.mcp_tool import RESERVED_NAMES, HeaderProvider, McpToo
 from baton.tools.mcp_tool.sdk import mcp_types
 
 __all__ = [
+    "MCPToolset",
     "McpToolset",
     "SseConnectionParams",
     "StdioConnectionParams",
@@ -40,8 +42,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
-@final
-class McpToolset(BaseToolset):
+class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclasses it
     """The tools of one MCP server.
 
     Args:
@@ -150,3 +151,31 @@ class McpToolset(BaseToolset):
     async def _list_once(self, headers: dict[str, str] | None) -> list[mcp_types.Tool]:
         result = await self._mcp_session_manager.run(lambda session: session.list_tools(), headers)
         return list(result.tools)
+
+
+class MCPToolset(McpToolset):
+    """The reference's older name of `McpToolset` (it warns, as the reference does)."""
+
+    def __init__(
+        self,
+        *,
+        connection_params: ConnectionParams,
+        tool_filter: ToolPredicate | list[str] | None = None,
+        tool_name_prefix: str | None = None,
+        errlog: TextIO = sys.stderr,
+        require_confirmation: ConfirmationRule = False,
+        header_provider: HeaderProvider | None = None,
+    ) -> None:
+        warnings.warn(
+            "MCPToolset is the older name of McpToolset; use McpToolset.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(
+            connection_params=connection_params,
+            tool_filter=tool_filter,
+            tool_name_prefix=tool_name_prefix,
+            errlog=errlog,
+            require_confirmation=require_confirmation,
+            header_provider=header_provider,
+        )
