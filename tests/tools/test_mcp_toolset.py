@@ -25,6 +25,8 @@ from baton.tools.mcp_tool import (
     StdioServerParameters,
     StreamableHTTPConnectionParams,
 )
+from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[reportPrivateUsage]
+from baton.tools.mcp_tool.sdk import mcp_types
 from baton.types import FunctionDeclaration
 from tests.tools.mcp_servers import CallLog, is_running, result, serve_http, stdio
 
@@ -124,6 +126,25 @@ async def test_a_server_that_died_is_started_again_for_the_next_call(log: CallLo
     assert added == result(9)
     assert len(log.pids()) == 2
     await toolset.close()
+
+
+async def test_a_cached_listing_is_reused_without_asking_the_server(log: CallLog) -> None:
+    cached = McpToolset(connection_params=stdio(log), tool_list_cache_ttl_seconds=600)
+    first = [t.name for t in await cached.get_tools()]
+    [pid] = log.pids()
+    os.kill(pid, signal.SIGKILL)
+    await _until_closed(cached, pid)
+
+    again = [t.name for t in await cached.get_tools()]
+
+    assert again == first == ["add", "lookup", "whoami"]
+    assert log.pids() == [pid]  # not asked again: no server was started
+    await cached.close()  # forgets the listing: the next one asks a new server
+    assert [t.name for t in await cached.get_tools()] == first
+    assert len(log.pids()) == 2
+    await cached.close()
+    with pytest.raises(ValueError, match="tool_list_cache_ttl_seconds must be positive"):
+        McpToolset(connection_params=stdio(log), tool_list_cache_ttl_seconds=0)
 
 
 async def test_tool_filter_and_prefix_choose_and_name_the_tools(log: CallLog) -> None:
@@ -252,3 +273,20 @@ async def _until_closed(toolset: McpToolset, pid: int) -> None:
         s.alive for s in sessions.values()
     ):
         await asyncio.sleep(0.01)  # nothing to wait on: the process is not ours
+
+
+def test_listings_expire_after_their_ttl_and_are_capped() -> None:
+    now = [0.0]
+    listings = _Listings(10, clock=lambda: now[0])
+    tool = mcp_types.Tool(name="add", input_schema={"type": "object"})
+    listings.put("ann", [tool])
+
+    now[0] = 9.9
+    assert listings.get("ann") == [tool]
+    now[0] = 10.0
+    assert listings.get("ann") is None
+    for user in range(70):
+        listings.put(str(user), [tool])
+    assert listings.get("0") is None  # the oldest went first
+    assert listings.get("69") == [tool]
+    assert _Listings(None).get("ann") is None

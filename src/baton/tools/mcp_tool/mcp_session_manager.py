@@ -198,8 +198,14 @@ class MCPSessionManager:
         for session in sessions:
             await session.close()
 
+    def session_key(self, headers: dict[str, str] | None) -> str:
+        """Which session calls with these headers share (the connection's headers merged
+        in; one key for stdio)."""
+        merged = self._headers(headers)
+        return "" if merged is None else json.dumps(merged, sort_keys=True)
+
     async def _session(self, headers: dict[str, str] | None) -> _Session:
-        key = self._key(headers)
+        key = self.session_key(headers)
         loop = asyncio.get_running_loop()
         lock = self._locks.setdefault(loop, asyncio.Lock())
         async with lock:
@@ -218,10 +224,6 @@ class MCPSessionManager:
             if pooled is session:
                 del self._sessions[key]
         await session.close()
-
-    def _key(self, headers: dict[str, str] | None) -> str:
-        merged = self._headers(headers)
-        return "" if merged is None else json.dumps(merged, sort_keys=True)
 
     def _headers(self, headers: dict[str, str] | None) -> dict[str, str] | None:
         """The connection's headers with the call's over them; None for stdio."""

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import warnings
-from typing import TextIO
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TextIO, final
 
 from baton.readonly_context import ReadonlyContext
 from baton.tools.base import BaseTool
@@ -41,6 +44,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+_MOST_LISTINGS = 64
+
 
 class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclasses it
     """The tools of one MCP server.
@@ -59,9 +64,14 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         header_provider: request headers for each run (listing and calls), from its
             ReadonlyContext, e.g. the user's token; each distinct set of headers has a
             session of its own. Ignored by a stdio server, which has no headers.
+        tool_list_cache_ttl_seconds: reuse the server's tool listing this many seconds
+            (per distinct headers) instead of asking for it in each invocation; a tool
+            the server adds or removes meanwhile goes unnoticed until then. None: ask
+            each time.
 
     Raises:
-        ValueError: no connection_params.
+        ValueError: no connection_params; a tool_list_cache_ttl_seconds that is not
+            positive.
         TypeError: connection_params is none of the classes above; require_confirmation
             is neither a bool nor a function.
     """
@@ -75,10 +85,17 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         errlog: TextIO = sys.stderr,
         require_confirmation: ConfirmationRule = False,
         header_provider: HeaderProvider | None = None,
+        tool_list_cache_ttl_seconds: float | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
         if not connection_params:
             raise ValueError("Missing connection params in McpToolset.")
+        if tool_list_cache_ttl_seconds is not None and tool_list_cache_ttl_seconds <= 0:
+            raise ValueError(
+                "tool_list_cache_ttl_seconds must be positive (or None: no cache), got "
+                f"{tool_list_cache_ttl_seconds}."
+            )
+        self._listings = _Listings(tool_list_cache_ttl_seconds)
         self._connection_params = connection_params
         self._errlog = errlog
         self._mcp_session_manager = MCPSessionManager(connection_params, errlog)
@@ -132,11 +149,22 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         return sorted(tools, key=lambda tool: tool.name)
 
     async def close(self) -> None:
-        """Close the sessions to the server (a stdio server's process ends). Safe to call
-        again; the toolset opens a new session if it is used after."""
+        """Close the sessions to the server (a stdio server's process ends) and forget its
+        listings. Safe to call again; the toolset opens a new session if it is used
+        after."""
+        self._listings.clear()
         await self._mcp_session_manager.close()
 
     async def _list_tools(self, headers: dict[str, str] | None) -> list[mcp_types.Tool]:
+        """The server's listing: the cached one while it is fresh, else asked for."""
+        key = self._mcp_session_manager.session_key(headers)
+        listing = self._listings.get(key)
+        if listing is None:
+            listing = await self._ask_listing(headers)
+            self._listings.put(key, listing)
+        return listing
+
+    async def _ask_listing(self, headers: dict[str, str] | None) -> list[mcp_types.Tool]:
         """The server's listing; tried twice, as the reference does (a listing has no side
         effects, and a second try opens a new session if the first one died)."""
         try:
@@ -165,6 +193,7 @@ class MCPToolset(McpToolset):
         errlog: TextIO = sys.stderr,
         require_confirmation: ConfirmationRule = False,
         header_provider: HeaderProvider | None = None,
+        tool_list_cache_ttl_seconds: float | None = None,
     ) -> None:
         warnings.warn(
             "MCPToolset is the older name of McpToolset; use McpToolset.",
@@ -178,4 +207,36 @@ class MCPToolset(McpToolset):
             errlog=errlog,
             require_confirmation=require_confirmation,
             header_provider=header_provider,
+            tool_list_cache_ttl_seconds=tool_list_cache_ttl_seconds,
         )
+
+
+@final
+class _Listings:
+    """Tool listings kept `ttl` seconds, by session key (none without a ttl), at most
+    `_MOST_LISTINGS` of them: a header_provider giving new headers each run must not
+    grow them without bound."""
+
+    def __init__(self, ttl: float | None, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl, self._clock = ttl, clock
+        self._kept: OrderedDict[str, tuple[float, list[mcp_types.Tool]]] = OrderedDict()
+
+    def get(self, key: str) -> list[mcp_types.Tool] | None:
+        kept = self._kept.get(key)
+        if kept is None or kept[0] <= self._clock():
+            return None
+        return kept[1]
+
+    def put(self, key: str, listing: list[mcp_types.Tool]) -> None:
+        if self._ttl is None:
+            return
+        now = self._clock()
+        for stale in [k for k, (until, _) in self._kept.items() if until <= now]:
+            del self._kept[stale]
+        self._kept[key] = (now + self._ttl, listing)
+        self._kept.move_to_end(key)
+        while len(self._kept) > _MOST_LISTINGS:
+            self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        self._kept.clear()
