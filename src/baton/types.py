@@ -116,17 +116,21 @@ class Blob(StrictWireModel):
     @field_validator("data", mode="before")
     @classmethod
     def _decode_base64(cls, value: object) -> object:
-        # A JSON text is decoded by `val_json_bytes`; a dict parsed from JSON arrives
-        # here with the base64 text still in it.
-        if not isinstance(value, str):
-            return value
-        padded = value + "=" * (-len(value) % 4)
-        try:
-            return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
-        except binascii.Error as error:
-            raise ValueError(
-                f"data is not base64 ({error}); send the bytes base64-encoded."
-            ) from error
+        return _base64_bytes(value, "data")
+
+
+def _base64_bytes(value: object, field: str) -> object:
+    # A JSON text is decoded by `val_json_bytes`; a dict parsed from JSON arrives here
+    # with the base64 text still in it.
+    if not isinstance(value, str):
+        return value
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+    except binascii.Error as error:
+        raise ValueError(
+            f"{field} is not base64 ({error}); send the bytes base64-encoded."
+        ) from error
 
 
 class FileData(StrictWireModel):
@@ -138,7 +142,15 @@ class FileData(StrictWireModel):
 
 
 class Part(StrictWireModel):
-    """One part of a message: text, bytes, a file reference, a function call or response."""
+    """One part of a message: text, bytes, a file reference, a function call or response.
+
+    The reference's fields that only Gemini fills (`thought_signature` and those after it)
+    are kept as they came, stored and returned, so a session recorded with Gemini imports
+    and reads back whole; baton's chat-completions models are not sent them, as the
+    reference's LiteLlm does not send them to such models.
+    """
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
 
     text: str | None = None
     inline_data: Blob | None = None
@@ -146,6 +158,22 @@ class Part(StrictWireModel):
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None
     thought: bool | None = None
+    thought_signature: bytes | None = None
+    executable_code: dict[str, JsonValue] | None = None
+    code_execution_result: dict[str, JsonValue] | None = None
+    video_metadata: dict[str, JsonValue] | None = None
+    media_resolution: dict[str, JsonValue] | None = None
+    part_metadata: dict[str, JsonValue] | None = None
+    tool_call: dict[str, JsonValue] | None = None
+    tool_response: dict[str, JsonValue] | None = None
+    audio_transcription: dict[str, JsonValue] | None = None
+    media_processing: str | None = None
+    speech_metadata: dict[str, JsonValue] | None = None
+
+    @field_validator("thought_signature", mode="before")
+    @classmethod
+    def _decode_signature(cls, value: object) -> object:
+        return _base64_bytes(value, "thought_signature")
 
     @classmethod
     def from_bytes(cls, *, data: bytes, mime_type: str) -> Part:

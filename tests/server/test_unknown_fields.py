@@ -68,3 +68,19 @@ async def test_a_reference_export_s_empty_actions_fields_are_accepted(
     r = await live.client.post("/apps/approval/users/u/sessions", json={"events": [event]})
     assert r.status_code == 200, r.text
     assert "requestedAuthConfigs" not in r.json()["events"][0]["actions"]
+
+
+async def test_a_session_recorded_with_gemini_imports_with_its_signatures(
+    start_live: StartLive,
+) -> None:
+    # The reference's Part fields that only Gemini fills are known, not unknown: a
+    # session exported from the reference imports whole and reads back the same.
+    live = await start_live()
+    call = {"id": "c1", "name": "lookup", "args": {"q": "x"}}
+    turn = {"role": "model", "parts": [{"functionCall": call, "thoughtSignature": "q80="}]}
+    body = {"events": [{"author": "helper", "content": turn}]}
+    r = await live.client.post("/apps/approval/users/u/sessions", json=body)
+    assert r.status_code == 200, r.text
+    read = await live.client.get(f"/apps/approval/users/u/sessions/{r.json()['id']}")
+    [stored] = read.json()["events"]
+    assert stored["content"] == turn

@@ -198,6 +198,44 @@ async def test_events_round_trip_unicode_and_nested_json(store: Store) -> None:
     )
 
 
+async def test_gemini_only_part_fields_are_kept_as_they_came(store: Store) -> None:
+    # A session recorded with Gemini (imported from the reference) carries fields baton's
+    # models never send; they are stored and read back unchanged.
+    await store.create_session(APP, USER, session_id=SessionId("s1"))
+    turn = types.Content.model_validate(
+        {
+            "role": "model",
+            "parts": [
+                {
+                    "functionCall": {"id": "c1", "name": "run", "args": {}},
+                    "thoughtSignature": "q80=",
+                },
+                {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+                {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}},
+                {"text": "done", "videoMetadata": {"fps": 2.0}, "mediaProcessing": "X"},
+            ],
+        }
+    )
+    said = Event(invocation_id="inv-1", author="gemini_agent", content=turn)
+    await store.commit_step(step(key("s1"), "inv-1", 0, events=(said,)))
+
+    found = await store.get_session(key("s1"))
+
+    assert found is not None
+    assert found.events == [said]
+    [stored] = found.events
+    assert stored.content is not None
+    assert stored.content.to_wire() == {
+        "role": "model",
+        "parts": [
+            {"functionCall": {"id": "c1", "name": "run", "args": {}}, "thoughtSignature": "q80="},
+            {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}},
+            {"text": "done", "videoMetadata": {"fps": 2.0}, "mediaProcessing": "X"},
+        ],
+    }
+
+
 async def test_changing_what_the_store_returned_changes_nothing_stored(store: Store) -> None:
     created = await store.create_session(
         APP, USER, session_id=SessionId("s1"), state={"tags": ["a"], "n": {"x": 1}}
