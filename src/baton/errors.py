@@ -16,6 +16,7 @@ __all__ = [
     "BatonError",
     "CheckpointNotFoundError",
     "CheckpointUnavailableError",
+    "EngineOptionsError",
     "ExtraNotInstalledError",
     "GraphValidationError",
     "InputExpiredError",
@@ -77,6 +78,11 @@ class AppNameRequiredError(BatonError, ValueError):
 
 class AppInfoUnavailableError(BatonError, ValueError):
     """`GET /apps/{app}/app-info` of an app whose root is not an LlmAgent."""
+
+
+class EngineOptionsError(BatonError, ValueError):
+    """`DatabaseSessionService(db_url, **options)` was given SQLAlchemy engine options,
+    which baton's stores cannot apply to every connection they use."""
 
 
 class SessionOptionsError(BatonError, ValueError):
