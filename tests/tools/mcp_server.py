@@ -55,6 +55,15 @@ def whoami(ctx: Context) -> str:
     return user
 
 
+@server.tool()
+async def count(to: int, ctx: Context) -> int:
+    """Count up, reporting each step as progress."""
+    _log(f"count {json.dumps({'to': to})}")
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to, f"step {step}")
+    return to
+
+
 async def _serve_http() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

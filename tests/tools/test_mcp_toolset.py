@@ -71,7 +71,7 @@ async def test_the_servers_tools_are_declared_as_the_server_describes_them(log: 
     toolset = McpToolset(connection_params=stdio(log))
     tools = await mcp_tools(toolset)
 
-    assert [t.name for t in tools] == ["add", "lookup", "whoami"]
+    assert [t.name for t in tools] == ["add", "count", "lookup", "whoami"]
     assert tool_named(tools, "add").declaration() == ADD
     assert tool_named(tools, "add").raw_mcp_tool.name == "add"
     await toolset.close()
@@ -137,7 +137,7 @@ async def test_a_cached_listing_is_reused_without_asking_the_server(log: CallLog
 
     again = [t.name for t in await cached.get_tools()]
 
-    assert again == first == ["add", "lookup", "whoami"]
+    assert again == first == ["add", "count", "lookup", "whoami"]
     assert log.pids() == [pid]  # not asked again: no server was started
     await cached.close()  # forgets the listing: the next one asks a new server
     assert [t.name for t in await cached.get_tools()] == first
@@ -210,7 +210,7 @@ async def test_streamable_http_lists_and_calls_tools(log: CallLog, http_url: str
     added = await tool_named(tools, "add").run({"a": 20, "b": 22}, ToolContext())
     who = await tool_named(tools, "whoami").run({}, ToolContext())
 
-    assert [t.name for t in tools] == ["add", "lookup", "whoami"]
+    assert [t.name for t in tools] == ["add", "count", "lookup", "whoami"]
     assert added == result(42)
     assert who == result("ann")
     await toolset.close()
@@ -290,3 +290,34 @@ def test_listings_expire_after_their_ttl_and_are_capped() -> None:
     assert listings.get("0") is None  # the oldest went first
     assert listings.get("69") == [tool]
     assert _Listings(None).get("ann") is None
+
+
+async def test_progress_the_server_reports_reaches_the_callback(log: CallLog) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def note(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    toolset = McpToolset(connection_params=stdio(log), progress_callback=note)
+    [count] = [t for t in await toolset.get_tools() if t.name == "count"]
+
+    assert await count.run({"to": 2}, ToolContext()) == result(2)
+    assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
+    await toolset.close()
+
+
+async def test_a_progress_factory_makes_each_calls_callback_with_its_context(log: CallLog) -> None:
+    def per_call(tool_name: str, *, callback_context: ToolContext, **kwargs: object):
+        async def note(progress: float, total: float | None, message: str | None) -> None:
+            callback_context.state[f"{tool_name} progress"] = progress
+
+        return note
+
+    toolset = McpToolset(connection_params=stdio(log), progress_callback=per_call)
+    [count] = [t for t in await toolset.get_tools() if t.name == "count"]
+    context = ToolContext()
+
+    await count.run({"to": 3}, context)
+
+    assert context.actions.state_delta == {"count progress": 3}
+    await toolset.close()

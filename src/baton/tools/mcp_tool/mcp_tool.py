@@ -16,7 +16,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, Protocol, TypeAlias, cast, final
 
 from pydantic import JsonValue
 
@@ -33,9 +33,29 @@ from baton.tools.mcp_tool.sdk import McpError, dump, field, mcp_types
 from baton.tools.tool_context import ToolContext
 from baton.types import FunctionDeclaration
 
-__all__ = ["RESERVED_NAMES", "HeaderProvider", "McpTool", "provide_headers"]
+__all__ = [
+    "RESERVED_NAMES",
+    "HeaderProvider",
+    "McpTool",
+    "ProgressCallback",
+    "ProgressFn",
+    "provide_headers",
+]
 
 _log = logging.getLogger(__name__)
+
+
+class ProgressFn(Protocol):
+    """Receives a call's progress notifications (the SDK calls it positionally)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        """One notification: how far, out of how much (if known), and what it says."""
+        ...
+
+
+ProgressCallback: TypeAlias = ProgressFn | Callable[..., ProgressFn | None]
+"""A `ProgressFn` for every call (an async function), or a plain function making one per
+call: `factory(tool_name, *, callback_context=tool_context, **kwargs)`, None for none."""
 
 HeaderProvider: TypeAlias = Callable[[ReadonlyContext], dict[str, str] | Awaitable[dict[str, str]]]
 """Request headers for a run (sync or async), e.g. the user's token for the server."""
@@ -56,6 +76,8 @@ class McpTool(BaseTool):
         require_confirmation: a person must approve each call before it is sent (True),
             or the calls a function of the arguments picks (see `FunctionTool`).
         header_provider: request headers for each call, from the run's ReadonlyContext.
+        progress_callback: gets the progress the server reports while a call runs (see
+            `ProgressCallback`).
 
     Raises:
         ValueError: the tool's name is one baton reserves (`adk_request_input`,
@@ -70,6 +92,7 @@ class McpTool(BaseTool):
         mcp_session_manager: MCPSessionManager,
         require_confirmation: ConfirmationRule = False,
         header_provider: HeaderProvider | None = None,
+        progress_callback: ProgressCallback | None = None,
     ) -> None:
         if mcp_tool.name in RESERVED_NAMES:
             raise ValueError(
@@ -81,6 +104,7 @@ class McpTool(BaseTool):
         self._mcp_session_manager = mcp_session_manager
         self.require_confirmation = check_rule(require_confirmation, f"MCP tool '{self.name}'")
         self.header_provider = header_provider
+        self.progress_callback = progress_callback
 
     @property
     def raw_mcp_tool(self) -> mcp_types.Tool:
@@ -130,12 +154,28 @@ class McpTool(BaseTool):
             readonly = ReadonlyContext(context, agent_name=tool_context.agent_name)
             headers = await provide_headers(self.header_provider, readonly)
         name = self._mcp_tool.name  # the server's name, without the toolset's prefix
+        progress = self._progress_for(tool_context)
         result = await self._mcp_session_manager.run(
-            lambda session: session.call_tool(name, arguments=args), headers
+            lambda session: session.call_tool(name, arguments=args, progress_callback=progress),
+            headers,
         )
         response = dump(result)
         response.pop("resultType", None)  # 2.x's marker of a complete result
         return response
+
+    def _progress_for(self, tool_context: ToolContext) -> ProgressFn | None:
+        """This call's progress function: the one given, or what the factory makes."""
+        given = self.progress_callback
+        if given is None or _is_async(given):
+            return cast(ProgressFn | None, given)
+        factory = cast(Callable[..., ProgressFn | None], given)
+        return factory(self.name, callback_context=tool_context)
+
+
+def _is_async(function: object) -> bool:
+    """An async function, or an object whose __call__ is one."""
+    call = getattr(function, "__call__", None)  # noqa: B004
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
 
 
 async def provide_headers(provider: HeaderProvider, context: ReadonlyContext) -> dict[str, str]:

@@ -30,7 +30,13 @@ from baton.tools.mcp_tool.mcp_session_manager import (
     StdioServerParameters,
     StreamableHTTPConnectionParams,
 )
-from baton.tools.mcp_tool.mcp_tool import RESERVED_NAMES, HeaderProvider, McpTool, provide_headers
+from baton.tools.mcp_tool.mcp_tool import (
+    RESERVED_NAMES,
+    HeaderProvider,
+    McpTool,
+    ProgressCallback,
+    provide_headers,
+)
 from baton.tools.mcp_tool.sdk import mcp_types
 
 __all__ = [
@@ -64,6 +70,10 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         header_provider: request headers for each run (listing and calls), from its
             ReadonlyContext, e.g. the user's token; each distinct set of headers has a
             session of its own. Ignored by a stdio server, which has no headers.
+        progress_callback: gets the progress the server reports while a call runs: an
+            async function of (progress, total, message) for every call, or a plain
+            function making one per call, `factory(tool_name, *, callback_context=
+            tool_context, **kwargs)` (None: none for that call).
         tool_list_cache_ttl_seconds: reuse the server's tool listing this many seconds
             (per distinct headers) instead of asking for it in each invocation; a tool
             the server adds or removes meanwhile goes unnoticed until then. None: ask
@@ -86,6 +96,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         require_confirmation: ConfirmationRule = False,
         header_provider: HeaderProvider | None = None,
         tool_list_cache_ttl_seconds: float | None = None,
+        progress_callback: ProgressCallback | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
         if not connection_params:
@@ -96,6 +107,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
                 f"{tool_list_cache_ttl_seconds}."
             )
         self._listings = _Listings(tool_list_cache_ttl_seconds)
+        self._progress_callback = progress_callback
         self._connection_params = connection_params
         self._errlog = errlog
         self._mcp_session_manager = MCPSessionManager(connection_params, errlog)
@@ -117,6 +129,10 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
     @property
     def header_provider(self) -> HeaderProvider | None:
         return self._header_provider
+
+    @property
+    def progress_callback(self) -> ProgressCallback | None:
+        return self._progress_callback
 
     async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
         """The server's tools that `tool_filter` selects, by name. A tool named as a
@@ -143,6 +159,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
                 mcp_session_manager=self._mcp_session_manager,
                 require_confirmation=self._require_confirmation,
                 header_provider=self._header_provider,
+                progress_callback=self._progress_callback,
             )
             if self._is_tool_selected(tool, readonly_context):
                 tools.append(tool)
@@ -194,6 +211,7 @@ class MCPToolset(McpToolset):
         require_confirmation: ConfirmationRule = False,
         header_provider: HeaderProvider | None = None,
         tool_list_cache_ttl_seconds: float | None = None,
+        progress_callback: ProgressCallback | None = None,
     ) -> None:
         warnings.warn(
             "MCPToolset is the older name of McpToolset; use McpToolset.",
@@ -208,6 +226,7 @@ class MCPToolset(McpToolset):
             require_confirmation=require_confirmation,
             header_provider=header_provider,
             tool_list_cache_ttl_seconds=tool_list_cache_ttl_seconds,
+            progress_callback=progress_callback,
         )
 
 
