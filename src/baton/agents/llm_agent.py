@@ -844,6 +844,7 @@ class LlmAgent(BaseAgent):
             session_id=ctx.session.id,
             memory=ctx.memory_scope(),
             user_content=ctx.user_content,
+            artifact_service=ctx.artifact_service,
             invocation_context=ctx,
         )
         for toolset in self.toolsets:

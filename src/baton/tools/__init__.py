@@ -1,6 +1,6 @@
 """Tools an LLM agent's model can call: BaseTool, FunctionTool, LongRunningFunctionTool,
 AgentTool, and the reference's ready-made ones (exit_loop, get_user_choice,
-transfer_to_agent, load_memory, preload_memory; Gemini's built-ins google_search,
+transfer_to_agent, load_artifacts, load_memory, preload_memory; Gemini's built-ins google_search,
 url_context and enterprise_web_search, which baton's models refuse)."""
 
 from typing import TYPE_CHECKING, Any
@@ -12,6 +12,7 @@ from baton.tools.exit_loop import exit_loop
 from baton.tools.function_tool import FunctionTool, LongRunningFunctionTool
 from baton.tools.get_user_choice_tool import get_user_choice_tool as get_user_choice
 from baton.tools.google_search_tool import google_search
+from baton.tools.load_artifacts_tool import load_artifacts_tool as load_artifacts
 from baton.tools.memory_tools import LoadMemoryTool, PreloadMemoryTool, load_memory, preload_memory
 from baton.tools.tool_context import ToolContext, ToolState
 from baton.tools.transfer_to_agent_tool import TransferToAgentTool, transfer_to_agent
@@ -35,6 +36,7 @@ __all__ = [
     "exit_loop",
     "get_user_choice",
     "google_search",
+    "load_artifacts",
     "load_memory",
     "preload_memory",
     "to_function_response",

@@ -1,0 +1,160 @@
+"""The reference's `load_artifacts` tool from the user's side: the model is told which
+artifacts the session has, and after it calls the tool it is sent their contents (over
+the OpenAI protocol), on every backend."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from baton import App, ResumabilityConfig, Runner, types
+from baton.agents import LlmAgent
+from baton.artifacts import BaseArtifactService
+from baton.events import Event
+from baton.models import OpenAiModel
+from baton.sessions.services import BaseSessionService
+from baton.tools import load_artifacts
+from baton.tools.load_artifacts_tool import LoadArtifactsTool
+from baton.types import Part
+from tests.models.chat_server import ChatServer, completion, serve_chat
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    with serve_chat() as server:
+        yield server
+
+
+@pytest.fixture
+async def model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
+    served = OpenAiModel(
+        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
+    )
+    yield served
+    await served.aclose()
+
+
+async def run(
+    agent: LlmAgent, service: BaseSessionService, files: dict[str, Part], text: str
+) -> list[Event]:
+    artifacts = BaseArtifactService(service.store)
+    runner = Runner(
+        app=App(
+            name="app",
+            root_agent=agent,
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        ),
+        session_service=service,
+        artifact_service=artifacts,
+    )
+    session = await service.create_session(app_name="app", user_id="u")
+    for name, part in files.items():
+        await artifacts.save_artifact(
+            app_name="app", user_id="u", session_id=session.id, filename=name, artifact=part
+        )
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    return [
+        e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=message)
+    ]
+
+
+def messages(request: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m.get("content") or "") for m in request["messages"]]
+
+
+async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
+    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+) -> None:
+    agent = LlmAgent(name="reader", model=model, instruction="Be brief.", tools=[load_artifacts])
+    files = {
+        "notes.txt": Part.from_bytes(data=b"the meeting is at 3", mime_type="text/plain"),
+        "user:blob.bin": Part.from_bytes(data=b"\x00" * 2048, mime_type="application/x-thing"),
+    }
+    args = json.dumps({"artifact_names": ["notes.txt", "blob.bin", "missing.txt"]})
+    chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))
+    chat_server.reply(completion(content="At 3."))
+
+    events = await run(agent, service, files, "When is the meeting?")
+
+    first, second = chat_server.requests
+    system = first["messages"][0]["content"]
+    assert system.startswith(
+        'Be brief.\n\nYou have a list of artifacts:\n  ["notes.txt", "user:blob.bin"]'
+    )
+    assert [t["function"]["name"] for t in first["tools"]] == ["load_artifacts"]
+    assert messages(second)[1:] == [
+        ("user", "When is the meeting?"),
+        ("assistant", ""),
+        (
+            "tool",
+            json.dumps(
+                {
+                    "artifact_names": ["notes.txt", "blob.bin", "missing.txt"],
+                    "status": "artifact contents temporarily inserted and removed. to access "
+                    "these artifacts, call load_artifacts tool again.",
+                }
+            ),
+        ),
+        ("user", "Artifact notes.txt is:the meeting is at 3"),
+        (
+            "user",
+            "Artifact blob.bin is:[Binary artifact: blob.bin, type: application/x-thing, "
+            "size: 2.0 KB. Content cannot be displayed inline.]",
+        ),
+    ]
+    assert [e.content.text for e in events if e.content and e.content.text] == ["At 3."]
+
+
+async def test_without_artifacts_the_model_is_told_nothing_and_a_bad_call_is_answered(
+    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+) -> None:
+    agent = LlmAgent(name="reader", model=model, tools=[load_artifacts])
+    args = json.dumps({"artifact_names": "notes.txt"})
+    chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))
+    chat_server.reply(completion(content="Nothing to read."))
+
+    await run(agent, service, {}, "Read my notes")
+
+    assert "system" not in [m["role"] for m in chat_server.requests[0]["messages"]]
+    assert messages(chat_server.requests[1])[-1] == (
+        "tool",
+        json.dumps(
+            {
+                "error": "'artifact_names' must be a list of strings.",
+                "error_code": "INVALID_ARGUMENTS",
+            }
+        ),
+    )
+
+
+async def test_process_artifact_decides_what_the_model_is_sent(
+    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+) -> None:
+    seen: list[str] = []
+
+    async def shorten(artifact: Part, name: str) -> Part | None:
+        seen.append(name)
+        return None if name == "secret.txt" else Part(text=f"<{name}>")
+
+    tool = LoadArtifactsTool(process_artifact=shorten)
+    agent = LlmAgent(name="reader", model=model, tools=[tool])
+    files = {
+        "report.txt": Part.from_bytes(data=b"long report", mime_type="text/plain"),
+        "secret.txt": Part.from_bytes(data=b"hidden", mime_type="text/plain"),
+    }
+    args = json.dumps({"artifact_names": ["report.txt", "secret.txt"]})
+    chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))
+    chat_server.reply(completion(content="Done."))
+
+    await run(agent, service, files, "Summarize")
+
+    assert seen == ["report.txt", "secret.txt"]
+    assert messages(chat_server.requests[1])[-1] == ("user", "Artifact report.txt is:<report.txt>")
+
+
+def test_spreadsheet_parsing_is_refused_with_what_to_do() -> None:
+    with pytest.raises(ValueError, match="enable_spreadsheet_parsing=True.*process_artifact="):
+        LoadArtifactsTool(enable_spreadsheet_parsing=True)
