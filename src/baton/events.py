@@ -145,11 +145,14 @@ def new_event_id() -> str:
 # so the two never hand out the same id.
 _ID_BATCH: Final = 128
 _spare_ids: Final[list[str]] = []
+# Where each id lies in a batch's hex text, cut out by `map` in C: a Python loop slicing
+# the batch was ~1k instructions a node.
+_ID_SLICES: Final = tuple(slice(i, i + 32) for i in range(0, 32 * _ID_BATCH, 32))
 
 
 def _draw_ids() -> None:
     drawn = os.urandom(16 * _ID_BATCH).hex()
-    _spare_ids.extend([drawn[i : i + 32] for i in range(0, len(drawn), 32)])
+    _spare_ids.extend(map(drawn.__getitem__, _ID_SLICES))
 
 
 os.register_at_fork(after_in_child=_spare_ids.clear)

@@ -239,7 +239,11 @@ class MemoryStore:
             # hook) the lookup alone costs ~500 instructions.
             stored = type(event).__pydantic_serializer__.to_json(event, exclude_none=True)
             data.events.append(stored)
-            data.events_of.setdefault(event.invocation_id, []).append(stored)
+            # Found, not `setdefault(id, [])`: that builds a list to throw away, every event.
+            kept = data.events_of.get(event.invocation_id)
+            if kept is None:
+                kept = data.events_of[event.invocation_id] = []
+            kept.append(stored)
         if commit.state_delta:
             split = split_state(commit.state_delta)
             data.session.state.update(split.session)
