@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
+from starlette.background import BackgroundTask
 
 from baton.errors import (
     AppNameRequiredError,
@@ -627,8 +628,24 @@ async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Resp
 async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
     server.keys.authorize(request, body.user_id)
     app_name = _app_name(server, body)
-    feed = await _start(server, app_name, body, _run_config(body, streaming=body.streaming))
-    return StreamingResponse(_frames(feed, server.keepalive), media_type="text/event-stream")
+    aborted = asyncio.Event()
+    run_config = _run_config(body, streaming=body.streaming)
+    feed = await _start(server, app_name, body, run_config, abort_signal=aborted)
+    return StreamingResponse(
+        _frames(feed, server.keepalive),
+        media_type="text/event-stream",
+        # Runs once the stream ends, also when the client went away mid-run: the run then
+        # stops where it is, sealed and resumable by id, as the reference's server stops
+        # its run by cancelling it (see aborting.py).
+        background=BackgroundTask(_abort_unless_ended, server, feed, aborted),
+    )
+
+
+def _abort_unless_ended(server: _Server, feed: RunFeed, aborted: asyncio.Event) -> None:
+    # A draining server hands its runs over instead (RunFeed.hand_over): another process
+    # continues them, which a sealed run would not let it do.
+    if not feed.task.done() and not server.draining:
+        aborted.set()
 
 
 def _app_name(server: _Server, body: RunAgentRequest) -> str:
@@ -659,7 +676,12 @@ def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig:
 
 
 async def _start(
-    server: _Server, app_name: str, body: RunAgentRequest, run_config: RunConfig
+    server: _Server,
+    app_name: str,
+    body: RunAgentRequest,
+    run_config: RunConfig,
+    *,
+    abort_signal: asyncio.Event | None = None,
 ) -> RunFeed:
     runner = server.catalog.runner(app_name)
     message = body.new_message
@@ -675,6 +697,7 @@ async def _start(
         # request is accepted and a stream can start before a slow first node ends.
         yield_user_message=True,
         run_config=run_config,
+        abort_signal=abort_signal,
     )
     return await _opened(server, events)
 

@@ -1,0 +1,100 @@
+"""A client that disconnects from `/run_sse` mid-run stops the run, as the reference's
+server stops its run by cancelling it: a real `baton api_server` process, a client that
+closes its connection while a node waits; the rest of the workflow does not run, every
+committed step stays, and the run continues by its id."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.server.processes import BATON, serving
+
+_AGENT = """
+import asyncio
+from pathlib import Path
+from baton import App, ResumabilityConfig, Workflow
+
+HERE = Path(__file__).parent
+
+def first(node_input):
+    (HERE / "first.log").open("a").write("ran\\n")
+    return "one"
+
+async def slow(node_input):
+    (HERE / "slow.log").open("a").write("ran\\n")
+    while not (HERE / "go").exists():
+        await asyncio.sleep(0.02)
+    return "two"
+
+def last(node_input):
+    (HERE / "last.log").open("a").write("ran\\n")
+    return "three"
+
+app = App(
+    name="steps",
+    root_agent=Workflow(name="steps_wf", edges=[("START", first, slow, last)]),
+    resumability_config=ResumabilityConfig(is_resumable=True),
+)
+"""
+
+
+def _runs(folder: Path, name: str) -> int:
+    log = folder / f"{name}.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _wait_for(condition: object, what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_client_leaving_run_sse_stops_the_run_resumable_by_id(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "steps"
+    folder.mkdir(parents=True)
+    (folder / "agent.py").write_text(_AGENT)
+    args = [str(BATON), "api_server", str(tmp_path / "agents"), "--port", "0"]
+    with (
+        serving([*args, "--db", str(tmp_path / "s.db")]) as url,
+        httpx.Client(base_url=url) as client,
+    ):
+        client.post("/apps/steps/users/u/sessions", json={"sessionId": "s1"}).raise_for_status()
+        body = {
+            "appName": "steps",
+            "userId": "u",
+            "sessionId": "s1",
+            "newMessage": {"role": "user", "parts": [{"text": "go"}]},
+        }
+        with client.stream("POST", "/run_sse", json=body) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:") and json.loads(line[5:]).get("output") == "one":
+                    break
+            _wait_for(lambda: _runs(folder, "slow") == 1, "the slow node to start")
+        # The connection is closed: the run stops; the slow node is cancelled.
+        session = "/apps/steps/users/u/sessions/s1"
+        _wait_for(
+            lambda: any(
+                e.get("errorCode") == "INVOCATION_ABORTED"
+                for e in client.get(session).json()["events"]
+            ),
+            "the run to be sealed",
+        )
+        (folder / "go").touch()
+        time.sleep(0.3)  # a run still going would now finish its slow node and run `last`
+        assert _runs(folder, "last") == 0
+        events = client.get(session).json()["events"]
+        assert [e["output"] for e in events if "output" in e] == ["one"]
+        invocation = events[0]["invocationId"]
+
+        resumed = client.post(
+            "/run",
+            json={"appName": "steps", "userId": "u", "sessionId": "s1", "invocationId": invocation},
+        )
+        assert resumed.status_code == 200, resumed.text
+        assert [e["output"] for e in resumed.json() if "output" in e] == ["two", "three"]
+        assert (_runs(folder, "first"), _runs(folder, "slow"), _runs(folder, "last")) == (1, 2, 1)
