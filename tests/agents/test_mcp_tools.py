@@ -7,6 +7,7 @@ the server processes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,14 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
+from baton import InMemoryRunner
 from baton.agents import LlmAgent
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
-from baton.models import OpenAiModel
+from baton.models import OpenAiModel, ScriptedModel
 from baton.readonly_context import ReadonlyContext
 from baton.tools.fencing import FENCE_BEGIN, FENCE_END, FENCE_NOTE
 from baton.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
+from baton.types import Content, FunctionCall, Part
 from tests.agents.conftest import MakeRunner
 from tests.harness import asked, attach_harness
 from tests.models.chat_server import ChatServer, completion
@@ -153,3 +156,26 @@ async def test_header_provider_gives_each_run_its_headers_over_streamable_http(
         assert tool_results(chat_server.requests[1]) == {"c1": result("u")}
         await h.runner.close()
     assert log.calls() == ['whoami {"user": "u"}']
+
+
+def test_the_sync_runner_and_another_event_loop_share_a_toolset(log: CallLog) -> None:
+    # runner.run works on a loop thread of its own; a later run_async on another loop
+    # opens its own session, closing the first one's on its loop.
+    add = [FunctionCall(id="c1", name="add", args={"a": 1, "b": 2})]
+    model = ScriptedModel(responses=[add, "3", add, "3 again"])
+    toolset = McpToolset(connection_params=stdio(log), tool_filter=["add"])
+    runner = InMemoryRunner(agent=LlmAgent(name="a", model=model, tools=[toolset]))
+    session = runner.session_service.create_session_sync(app_name=runner.app_name, user_id="u")
+    message = Content(role="user", parts=[Part(text="add 1 and 2")])
+
+    list(runner.run(user_id="u", session_id=session.id, new_message=message))
+
+    async def again() -> None:
+        run = runner.run_async(user_id="u", session_id=session.id, new_message=message)
+        assert reply([e async for e in run]) == "3 again"
+        await runner.close()
+
+    asyncio.run(again())
+    assert log.calls() == ['add {"a": 1, "b": 2}', 'add {"a": 1, "b": 2}']
+    assert len(log.pids()) == 2
+    assert not any(is_running(p) for p in log.pids())
