@@ -211,7 +211,8 @@ def _default_config() -> RunConfig:
     variable its `max_llm_calls` comes from, each container default a new one.
 
     Speed: validating its thirty-odd defaults cost 40k instructions, every call of
-    `run_async` without a run_config (2% of a PostgreSQL resume); this copy, a few k.
+    `run_async` without a run_config (2% of a PostgreSQL resume); this copy, 21k
+    (callgrind, 50 calls).
     """
     validated, containers = _validated_default(os.environ.get(MAX_LLM_CALLS_ENV))
     fields = dict(validated)
