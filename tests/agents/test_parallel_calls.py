@@ -15,6 +15,7 @@ import pytest
 from pydantic import Field, JsonValue
 
 from baton import BaseAgentState, LlmAgent, types
+from baton.errors import UnknownInterruptError
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.sessions.services import BaseSessionService
@@ -579,12 +580,13 @@ async def test_a_call_asking_for_confirmation_beside_one_sharing_its_id_runs_onc
     )
     h = await build_harness(agent, service, resumable=True)
 
+    request = "adk-confirm-c1" if paid_first else "adk-confirm-c1#1"  # the call's key
     first = await h.start("go")
     second = await h.answer(
-        ("adk-confirm-c1", {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+        (request, {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
     )
 
-    assert asked(first) == ["adk-confirm-c1"]
+    assert asked(first) == [request]
     assert shown(first)[1] == ("a", ["c1 -> {'fast': 'b'}"], {"fast": "b"})
     assert runs == ["pay"]
     assert tools.log == ["fast starts", "fast ends"]
@@ -593,4 +595,77 @@ async def test_a_call_asking_for_confirmation_beside_one_sharing_its_id_runs_onc
         results.reverse()
     assert sent(model.requests[1])[-1] == ("user", results)
     assert shown(second)[-1] == ("a", ["done"], {})
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["first-answered-first", "second-answered-first"])
+async def test_two_calls_sharing_an_id_each_ask_for_their_own_confirmation(
+    service: BaseSessionService, first: int
+) -> None:
+    """Two calls of a turn share an id and both ask for a confirmation (one statically, one
+    from its body): each gets its own request (the second's id from its key, c1#1), an
+    answer runs only its own call, the run waits for the other, and the model is sent
+    both results in the turn's order. An id no call was asked under is refused."""
+    runs: list[str] = []
+
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: how much.
+        """
+        runs.append("pay")
+        return f"paid {amount}"
+
+    def refund(amount: int, tool_context: ToolContext) -> str:
+        """Refund.
+
+        Args:
+            amount: how much.
+        """
+        if tool_context.tool_confirmation is None:
+            tool_context.request_confirmation(hint="Refund?")
+            return "waiting"
+        runs.append("refund")
+        return f"refunded {amount}"
+
+    turn = [
+        FunctionCall(id="c1", name="pay", args={"amount": 5}),
+        FunctionCall(id="c1", name="refund", args={"amount": 7}),
+    ]
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(
+        name="a", model=model, tools=[FunctionTool(pay, require_confirmation=True), refund]
+    )
+    h = await build_harness(agent, service, resumable=True)
+    ids = ["adk-confirm-c1", "adk-confirm-c1#1"]
+    names = ["pay", "refund"]
+
+    started = await h.start("go")
+    with pytest.raises(UnknownInterruptError, match="adk-confirm-c1#2"):
+        await h.answer(
+            ("adk-confirm-c1#2", {"confirmed": True}),
+            name=REQUEST_CONFIRMATION_FUNCTION,
+            wrap=False,
+        )
+    one = await h.answer(
+        (ids[first], {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+    ran_first = list(runs)
+    status = (await h.invocation()).status
+    other = await h.answer(
+        (ids[1 - first], {"confirmed": True}), name=REQUEST_CONFIRMATION_FUNCTION, wrap=False
+    )
+
+    assert asked(started) == ids
+    assert ran_first == [names[first]]
+    assert asked(one) == []
+    assert status == InvocationStatus.PAUSED
+    assert runs == [names[first], names[1 - first]]
+    assert len(model.requests) == 2
+    assert sent(model.requests[1])[-1] == (
+        "user",
+        ["c1 -> {'result': 'paid 5'}", "c1 -> {'result': 'refunded 7'}"],
+    )
+    assert shown(other)[-1] == ("a", ["done"], {})
     assert (await h.invocation()).status == InvocationStatus.COMPLETED

@@ -617,19 +617,24 @@ class LlmAgent(BaseAgent):
     ) -> tuple[list[FunctionCall], set[str]]:
         """The last turn's calls still to run, and the ids of those waiting for a
         confirmation. Calls sharing an id are told apart (see `match_responses`): one
-        may wait for its confirmation, or run once confirmed, after the other ended."""
+        may wait for its confirmation, or run once confirmed, after the other ended; each
+        is asked under its own key (see `confirmation_id`)."""
         if progress.turn is None:
             return [], set()
         calls = progress.turn.function_calls
         requested = requested_calls(progress.current, self.name)
-        asked = [any(_is_same_call(c, r) for r in requested) for c in calls]
+        keys = _call_keys(calls)
+        asked = [
+            (r := requested.get(confirmation_id(keys[id(c)]))) is not None and _is_same_call(c, r)
+            for c in calls
+        ]
         matched = match_responses(calls, progress.responses(lro_ids), asked=asked)
         pending: list[FunctionCall] = []
         confirming: set[str] = set()
         for call, response, was_asked in zip(calls, matched, asked, strict=True):
             if response is not None:
                 continue
-            if was_asked and confirmation_id(call.id or "") not in ctx.resume_inputs:
+            if was_asked and confirmation_id(keys[id(call)]) not in ctx.resume_inputs:
                 confirming.add(call.id or "")
             else:
                 pending.append(call)
@@ -1096,8 +1101,9 @@ class LlmAgent(BaseAgent):
     ) -> ToolContext:
         """The context a tool (and its callbacks) gets for one call (`shared_writes` and
         `sync_tools`: see `ToolContext`); `key` names the call in its idempotency key
-        (its id unless calls of its turn share it, see `_call_keys`)."""
-        answer = ctx.resume_inputs.get(confirmation_id(call.id or ""))
+        and its confirmation request's id (its id unless calls of its turn share it, see
+        `_call_keys`)."""
+        answer = ctx.resume_inputs.get(confirmation_id(key or call.id or ""))
         return ToolContext(
             state=ctx.state,
             function_call_id=call.id,
@@ -1146,7 +1152,8 @@ class LlmAgent(BaseAgent):
         )
         asked = asked_confirmation(call.id or "", tool_context.actions.requested_tool_confirmations)
         if asked is not None and tool_context.tool_confirmation is None:
-            return request_event(call, asked, event)  # the result waits for a person
+            # The result waits for a person.
+            return request_event(call, asked, event, key=key or call.id or "")
         # A long-running tool's falsy return ({}, "", 0, [], None) is no interim result, as
         # in the reference: the call's response comes later.
         if not (interim and not result):

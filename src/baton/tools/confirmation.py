@@ -95,20 +95,25 @@ class ToolConfirmation(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def confirmation_id(call_id: str) -> str:
-    """The id of the confirmation request for the model's call `call_id` (stable on reruns)."""
-    return f"adk-confirm-{call_id}"
+def confirmation_id(call_key: str) -> str:
+    """The id of the confirmation request for the model's call keyed `call_key` (stable on
+    reruns): its id (`adk-confirm-c1`), or, for calls of one turn that share an id, each
+    call's own key (`adk-confirm-c1#1` for the second), so each is answered on its own."""
+    return f"adk-confirm-{call_key}"
 
 
 def is_confirmation_call(call: FunctionCall) -> bool:
     return call.name == REQUEST_CONFIRMATION_FUNCTION
 
 
-def request_event(call: FunctionCall, asked: ToolConfirmation, template: Event) -> Event:
-    """The confirmation request for `call`: the tool's event, its response replaced by the
-    reference's long-running `adk_request_confirmation` call."""
+def request_event(
+    call: FunctionCall, asked: ToolConfirmation, template: Event, *, key: str
+) -> Event:
+    """The confirmation request for `call` (keyed `key` in its turn, see `confirmation_id`):
+    the tool's event, its response replaced by the reference's long-running
+    `adk_request_confirmation` call."""
     request = FunctionCall(
-        id=confirmation_id(call.id or ""),
+        id=confirmation_id(key),
         name=REQUEST_CONFIRMATION_FUNCTION,
         args={
             "originalFunctionCall": call.model_dump(by_alias=True, exclude_none=True, mode="json"),
@@ -123,9 +128,10 @@ def request_event(call: FunctionCall, asked: ToolConfirmation, template: Event) 
     )
 
 
-def requested_calls(events: list[Event], agent: str) -> list[FunctionCall]:
-    """The model's calls that `agent` asked to be confirmed, in these events."""
-    asked: list[FunctionCall] = []
+def requested_calls(events: list[Event], agent: str) -> dict[str, FunctionCall]:
+    """The model's calls that `agent` asked to be confirmed in these events, by the id of
+    the request that asked."""
+    asked: dict[str, FunctionCall] = {}
     for event in events:
         if event.author != agent:
             continue
@@ -133,7 +139,7 @@ def requested_calls(events: list[Event], agent: str) -> list[FunctionCall]:
             original = (call.args or {}).get("originalFunctionCall")
             if is_confirmation_call(call) and isinstance(original, dict):
                 try:
-                    asked.append(FunctionCall.model_validate(original))
+                    asked[call.id or ""] = FunctionCall.model_validate(original)
                 except ValidationError:
                     continue  # not a call: an imported session's event may hold anything
     return asked
