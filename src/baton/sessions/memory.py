@@ -32,7 +32,7 @@ from baton.events import Event, assemble
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.memory_artifacts import MemoryArtifacts
 from baton.sessions.memory_outbox import MemoryOutbox
-from baton.sessions.notifications import notifications_of
+from baton.sessions.notifications import may_notify, notifications_of
 from baton.sessions.paging import Position
 from baton.sessions.store import (
     USER_PREFIX,
@@ -256,15 +256,7 @@ class MemoryStore:
                 self._wakeups.notify()
             if commit.status is InvocationStatus.REWOUND:
                 self._close_rewound(data, commit.invocation_id)
-        # Speed: only a step outside runs, or one that answers, asks or sets the status, can
-        # record notifications (see `notifications_of`); most of a run's steps do none of
-        # those, and skip the call and its empty list.
-        if (
-            commit.status is not None
-            or commit.opened
-            or commit.answered
-            or commit.invocation_id is None
-        ):
+        if may_notify(commit):
             for notification in notifications_of(commit, now):
                 self._outbox.record(notification)
         return version

@@ -24,7 +24,7 @@ from baton.sessions.store import (
     ends_run,
 )
 
-__all__ = ["NotificationKind", "notifications_of"]
+__all__ = ["NotificationKind", "may_notify", "notifications_of"]
 
 
 class NotificationKind(enum.StrEnum):
@@ -40,6 +40,18 @@ _FINAL = {
     InvocationStatus.COMPLETED: NotificationKind.RUN_COMPLETED,
     InvocationStatus.FAILED: NotificationKind.RUN_FAILED,
 }
+
+
+def may_notify(commit: StepCommit) -> bool:
+    """Whether `commit` can record notifications at all: a step outside runs, or one that
+    answers, asks or sets the status. Speed: most of a run's steps do none of those, and
+    a store skips `notifications_of` and its empty list for them."""
+    return (
+        commit.status is not None
+        or bool(commit.opened)
+        or bool(commit.answered)
+        or commit.invocation_id is None
+    )
 
 
 def notifications_of(commit: StepCommit, now: float) -> list[Notification]:

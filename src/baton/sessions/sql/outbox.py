@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Connection
 
-from baton.sessions.notifications import notifications_of
+from baton.sessions.notifications import may_notify, notifications_of
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.schema import notification_receivers, notifications
 from baton.sessions.store import Delivery, Notification, StepCommit
@@ -48,6 +48,8 @@ def record_notifications(
     Through `dialect.run`, as the step's other statements: on SQLite, SQLAlchemy's own
     `execute` cost 5-7% of a busy api_server's CPU here (a HITL run records three).
     """
+    if not may_notify(commit):
+        return
     rows: list[dict[str, Any]] = [
         {"id": n.id, "body": n.body, "created_at": n.created_at}
         for n in notifications_of(commit, now)
