@@ -82,11 +82,11 @@ class RunConfig(BaseModel):
 
     Unknown fields are refused (a misspelt field must not pass unnoticed), as in the
     reference. Honoured: `streaming_mode` (SSE; BIDI is refused), `max_llm_calls`,
-    `custom_metadata`, `tool_thread_pool_config`, `model_input_context`. Accepted and
+    `custom_metadata`, `tool_thread_pool_config`, `model_input_context`,
+    `include_thoughts_from_other_agents`. Accepted and
     without effect in baton (see the README's differences): `get_session_config` (a run
     loads only what it needs already), `labels`, `http_options`, `service_tier`,
-    `telemetry`, `support_cfc`, `include_thoughts_from_other_agents`,
-    `save_input_blobs_as_artifacts`, and the live-mode fields.
+    `telemetry`, `support_cfc`, `save_input_blobs_as_artifacts`, and the live-mode fields.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -120,6 +120,7 @@ class RunConfig(BaseModel):
     telemetry: dict[str, JsonValue] | None = None
     support_cfc: bool = False
     include_thoughts_from_other_agents: bool = False
+    """Show other agents' thoughts in the turns of theirs an LlmAgent's model is shown."""
     save_input_blobs_as_artifacts: bool = False
 
     # Live (audio/video) mode only: accepted, without effect (baton has no live mode).

@@ -30,6 +30,7 @@ from baton.types import FunctionCall
 from tests.agents.agents import Boom, Runs, Step, counting_model, texts
 from tests.agents.conftest import MakeRunner
 from tests.agents.examples import load_example
+from tests.agents.quoting import PREAMBLE, said, turns
 from tests.conftest import StoreFactory
 from tests.harness import Harness, asked, build_harness, outputs
 
@@ -200,7 +201,10 @@ async def test_instruction_is_filled_from_state_and_output_key_is_saved(
 
     await h.start()
 
-    assert model.requests[0].config.system_instruction == 'Write about tea. Reply as {"poem": ...}.'
+    assert model.requests[0].config.system_instruction == (
+        'Write about tea. Reply as {"poem": ...}.\n\n'
+        'You are an agent. Your internal name is "poet".'
+    )
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
     assert session.state["poem"] == "a poem"
@@ -215,7 +219,9 @@ async def test_instruction_values_are_written_as_the_reference_writes_them(
 
     await h.start()
 
-    assert model.requests[0].config.system_instruction == "v=True d={'a': 1} n= x=2.5"
+    assert model.requests[0].config.system_instruction == (
+        "v=True d={'a': 1} n= x=2.5\n\nYou are an agent. Your internal name is \"a\"."
+    )
 
 
 async def test_a_missing_state_key_in_the_instruction_is_named(make: MakeRunner) -> None:
@@ -370,12 +376,16 @@ async def test_parallel_llm_agents_see_only_their_own_branch(make: MakeRunner) -
     def seen(agent: LlmAgent) -> list[str]:
         model = agent.canonical_model
         assert isinstance(model, ScriptedModel)
-        return [c.text for c in model.requests[0].contents]
+        return ["\n".join(parts) for _, parts in turns(model.requests[0])]
 
     assert seen(left) == ["go"]
     assert seen(right) == ["go"]
     assert sorted(seen(after)) == sorted(
-        ["go", "For context: [left] said: left says 1", "For context: [right] said: right says 1"]
+        [
+            "go",
+            f"{PREAMBLE}\n{said('left', 'left says 1')}",
+            f"{PREAMBLE}\n{said('right', 'right says 1')}",
+        ]
     )
 
 

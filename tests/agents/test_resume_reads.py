@@ -237,8 +237,9 @@ def _desk_transfers(request: LlmRequest) -> FunctionCall:
 
 
 def _assistant_greets_then_works(request: LlmRequest) -> str | FunctionCall:
-    last = request.contents[-1]
-    return "hi" if last.text == "hello" else _respond(request)
+    # The desk's transfer follows the user's message, quoted (as in the reference).
+    said = [c.text for c in request.contents if not (c.text or "").startswith("For context")]
+    return "hi" if said[-1] == "hello" else _respond(request)
 
 
 async def routed_resume_after(

@@ -12,6 +12,7 @@ from baton import Event, EventActions, InvocationContext
 from baton.agents import BaseAgent, LoopAgent, ParallelAgent, SequentialAgent
 from baton.sessions.store import InvocationStatus
 from baton.types import Content, Part
+from tests.agents import quoting
 from tests.agents.agents import Boom, Runs, Step, Waiter, texts
 from tests.agents.conftest import MakeRunner
 
@@ -304,4 +305,4 @@ async def test_an_agent_without_history_after_another_sees_that_agents_reply(
     # As the reference (2.13.0): b's turn starts at a's reply; the user's message,
     # an earlier turn to b, is not shown.
     [request] = second.requests
-    assert [(c.role, c.text) for c in request.contents] == [("user", "For context: [a] said: one")]
+    assert quoting.turns(request) == [("user", [quoting.PREAMBLE, quoting.said("a", "one")])]

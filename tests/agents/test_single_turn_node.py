@@ -22,24 +22,13 @@ from baton.tools import LongRunningFunctionTool
 from baton.types import FunctionCall
 from baton.workflow import JoinNode, node
 from tests.agents.conftest import MakeRunner
+from tests.agents.quoting import turns
 from tests.harness import outputs
 
 
 def seen(request: LlmRequest) -> list[str]:
     """A request's contents, one line per content: `role: part, part`."""
-    lines: list[str] = []
-    for content in request.contents:
-        parts: list[str] = []
-        for part in content.parts or []:
-            if part.function_call is not None:
-                parts.append(f"call {part.function_call.name}({part.function_call.args})")
-            elif part.function_response is not None:
-                response = part.function_response
-                parts.append(f"result {response.name}={response.response}")
-            else:
-                parts.append(part.text or "")
-        lines.append(f"{content.role}: {', '.join(parts)}")
-    return lines
+    return [f"{role}: {', '.join(parts)}" for role, parts in turns(request)]
 
 
 def topic(node_input: str) -> str:

@@ -87,7 +87,8 @@ async def test_the_parent_calls_the_sub_agent_as_a_tool_and_sees_its_reply(
             ]
         }
     ]
-    assert first.config.system_instruction is None  # no transfer to offer
+    # Its identity (no instruction, no transfer to offer), as google-adk 2.13.0 gives it.
+    assert first.config.system_instruction == 'You are an agent. Your internal name is "boss".'
     assert [seen(r) for r in parent_model.requests] == [
         ["user: go"],
         [

@@ -117,7 +117,9 @@ async def test_the_parents_model_sees_the_task_agent_as_a_tool_without_transfer(
             "description": "What the task agent is to do, with the context it needs.",
         }
     }
-    assert request.config.system_instruction == "Help the user."
+    assert request.config.system_instruction == (
+        'Help the user.\n\nYou are an agent. Your internal name is "coord".'
+    )
 
 
 async def test_a_structured_result_is_the_calls_response_and_a_plain_one_is_under_output(

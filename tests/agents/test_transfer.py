@@ -14,6 +14,7 @@ from baton.sessions.store import InvocationStatus
 from baton.tools import LongRunningFunctionTool
 from baton.types import FunctionCall
 from tests.agents.examples import load_example
+from tests.agents.quoting import PREAMBLE, called, returned, said, turns
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, asked, attach_harness, build_harness
 
@@ -282,9 +283,20 @@ async def test_a_transfer_back_to_the_parent_asks_the_parent_again_with_what_was
     assert counter.runs == {"triage": 2, "refunds": 1}
     model = root.canonical_model
     assert isinstance(model, ScriptedModel)
-    assert [c.text for c in model.requests[1].contents if c.text] == [
-        "how much is it?",
-        "For context: [refunds] said: Not a refund.",
+    # As google-adk 2.13.0 shows them: refunds' reply and transfer, quoted.
+    assert turns(model.requests[1]) == [
+        ("user", ["how much is it?"]),
+        ("model", ["call transfer_to_agent({'agent_name': 'refunds'})"]),
+        ("user", ["result transfer_to_agent={'result': None}"]),
+        (
+            "user",
+            [
+                PREAMBLE,
+                said("refunds", "Not a refund."),
+                called("refunds", "transfer_to_agent", "{'agent_name': 'triage'}"),
+            ],
+        ),
+        ("user", [PREAMBLE, returned("refunds", "transfer_to_agent", "{'result': None}")]),
     ]
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 

@@ -1,16 +1,18 @@
 """The conversation a model sees: the session's events, as one agent's contents.
 
 The agent's own turns and tool results stay as they are; the user's messages
-come as user turns; other agents' replies come as context text; function calls
-and responses that are not the agent's own are left out, as are events of
-other parallel branches, and those of sub-agents the agent called as tools (see
-`baton.agents.delegation`: the calls' results stand for them). Each of the
-agent's calls is followed at once by its last response (a turn's responses
-merged into one user turn), under the name of the call it answers (whatever
-name the client sent): a long-running call answered several times (its tool's
-interim status, progress updates, the final result) shows only the newest, and
-the agent's text replies to the superseded ones are left out, as the reference
-does. Model providers require a call's response right after the call.
+come as user turns; other agents' turns (their replies, calls and the calls'
+results, and a person's answers to their calls) come as quoted context (see
+`baton.agents.quotation`); left out are confirmation requests between another
+agent and a person, events of other parallel branches, and those of sub-agents
+the agent called as tools (see `baton.agents.delegation`: the calls' results
+stand for them). Each of the agent's calls is followed at once by its last
+response (a turn's responses merged into one user turn), under the name of the
+call it answers (whatever name the client sent): a long-running call answered
+several times (its tool's interim status, progress updates, the final result)
+shows only the newest, and the agent's text replies to the superseded ones are
+left out, as the reference does. Model providers require a call's response right
+after the call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
+from baton.agents.quotation import quoted_turn
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
@@ -57,6 +60,7 @@ def conversation(
     agent: str,
     branch: str | None,
     node_input: tuple[int, str] | None = None,
+    include_thoughts: bool = False,
 ) -> list[Content]:
     """The contents for agent `agent`'s next model call.
 
@@ -65,6 +69,7 @@ def conversation(
         agent: the agent's name.
         branch: the agent's branch.
         node_input: (position in `events`, text) of the node's input, shown as a user turn.
+        include_thoughts: show other agents' thoughts in their quoted turns.
 
     Returns:
         The contents, oldest first.
@@ -91,13 +96,17 @@ def conversation(
         if r.id
     }
     shown = {e.id for e in visible} - _superseded_replies(visible, agent, answers)
+    quoted = _quoted_events(visible, agent)
     contents: list[Content] = []
     for index, event in enumerate(events):
         if node_input is not None and index == node_input[0]:
             contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
         if event.id not in shown or event.content is None:
             continue
-        content = _content_of(event, agent)
+        if event.id in quoted:
+            content = quoted_turn(event, include_thoughts=include_thoughts)
+        else:
+            content = _content_of(event, agent)
         if content is not None:
             contents.append(content)
         if event.author == agent:
@@ -105,6 +114,31 @@ def conversation(
     if node_input is not None and node_input[0] >= len(events):
         contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
     return contents
+
+
+def _quoted_events(events: Sequence[Event], agent: str) -> set[str]:
+    """Ids of the events shown quoted: other agents', and a person's answers to their calls
+    (with the person as their author), except confirmation requests and their answers."""
+    others = {
+        c.id for e in events if e.author not in (agent, "user") for c in e.function_calls if c.id
+    }
+    return {
+        e.id
+        for e in events
+        if e.author != agent
+        and (e.author != "user" or any(r.id in others for r in _responses(e)))
+        and not _is_confirmation(e)
+    }
+
+
+def _responses(event: Event) -> list[FunctionResponse]:
+    return event.content.function_responses if event.content else []
+
+
+def _is_confirmation(event: Event) -> bool:
+    """Whether `event` asks a person to confirm a call, or answers such a request."""
+    names = [c.name for c in event.function_calls] + [r.name for r in _responses(event)]
+    return REQUEST_CONFIRMATION_FUNCTION in names
 
 
 def _answers(
@@ -208,12 +242,7 @@ def _content_of(event: Event, agent: str) -> Content | None:
         return None
     if event.author == agent:
         return Content(role=event.content.role or "model", parts=parts)
-    if event.author == "user":
-        return Content(role="user", parts=parts)
-    text = "".join(p.text or "" for p in parts)
-    if not text:
-        return None
-    return Content(role="user", parts=[Part(text=f"For context: [{event.author}] said: {text}")])
+    return Content(role="user", parts=parts)
 
 
 def _named_as_called(part: Part, name: str | None) -> Part:

@@ -824,6 +824,8 @@ class LlmAgent(BaseAgent):
         contents = _with_input_context(ctx, await self._contents(ctx, progress))
         request = LlmRequest(model=llm.model, contents=contents, config=config)
         request.append_instructions([await self._instruction(ctx)])
+        if self.effective_mode(ctx) != "single_turn":
+            request.append_instructions([self._identity()])
         targets = transfer_targets(self)
         if targets:
             parent = self.parent_agent if self.parent_agent in targets else None
@@ -834,6 +836,13 @@ class LlmAgent(BaseAgent):
         if self.code_executor is not None:
             self.code_executor.process_llm_request(request)
         return request
+
+    def _identity(self) -> str:
+        """Who the model is, as the reference tells every agent but a single-turn one."""
+        said = f'You are an agent. Your internal name is "{self.name}".'
+        if self.description:
+            said += f' The description about you is "{self.description}".'
+        return said
 
     async def _let_tools_shape(
         self, ctx: AgentContext, request: LlmRequest, tools: dict[str, BaseTool]
@@ -866,11 +875,14 @@ class LlmAgent(BaseAgent):
             own = [e for e in progress.current if e.author == self.name or _answers_calls(e)]
             at = None if text is None else (0, text)
             return conversation(own, agent=self.name, branch=ctx.branch, node_input=at)
+        thoughts = ctx.run_config.include_thoughts_from_other_agents
         events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         at = self._node_input(ctx, events)
         if at is not None and self.include_contents == "none" and _is_users_message(ctx, at[1]):
             at = None  # the user's message is history to this turn, as the reference has it
-        return conversation(events, agent=self.name, branch=ctx.branch, node_input=at)
+        return conversation(
+            events, agent=self.name, branch=ctx.branch, node_input=at, include_thoughts=thoughts
+        )
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
         """Where the node's input goes in the conversation: before the node run's first event
