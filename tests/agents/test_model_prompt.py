@@ -10,7 +10,7 @@ import pytest
 from baton import RunConfig, SequentialAgent
 from baton.agents import LlmAgent
 from baton.models import OpenAiModel, ScriptedModel
-from baton.types import Content, Part
+from baton.types import Blob, Content, FunctionCall, Part
 from tests.agents.conftest import MakeRunner
 from tests.agents.quoting import PREAMBLE, called, returned, said, turns
 from tests.models.chat_server import ChatServer, completion
@@ -71,3 +71,86 @@ async def test_another_agents_thoughts_are_shown_only_when_the_run_config_asks(
     thought += "<<<END_QUOTED_AGENT_CONTENT>>>"
     shown = [PREAMBLE, *([thought] if include else []), said("a", "one")]
     assert turns(second.requests[0]) == [("user", ["hi"]), ("user", shown)]
+
+
+def instruction_turn(text: str) -> str:
+    """The reference's user turn carrying the instruction when a static one is set."""
+    return (
+        "The text between <<<BEGIN_SYSTEM_INSTRUCTION>>> and <<<END_SYSTEM_INSTRUCTION>>> "
+        "below is your own system instruction for this turn and carries the current session "
+        "state. It is addressed to you. Nothing between those two markers was said by the "
+        "user, so do not answer it or continue it as though it were their turn. Anything the "
+        "user actually said appears outside the markers, and a real user turn may follow "
+        "immediately after the end marker.\n"
+        f"<<<BEGIN_SYSTEM_INSTRUCTION>>>\n{text}\n<<<END_SYSTEM_INSTRUCTION>>>"
+    )
+
+
+async def test_a_static_instruction_is_sent_as_it_is_and_the_instruction_as_a_turn(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content="ok"))
+    chat_server.reply(completion(content="ok again"))
+    agent = LlmAgent(
+        name="a",
+        model=openai_model,
+        static_instruction=Content(parts=[Part(text="Static {x}."), Part(text="More.")]),
+        instruction="Dynamic {x}.",
+    )
+    h = await make(agent, state={"x": "X"})
+
+    await h.start("hi")
+    await h.start("again")
+
+    system = 'Static {x}.\n\nMore.\n\nYou are an agent. Your internal name is "a".'
+    dynamic = {"role": "user", "content": instruction_turn("Dynamic X.")}
+    assert [r["messages"] for r in chat_server.requests] == [
+        [{"role": "system", "content": system}, dynamic, {"role": "user", "content": "hi"}],
+        [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "ok"},
+            dynamic,
+            {"role": "user", "content": "again"},
+        ],
+    ]
+
+
+async def test_the_roots_global_instruction_leads_every_agents_and_is_deprecated(
+    make: MakeRunner,
+) -> None:
+    helper_model = ScriptedModel(["helped"])
+    helper = LlmAgent(
+        name="helper", model=helper_model, instruction="Help.", global_instruction="Not used."
+    )
+    root_model = ScriptedModel(
+        [FunctionCall(id="t1", name="transfer_to_agent", args={"agent_name": "helper"})]
+    )
+    root = LlmAgent(
+        name="root",
+        model=root_model,
+        instruction="Route.",
+        global_instruction="Be kind, {who}.",
+        sub_agents=[helper],
+    )
+    h = await make(root, state={"who": "everyone"})
+
+    with pytest.warns(DeprecationWarning, match="global_instruction is deprecated"):
+        await h.start("hi")
+
+    [to_root], [to_helper] = root_model.requests, helper_model.requests
+    assert (to_root.config.system_instruction or "").startswith(
+        'Be kind, everyone.\n\nRoute.\n\nYou are an agent. Your internal name is "root".'
+    )
+    assert (to_helper.config.system_instruction or "").startswith(
+        'Be kind, everyone.\n\nHelp.\n\nYou are an agent. Your internal name is "helper".'
+    )
+
+
+def test_a_static_instruction_that_is_not_text_is_refused() -> None:
+    image = Part(inline_data=Blob(mime_type="image/png", data=b"\x89PNG"))
+    with pytest.raises(
+        ValueError,
+        match=r"'a' has a static_instruction part that is not text \(inline_data image/png\)",
+    ):
+        LlmAgent(name="a", model="openai/m", static_instruction=["Look:", image])

@@ -1,4 +1,6 @@
-"""Instruction templates: `{key}` is replaced by the session state's value for `key`."""
+"""Instructions: `{key}` templates filled from the session state, and the static
+instruction (`LlmAgent.static_instruction`, sent as it is, the templated one then going
+in the conversation)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,16 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from baton.errors import BatonError
+from baton.types import Content, Part
 
-__all__ = ["MissingStateKeyError", "fill_instruction"]
+__all__ = [
+    "MissingStateKeyError",
+    "StaticInstruction",
+    "as_instruction_turn",
+    "fill_instruction",
+    "static_paragraphs",
+    "with_turn_before_users",
+]
 
 _PLACEHOLDER: Final = re.compile(r"\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\?)?\}")
 
@@ -54,3 +64,82 @@ def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> 
         return "" if value is None else str(value)
 
     return _PLACEHOLDER.sub(value_of, template)
+
+
+StaticInstruction = str | Content | Part | list[str | Part]
+"""An `LlmAgent.static_instruction`: text, or the reference's content shapes holding text."""
+
+INSTRUCTION_BEGIN: Final = "<<<BEGIN_SYSTEM_INSTRUCTION>>>"
+INSTRUCTION_END: Final = "<<<END_SYSTEM_INSTRUCTION>>>"
+_ELIDED: Final = "<<<ELIDED_MARKER>>>"
+_PREAMBLE: Final = (
+    f"The text between {INSTRUCTION_BEGIN} and {INSTRUCTION_END} below is your own system "
+    "instruction for this turn and carries the current session state. It is addressed to "
+    "you. Nothing between those two markers was said by the user, so do not answer it or "
+    "continue it as though it were their turn. Anything the user actually said appears "
+    "outside the markers, and a real user turn may follow immediately after the end marker."
+)
+
+
+def static_paragraphs(static: StaticInstruction | None, *, agent: str) -> list[str]:
+    """The paragraphs of a static instruction, as they are (nothing is filled in).
+
+    Raises:
+        ValueError: a part holds something other than text (an image, a file, a call):
+            a chat-completions system message is text.
+    """
+    if static is None:
+        return []
+    if isinstance(static, str):
+        return [static] if static else []
+    items = static.parts or [] if isinstance(static, Content) else static
+    items = [items] if isinstance(items, Part) else items
+    paragraphs: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            paragraphs.append(item)
+        elif item.text is not None and not _has_payload(item):
+            paragraphs.append(item.text)
+        else:
+            raise ValueError(
+                f"LlmAgent '{agent}' has a static_instruction part that is not text "
+                f"({_kind(item)}); baton sends the system instruction as text. Put the "
+                "media in the conversation (a user message or an artifact) instead."
+            )
+    return [p for p in paragraphs if p]
+
+
+def _has_payload(part: Part) -> bool:
+    return any(
+        x is not None
+        for x in (part.inline_data, part.file_data, part.function_call, part.function_response)
+    )
+
+
+def _kind(part: Part) -> str:
+    if part.inline_data is not None:
+        return f"inline_data {part.inline_data.mime_type}"
+    if part.file_data is not None:
+        return f"file_data {part.file_data.file_uri}"
+    return "a function call or response" if _has_payload(part) else "an empty part"
+
+
+def as_instruction_turn(instruction: str) -> Content:
+    """The agent's `instruction` as a user turn (when it has a static one, as the reference
+    places it), between markers that say it is the system's, not the user's; markers in
+    the text are replaced so filled-in state cannot end the block early."""
+    fenced = instruction.replace(INSTRUCTION_BEGIN, _ELIDED).replace(INSTRUCTION_END, _ELIDED)
+    text = f"{_PREAMBLE}\n{INSTRUCTION_BEGIN}\n{fenced}\n{INSTRUCTION_END}"
+    return Content(role="user", parts=[Part(text=text)])
+
+
+def with_turn_before_users(contents: list[Content], turn: Content) -> list[Content]:
+    """`turn` put before the latest run of the user's messages (after a call's results,
+    when the model continues a turn of calls), where the reference puts a transient turn."""
+    at = len(contents)
+    for i in range(len(contents) - 1, -1, -1):
+        content = contents[i]
+        if content.role != "user" or content.function_responses:
+            break
+        at = i
+    return [*contents[:at], turn, *contents[at:]]

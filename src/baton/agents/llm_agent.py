@@ -16,6 +16,7 @@ import inspect
 import json
 import logging
 import uuid
+import warnings
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
@@ -53,7 +54,13 @@ from baton.agents.context import AgentContext, as_agent_context
 from baton.agents.conversation import conversation, input_text, is_visible, match_responses
 from baton.agents.delegation import SingleTurnAgentTool
 from baton.agents.handover import Handover, agent_to_continue
-from baton.agents.instructions import fill_instruction
+from baton.agents.instructions import (
+    StaticInstruction,
+    as_instruction_turn,
+    fill_instruction,
+    static_paragraphs,
+    with_turn_before_users,
+)
 from baton.agents.state import BaseAgentState
 from baton.agents.task import (
     FINISH_TASK,
@@ -115,6 +122,12 @@ __all__ = [
 _log = logging.getLogger("baton")
 
 _ROUTING_READ = 16  # earlier events read at first to find who answers a new message
+
+_GLOBAL_INSTRUCTION_DEPRECATED = (
+    "global_instruction is deprecated, as in google-adk 2.13.0, and will be removed; it "
+    "still applies to every agent under the root agent that sets it. Put the text in each "
+    "agent's instruction (or static_instruction) instead."
+)
 
 AgentMode = Literal["chat", "task", "single_turn"]
 """How an LlmAgent takes part in a conversation (see `LlmAgent.mode`)."""
@@ -216,7 +229,15 @@ class LlmAgent(BaseAgent):
         model: a `BaseLlm`, or a model string resolved by `baton.models.resolve_model`
             (e.g. "openai/gpt-4o-mini"); empty: the nearest ancestor LlmAgent's model.
         instruction: the system instruction; `{key}` is replaced by `state[key]`
-            (`{key?}` may be missing). Or a function of the ctx returning it.
+            (`{key?}` may be missing). Or a function of the ctx returning it. With a
+            `static_instruction`, it goes in the conversation instead, as a turn before
+            the user's latest messages, marked as the system's.
+        global_instruction: (deprecated, as in the reference; warns when used) on the
+            root agent, put first in the system instruction of every LlmAgent of the
+            tree; templated as `instruction` is.
+        static_instruction: text put in the system instruction as it is (no `{key}` is
+            filled): a string, or a Content, Part or list of strings and Parts holding
+            text.
         tools: `BaseTool`s (FunctionTool, LongRunningFunctionTool), plain functions and
             `BaseToolset`s (whose tools are listed once per invocation, see `tools_for`).
         output_key: save the final text to this state key.
@@ -253,7 +274,8 @@ class LlmAgent(BaseAgent):
 
     Raises:
         ValueError: two tools have the same name; an output_schema without
-            mode="task"; a task agent with a tool named `finish_task`.
+            mode="task"; a task agent with a tool named `finish_task`; a
+            static_instruction part that is not text.
         TypeError: a plain function cannot be described to the model (see FunctionTool).
     """
 
@@ -275,6 +297,8 @@ class LlmAgent(BaseAgent):
     mode: AgentMode | None = None
     output_schema: SchemaType | None = None
     code_executor: InstanceOf[BuiltInCodeExecutor] | None = None
+    global_instruction: str | InstructionProvider = ""
+    static_instruction: StaticInstruction | None = None
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
@@ -289,6 +313,7 @@ class LlmAgent(BaseAgent):
         self._tools = _index_tools([*own, *delegated], agent=self.name)
         self._transfer = AgentTransferTool(lambda: self)
         _check_generate_content_config(self.name, self.generate_content_config)
+        static_paragraphs(self.static_instruction, agent=self.name)  # refuses media early
         if self.output_schema is not None and self.mode != "task":
             raise ValueError(
                 f"LlmAgent '{self.name}' has an output_schema, which baton supports only "
@@ -823,7 +848,10 @@ class LlmAgent(BaseAgent):
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
         contents = _with_input_context(ctx, await self._contents(ctx, progress))
         request = LlmRequest(model=llm.model, contents=contents, config=config)
-        request.append_instructions([await self._instruction(ctx)])
+        paragraphs, instruction_turn = await self._instructions(ctx)
+        request.append_instructions(paragraphs)
+        if instruction_turn is not None:
+            request.contents = with_turn_before_users(request.contents, instruction_turn)
         if self.effective_mode(ctx) != "single_turn":
             request.append_instructions([self._identity()])
         targets = transfer_targets(self)
@@ -912,14 +940,22 @@ class LlmAgent(BaseAgent):
         )
         return first, text
 
-    async def _instruction(self, ctx: AgentContext) -> str:
-        if callable(self.instruction):
-            provide = self.instruction
-            if inspect.iscoroutinefunction(provide):
-                return await provide(ctx)
-            made = await run_sync(partial(provide, ctx))  # a plain provider never holds the loop
-            return await made if inspect.isawaitable(made) else made
-        return fill_instruction(self.instruction, ctx.state, agent=self.name)
+    async def _instructions(self, ctx: AgentContext) -> tuple[list[str], Content | None]:
+        """The system instruction's paragraphs (the root's global instruction, the static
+        one, else the instruction), and the instruction as a turn when a static one
+        takes its place, as the reference builds them."""
+        paragraphs: list[str] = []
+        root = self.root_agent
+        if isinstance(root, LlmAgent) and root.global_instruction:
+            warnings.warn(_GLOBAL_INSTRUCTION_DEPRECATED, DeprecationWarning, stacklevel=2)
+            paragraphs.append(await _resolved(root.global_instruction, ctx, agent=root.name))
+        paragraphs += static_paragraphs(self.static_instruction, agent=self.name)
+        if not self.instruction:
+            return paragraphs, None
+        instruction = await _resolved(self.instruction, ctx, agent=self.name)
+        if self.static_instruction is None:
+            return [*paragraphs, instruction], None
+        return paragraphs, as_instruction_turn(instruction)
 
     def _partial_event(self, ctx: AgentContext, chunk: LlmResponse) -> Event:
         """A streamed chunk as the caller sees it: its calls are not run (the complete
@@ -1409,6 +1445,18 @@ def _starts_run(event: Event, agent: str, run_start: str) -> bool:
     run's checkpoint rides on its first event (later ones carry the same start)."""
     state = event.actions.agent_state
     return event.author == agent and isinstance(state, dict) and state.get("run_start") == run_start
+
+
+async def _resolved(
+    instruction: str | InstructionProvider, ctx: AgentContext, *, agent: str
+) -> str:
+    """An instruction's text: a provider's result as it is, a string with `{key}` filled."""
+    if not callable(instruction):
+        return fill_instruction(instruction, ctx.state, agent=agent)
+    if inspect.iscoroutinefunction(instruction):
+        return await instruction(ctx)
+    made = await run_sync(partial(instruction, ctx))  # a plain provider never holds the loop
+    return await made if inspect.isawaitable(made) else made
 
 
 def _is_users_message(ctx: AgentContext, text: str) -> bool:
