@@ -7,12 +7,16 @@ from typing import Any
 
 import pytest
 
-from baton import RunConfig, SequentialAgent
-from baton.agents import LlmAgent
+from baton import App, ResumabilityConfig, RunConfig, Runner, SequentialAgent
+from baton.agents import LlmAgent, MissingArtifactError
+from baton.artifacts import BaseArtifactService
 from baton.models import OpenAiModel, ScriptedModel
+from baton.sessions.services import BaseSessionService
 from baton.types import Blob, Content, FunctionCall, Part
 from tests.agents.conftest import MakeRunner
 from tests.agents.quoting import PREAMBLE, called, returned, said, turns
+from tests.conftest import StoreFactory
+from tests.harness import Harness
 from tests.models.chat_server import ChatServer, completion
 
 
@@ -154,3 +158,67 @@ def test_a_static_instruction_that_is_not_text_is_refused() -> None:
         match=r"'a' has a static_instruction part that is not text \(inline_data image/png\)",
     ):
         LlmAgent(name="a", model="openai/m", static_instruction=["Look:", image])
+
+
+def _runner_with_artifacts(stores: StoreFactory, agent: LlmAgent) -> Runner:
+    store = stores.open()
+    return Runner(
+        app=App(
+            name="app", root_agent=agent, resumability_config=ResumabilityConfig(is_resumable=True)
+        ),
+        session_service=BaseSessionService(store),
+        artifact_service=BaseArtifactService(store),
+    )
+
+
+async def _session_with_artifacts(runner: Runner) -> Harness:
+    session = await runner.session_service.create_session(
+        app_name="app", user_id="u", state={"topic": "x"}
+    )
+    assert runner.artifact_service is not None
+    saved = {
+        "notes.txt": Part(text="remember {milk}"),
+        "raw": Part.from_bytes(data=b"hello bytes", mime_type="text/plain; charset=utf-8"),
+        "bin": Part.from_bytes(data=b"\x00" * 2048, mime_type="application/x-foo"),
+        "user:pref": Part(text="tea"),
+    }
+    for name, part in saved.items():
+        await runner.artifact_service.save_artifact(
+            app_name="app", user_id="u", session_id=session.id, filename=name, artifact=part
+        )
+    return Harness(runner, runner.session_service, session.id)
+
+
+async def test_an_instructions_artifacts_are_filled_with_their_text(
+    stores: StoreFactory, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content="ok"))
+    instruction = (
+        "N={artifact.notes.txt} R={ artifact.raw } B={artifact.bin} U={artifact.user:pref} "
+        "M=[{artifact.missing?}] S={topic}"
+    )
+    agent = LlmAgent(name="a", model=openai_model, instruction=instruction)
+    h = await _session_with_artifacts(_runner_with_artifacts(stores, agent))
+
+    await h.start("hi")
+
+    # As google-adk 2.13.0 fills them; an artifact's braces are not filled in turn.
+    binary = (
+        "[Binary artifact: bin, type: application/x-foo, size: 2.0 KB. "
+        "Content cannot be displayed inline.]"
+    )
+    assert chat_server.requests[0]["messages"][0] == {
+        "role": "system",
+        "content": f"N=remember {{milk}} R=hello bytes B={binary} U=tea M=[] S=x\n\n"
+        'You are an agent. Your internal name is "a".',
+    }
+
+
+async def test_a_missing_artifact_in_the_instruction_is_named(stores: StoreFactory) -> None:
+    agent = LlmAgent(name="a", model=ScriptedModel(), instruction="X={artifact.missing}")
+    h = await _session_with_artifacts(_runner_with_artifacts(stores, agent))
+
+    with pytest.raises(MissingArtifactError, match=r"^Artifact 'missing' not found in agent 'a'\."):
+        await h.start("hi")
+    with pytest.raises(KeyError):  # what the reference raises
+        await h.start("again")

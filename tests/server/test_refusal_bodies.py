@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue
 
-from baton.agents import MissingStateKeyError
+from baton.agents import MissingArtifactError, MissingStateKeyError
 from baton.errors import (
     InvalidResponseError,
     InvocationWaitingError,
@@ -172,6 +172,7 @@ async def test_key_refusals_name_the_error_and_change_nothing(start_live: StartL
         (InvocationWaitingError("x"), 409),
         (InvalidResponseError("x"), 422),
         (MissingStateKeyError("x"), 422),
+        (MissingArtifactError("x"), 422),
         (DatabaseUnavailableError("x"), 503),
         (NodeTimeoutError("slow", 1.0), 504),
         (NodeFailedError("x"), 500),

@@ -3,7 +3,7 @@
 from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import CallbackContext
 from baton.agents.context import AgentContext
-from baton.agents.instructions import MissingStateKeyError
+from baton.agents.instructions import MissingArtifactError, MissingStateKeyError
 from baton.agents.llm_agent import Agent, LlmAgent, LlmAgentState, ModelCallError
 from baton.agents.loop_agent import LoopAgent
 from baton.agents.parallel_agent import ParallelAgent
@@ -26,6 +26,7 @@ __all__ = [
     "LlmAgentState",
     "LoopAgent",
     "LoopAgentState",
+    "MissingArtifactError",
     "MissingStateKeyError",
     "ModelCallError",
     "ParallelAgent",

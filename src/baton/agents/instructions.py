@@ -12,15 +12,20 @@ from baton.errors import BatonError
 from baton.types import Content, Part
 
 __all__ = [
+    "MissingArtifactError",
     "MissingStateKeyError",
     "StaticInstruction",
+    "artifact_placeholders",
     "as_instruction_turn",
     "fill_instruction",
     "static_paragraphs",
     "with_turn_before_users",
 ]
 
-_PLACEHOLDER: Final = re.compile(r"\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\?)?\}")
+_PLACEHOLDER: Final = re.compile(
+    r"\{(?:\s*artifact\.(?P<artifact>[^{}]*?)(?P<artifact_optional>\?)?\s*"
+    r"|(?P<key>(?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(?P<optional>\?)?)\}"
+)
 
 
 class MissingStateKeyError(BatonError, KeyError):
@@ -31,15 +36,38 @@ class MissingStateKeyError(BatonError, KeyError):
         return str(self.args[0]) if self.args else ""  # not KeyError's quoted repr
 
 
-def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> str:
-    """Replace each `{key}` with `state[key]` (`{key?}`: empty when missing).
+class MissingArtifactError(BatonError, KeyError):
+    """An instruction names an artifact (`{artifact.name}`) the session does not have (a
+    KeyError, as the reference raises)."""
 
-    Braces around anything that is not a key name (JSON examples) are left alone.
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""  # not KeyError's quoted repr
+
+
+def artifact_placeholders(template: str) -> set[str]:
+    """The names of the artifacts `template` names (`{artifact.name}`, `{artifact.name?}`)."""
+    return {m["artifact"] for m in _PLACEHOLDER.finditer(template) if m["artifact"] is not None}
+
+
+def fill_instruction(
+    template: str,
+    state: Mapping[str, Any],
+    *,
+    agent: str,
+    artifacts: Mapping[str, str | None] | None = None,
+) -> str:
+    """Replace each `{key}` with `state[key]` (`{key?}`: empty when missing), and each
+    `{artifact.name}` with the artifact's text (`{artifact.name?}`: empty when missing).
+
+    Braces around anything that is not a key name (JSON examples) are left alone. One
+    pass: a value's own braces are not filled in turn.
 
     Args:
         template: the instruction.
         state: the session state.
         agent: the agent's name, for the error message.
+        artifacts: the text of each artifact the template names (see
+            `artifact_placeholders`), None for one the session does not have.
 
     Returns:
         The instruction with the values filled in as the reference fills them: each
@@ -47,12 +75,23 @@ def fill_instruction(template: str, state: Mapping[str, Any], *, agent: str) -> 
 
     Raises:
         MissingStateKeyError: a `{key}` without `?` is not in the state.
+        MissingArtifactError: an `{artifact.name}` without `?` is not in the session.
     """
 
     def value_of(match: re.Match[str]) -> str:
-        key, optional = match.group(1), match.group(2)
+        name = match["artifact"]
+        if name is not None:
+            text = (artifacts or {}).get(name)
+            if text is None and not match["artifact_optional"]:
+                raise MissingArtifactError(
+                    f"Artifact '{name}' not found in agent '{agent}'. Save it before the agent "
+                    f"runs (save_artifact), or write {{artifact.{name}?}} to allow it to be "
+                    "missing."
+                )
+            return text or ""
+        key = match["key"]
         if key not in state:
-            if optional:
+            if match["optional"]:
                 return ""
             known = ", ".join(sorted(state)) or "none"
             raise MissingStateKeyError(

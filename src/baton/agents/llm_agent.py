@@ -39,6 +39,7 @@ from pydantic import (
     model_serializer,
 )
 
+from baton.agents.artifact_text import artifact_texts
 from baton.agents.base_agent import BaseAgent
 from baton.agents.callbacks import (
     CallbackContext,
@@ -56,6 +57,7 @@ from baton.agents.delegation import SingleTurnAgentTool
 from baton.agents.handover import Handover, agent_to_continue
 from baton.agents.instructions import (
     StaticInstruction,
+    artifact_placeholders,
     as_instruction_turn,
     fill_instruction,
     static_paragraphs,
@@ -229,7 +231,8 @@ class LlmAgent(BaseAgent):
         model: a `BaseLlm`, or a model string resolved by `baton.models.resolve_model`
             (e.g. "openai/gpt-4o-mini"); empty: the nearest ancestor LlmAgent's model.
         instruction: the system instruction; `{key}` is replaced by `state[key]`
-            (`{key?}` may be missing). Or a function of the ctx returning it. With a
+            (`{key?}` may be missing), `{artifact.name}` by the artifact's text
+            (`{artifact.name?}` may be missing). Or a function of the ctx returning it. With a
             `static_instruction`, it goes in the conversation instead, as a turn before
             the user's latest messages, marked as the system's.
         global_instruction: (deprecated, as in the reference; warns when used) on the
@@ -1452,7 +1455,20 @@ async def _resolved(
 ) -> str:
     """An instruction's text: a provider's result as it is, a string with `{key}` filled."""
     if not callable(instruction):
-        return fill_instruction(instruction, ctx.state, agent=agent)
+        named = artifact_placeholders(instruction)
+        artifacts = (
+            await artifact_texts(
+                ctx.artifact_service,
+                named,
+                app_name=ctx.app_name,
+                user_id=ctx.user_id,
+                session_id=ctx.session.id,
+                agent=agent,
+            )
+            if named
+            else None
+        )
+        return fill_instruction(instruction, ctx.state, agent=agent, artifacts=artifacts)
     if inspect.iscoroutinefunction(instruction):
         return await instruction(ctx)
     made = await run_sync(partial(instruction, ctx))  # a plain provider never holds the loop

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import JsonValue
 from starlette.exceptions import HTTPException
 
-from baton.agents import MissingStateKeyError
+from baton.agents import MissingArtifactError, MissingStateKeyError
 from baton.errors import (
     AlreadyAnsweredError,
     AppInfoUnavailableError,
@@ -100,6 +100,7 @@ STATUS: Final[dict[type[BatonError], int]] = {
     GraphValidationError: 422,
     MissingParameterError: 422,
     MissingStateKeyError: 422,
+    MissingArtifactError: 422,
     StateSchemaError: 422,
     NodeSchemaError: 422,
     UnknownModelError: 422,
