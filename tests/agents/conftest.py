@@ -14,8 +14,6 @@ from baton.workflow.nodes import Node
 from tests.conftest import migrated_sqlite
 from tests.harness import Harness
 from tests.harness import make_harness as make_harness  # the engine tests' fixture, both modes
-from tests.models.conftest import chat_server as chat_server  # the local chat-completions server
-from tests.models.conftest import openai_model as openai_model  # OpenAiModel against it
 
 MakeRunner = Callable[..., Awaitable[Harness]]
 
