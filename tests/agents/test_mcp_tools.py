@@ -73,7 +73,8 @@ async def test_the_model_calls_mcp_tools_and_reads_their_results_and_errors(
         "b": {"title": "B", "type": "integer"},
     }
     system = chat_server.requests[0]["messages"][0]
-    assert system == {"role": "system", "content": f"Use the tools.\n\n{FENCE_NOTE}"}
+    identity = 'You are an agent. Your internal name is "assistant".'
+    assert system == {"role": "system", "content": f"Use the tools.\n\n{identity}\n\n{FENCE_NOTE}"}
     assert tool_results(chat_server.requests[1]) == {
         "c1": result(42),
         "c2": {
