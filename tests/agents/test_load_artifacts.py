@@ -158,3 +158,24 @@ async def test_process_artifact_decides_what_the_model_is_sent(
 def test_spreadsheet_parsing_is_refused_with_what_to_do() -> None:
     with pytest.raises(ValueError, match="enable_spreadsheet_parsing=True.*process_artifact="):
         LoadArtifactsTool(enable_spreadsheet_parsing=True)
+
+
+async def test_a_loaded_picture_reaches_the_model_as_a_picture(
+    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+) -> None:
+    agent = LlmAgent(name="reader", model=model, instruction="Be brief.", tools=[load_artifacts])
+    files = {"cat.png": Part.from_bytes(data=b"\x89PNG", mime_type="image/png")}
+    args = json.dumps({"artifact_names": ["cat.png"]})
+    chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))
+    chat_server.reply(completion(content="A cat."))
+
+    await run(agent, service, files, "What is it?")
+
+    loaded = chat_server.requests[1]["messages"][-1]
+    assert loaded == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Artifact cat.png is:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+        ],
+    }
