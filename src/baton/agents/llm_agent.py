@@ -95,6 +95,7 @@ from baton.events import (
     task_reply,
 )
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
+from baton.planners import BasePlanner, BuiltInPlanner
 from baton.plugins.manager import PluginManager
 from baton.readonly_context import ReadonlyContext
 from baton.schemas import SchemaType
@@ -272,6 +273,13 @@ class LlmAgent(BaseAgent):
             transfer target (see `baton.agents.delegation`).
         output_schema: a task agent's result schema: the parameters of its
             `finish_task` call (only with mode="task").
+        planner: a `baton.planners` planner: `BuiltInPlanner(thinking_config=...)` puts its
+            thinking config in each request instead of generate_content_config's;
+            another's planning instruction is added to the system instruction (after the
+            agent's identity), the model's earlier thoughts are shown to it as plain text,
+            and its `process_planning_response` reworks each response's parts (after the
+            after-model callbacks), as `PlanReActPlanner` splits a tagged reply into
+            thoughts and the answer.
         code_executor: the reference's `BuiltInCodeExecutor`, which no baton model runs:
             the agent's first model request fails with a ValueError saying so.
 
@@ -299,6 +307,7 @@ class LlmAgent(BaseAgent):
     disallow_transfer_to_peers: bool = False
     mode: AgentMode | None = None
     output_schema: SchemaType | None = None
+    planner: InstanceOf[BasePlanner] | None = None
     code_executor: InstanceOf[BuiltInCodeExecutor] | None = None
     global_instruction: str | InstructionProvider = ""
     static_instruction: StaticInstruction | None = None
@@ -787,7 +796,8 @@ class LlmAgent(BaseAgent):
                 llm_response=response,
             ),
         )
-        event = self._turn_event(ctx, replaced or response, progress.tools)
+        response = self._planned(callback_context, replaced or response)
+        event = self._turn_event(ctx, response, progress.tools)
         # The callbacks' writes land with the turn, so a committed turn never calls them again.
         event.actions.state_delta = {
             **callback_context.actions.state_delta,
@@ -857,6 +867,7 @@ class LlmAgent(BaseAgent):
             request.contents = with_turn_before_users(request.contents, instruction_turn)
         if self.effective_mode(ctx) != "single_turn":
             request.append_instructions([self._identity()])
+        self._plan(ctx, request)
         targets = transfer_targets(self)
         if targets:
             parent = self.parent_agent if self.parent_agent in targets else None
@@ -867,6 +878,31 @@ class LlmAgent(BaseAgent):
         if self.code_executor is not None:
             self.code_executor.process_llm_request(request)
         return request
+
+    def _plan(self, ctx: AgentContext, request: LlmRequest) -> None:
+        """The planner's part of the request: a built-in planner's thinking config, or
+        another's instruction."""
+        if self.planner is None:
+            return
+        if isinstance(self.planner, BuiltInPlanner):
+            self.planner.apply_thinking_config(request)
+            return
+        readonly = ReadonlyContext(ctx, agent_name=self.name)
+        instruction = self.planner.build_planning_instruction(readonly, request)
+        if instruction:
+            request.append_instructions([instruction])
+
+    def _planned(self, callback_context: CallbackContext, response: LlmResponse) -> LlmResponse:
+        """The response with the parts the planner keeps of it."""
+        if self.planner is None or response.content is None or not response.content.parts:
+            return response
+        parts = self.planner.process_planning_response(
+            callback_context, list(response.content.parts)
+        )
+        if not parts:
+            return response
+        content = response.content.model_copy(update={"parts": parts})
+        return response.model_copy(update={"content": content})
 
     def _identity(self) -> str:
         """Who the model is, as the reference tells every agent but a single-turn one."""
@@ -905,15 +941,24 @@ class LlmAgent(BaseAgent):
             text = input_text(ctx.node_input)
             own = [e for e in progress.current if e.author == self.name or _answers_calls(e)]
             at = None if text is None else (0, text)
+            own = self._with_plans_shown(own)
             return conversation(own, agent=self.name, branch=ctx.branch, node_input=at)
         thoughts = ctx.run_config.include_thoughts_from_other_agents
         events = [*await self._before_run(ctx, progress.run_start), *progress.current]
+        events = self._with_plans_shown(events)
         at = self._node_input(ctx, events)
         if at is not None and self.include_contents == "none" and _is_users_message(ctx, at[1]):
             at = None  # the user's message is history to this turn, as the reference has it
         return conversation(
             events, agent=self.name, branch=ctx.branch, node_input=at, include_thoughts=thoughts
         )
+
+    def _with_plans_shown(self, events: list[Event]) -> list[Event]:
+        """With a planner other than the built-in one, the agent's own thoughts (its plans
+        and reasoning) as plain text, so its model sees them, as in the reference."""
+        if self.planner is None or isinstance(self.planner, BuiltInPlanner):
+            return events
+        return [_without_thought_marks(e) if e.author == self.name else e for e in events]
 
     def _node_input(self, ctx: AgentContext, events: Sequence[Event]) -> tuple[int, str] | None:
         """Where the node's input goes in the conversation: before the node run's first event
@@ -1000,7 +1045,9 @@ class LlmAgent(BaseAgent):
             # A question to the user: the run waits for their next message.
             event.long_running_tool_ids = {task_question_id(event.id)}
         elif not calls and self.output_key:
-            event.actions.state_delta[self.output_key] = content.text
+            # Thoughts (a thinking model's, a planner's) are not the answer, as in the reference.
+            answer = "".join(p.text for p in parts if p.text and not p.thought)
+            event.actions.state_delta[self.output_key] = answer
         return event
 
     # --- the tools ---------------------------------------------------------------------
@@ -1379,6 +1426,16 @@ class _Batch:
         if latest:
             merged.actions.state_delta = _deep_merged(dict(delta), latest)
         return merged
+
+
+def _without_thought_marks(event: Event) -> Event:
+    """The event with its thoughts as plain parts (a copy: the stored event keeps them)."""
+    parts = event.content.parts or [] if event.content else []
+    if not any(p.thought for p in parts):
+        return event
+    unmarked = [p.model_copy(update={"thought": None}) if p.thought else p for p in parts]
+    content = event.content.model_copy(update={"parts": unmarked}) if event.content else None
+    return event.model_copy(update={"content": content})
 
 
 def _is_same_call(call: FunctionCall, other: FunctionCall) -> bool:
