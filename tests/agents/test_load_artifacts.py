@@ -82,7 +82,8 @@ async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
     first, second = chat_server.requests
     system = first["messages"][0]["content"]
     assert system.startswith(
-        'Be brief.\n\nYou have a list of artifacts:\n  ["notes.txt", "user:blob.bin"]'
+        'Be brief.\n\nYou are an agent. Your internal name is "reader".\n\n'
+        'You have a list of artifacts:\n  ["notes.txt", "user:blob.bin"]'
     )
     assert [t["function"]["name"] for t in first["tools"]] == ["load_artifacts"]
     assert messages(second)[1:] == [
@@ -118,7 +119,8 @@ async def test_without_artifacts_the_model_is_told_nothing_and_a_bad_call_is_ans
 
     await run(agent, service, {}, "Read my notes")
 
-    assert "system" not in [m["role"] for m in chat_server.requests[0]["messages"]]
+    [system] = [m["content"] for m in chat_server.requests[0]["messages"] if m["role"] == "system"]
+    assert system == 'You are an agent. Your internal name is "reader".'  # no artifacts named
     assert messages(chat_server.requests[1])[-1] == (
         "tool",
         json.dumps(

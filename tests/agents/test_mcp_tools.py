@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,22 @@ from baton.types import Content, FunctionCall, Part
 from tests.agents.conftest import MakeRunner
 from tests.harness import asked, attach_harness
 from tests.models.chat_server import ChatServer, completion
-from tests.tools.mcp_servers import CallLog, is_running, result, serve_http, stdio
+from tests.tools.mcp_servers import (
+    SDK_PIPE_LEAK,
+    CallLog,
+    collect_sdk_pipes,
+    is_running,
+    result,
+    serve_http,
+    stdio,
+)
+
+pytestmark = pytest.mark.filterwarnings(SDK_PIPE_LEAK)
+
+
+@pytest.fixture(autouse=True)
+def sdk_pipes_collected() -> Iterator[None]:
+    yield from collect_sdk_pipes()
 
 
 @pytest.fixture

@@ -28,7 +28,22 @@ from baton.tools.mcp_tool import (
 from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[reportPrivateUsage]
 from baton.tools.mcp_tool.sdk import mcp_types
 from baton.types import FunctionDeclaration
-from tests.tools.mcp_servers import CallLog, is_running, result, serve_http, stdio
+from tests.tools.mcp_servers import (
+    SDK_PIPE_LEAK,
+    CallLog,
+    collect_sdk_pipes,
+    is_running,
+    result,
+    serve_http,
+    stdio,
+)
+
+pytestmark = pytest.mark.filterwarnings(SDK_PIPE_LEAK)
+
+
+@pytest.fixture(autouse=True)
+def sdk_pipes_collected() -> Iterator[None]:
+    yield from collect_sdk_pipes()
 
 
 @pytest.fixture
