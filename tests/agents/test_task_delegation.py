@@ -225,7 +225,7 @@ async def test_two_task_calls_in_one_turn_talk_with_the_user_one_after_the_other
     [
         pytest.param(
             lambda: LlmAgent(name="a", model=ScriptedModel(), output_schema=Person),
-            "LlmAgent 'a' has an output_schema, which baton supports only with mode='task'",
+            "LlmAgent 'a' has an output_schema but no tools",
             id="output_schema-without-task",
         ),
         pytest.param(

@@ -64,6 +64,7 @@ from baton.agents.instructions import (
     with_turn_before_users,
 )
 from baton.agents.state import BaseAgentState
+from baton.agents.structured import SET_MODEL_RESPONSE, SetModelResponseTool
 from baton.agents.task import (
     FINISH_TASK,
     FINISHED,
@@ -272,7 +273,9 @@ class LlmAgent(BaseAgent):
             single-turn or task sub-agent is a tool of its parent's model, not a
             transfer target (see `baton.agents.delegation`).
         output_schema: a task agent's result schema: the parameters of its
-            `finish_task` call (only with mode="task").
+            `finish_task` call. With another mode (and tools), the schema of its final
+            reply, given through the `set_model_response` tool (see
+            `baton.agents.structured`).
         planner: a `baton.planners` planner: `BuiltInPlanner(thinking_config=...)` puts its
             thinking config in each request instead of generate_content_config's;
             another's planning instruction is added to the system instruction (after the
@@ -285,7 +288,8 @@ class LlmAgent(BaseAgent):
 
     Raises:
         ValueError: two tools have the same name; an output_schema without
-            mode="task"; a task agent with a tool named `finish_task`; a
+            mode="task" nor tools, or with a tool named `set_model_response`; a task
+            agent with a tool named `finish_task`; a
             static_instruction part that is not text.
         TypeError: a plain function cannot be described to the model (see FunctionTool).
     """
@@ -327,11 +331,7 @@ class LlmAgent(BaseAgent):
         _check_generate_content_config(self.name, self.generate_content_config)
         static_paragraphs(self.static_instruction, agent=self.name)  # refuses media early
         if self.output_schema is not None and self.mode != "task":
-            raise ValueError(
-                f"LlmAgent '{self.name}' has an output_schema, which baton supports only "
-                "with mode='task' (the schema of its finish_task call); set mode='task', "
-                "or drop output_schema and read the agent's text reply."
-            )
+            self._add_set_model_response(self.output_schema)
         if self.mode == "task":
             if FINISH_TASK in self._tools:
                 raise ValueError(
@@ -340,6 +340,23 @@ class LlmAgent(BaseAgent):
                     "(FunctionTool(func, name=...))."
                 )
             self._tools[FINISH_TASK] = FinishTaskTool(self.output_schema)
+
+    def _add_set_model_response(self, output_schema: SchemaType) -> None:
+        """The tool its model gives its structured reply with (see `baton.agents.structured`)."""
+        if not self.tools:
+            raise ValueError(
+                f"LlmAgent '{self.name}' has an output_schema but no tools, which baton does "
+                "not support yet (its model would have to reply in that format); give it "
+                "tools, set mode='task' (the schema of its finish_task call), or drop "
+                "output_schema and read the agent's text reply."
+            )
+        if SET_MODEL_RESPONSE in self._tools:
+            raise ValueError(
+                f"LlmAgent '{self.name}' has a tool named '{SET_MODEL_RESPONSE}', the name of "
+                "the tool an agent with an output_schema gives its reply with; rename the "
+                "tool (FunctionTool(func, name=...))."
+            )
+        self._tools[SET_MODEL_RESPONSE] = SetModelResponseTool(output_schema)
 
     def runs_as_tool(self) -> bool:
         return self.mode in ("single_turn", "task")
@@ -522,6 +539,7 @@ class LlmAgent(BaseAgent):
         transferred the conversation (to a sub-agent: `transfer.handover` carries it out)."""
         calls = 0
         while True:
+            pending: list[FunctionCall] = []
             progress = await self._progress(agent_ctx, state)
             turn = progress.turn
             if turn is not None and not turn.function_calls:
@@ -554,8 +572,19 @@ class LlmAgent(BaseAgent):
                     return  # waits for the long-running calls' results
                 # Only long-running calls wait, and one returned an interim result (its
                 # status): the model gets a turn with it now, then the run waits for them.
-            calls = self._count_model_call(calls)
-            yield await self._ask_model(agent_ctx, progress)
+            event, calls = await self._next_turn(agent_ctx, progress, pending, calls)
+            yield event
+
+    async def _next_turn(
+        self, ctx: AgentContext, progress: _Progress, pending: list[FunctionCall], calls: int
+    ) -> tuple[Event, int]:
+        """The agent's next turn, and the run's model calls then: its structured reply
+        (see `_structured_reply`), else its model's next turn (one more model call)."""
+        reply = self._structured_reply(ctx, progress, pending)
+        if reply is not None:
+            return reply, calls
+        calls = self._count_model_call(calls)
+        return await self._ask_model(ctx, progress), calls
 
     def _count_model_call(self, calls: int) -> int:
         """One more model call in this run.
@@ -719,6 +748,37 @@ class LlmAgent(BaseAgent):
             e.author == "user" and e.content is not None and task_reply(e.content)
             for e in progress.after_turn()
         )
+
+    def _structured_reply(
+        self, ctx: AgentContext, progress: _Progress, pending: list[FunctionCall]
+    ) -> Event | None:
+        """The agent's reply once every call of its last turn was answered and one called
+        `set_model_response` with arguments that fit: the value as JSON text, and
+        `output_key`'s value, as the reference ends. A crash before this reply was
+        committed gives it on resume (the call's answer is committed)."""
+        tool = self._tools.get(SET_MODEL_RESPONSE)
+        if not isinstance(tool, SetModelResponseTool) or progress.turn is None or pending:
+            return None
+        call = next(
+            (
+                c
+                for c in progress.turn.function_calls
+                if c.name == SET_MODEL_RESPONSE and tool.problem(c.args or {}) is None
+            ),
+            None,
+        )
+        if call is None:
+            return None
+        value = tool.result(call.args or {})
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            content=Content(role="model", parts=[Part(text=json.dumps(value, ensure_ascii=False))]),
+        )
+        if self.output_key:
+            event.actions.state_delta[self.output_key] = value
+        return event
 
     def _skips_summary(self, progress: _Progress) -> bool:
         """Whether a tool result of the last turn asked to end without the model's summary."""

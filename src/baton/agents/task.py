@@ -78,7 +78,12 @@ class FinishTaskTool(BaseTool):
         self.output_schema = output_schema
         schema = _json_schema(output_schema) if output_schema is not None else _DEFAULT_OUTPUT
         self.wraps = schema.get("type") != "object"
-        self.parameters = _wrapped(schema) if self.wraps else schema
+        self.parameters = _wrapped(schema, self.wrapper) if self.wraps else schema
+
+    @property
+    def wrapper(self) -> str:
+        """The parameter holding a result that is not an object."""
+        return _WRAPPER
 
     def declaration(self) -> FunctionDeclaration:
         return FunctionDeclaration(
@@ -102,7 +107,7 @@ class FinishTaskTool(BaseTool):
 
     def result(self, args: dict[str, JsonValue]) -> JsonValue:
         """The task's result from a call's arguments that fit (validated, as JSON)."""
-        value = args.get(_WRAPPER) if self.wraps else args
+        value = args.get(self.wrapper) if self.wraps else args
         if self.output_schema is None or isinstance(self.output_schema, dict):
             return value
         adapter = _adapter(self.output_schema)
@@ -110,9 +115,9 @@ class FinishTaskTool(BaseTool):
 
     def problem(self, args: dict[str, JsonValue]) -> str | None:
         """What is wrong with a call's arguments (None: they fit)."""
-        value = args.get(_WRAPPER) if self.wraps else args
-        if self.wraps and _WRAPPER not in args:
-            return f"the parameter '{_WRAPPER}' is missing"
+        value = args.get(self.wrapper) if self.wraps else args
+        if self.wraps and self.wrapper not in args:
+            return f"the parameter '{self.wrapper}' is missing"
         schema = self.output_schema
         if schema is None or isinstance(schema, dict):
             errors = list(Draft202012Validator(schema or _DEFAULT_OUTPUT).iter_errors(value))  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
@@ -262,13 +267,13 @@ def _json_schema(schema: SchemaType) -> dict[str, JsonValue]:
     return generated
 
 
-def _wrapped(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
+def _wrapped(schema: dict[str, JsonValue], wrapper: str) -> dict[str, JsonValue]:
     """`schema` as the one property of an object, its definitions kept at the top."""
     inner = dict(schema)
     wrapped: dict[str, JsonValue] = {
         "type": "object",
-        "properties": {_WRAPPER: inner},
-        "required": [_WRAPPER],
+        "properties": {wrapper: inner},
+        "required": [wrapper],
     }
     defs = inner.pop("$defs", None)
     if defs is not None:
