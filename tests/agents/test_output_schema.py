@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from baton.agents import LlmAgent
+from baton.agents.structured import OutputSchemaError
 from baton.models import OpenAiModel, ScriptedModel
 from tests.agents.conftest import MakeRunner
 from tests.models.chat_server import ChatServer, completion
@@ -93,10 +94,56 @@ async def test_set_model_response_ends_the_agent_with_the_validated_structured_r
     assert session.state["res"] == {"city": "Bergen", "temp": 5}
 
 
-def test_an_output_schema_without_tools_or_with_a_tool_of_that_name_is_refused() -> None:
-    with pytest.raises(ValueError, match="has an output_schema but no tools"):
-        LlmAgent(name="a", model=ScriptedModel(responses=[]), output_schema=Weather)
+async def test_without_tools_the_model_is_asked_for_json_and_output_key_gets_it_parsed(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content='```json\n{"city": "Oslo", "temp": 3}\n```'))
+    agent = LlmAgent(name="a", model=openai_model, output_schema=Weather, output_key="res")
+    h = await make(agent)
 
+    events = await h.start("weather in Oslo?")
+
+    [request] = chat_server.requests
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": Weather.model_json_schema()},
+    }
+    assert "tools" not in request
+    [said] = [e for e in events if e.content and e.content.text]
+    assert said.actions.state_delta == {"res": {"city": "Oslo", "temp": 3}}
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state["res"] == {"city": "Oslo", "temp": 3}
+
+
+@pytest.mark.parametrize(
+    ("reply", "complaint"),
+    [
+        ("Oslo, 3 degrees", "replied with text that is not JSON"),
+        ('{"city": "Oslo", "temp": "hot"}', "does not fit its output_schema: temp"),
+        ('["Oslo", 3]', "JSON that is not an object"),
+    ],
+)
+async def test_without_tools_a_reply_that_does_not_fit_fails_the_run(
+    make: MakeRunner,
+    chat_server: ChatServer,
+    openai_model: OpenAiModel,
+    reply: str,
+    complaint: str,
+) -> None:
+    chat_server.reply(completion(content=reply))
+    agent = LlmAgent(name="a", model=openai_model, output_schema=Weather, output_key="res")
+    h = await make(agent)
+
+    with pytest.raises(OutputSchemaError, match=complaint):
+        await h.start("weather in Oslo?")
+
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert "res" not in session.state
+
+
+def test_an_output_schema_beside_a_tool_named_set_model_response_is_refused() -> None:
     def set_model_response(x: str) -> str:
         """Mine."""
         return x

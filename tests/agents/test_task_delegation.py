@@ -224,11 +224,6 @@ async def test_two_task_calls_in_one_turn_talk_with_the_user_one_after_the_other
     ("build", "message"),
     [
         pytest.param(
-            lambda: LlmAgent(name="a", model=ScriptedModel(), output_schema=Person),
-            "LlmAgent 'a' has an output_schema but no tools",
-            id="output_schema-without-task",
-        ),
-        pytest.param(
             lambda: LlmAgent(
                 name="a", model=ScriptedModel(), mode="task", tools=[lambda_named("finish_task")]
             ),

@@ -64,7 +64,7 @@ from baton.agents.instructions import (
     with_turn_before_users,
 )
 from baton.agents.state import BaseAgentState
-from baton.agents.structured import SET_MODEL_RESPONSE, SetModelResponseTool
+from baton.agents.structured import SET_MODEL_RESPONSE, ReplyFormat, SetModelResponseTool
 from baton.agents.task import (
     FINISH_TASK,
     FINISHED,
@@ -321,6 +321,7 @@ class LlmAgent(BaseAgent):
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
     _transfer: AgentTransferTool | None = PrivateAttr(default=None)
+    _reply_format: ReplyFormat | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
@@ -342,14 +343,11 @@ class LlmAgent(BaseAgent):
             self._tools[FINISH_TASK] = FinishTaskTool(self.output_schema)
 
     def _add_set_model_response(self, output_schema: SchemaType) -> None:
-        """The tool its model gives its structured reply with (see `baton.agents.structured`)."""
+        """How its model gives its structured reply (see `baton.agents.structured`): as
+        JSON text in the schema without tools, else by calling `set_model_response`."""
         if not self.tools:
-            raise ValueError(
-                f"LlmAgent '{self.name}' has an output_schema but no tools, which baton does "
-                "not support yet (its model would have to reply in that format); give it "
-                "tools, set mode='task' (the schema of its finish_task call), or drop "
-                "output_schema and read the agent's text reply."
-            )
+            self._reply_format = ReplyFormat(output_schema, agent=self.name)
+            return
         if SET_MODEL_RESPONSE in self._tools:
             raise ValueError(
                 f"LlmAgent '{self.name}' has a tool named '{SET_MODEL_RESPONSE}', the name of "
@@ -928,6 +926,8 @@ class LlmAgent(BaseAgent):
         if self.effective_mode(ctx) != "single_turn":
             request.append_instructions([self._identity()])
         self._plan(ctx, request)
+        if self._reply_format is not None and self.effective_mode(ctx) != "task":
+            self._reply_format.apply(request)
         targets = transfer_targets(self)
         if targets:
             parent = self.parent_agent if self.parent_agent in targets else None
@@ -1107,7 +1107,11 @@ class LlmAgent(BaseAgent):
         elif not calls and self.output_key:
             # Thoughts (a thinking model's, a planner's) are not the answer, as in the reference.
             answer = "".join(p.text for p in parts if p.text and not p.thought)
-            event.actions.state_delta[self.output_key] = answer
+            if self._reply_format is None:
+                event.actions.state_delta[self.output_key] = answer
+            elif answer.strip():  # an empty reply (a stream's last chunk) is not checked
+                value = self._reply_format.value_of(answer)
+                event.actions.state_delta[self.output_key] = value
         return event
 
     # --- the tools ---------------------------------------------------------------------
