@@ -4,8 +4,6 @@ error (a ValueError naming the tool and the model), since no baton model runs th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import pytest
 
 from baton.agents import LlmAgent
@@ -16,22 +14,7 @@ from baton.tools.enterprise_search_tool import EnterpriseWebSearchTool
 from baton.tools.google_search_tool import GoogleSearchTool
 from baton.tools.url_context_tool import UrlContextTool
 from tests.agents.conftest import MakeRunner
-from tests.models.chat_server import ChatServer, completion, serve_chat
-
-
-@pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
-    with serve_chat() as server:
-        yield server
-
-
-@pytest.fixture
-async def model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
-    served = OpenAiModel(
-        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
-    )
-    yield served
-    await served.aclose()
+from tests.models.chat_server import ChatServer, completion
 
 
 def lookup(order: str) -> str:
@@ -50,10 +33,10 @@ def lookup(order: str) -> str:
     ids=["google_search", "GoogleSearchTool", "url_context", "enterprise_web_search"],
 )
 async def test_a_gemini_built_in_tool_fails_the_run_before_the_model_is_asked(
-    make: MakeRunner, chat_server: ChatServer, model: OpenAiModel, tool: BaseTool, label: str
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel, tool: BaseTool, label: str
 ) -> None:
     chat_server.reply(completion(content="never sent"))
-    agent = LlmAgent(name="researcher", model=model, tools=[lookup, tool])
+    agent = LlmAgent(name="researcher", model=openai_model, tools=[lookup, tool])
     h = await make(agent)
 
     with pytest.raises(ValueError, match="^" + label) as raised:
@@ -86,9 +69,9 @@ async def test_a_gemini_model_name_does_not_make_a_built_in_tool_run(
 
 
 async def test_the_built_in_code_executor_fails_the_run_before_the_model_is_asked(
-    make: MakeRunner, chat_server: ChatServer, model: OpenAiModel
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    agent = LlmAgent(name="coder", model=model, code_executor=BuiltInCodeExecutor())
+    agent = LlmAgent(name="coder", model=openai_model, code_executor=BuiltInCodeExecutor())
     h = await make(agent)
 
     with pytest.raises(

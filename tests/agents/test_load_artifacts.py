@@ -5,7 +5,6 @@ the OpenAI protocol), on every backend."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -19,22 +18,7 @@ from baton.sessions.services import BaseSessionService
 from baton.tools import load_artifacts
 from baton.tools.load_artifacts_tool import LoadArtifactsTool
 from baton.types import Part
-from tests.models.chat_server import ChatServer, completion, serve_chat
-
-
-@pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
-    with serve_chat() as server:
-        yield server
-
-
-@pytest.fixture
-async def model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
-    served = OpenAiModel(
-        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
-    )
-    yield served
-    await served.aclose()
+from tests.models.chat_server import ChatServer, completion
 
 
 async def run(
@@ -66,9 +50,11 @@ def messages(request: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
-    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+    service: BaseSessionService, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    agent = LlmAgent(name="reader", model=model, instruction="Be brief.", tools=[load_artifacts])
+    agent = LlmAgent(
+        name="reader", model=openai_model, instruction="Be brief.", tools=[load_artifacts]
+    )
     files = {
         "notes.txt": Part.from_bytes(data=b"the meeting is at 3", mime_type="text/plain"),
         "user:blob.bin": Part.from_bytes(data=b"\x00" * 2048, mime_type="application/x-thing"),
@@ -110,9 +96,9 @@ async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
 
 
 async def test_without_artifacts_the_model_is_told_nothing_and_a_bad_call_is_answered(
-    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+    service: BaseSessionService, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    agent = LlmAgent(name="reader", model=model, tools=[load_artifacts])
+    agent = LlmAgent(name="reader", model=openai_model, tools=[load_artifacts])
     args = json.dumps({"artifact_names": "notes.txt"})
     chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))
     chat_server.reply(completion(content="Nothing to read."))
@@ -133,7 +119,7 @@ async def test_without_artifacts_the_model_is_told_nothing_and_a_bad_call_is_ans
 
 
 async def test_process_artifact_decides_what_the_model_is_sent(
-    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+    service: BaseSessionService, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
     seen: list[str] = []
 
@@ -142,7 +128,7 @@ async def test_process_artifact_decides_what_the_model_is_sent(
         return None if name == "secret.txt" else Part(text=f"<{name}>")
 
     tool = LoadArtifactsTool(process_artifact=shorten)
-    agent = LlmAgent(name="reader", model=model, tools=[tool])
+    agent = LlmAgent(name="reader", model=openai_model, tools=[tool])
     files = {
         "report.txt": Part.from_bytes(data=b"long report", mime_type="text/plain"),
         "secret.txt": Part.from_bytes(data=b"hidden", mime_type="text/plain"),
@@ -163,9 +149,11 @@ def test_spreadsheet_parsing_is_refused_with_what_to_do() -> None:
 
 
 async def test_a_loaded_picture_reaches_the_model_as_a_picture(
-    service: BaseSessionService, chat_server: ChatServer, model: OpenAiModel
+    service: BaseSessionService, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    agent = LlmAgent(name="reader", model=model, instruction="Be brief.", tools=[load_artifacts])
+    agent = LlmAgent(
+        name="reader", model=openai_model, instruction="Be brief.", tools=[load_artifacts]
+    )
     files = {"cat.png": Part.from_bytes(data=b"\x89PNG", mime_type="image/png")}
     args = json.dumps({"artifact_names": ["cat.png"]})
     chat_server.reply(completion(tool_calls=[("c1", "load_artifacts", args)]))

@@ -5,10 +5,8 @@ is offered and sent over the OpenAI protocol, and the events that come out."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from pydantic import JsonValue
 
 from baton.agents import LlmAgent
@@ -16,22 +14,7 @@ from baton.events import Event
 from baton.models import OpenAiModel
 from baton.tools import TransferToAgentTool, get_user_choice, transfer_to_agent
 from tests.agents.conftest import MakeRunner
-from tests.models.chat_server import ChatServer, completion, serve_chat
-
-
-@pytest.fixture
-def chat_server() -> Iterator[ChatServer]:
-    with serve_chat() as server:
-        yield server
-
-
-@pytest.fixture
-async def model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
-    served = OpenAiModel(
-        model="openai/served-model", base_url=chat_server.url, api_key="k", max_retries=0
-    )
-    yield served
-    await served.aclose()
+from tests.models.chat_server import ChatServer, completion
 
 
 def replies(events: list[Event]) -> list[tuple[str, str]]:
@@ -51,11 +34,11 @@ def tool_results(request: dict[str, Any]) -> list[tuple[str, JsonValue]]:
 
 
 async def test_the_transfer_tool_listed_by_the_agent_hands_over_with_its_reason(
-    make: MakeRunner, chat_server: ChatServer, model: OpenAiModel
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    sales = LlmAgent(name="sales", model=model, description="Answers sales questions.")
+    sales = LlmAgent(name="sales", model=openai_model, description="Answers sales questions.")
     tool = TransferToAgentTool(agent_names=["sales"], include_transfer_reason=True)
-    triage = LlmAgent(name="triage", model=model, tools=[tool], sub_agents=[sales])
+    triage = LlmAgent(name="triage", model=openai_model, tools=[tool], sub_agents=[sales])
     args = json.dumps({"agent_name": "sales", "transfer_reason": "a price question"})
     chat_server.reply(completion(tool_calls=[("t1", "transfer_to_agent", args)]))
     chat_server.reply(completion(content="It costs 5."))
@@ -78,7 +61,9 @@ async def test_the_transfer_tool_listed_by_the_agent_hands_over_with_its_reason(
     assert kept.actions.transfer_reason == "a price question"
 
 
-async def test_the_transfer_tool_without_a_reason_does_not_offer_one(model: OpenAiModel) -> None:
+async def test_the_transfer_tool_without_a_reason_does_not_offer_one(
+    openai_model: OpenAiModel,
+) -> None:
     declaration = TransferToAgentTool(agent_names=["a", "b"]).declaration().to_wire()
 
     assert declaration["parameters"]["properties"] == {
@@ -92,11 +77,11 @@ async def test_the_transfer_tool_without_a_reason_does_not_offer_one(model: Open
 
 
 async def test_the_transfer_function_to_an_agent_it_may_not_reach_answers_the_model(
-    make: MakeRunner, chat_server: ChatServer, model: OpenAiModel
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
     # The reference fails the invocation ("Transfer target agent 'billing' not found.");
     # baton answers the model, as its own transfer tool does, and transfers nothing.
-    lonely = LlmAgent(name="lonely", model=model, tools=[transfer_to_agent])
+    lonely = LlmAgent(name="lonely", model=openai_model, tools=[transfer_to_agent])
     args = json.dumps({"agent_name": "billing"})
     chat_server.reply(completion(tool_calls=[("t1", "transfer_to_agent", args)]))
     chat_server.reply(completion(content="I will answer myself."))
@@ -118,9 +103,9 @@ async def test_the_transfer_function_to_an_agent_it_may_not_reach_answers_the_mo
 
 
 async def test_get_user_choice_waits_for_the_users_choice_and_the_model_reads_it(
-    make: MakeRunner, chat_server: ChatServer, model: OpenAiModel
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    agent = LlmAgent(name="shop", model=model, tools=[get_user_choice])
+    agent = LlmAgent(name="shop", model=openai_model, tools=[get_user_choice])
     args = json.dumps({"options": ["red", "blue"]})
     chat_server.reply(completion(tool_calls=[("c1", "get_user_choice", args)]))
     chat_server.reply(completion(content="You chose blue."))
