@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 from sqlalchemy import make_url, text
@@ -49,6 +49,9 @@ from baton.sessions.sql.migrations import LATEST_VERSION
 from baton.sessions.sql.schema import metadata, schema_version
 from baton.sessions.store import Store
 from tests.models.chat_server import ChatServer, serve_chat
+
+if TYPE_CHECKING:  # the MCP test helpers import the MCP SDK: only the MCP tests load them
+    from tests.tools.mcp_servers import CallLog
 
 POSTGRES_URL = os.environ.get(
     "BATON_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -384,3 +387,19 @@ async def openai_model(chat_server: ChatServer) -> AsyncIterator[OpenAiModel]:
     )
     yield model
     await model.aclose()
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> CallLog:
+    """The MCP test server's log of its starts and calls (tests/tools/mcp_servers.py)."""
+    from tests.tools.mcp_servers import CallLog
+
+    return CallLog(tmp_path / "calls.log")
+
+
+@pytest.fixture
+def sdk_pipes_collected() -> Iterator[None]:
+    """For MCP tests (their `MCP_TESTS` marks ask for it): see `collect_sdk_pipes`."""
+    from tests.tools.mcp_servers import collect_sdk_pipes
+
+    yield from collect_sdk_pipes()

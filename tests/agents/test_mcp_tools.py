@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from pydantic import JsonValue
 
 from baton import InMemoryRunner
@@ -28,26 +25,15 @@ from tests.agents.conftest import MakeRunner
 from tests.harness import asked, attach_harness
 from tests.models.chat_server import ChatServer, completion
 from tests.tools.mcp_servers import (
-    SDK_PIPE_LEAK,
+    MCP_TESTS,
     CallLog,
-    collect_sdk_pipes,
     is_running,
     result,
     serve_http,
     stdio,
 )
 
-pytestmark = pytest.mark.filterwarnings(SDK_PIPE_LEAK)
-
-
-@pytest.fixture(autouse=True)
-def sdk_pipes_collected() -> Iterator[None]:
-    yield from collect_sdk_pipes()
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> CallLog:
-    return CallLog(tmp_path / "calls.log")
+pytestmark = MCP_TESTS
 
 
 def assistant(model: OpenAiModel, *toolsets: McpToolset) -> LlmAgent:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from pydantic import JsonValue
 
 from baton.tools.mcp_tool import StdioConnectionParams, StdioServerParameters
@@ -26,11 +27,18 @@ SDK_PIPE_LEAK = (
 when a server process ends: a pipe (a Unix socket) for the garbage collector, which
 reports it unclosed. Only Unix sockets: any other leak still fails the test."""
 
+MCP_TESTS = [
+    pytest.mark.filterwarnings(SDK_PIPE_LEAK),
+    pytest.mark.usefixtures("sdk_pipes_collected"),
+]
+"""The marks of a module of MCP tests (its `pytestmark`): the SDK's pipe leak filtered,
+and collected at the end of the test that made it (the fixture, in tests/conftest.py),
+not reported in whichever later test the garbage collector happens to run in."""
+
 
 def collect_sdk_pipes() -> Iterator[None]:
-    """A fixture body: after the test, collect what its MCP sessions left, so a leaked
-    pipe is reported (and filtered) in that test, not in whichever test the garbage
-    collector happens to run in later."""
+    """The body of the `sdk_pipes_collected` fixture: after the test, collect what its
+    MCP sessions left."""
     yield
     gc.collect()
 

@@ -29,26 +29,15 @@ from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[report
 from baton.tools.mcp_tool.sdk import mcp_types
 from baton.types import FunctionDeclaration
 from tests.tools.mcp_servers import (
-    SDK_PIPE_LEAK,
+    MCP_TESTS,
     CallLog,
-    collect_sdk_pipes,
     is_running,
     result,
     serve_http,
     stdio,
 )
 
-pytestmark = pytest.mark.filterwarnings(SDK_PIPE_LEAK)
-
-
-@pytest.fixture(autouse=True)
-def sdk_pipes_collected() -> Iterator[None]:
-    yield from collect_sdk_pipes()
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> CallLog:
-    return CallLog(tmp_path / "calls.log")
+pytestmark = MCP_TESTS
 
 
 @pytest.fixture
