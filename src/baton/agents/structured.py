@@ -54,20 +54,12 @@ class SetModelResponseTool(FinishTaskTool):
     def wrapper(self) -> str:
         return "response"
 
-    async def process_llm_request(
-        self, *, tool_context: ToolContext, llm_request: LlmRequest
-    ) -> None:
-        llm_request.append_instructions([_INSTRUCTION])
+    instruction = _INSTRUCTION
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
         """The validated answer when the arguments fit, else {"error": what is wrong}."""
         problem = self.problem(args)
-        if problem is None:
-            return self.result(args)
-        return {
-            "error": f"`{SET_MODEL_RESPONSE}` was called with arguments that do not fit: "
-            f"{problem}. Call it again with every required parameter, of the right type."
-        }
+        return self.result(args) if problem is None else self.unfit(problem)
 
 
 class OutputSchemaError(ValueError):

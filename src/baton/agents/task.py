@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from jsonschema import Draft202012Validator
 from pydantic import JsonValue, TypeAdapter, ValidationError
@@ -90,18 +90,23 @@ class FinishTaskTool(BaseTool):
             name=self.name, description=self.description, parameters=self.parameters
         )
 
+    instruction: ClassVar[str] = _INSTRUCTION
+    """What the model is told about ending with this tool."""
+
     async def process_llm_request(
         self, *, tool_context: ToolContext, llm_request: LlmRequest
     ) -> None:
-        llm_request.append_instructions([_INSTRUCTION])
+        llm_request.append_instructions([self.instruction])
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
         """ "Task completed." when the arguments fit, else {"error": what is wrong}."""
         problem = self.problem(args)
-        if problem is None:
-            return FINISHED
+        return FINISHED if problem is None else self.unfit(problem)
+
+    def unfit(self, problem: str) -> JsonValue:
+        """The answer to a call whose arguments do not fit."""
         return {
-            "error": f"`{FINISH_TASK}` was called with arguments that do not fit: {problem}. "
+            "error": f"`{self.name}` was called with arguments that do not fit: {problem}. "
             "Call it again with every required parameter, of the right type."
         }
 
