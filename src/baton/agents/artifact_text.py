@@ -5,25 +5,12 @@ other bytes described by a line naming the artifact, its type and its size."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
 
 from baton.artifacts import BaseArtifactService
+from baton.tools.load_artifacts_tool import blob_as_text
 from baton.types import Part
 
 __all__ = ["artifact_texts"]
-
-_TEXT_LIKE: Final = frozenset(
-    {
-        "application/csv",
-        "application/json",
-        "application/svg+xml",
-        "application/xml",
-        "image/svg",
-        "image/svg+xml",
-        "image/xml",
-    }
-)
-_TEXT_SUFFIXES: Final = (".csv", ".txt", ".json", ".xml")
 
 
 async def artifact_texts(
@@ -63,12 +50,4 @@ def _as_text(part: Part, name: str) -> str:
             return part.text
         uri = part.file_data.file_uri if part.file_data else None
         return f"[Artifact: {name}, file: {uri}.]"
-    mime = (blob.mime_type or "").split(";", 1)[0].strip().lower() or "application/octet-stream"
-    if blob.data is None:
-        return f"[Artifact: {name}, type: {mime}. No inline data was provided.]"
-    if mime.startswith("text/") or mime in _TEXT_LIKE or name.lower().endswith(_TEXT_SUFFIXES):
-        return blob.data.decode("utf-8", errors="replace")
-    return (
-        f"[Binary artifact: {name}, type: {mime}, size: {len(blob.data) / 1024:.1f} KB. "
-        "Content cannot be displayed inline.]"
-    )
+    return blob_as_text(blob, name)

@@ -13,12 +13,13 @@ from pydantic import JsonValue
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.tools.base import BaseTool
 from baton.tools.tool_context import ToolContext
-from baton.types import Content, Part
+from baton.types import Blob, Content, Part
 
 __all__ = [
     "LoadArtifactsTool",
     "ProcessArtifactCallback",
     "as_safe_part_for_llm",
+    "blob_as_text",
     "load_artifacts_tool",
 ]
 
@@ -169,18 +170,27 @@ def as_safe_part_for_llm(artifact: Part, artifact_name: str) -> Part:
     mime = (blob.mime_type or "").split(";", 1)[0].strip().lower()
     if mime not in _NOT_INLINE and (mime.startswith(_INLINE_PREFIXES) or mime == "application/pdf"):
         return artifact
-    mime = mime or "application/octet-stream"
+    return Part(text=blob_as_text(blob, artifact_name))
+
+
+def blob_as_text(blob: Blob, name: str) -> str:
+    """An artifact's bytes as a model reads them in text: decoded when they are text (by
+    MIME type or file name), else a line describing them.
+
+    Args:
+        blob: the artifact's bytes and MIME type.
+        name: the artifact's name.
+
+    Returns:
+        The text.
+    """
+    mime = (blob.mime_type or "").split(";", 1)[0].strip().lower() or "application/octet-stream"
     if blob.data is None:
-        return Part(text=f"[Artifact: {artifact_name}, type: {mime}. No inline data was provided.]")
-    if (
-        mime.startswith("text/")
-        or mime in _TEXT_TYPES
-        or artifact_name.lower().endswith(_TEXT_SUFFIXES)
-    ):
-        return Part(text=blob.data.decode("utf-8", errors="replace"))
-    size = len(blob.data) / 1024
-    return Part(
-        text=f"[Binary artifact: {artifact_name}, type: {mime}, size: {size:.1f} KB. "
+        return f"[Artifact: {name}, type: {mime}. No inline data was provided.]"
+    if mime.startswith("text/") or mime in _TEXT_TYPES or name.lower().endswith(_TEXT_SUFFIXES):
+        return blob.data.decode("utf-8", errors="replace")
+    return (
+        f"[Binary artifact: {name}, type: {mime}, size: {len(blob.data) / 1024:.1f} KB. "
         "Content cannot be displayed inline.]"
     )
 
