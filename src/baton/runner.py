@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from baton.aborting import until_aborted
 from baton.agents import BaseAgent, LlmAgent
+from baton.agents.first_instructions import check_first_instructions
 from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
@@ -320,6 +321,9 @@ class Runner:
             InvocationFinishedError, InvocationWaitingError, InvocationBusyError,
             WorkflowChangedError: before anything changed. A node's own exception, after
             its error event was stored.
+            MissingStateKeyError, MissingArtifactError: the instruction of an agent that
+                calls its model first names a key or artifact the session does not have;
+                before anything changed (see `check_first_instructions`).
         """
         config = check_run_config(run_config)
         key = self.planner.session_key(user_id, session_id, session)
@@ -339,6 +343,12 @@ class Runner:
             owner=owner,
             ttl=self.lease_ttl,
         )
+        if plan.kind is PlanKind.START and not self.plugin_manager:
+            # Plugins may write state before the first agent runs: then it fills its
+            # instruction in the run, as always.
+            await check_first_instructions(
+                self.root, plan.session, plan.state_delta, self.artifact_service
+            )
         # Claim before loading the checkpoint (the claim returns it), so a second resumer
         # fails before it reads it. An answer's checks may have claimed it already.
         lease, invocation = await self._lease(plan, owner)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from baton.errors import BatonError
@@ -22,10 +23,39 @@ __all__ = [
     "with_turn_before_users",
 ]
 
-_PLACEHOLDER: Final = re.compile(
-    r"\{(?:\s*artifact\.(?P<artifact>[^{}]*?)(?P<artifact_optional>\?)?\s*"
-    r"|(?P<key>(?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(?P<optional>\?)?)\}"
-)
+# A run of opening braces, anything but braces, a run of closing ones, not right after `$`,
+# `\\` or another brace; what is inside, stripped, names an artifact or a state key. This is
+# the reference's grammar: `{ key }` and `{{key}}` are filled as `{key}` is.
+_BRACED: Final = re.compile(r"(?<![$\\{])\{+(?P<inside>[^{}]*)\}+")
+_STATE_PREFIXES: Final = ("app", "user", "temp")
+
+
+@dataclass(frozen=True)
+class _Placeholder:
+    """What one braced name asks for: an artifact's text or a state value."""
+
+    name: str
+    is_artifact: bool
+    is_optional: bool
+
+
+def _placeholder(inside: str) -> _Placeholder | None:
+    """The placeholder `{inside}` is, or None for braces around something else (a JSON
+    example, `{a.b}`, `{x:key}`), which stay as they are."""
+    name = inside.strip()
+    is_optional = name.endswith("?")
+    name = name.removesuffix("?")
+    if name.startswith("artifact."):
+        return _Placeholder(name.removeprefix("artifact."), True, is_optional)
+    return _Placeholder(name, False, is_optional) if _is_state_name(name) else None
+
+
+def _is_state_name(name: str) -> bool:
+    """An identifier, or `app:`, `user:` or `temp:` before one."""
+    prefix, colon, key = name.rpartition(":")
+    if not colon:
+        return key.isidentifier()
+    return prefix in _STATE_PREFIXES and key.isidentifier()
 
 
 class MissingStateKeyError(BatonError, KeyError):
@@ -46,7 +76,8 @@ class MissingArtifactError(BatonError, KeyError):
 
 def artifact_placeholders(template: str) -> set[str]:
     """The names of the artifacts `template` names (`{artifact.name}`, `{artifact.name?}`)."""
-    return {m["artifact"] for m in _PLACEHOLDER.finditer(template) if m["artifact"] is not None}
+    found = (_placeholder(m["inside"]) for m in _BRACED.finditer(template))
+    return {p.name for p in found if p is not None and p.is_artifact}
 
 
 def fill_instruction(
@@ -59,8 +90,11 @@ def fill_instruction(
     """Replace each `{key}` with `state[key]` (`{key?}`: empty when missing), and each
     `{artifact.name}` with the artifact's text (`{artifact.name?}`: empty when missing).
 
-    Braces around anything that is not a key name (JSON examples) are left alone. One
-    pass: a value's own braces are not filled in turn.
+    The placeholders are the reference's: inside braces (one or more on each side, not
+    after `$`, `\\` or a brace), spaces around it allowed, an identifier, `app:`, `user:`
+    or `temp:` before one, or `artifact.` before a name; anything else in braces (JSON
+    examples, `{a.b}`) is left alone. One pass: a value's own braces are not filled in
+    turn.
 
     Args:
         template: the instruction.
@@ -79,19 +113,22 @@ def fill_instruction(
     """
 
     def value_of(match: re.Match[str]) -> str:
-        name = match["artifact"]
-        if name is not None:
+        found = _placeholder(match["inside"])
+        if found is None:
+            return match[0]
+        name = found.name
+        if found.is_artifact:
             text = (artifacts or {}).get(name)
-            if text is None and not match["artifact_optional"]:
+            if text is None and not found.is_optional:
                 raise MissingArtifactError(
                     f"Artifact '{name}' not found in agent '{agent}'. Save it before the agent "
                     f"runs (save_artifact), or write {{artifact.{name}?}} to allow it to be "
                     "missing."
                 )
             return text or ""
-        key = match["key"]
+        key = name
         if key not in state:
-            if match["optional"]:
+            if found.is_optional:
                 return ""
             known = ", ".join(sorted(state)) or "none"
             raise MissingStateKeyError(
@@ -102,7 +139,7 @@ def fill_instruction(
         value = state[key]
         return "" if value is None else str(value)
 
-    return _PLACEHOLDER.sub(value_of, template)
+    return _BRACED.sub(value_of, template) if "{" in template else template
 
 
 StaticInstruction = str | Content | Part | list[str | Part]

@@ -1,0 +1,80 @@
+"""The instructions a new run fills first, filled before the user's message is stored, so
+a `{key}` or `{artifact.name}` the session does not have refuses the call with nothing
+changed instead of failing the run after it began."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from pydantic import JsonValue
+
+from baton.agents.artifact_text import artifact_texts
+from baton.agents.base_agent import BaseAgent
+from baton.agents.instructions import artifact_placeholders, fill_instruction
+from baton.agents.llm_agent import LlmAgent
+from baton.agents.loop_agent import LoopAgent
+from baton.agents.parallel_agent import ParallelAgent
+from baton.agents.sequential_agent import SequentialAgent
+from baton.artifacts import BaseArtifactService
+from baton.sessions.store import Session
+
+__all__ = ["check_first_instructions"]
+
+
+async def check_first_instructions(
+    root: object,
+    session: Session,
+    state_delta: Mapping[str, JsonValue],
+    artifact_service: BaseArtifactService | None,
+) -> None:
+    """Fill the text instructions of the agents that call their model first in a run of
+    `root` (the root LlmAgent; a sequence's or loop's first agent; each of a parallel
+    agent's), against the session's state with the call's `state_delta`, as they will be
+    filled then. Agents whose `before_agent_callback` (or an enclosing agent's) may change
+    the state first are left to their run, and so are instruction providers.
+
+    Raises:
+        MissingStateKeyError, MissingArtifactError: as filling the instruction in the run
+            would; ValueError: it names an artifact and the Runner has none.
+    """
+    state = {**session.state, **state_delta}
+    for agent in _first_agents(root):
+        for template, owner in _templates(agent):
+            named = artifact_placeholders(template)
+            artifacts = (
+                await artifact_texts(
+                    artifact_service,
+                    named,
+                    app_name=session.app_name,
+                    user_id=session.user_id,
+                    session_id=session.id,
+                    agent=owner,
+                )
+                if named
+                else None
+            )
+            fill_instruction(template, state, agent=owner, artifacts=artifacts)
+
+
+def _first_agents(node: object) -> Iterator[LlmAgent]:
+    """The LlmAgents that fill an instruction before anything of the run can write state."""
+    if not isinstance(node, BaseAgent) or node.before_agent_callback:
+        return
+    if isinstance(node, LlmAgent):
+        yield node
+    elif isinstance(node, SequentialAgent | LoopAgent) and node.sub_agents:
+        if not (isinstance(node, LoopAgent) and node.max_iterations == 0):
+            yield from _first_agents(node.sub_agents[0])
+    elif isinstance(node, ParallelAgent):
+        for sub in node.sub_agents:
+            yield from _first_agents(sub)
+
+
+def _templates(agent: LlmAgent) -> Iterator[tuple[str, str]]:
+    """The agent's text instructions with the agent each belongs to: the root's global
+    instruction, then its own."""
+    root = agent.root_agent
+    if isinstance(root, LlmAgent) and isinstance(root.global_instruction, str):
+        yield root.global_instruction, root.name
+    if isinstance(agent.instruction, str):
+        yield agent.instruction, agent.name

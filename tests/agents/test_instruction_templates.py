@@ -1,0 +1,131 @@
+"""Instruction templates: filled as google-adk 2.13.0 fills them (each expectation read off
+its `_render_with_regex`), and a run whose first instruction cannot be filled refused
+before anything is stored, on every backend."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import JsonValue
+
+from baton import App, ResumabilityConfig, Runner, SequentialAgent
+from baton.agents import LlmAgent, MissingArtifactError, MissingStateKeyError
+from baton.agents.instructions import fill_instruction
+from baton.artifacts import BaseArtifactService
+from baton.models import ScriptedModel
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import SessionKey
+from baton.types import Content, Part, SessionId
+from tests.conftest import StoreFactory
+
+STATE: dict[str, JsonValue] = {
+    "key": "V",
+    "app:k": "A",
+    "user:k": "U",
+    "temp:k": "T",
+    "café": "C",
+    "class": "K",
+    "n": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("template", "filled"),
+    [
+        ("{key}", "V"),
+        ("{ key }", "V"),
+        ("{key\n}", "V"),
+        ("{{key}}", "V"),
+        ("{{key}", "V"),
+        ("{key}}", "V"),
+        ("{ key? }", "V"),
+        ("{key ?}", "{key ?}"),
+        ("${key}", "${key}"),
+        ("\\{key}", "\\{key}"),
+        ("{café}", "C"),
+        ("{class}", "K"),
+        ("{app:k}", "A"),
+        ("{ app:k }", "A"),
+        ("{user:k}", "U"),
+        ("{temp:k}", "T"),
+        ("{app: k}", "{app: k}"),
+        ("{x:k}", "{x:k}"),
+        ("{a.b}", "{a.b}"),
+        ("{1a}", "{1a}"),
+        ("{app:1a}", "{app:1a}"),
+        ("{}", "{}"),
+        ("{ }", "{ }"),
+        ('{"a": 1}', '{"a": 1}'),
+        ("{n}", ""),
+        ("{missing?}", ""),
+        ("a{key}b{ key }", "aVbV"),
+    ],
+)
+def test_placeholders_are_the_references(template: str, filled: str) -> None:
+    assert fill_instruction(template, STATE, agent="a") == filled
+
+
+@pytest.mark.parametrize("template", ["{ missing }", "{{missing}}", "{user:missing}"])
+def test_a_spaced_or_prefixed_missing_key_is_named(template: str) -> None:
+    with pytest.raises(MissingStateKeyError, match=r"uses \{(user:)?missing\}"):
+        fill_instruction(template, STATE, agent="a")
+
+
+def _runner(stores: StoreFactory, root: LlmAgent | SequentialAgent) -> Runner:
+    store = stores.open()
+    return Runner(
+        app=App(
+            name="app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True)
+        ),
+        session_service=BaseSessionService(store),
+        artifact_service=BaseArtifactService(store),
+    )
+
+
+def _agents(instruction: str) -> list[LlmAgent | SequentialAgent]:
+    first = LlmAgent(name="first", model=ScriptedModel(responses=["x"]), instruction=instruction)
+    inner = LlmAgent(name="inner", model=ScriptedModel(responses=["x"]), instruction=instruction)
+    later = LlmAgent(name="later", model=ScriptedModel(responses=["x"]), instruction="ok")
+    return [first, SequentialAgent(name="seq", sub_agents=[inner, later])]
+
+
+@pytest.mark.parametrize("root", [0, 1], ids=["llm_agent", "sequence"])
+@pytest.mark.parametrize(
+    ("instruction", "error"),
+    [("About { topic }.", MissingStateKeyError), ("See {artifact.notes}.", MissingArtifactError)],
+)
+async def test_an_instruction_that_cannot_be_filled_refuses_the_run_and_changes_nothing(
+    stores: StoreFactory, root: int, instruction: str, error: type[Exception]
+) -> None:
+    runner = _runner(stores, _agents(instruction)[root])
+    session = await runner.session_service.create_session(
+        app_name="app", user_id="u", state={"colour": "red"}
+    )
+    key = SessionKey("app", "u", SessionId(session.id))
+    before = await runner.store.get_session(key)
+    message = Content(role="user", parts=[Part(text="hi")])
+
+    run = runner.run_async(
+        user_id="u", session_id=session.id, new_message=message, state_delta={"x": 1}
+    )
+    with pytest.raises(error):
+        await anext(run)
+
+    assert await runner.store.get_session(key) == before
+    assert await runner.store.list_invocations(key) == []
+    # The call's own state_delta counts: with the key given, the same call runs.
+    assert runner.artifact_service is not None
+    await runner.artifact_service.save_artifact(
+        app_name="app",
+        user_id="u",
+        session_id=session.id,
+        filename="notes",
+        artifact=Part(text="n"),
+    )
+    replies = [
+        e.content.text
+        async for e in runner.run_async(
+            user_id="u", session_id=session.id, new_message=message, state_delta={"topic": "t"}
+        )
+        if e.content is not None
+    ]
+    assert "x" in replies
