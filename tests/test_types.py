@@ -281,6 +281,7 @@ def test_user_and_model_content_take_texts_and_parts() -> None:
         (types.FunctionResponse, {"name": "f"}),
         (types.Blob, {"mime_type": "text/plain"}),
         (types.FileData, {"file_uri": "gs://a"}),
+        (types.UsageMetadata, {"prompt_token_count": 1}),
         (EventActions, {}),
     ],
 )
@@ -306,3 +307,29 @@ def test_event_actions_take_the_reference_s_empty_fields_and_refuse_their_values
     assert exported.to_wire() == {"stateDelta": {}, "artifactDelta": {}}
     with pytest.raises(ValidationError, match="EventActions.requested_auth_configs is a field of"):
         EventActions.model_validate({"requestedAuthConfigs": {"c1": {}}})
+
+
+def test_usage_exported_by_the_reference_keeps_every_count() -> None:
+    # The reference's usage of a Gemini call, as its events carry it on the wire.
+    wire = {
+        "promptTokenCount": 120,
+        "candidatesTokenCount": 30,
+        "totalTokenCount": 190,
+        "cachedContentTokenCount": 100,
+        "thoughtsTokenCount": 40,
+        "toolUsePromptTokenCount": 5,
+        "promptTokensDetails": [
+            {"modality": "TEXT", "tokenCount": 90},
+            {"modality": "IMAGE", "tokenCount": 30},
+        ],
+        "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 30}],
+        "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 100}],
+        "toolUsePromptTokensDetails": [{"modality": "TEXT", "tokenCount": 5}],
+        "trafficType": "ON_DEMAND",
+    }
+    event = Event.from_wire({"author": "model", "usageMetadata": wire})
+
+    assert event.usage_metadata is not None
+    assert event.usage_metadata.to_wire() == wire
+    assert types.GenerateContentResponseUsageMetadata is types.UsageMetadata
+    assert Event.from_wire(event.to_json()) == event

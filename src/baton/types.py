@@ -26,6 +26,7 @@ __all__ = [
     "FunctionDeclaration",
     "FunctionResponse",
     "GenerateContentConfig",
+    "GenerateContentResponseUsageMetadata",
     "HarmBlockThreshold",
     "HarmCategory",
     "HttpOptions",
@@ -33,6 +34,7 @@ __all__ = [
     "InterruptId",
     "InvocationId",
     "JsonValue",
+    "ModalityTokenCount",
     "ModelContent",
     "Part",
     "RunId",
@@ -223,12 +225,35 @@ class Content(StrictWireModel):
         return [p.function_call for p in self.parts or [] if p.function_call]
 
 
-class UsageMetadata(WireModel):
-    """Token counts of one model call."""
+class ModalityTokenCount(StrictWireModel):
+    """The tokens of one modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`)."""
+
+    modality: str | None = None
+    token_count: int | None = None
+
+
+class UsageMetadata(StrictWireModel):
+    """Token counts of one model call, with the reference's fields.
+
+    A field baton's models do not fill stays None; it is kept when an event exported
+    from the reference is imported, and a field the reference does not have is refused.
+    """
 
     prompt_token_count: int | None = None
     candidates_token_count: int | None = None
     total_token_count: int | None = None
+    cached_content_token_count: int | None = None
+    thoughts_token_count: int | None = None
+    tool_use_prompt_token_count: int | None = None
+    prompt_tokens_details: list[ModalityTokenCount] | None = None
+    candidates_tokens_details: list[ModalityTokenCount] | None = None
+    cache_tokens_details: list[ModalityTokenCount] | None = None
+    tool_use_prompt_tokens_details: list[ModalityTokenCount] | None = None
+    traffic_type: str | None = None
+
+
+# The reference's name for the same type.
+GenerateContentResponseUsageMetadata = UsageMetadata
 
 
 # Ids are plain strings on the wire; NewTypes keep them apart in signatures.

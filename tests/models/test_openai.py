@@ -77,6 +77,31 @@ async def test_text_answer_sends_instruction_options_and_prefixless_model(
     ]
 
 
+async def test_cached_and_reasoning_tokens_are_reported_as_the_reference_reports_them(
+    openai_model: OpenAiModel, chat_server: ChatServer
+) -> None:
+    reply = completion(content="Hello!")
+    reply["usage"] = {
+        "prompt_tokens": 110,
+        "completion_tokens": 50,
+        "total_tokens": 160,
+        "prompt_tokens_details": {"cached_tokens": 100},
+        "completion_tokens_details": {"reasoning_tokens": 20},
+    }
+    chat_server.reply(reply)
+
+    [response] = await collect(openai_model, LlmRequest(contents=[user("Hi")]))
+
+    assert response.usage_metadata is not None
+    assert response.usage_metadata.to_wire() == {
+        "promptTokenCount": 110,
+        "candidatesTokenCount": 50,
+        "totalTokenCount": 160,
+        "cachedContentTokenCount": 100,
+        "thoughtsTokenCount": 20,
+    }
+
+
 async def test_tools_are_declared_and_several_calls_in_one_turn_come_back_with_ids(
     openai_model: OpenAiModel, chat_server: ChatServer
 ) -> None:
@@ -200,12 +225,15 @@ async def test_streaming_yields_text_chunks_then_the_whole_turn(
                 }
             ),
             chunk({}, finish_reason="tool_calls"),
+            # Asked for with stream_options: the usage comes last, in a chunk of its own.
+            {**chunk({}), "choices": [], "usage": completion()["usage"]},
         ]
     )
 
     responses = await collect(openai_model, LlmRequest(contents=[user("Rome?")]), stream=True)
 
     assert chat_server.requests[0]["stream"] is True
+    assert chat_server.requests[0]["stream_options"] == {"include_usage": True}
     assert responses == [
         LlmResponse(content=Content(role="model", parts=[Part(text="Let me ")]), partial=True),
         LlmResponse(content=Content(role="model", parts=[Part(text="check.")]), partial=True),
@@ -224,6 +252,9 @@ async def test_streaming_yields_text_chunks_then_the_whole_turn(
             ),
             turn_complete=True,
             finish_reason="STOP",
+            usage_metadata=UsageMetadata(
+                prompt_token_count=11, candidates_token_count=7, total_token_count=18
+            ),
         ),
     ]
 

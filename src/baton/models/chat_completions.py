@@ -48,6 +48,7 @@ __all__ = [
     "from_completion",
     "to_completion_params",
     "to_messages",
+    "usage_of",
 ]
 
 MALFORMED_FUNCTION_CALL = "MALFORMED_FUNCTION_CALL"
@@ -349,7 +350,7 @@ def from_completion(completion: ChatCompletion) -> LlmResponse:
         reason and token usage; `error_code` MALFORMED_FUNCTION_CALL when a call's
         arguments are not a JSON object, or when the server returned no choice.
     """
-    usage = _usage(completion.usage)
+    usage = usage_of(completion.usage)
     if not completion.choices:
         return LlmResponse(error_code="NO_CHOICES", error_message="the server returned no choices.")
     choice = completion.choices[0]
@@ -414,11 +415,22 @@ def _parse_arguments(arguments: str) -> dict[str, JsonValue] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _usage(usage: CompletionUsage | None) -> UsageMetadata | None:
+def usage_of(usage: CompletionUsage | None) -> UsageMetadata | None:
+    """The token counts of a completion, as the reference's LiteLlm reports them.
+
+    Cached prompt tokens and reasoning tokens come from the usage's details when the
+    server sends them; reasoning tokens are the reference's `thoughts_token_count`.
+    """
     if usage is None:
         return None
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    cached = prompt_details.cached_tokens if prompt_details is not None else None
+    reasoning = completion_details.reasoning_tokens if completion_details is not None else None
     return UsageMetadata(
         prompt_token_count=usage.prompt_tokens,
         candidates_token_count=usage.completion_tokens,
         total_token_count=usage.total_tokens,
+        cached_content_token_count=cached or None,
+        thoughts_token_count=reasoning or None,
     )

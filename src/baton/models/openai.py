@@ -23,9 +23,10 @@ from baton.models.chat_completions import (
     finish_reason_of,
     from_completion,
     to_completion_params,
+    usage_of,
 )
 from baton.models.llm import BaseLlm, LlmRequest, LlmResponse
-from baton.types import Content, HttpOptions, Part
+from baton.types import Content, HttpOptions, Part, UsageMetadata
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -159,6 +160,7 @@ class OpenAiModel(BaseLlm):
         params: CompletionCreateParamsBase,
         extra: dict[str, object] | None,
     ) -> AsyncGenerator[LlmResponse, None]:
+        params["stream_options"] = {"include_usage": True}  # the last chunk carries the usage
         chunks = await client.chat.completions.create(**params, stream=True, extra_body=extra)
         turn = _StreamedTurn()
         async with chunks:
@@ -183,10 +185,12 @@ class _StreamedTurn:
 
     text: str = ""
     finish_reason: str | None = None
+    usage: UsageMetadata | None = None
     calls: dict[int, _ToolCallDraft] = field(default_factory=dict[int, _ToolCallDraft])
 
     def add(self, chunk: ChatCompletionChunk) -> str:
         """Take in a chunk; return its new text."""
+        self.usage = usage_of(chunk.usage) or self.usage
         if not chunk.choices:
             return ""
         choice = chunk.choices[0]
@@ -209,4 +213,5 @@ class _StreamedTurn:
         raw: list[RawToolCall] = [(d.id, d.name, d.arguments) for d in drafts]
         response = build_turn(self.text or None, raw)
         response.finish_reason = finish_reason_of(self.finish_reason)
+        response.usage_metadata = self.usage
         return response
