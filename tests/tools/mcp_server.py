@@ -4,7 +4,9 @@
 streamable HTTP on 127.0.0.1 at a free port, which it prints as its first line
 (`port <n>`). Each tool call appends a line to the file named by MCP_CALL_LOG
 (`<tool> <arguments as JSON>`), and the process appends `start <pid>` when it starts, so
-tests count calls and processes from outside.
+tests count calls and processes from outside. `charge` logs the idempotency key baton
+sends in the request's `_meta` too, and reports progress once it is logged (a test's
+client kills itself there: the call was sent, its result not yet back).
 """
 
 from __future__ import annotations
@@ -62,6 +64,23 @@ async def count(to: int, ctx: Context) -> int:
     for step in range(1, to + 1):
         await ctx.report_progress(step, to, f"step {step}")
     return to
+
+
+@server.tool()
+async def charge(amount: int, ctx: Context) -> str:
+    """Charge an amount (once per idempotency key, if the server deduplicated)."""
+    meta = ctx.request_context.meta or {}
+    key = meta.get("baton/idempotency-key")
+    _log(f"charge {json.dumps({'amount': amount, 'key': key})}")
+    await ctx.report_progress(1, 1, "charging")
+    return f"charged {amount}"
+
+
+@server.tool()
+def session_id(ctx: Context) -> str:
+    """The MCP session this call came on (streamable HTTP's session id header)."""
+    request = ctx.request_context.request
+    return request.headers.get("mcp-session-id", "") if request is not None else ""
 
 
 async def _serve_http() -> None:

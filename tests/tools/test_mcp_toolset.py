@@ -75,7 +75,7 @@ async def test_the_servers_tools_are_declared_as_the_server_describes_them(log: 
     toolset = McpToolset(connection_params=stdio(log))
     tools = await mcp_tools(toolset)
 
-    assert [t.name for t in tools] == ["add", "count", "lookup", "whoami"]
+    assert [t.name for t in tools] == ["add", "charge", "count", "lookup", "session_id", "whoami"]
     assert tool_named(tools, "add").declaration() == ADD
     assert tool_named(tools, "add").raw_mcp_tool.name == "add"
     await toolset.close()
@@ -145,7 +145,7 @@ async def test_a_cached_listing_is_reused_without_asking_the_server(log: CallLog
 
     again = [t.name for t in await cached.get_tools()]
 
-    assert again == first == ["add", "count", "lookup", "whoami"]
+    assert again == first == ["add", "charge", "count", "lookup", "session_id", "whoami"]
     assert log.pids() == [pid]  # not asked again: no server was started
     await cached.close()  # forgets the listing: the next one asks a new server
     assert [t.name for t in await cached.get_tools()] == first
@@ -218,7 +218,7 @@ async def test_streamable_http_lists_and_calls_tools(log: CallLog, http_url: str
     added = await tool_named(tools, "add").run({"a": 20, "b": 22}, ToolContext())
     who = await tool_named(tools, "whoami").run({}, ToolContext())
 
-    assert [t.name for t in tools] == ["add", "count", "lookup", "whoami"]
+    assert [t.name for t in tools] == ["add", "charge", "count", "lookup", "session_id", "whoami"]
     assert added == result(42)
     assert who == result("ann")
     await toolset.close()

@@ -14,10 +14,11 @@ from baton.tools.mcp_tool.mcp_session_manager import (
     StreamableHTTPConnectionParams,
     StreamableHTTPServerParams,
 )
-from baton.tools.mcp_tool.mcp_tool import McpTool
+from baton.tools.mcp_tool.mcp_tool import IDEMPOTENCY_META_KEY, McpTool
 from baton.tools.mcp_tool.mcp_toolset import MCPToolset, McpToolset
 
 __all__ = [
+    "IDEMPOTENCY_META_KEY",
     "MCPSessionManager",
     "MCPToolset",
     "McpTool",

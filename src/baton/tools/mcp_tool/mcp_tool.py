@@ -7,7 +7,10 @@ result reaches the model as the server's `CallToolResult` (`content`, `structure
 to read. A failure to reach the server, or an error the server answers the request with,
 is given to the model as `{"error": "..."}` rather than failing the run, as the reference
 does. Like any tool call, its result is committed once it returns: a resumed or recovered
-run does not call the server again for it.
+run does not call the server again for it. A call in flight at a crash runs again (at
+least once); each call carries its `tool_context.idempotency_key` in the request's
+`_meta` under `IDEMPOTENCY_META_KEY`, the same on the call run again, so a server can
+deduplicate it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from baton.tools.tool_context import ToolContext
 from baton.types import FunctionDeclaration
 
 __all__ = [
+    "IDEMPOTENCY_META_KEY",
     "RESERVED_NAMES",
     "HeaderProvider",
     "McpTool",
@@ -64,6 +68,10 @@ RESERVED_NAMES: Final = frozenset(
     {REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION, TRANSFER_FUNCTION}
 )
 """Function names baton itself puts on the wire: a server's tool may not take one."""
+
+IDEMPOTENCY_META_KEY: Final = "baton/idempotency-key"
+"""The key of a call's idempotency key in its `tools/call` request's `_meta` (a prefixed
+name, as MCP asks of keys a client adds there)."""
 
 
 @final
@@ -155,8 +163,12 @@ class McpTool(BaseTool):
             headers = await provide_headers(self.header_provider, readonly)
         name = self._mcp_tool.name  # the server's name, without the toolset's prefix
         progress = self._progress_for(tool_context)
+        # An open map in both majors (2.x types it as a TypedDict with extra keys).
+        meta: Any = {IDEMPOTENCY_META_KEY: tool_context.idempotency_key}
         result = await self._mcp_session_manager.run(
-            lambda session: session.call_tool(name, arguments=args, progress_callback=progress),
+            lambda session: session.call_tool(
+                name, arguments=args, progress_callback=progress, meta=meta
+            ),
             headers,
         )
         response = dump(result)
