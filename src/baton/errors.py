@@ -81,8 +81,8 @@ class AppInfoUnavailableError(BatonError, ValueError):
 
 
 class EngineOptionsError(BatonError, ValueError):
-    """`DatabaseSessionService(db_url, **options)` was given SQLAlchemy engine options,
-    which baton's stores cannot apply to every connection they use."""
+    """`DatabaseSessionService(db_url, **options)` was given a SQLAlchemy engine option
+    baton cannot honour: one it sets itself, or one it does not know."""
 
 
 class SessionOptionsError(BatonError, ValueError):

@@ -1,22 +1,80 @@
 """`DatabaseSessionService(db_url, **kwargs)`: the reference hands the keyword arguments
-to SQLAlchemy's create_async_engine; baton refuses them by name, since its steps go to
-each driver's own connections, which those options would not reach."""
+to SQLAlchemy's create_async_engine; baton applies the logging, pool and connect_args
+options to its engine, and refuses by name, with why, those it sets itself."""
 
 from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
 
 import pytest
 
 from baton import DatabaseSessionService
 from baton.errors import EngineOptionsError
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.postgres import asyncpg_connect_args
 
 
-async def test_engine_options_are_refused_by_name(store_url: str) -> None:
+async def test_pool_and_logging_options_apply(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = DatabaseSessionService(
+        store_url,
+        echo=True,
+        logging_name="baton_test",
+        pool_size=3,
+        max_overflow=2,
+        pool_timeout=5,
+        pool_recycle=600,
+        pool_pre_ping=True,
+        pool_use_lifo=True,
+    )
+    try:
+        with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+            made = await service.create_session(app_name="a", user_id="u", session_id="s1")
+    finally:
+        await service.close()
+    assert made.id == "s1"
+    # echo=True: SQLAlchemy logs the statements, under the engine's logging_name.
+    logged = [r for r in caplog.records if r.name.endswith(".baton_test")]
+    assert any("sessions" in r.getMessage() for r in logged)
+
+
+async def test_connect_args_reach_the_postgres_connections(postgres_url: str) -> None:
+    import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- looking at the server beside the store
+
+    name = f"baton-{uuid.uuid4().hex[:8]}"
+    service = DatabaseSessionService(
+        postgres_url, connect_args={"server_settings": {"application_name": name}}
+    )
+    try:
+        await service.create_session(app_name="a", user_id="u", session_id="s1")
+        session = await service.get_session(app_name="a", user_id="u", session_id="s1")
+        assert session is not None
+        # The URL's search_path stays beside the caller's settings: the tables were found.
+        other: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(postgres_url).url))  # pyright: ignore[reportUnknownMemberType]
+        try:
+            count = await other.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name
+            )
+        finally:
+            await other.close()
+        assert count >= 1
+    finally:
+        await service.close()
+
+
+async def test_options_baton_sets_itself_are_refused_by_name(store_url: str) -> None:
     with pytest.raises(
-        EngineOptionsError, match="engine options echo, pool_size are not supported"
+        EngineOptionsError,
+        match=r"db_engine \(not an option baton knows\), isolation_level \(baton's reads",
     ):
-        DatabaseSessionService(store_url, pool_size=5, echo=True)
-    with pytest.raises(EngineOptionsError, match="connect_args"):
-        DatabaseSessionService(store_url, connect_args={"timeout": 5})
+        DatabaseSessionService(store_url, isolation_level="SERIALIZABLE", db_engine=object())
+    with pytest.raises(EngineOptionsError, match="json_serializer"):
+        DatabaseSessionService(store_url, json_serializer=str, pool_size=3)
+    with pytest.raises(EngineOptionsError, match="connect_args must be a dict"):
+        DatabaseSessionService(store_url, connect_args=["timeout"])
     service = DatabaseSessionService(store_url)  # without options, the same URL serves
     try:
         made = await service.create_session(app_name="a", user_id="u", session_id="s1")

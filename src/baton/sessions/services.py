@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
-from baton.errors import EngineOptionsError, SessionNotFoundError
+from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_id, check_key
 from baton.sessions.memory import MemoryStore
@@ -332,24 +332,19 @@ class DatabaseSessionService(BaseSessionService):
 
     Args:
         db_url: `postgresql+asyncpg://user@host/db` (the `postgres` extra) or a SQLite URL.
-        **engine_options: the reference's SQLAlchemy `create_async_engine` options
-            (`pool_size`, `connect_args`, `echo`, ...), or its `db_engine`: refused, by
-            name, as baton's steps go to each driver's own connections, which an engine's
-            options would not reach (settings that apply go in the URL).
+        **engine_options: SQLAlchemy engine options, as the reference hands them to
+            `create_async_engine`: `pool_size`, `max_overflow`, `pool_timeout`,
+            `pool_recycle`, `pool_pre_ping`, `pool_use_lifo`, `echo`, `echo_pool`,
+            `hide_parameters`, `logging_name`, `pool_logging_name` and `connect_args`
+            (merged into baton's; on PostgreSQL its own step connections get them too).
+            Those baton sets itself (`isolation_level`, `json_serializer`, `poolclass`,
+            `creator`, ...) and unknown ones are refused, by name.
 
     Raises:
         ValueError: the URL names an unsupported database.
-        EngineOptionsError: engine options were given.
+        EngineOptionsError: an engine option baton cannot honour was given.
         ExtraNotInstalledError: a PostgreSQL URL without asyncpg installed.
     """
 
     def __init__(self, db_url: str, **engine_options: object) -> None:
-        if engine_options:
-            raise EngineOptionsError(
-                f"DatabaseSessionService: engine options {', '.join(sorted(engine_options))} "
-                "are not supported: baton runs its steps on its own driver connections, "
-                "which a SQLAlchemy engine's options would not reach, so they would apply to "
-                "some queries only. Leave them out; put what the URL can carry in it "
-                "(PostgreSQL ?search_path=..., SQLite ?synchronous=full)."
-            )
-        super().__init__(SqlStore(db_url))
+        super().__init__(SqlStore(db_url, engine_options=engine_options))

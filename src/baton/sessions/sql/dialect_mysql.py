@@ -37,6 +37,7 @@ from sqlalchemy.sql.selectable import Select
 from baton.errors import ExtraNotInstalledError
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.direct import UpdateReturning
+from baton.sessions.sql.engine_options import with_engine_options
 from baton.sessions.sql.executors import (
     Executor,
     MysqlExecutor,
@@ -75,14 +76,15 @@ class MysqlDialect:
 
     name = "mysql"
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: URL, engine_options: Mapping[str, Any] | None = None) -> None:
+        self.engine_options = dict(engine_options or {})
         driver = _AIOMYSQL if url.drivername.endswith("+aiomysql") else DRIVER
         if importlib.util.find_spec(_PACKAGES[driver]) is None:
             raise ExtraNotInstalledError("mysql", _PACKAGES[driver], "MySQL/MariaDB storage")
         self.url = url.set(drivername=driver)
 
     def open_executor(self) -> Executor:
-        return MysqlExecutor(create_mysql_engine(self.url))
+        return MysqlExecutor(create_mysql_engine(self.url, self.engine_options))
 
     def open_listener(self, wakeups: Wakeups) -> Listener | None:
         return None  # no cross-process push: workers poll once per lease TTL
@@ -194,18 +196,19 @@ def _named_lock(connection: Connection) -> Iterator[None]:
         connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MIGRATION_LOCK})
 
 
-def create_mysql_engine(url: URL) -> AsyncEngine:
-    """An async engine on MySQL/MariaDB, utf8mb4, writes at READ COMMITTED.
+def create_mysql_engine(url: URL, engine_options: Mapping[str, Any] | None = None) -> AsyncEngine:
+    """An async engine on MySQL/MariaDB, utf8mb4, writes at READ COMMITTED, with the
+    caller's `engine_options` (see `check_engine_options`).
 
     `pool_pre_ping` replaces pooled connections a server restart closed (a round trip
     per checkout; PostgreSQL's engine checks without one, see `postgres`).
     """
     if "charset" not in url.query:
         url = url.update_query_dict({"charset": "utf8mb4"})
-    return create_async_engine(
-        url,
-        isolation_level="READ COMMITTED",
-        pool_pre_ping=True,
-        json_serializer=json_text,
-        json_deserializer=pydantic_core.from_json,
-    )
+    own: dict[str, Any] = {
+        "isolation_level": "READ COMMITTED",
+        "pool_pre_ping": True,
+        "json_serializer": json_text,
+        "json_deserializer": pydantic_core.from_json,
+    }
+    return create_async_engine(url, **with_engine_options(own, engine_options or {}))

@@ -11,7 +11,7 @@ through NOTIFY (see `listener`).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVarTuple, final
 
@@ -28,6 +28,7 @@ from baton.errors import ExtraNotInstalledError
 from baton.sessions.sql.answering import ANSWERING, NO_FLUSH_WAIT
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
+from baton.sessions.sql.engine_options import with_engine_options
 from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecutor
 from baton.sessions.sql.listener import CHANNEL, PostgresListener
 from baton.sessions.sql.postgres import has_unread_input
@@ -80,13 +81,16 @@ class PostgresDialect(ReturningStatements):
     insert = staticmethod(postgresql.insert)
     name = "postgresql"
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: URL, engine_options: Mapping[str, Any] | None = None) -> None:
+        self.engine_options = dict(engine_options or {})
         if importlib.util.find_spec("asyncpg") is None:
             raise ExtraNotInstalledError("postgres", "asyncpg", "PostgreSQL storage")
         self.url = url.set(drivername=DRIVER)
 
     def open_executor(self) -> Executor:
-        return PostgresExecutor(self.url, create_postgres_engine(self.url))
+        engine = create_postgres_engine(self.url, self.engine_options)
+        connect_args = self.engine_options.get("connect_args", {})
+        return PostgresExecutor(self.url, engine, connect_args=connect_args)
 
     def open_listener(self, wakeups: Wakeups) -> Listener | None:
         return PostgresListener(self.url, wakeups)
@@ -146,19 +150,25 @@ PostgreSQL backend every time (80 per 1,000 runs at 16 clients; 18 with 10), eac
 costing both sides milliseconds of CPU and the request its round trips."""
 
 
-def create_postgres_engine(url: URL) -> AsyncEngine:
-    """An asyncpg engine; the URL may carry `?search_path=schema` for baton's tables."""
+def create_postgres_engine(
+    url: URL, engine_options: Mapping[str, Any] | None = None
+) -> AsyncEngine:
+    """An asyncpg engine; the URL may carry `?search_path=schema` for baton's tables. The
+    caller's `engine_options` (see `check_engine_options`) are laid over baton's."""
     search_path = url.query.get("search_path")
     connect_args: dict[str, Any] = {}
     if search_path is not None:
         value = search_path if isinstance(search_path, str) else ",".join(search_path)
         connect_args["server_settings"] = {"search_path": value}
+    own: dict[str, Any] = {
+        "connect_args": connect_args,
+        "json_serializer": json_text,
+        "json_deserializer": pydantic_core.from_json,
+        "pool_size": POOLED_CONNECTIONS,
+    }
     engine = create_async_engine(
         url.difference_update_query(["search_path"]),
-        connect_args=connect_args,
-        json_serializer=json_text,
-        json_deserializer=pydantic_core.from_json,
-        pool_size=POOLED_CONNECTIONS,
+        **with_engine_options(own, engine_options or {}),
     )
     event.listen(engine.sync_engine, "checkout", _drop_if_closed)
     return engine

@@ -29,6 +29,7 @@ from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.direct import UpdateReturning
+from baton.sessions.sql.engine_options import with_engine_options
 from baton.sessions.sql.executors import BUSY_TIMEOUT_MS, Executor, OneStatement, SqliteExecutor
 from baton.sessions.sql.outages import is_lost_connection
 from baton.sessions.sql.schema import session_in_apps
@@ -54,12 +55,13 @@ class SqliteDialect(ReturningStatements):
     insert = staticmethod(sqlite.insert)
     name = "sqlite"
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: URL, engine_options: Mapping[str, Any] | None = None) -> None:
         self.url = url.set(drivername=DRIVER)
+        self.engine_options = dict(engine_options or {})
         _synchronous(self.url)  # refuse a bad URL when the store is built, not on first use
 
     def open_executor(self) -> Executor:
-        return SqliteExecutor(create_sqlite_engine(self.url))
+        return SqliteExecutor(create_sqlite_engine(self.url, self.engine_options))
 
     def open_listener(self, wakeups: Wakeups) -> Listener | None:
         return None
@@ -180,17 +182,21 @@ def sqlite_json(value: Any) -> str | bytes:
     return text.encode() if text[:1] in _NUMBER_STARTS else text
 
 
-def create_sqlite_engine(url: URL) -> Engine:
-    """A synchronous pysqlite engine with WAL, busy_timeout and baton's BEGIN modes.
+def create_sqlite_engine(url: URL, engine_options: Mapping[str, Any] | None = None) -> Engine:
+    """A synchronous pysqlite engine with WAL, busy_timeout and baton's BEGIN modes, and
+    the caller's `engine_options` (see `check_engine_options`).
 
     Raises:
         ValueError: an unknown `?synchronous=` level.
     """
     synchronous = _synchronous(url)
+    own: dict[str, Any] = {
+        "json_serializer": sqlite_json,
+        "json_deserializer": pydantic_core.from_json,
+    }
     engine = create_sync_engine(
         url.difference_update_query(["synchronous"]),
-        json_serializer=sqlite_json,
-        json_deserializer=pydantic_core.from_json,
+        **with_engine_options(own, engine_options or {}),
     )
 
     @event.listens_for(engine, "connect")

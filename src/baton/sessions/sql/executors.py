@@ -332,13 +332,16 @@ class PostgresExecutor:
     loop and `close()` it before that loop ends.
     """
 
-    def __init__(self, url: URL, engine: AsyncEngine) -> None:
+    def __init__(
+        self, url: URL, engine: AsyncEngine, *, connect_args: Mapping[str, Any] | None = None
+    ) -> None:
         self._engine = engine
         # A session and its events are read in two statements; the default READ
         # COMMITTED could let a commit land between them.
         self._reader = self._engine.execution_options(isolation_level="REPEATABLE READ")
         self._autocommit = self._engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._direct = DirectConnections(url, self._engine.dialect)
+        # The caller's connect_args reach the step connections too: the same driver.
+        self._direct = DirectConnections(url, self._engine.dialect, connect_args=connect_args)
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
         """Run `fn` through `run_sync` in one transaction."""

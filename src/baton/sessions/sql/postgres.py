@@ -34,6 +34,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from baton.sessions.sql.direct import Statement, plan_for
+from baton.sessions.sql.engine_options import merged_connect_args
 from baton.sessions.sql.outages import is_lost_connection
 
 __all__ = ["DirectConnections", "asyncpg_connect_args", "has_unread_input", "is_unavailable"]
@@ -107,8 +108,11 @@ class DirectConnections:
     does (a step retries).
     """
 
-    def __init__(self, url: URL, dialect: Dialect) -> None:
-        self._connect_args = asyncpg_connect_args(url)
+    def __init__(
+        self, url: URL, dialect: Dialect, *, connect_args: Mapping[str, Any] | None = None
+    ) -> None:
+        given = {"connect_args": connect_args or {}}
+        self._connect_args = merged_connect_args(asyncpg_connect_args(url), given)
         self._dialect = dialect
         self._idle: list[tuple[Any, float]] = []  # each with the time it was given back
         # Statements that may start now, and those waiting for one to end (oldest first):

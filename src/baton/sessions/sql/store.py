@@ -38,6 +38,7 @@ from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
 from baton.sessions.sql import answering, artifacts, memories, outbox, reads, writes
 from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.engine_options import check_engine_options
 from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
@@ -101,8 +102,14 @@ class SqlStore:
     from one event loop and `close()` it before that loop ends.
     """
 
-    def __init__(self, url: str, *, clock: Clock = time.time) -> None:
-        self._dialect = open_dialect(url)
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = time.time,
+        engine_options: Mapping[str, object] | None = None,
+    ) -> None:
+        self._dialect = open_dialect(url, check_engine_options(engine_options or {}))
         self._executor = self._dialect.open_executor()
         self._clock = clock
         self._migrated = False
