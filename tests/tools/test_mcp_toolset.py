@@ -12,12 +12,14 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 import baton.tools
 from baton.tools import ToolContext
 from baton.tools.mcp_tool import (
+    MCPSessionManager,
     McpTool,
     MCPToolset,
     McpToolset,
@@ -26,7 +28,7 @@ from baton.tools.mcp_tool import (
     StreamableHTTPConnectionParams,
 )
 from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[reportPrivateUsage]
-from baton.tools.mcp_tool.sdk import mcp_types
+from baton.tools.mcp_tool.sdk import field, mcp_types
 from baton.types import FunctionDeclaration
 from tests.tools.mcp_servers import (
     MCP_TESTS,
@@ -40,9 +42,11 @@ from tests.tools.mcp_servers import (
 pytestmark = MCP_TESTS
 
 
-@pytest.fixture
-def http_url(log: CallLog) -> Iterator[str]:
-    with serve_http(log) as url:
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server over streamable HTTP for the module's tests (each start imports the SDK,
+    seconds): for tests that do not count its calls."""
+    with serve_http(CallLog(tmp_path_factory.mktemp("mcp") / "calls.log")) as url:
         yield url
 
 
@@ -209,7 +213,7 @@ def test_bad_connection_params_are_refused() -> None:
         StreamableHTTPConnectionParams(url="http://x", sse_read_timout=3)  # pyright: ignore[reportCallIssue]
 
 
-async def test_streamable_http_lists_and_calls_tools(log: CallLog, http_url: str) -> None:
+async def test_streamable_http_lists_and_calls_tools(http_url: str) -> None:
     toolset = McpToolset(
         connection_params=StreamableHTTPConnectionParams(url=http_url, headers={"x-user": "ann"})
     )
@@ -334,3 +338,40 @@ async def test_a_progress_factory_makes_each_calls_callback_with_its_context(log
 
     assert context.actions.state_delta == {"count progress": 3}
     await toolset.close()
+
+
+async def test_an_idle_http_session_closes_itself_and_the_next_call_opens_another(
+    http_url: str,
+) -> None:
+    manager = MCPSessionManager(StreamableHTTPConnectionParams(url=http_url), idle_timeout=0.3)
+
+    async def session_id() -> str:
+        called = await manager.run(lambda session: session.call_tool("session_id", {}))
+        return str(field(called, "structuredContent")["result"])
+
+    first = await session_id()
+    assert await session_id() == first  # in use: kept
+    await _until_idle_closed(manager)
+
+    # The server has ended it too (the client ended it as it closed).
+    assert await _answer_status(http_url, first) == 404
+    second = await session_id()
+    assert second != first
+    await manager.close()
+    with pytest.raises(ValueError, match="idle_timeout must be positive"):
+        MCPSessionManager(StreamableHTTPConnectionParams(url=http_url), idle_timeout=0)
+
+
+async def _until_idle_closed(manager: MCPSessionManager) -> None:
+    sessions = manager._sessions  # pyright: ignore[reportPrivateUsage]
+    async with asyncio.timeout(10):
+        while any(s.alive for s in sessions.values()):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)  # it closes on its own timer: nothing to wait on
+
+
+async def _answer_status(url: str, session_id: str) -> int:
+    """The status a request on this MCP session id gets from the server."""
+    headers = {"mcp-session-id": session_id, "accept": "application/json, text/event-stream"}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx.AsyncClient() as client:
+        return (await client.post(url, json=request, headers=headers)).status_code

@@ -1,6 +1,9 @@
 """Connections to an MCP server: the parameters of each transport, and the sessions an
 McpToolset keeps open (one per distinct set of request headers; one for a stdio server),
-reused across calls and turns, reopened when they died, closed with the toolset.
+reused across calls and turns, reopened when they died, closed with the toolset. An HTTP
+session unused for `SESSION_IDLE_TIMEOUT` seconds (15 minutes, as the reference) closes
+itself (the next call opens a new one): a header_provider giving each user their own
+session must not keep every one open for the life of the process.
 
 A session is owned by a task of its own: the SDK's transports are anyio task groups,
 which must be entered and left by one task, while tool calls come from the agent's tasks.
@@ -16,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from types import TracebackType
-from typing import Any, TextIO, TypeAlias, TypeVar, final
+from typing import Any, Final, TextIO, TypeAlias, TypeVar, final
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +38,7 @@ from baton.tools.mcp_tool.sdk import (
 )
 
 __all__ = [
+    "SESSION_IDLE_TIMEOUT",
     "ConnectionParams",
     "MCPSessionManager",
     "SseConnectionParams",
@@ -47,6 +51,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+SESSION_IDLE_TIMEOUT: Final = 900.0
+"""Seconds an HTTP session may go unused (no call in flight, none handed out) before it
+closes itself, as the reference's pool closes idle sessions."""
 
 
 class StdioConnectionParams(BaseModel):
@@ -127,12 +135,22 @@ class MCPSessionManager:
     Args:
         connection_params: how to reach the server.
         errlog: where a stdio server's stderr goes.
+        idle_timeout: seconds after which an HTTP session nobody uses closes itself (a
+            call in flight keeps it open however long it runs); a stdio server's session
+            stays open until closed.
 
     Raises:
         TypeError: `connection_params` is none of the connection parameter classes.
+        ValueError: an idle_timeout that is not positive.
     """
 
-    def __init__(self, connection_params: ConnectionParams, errlog: TextIO = sys.stderr) -> None:
+    def __init__(
+        self,
+        connection_params: ConnectionParams,
+        errlog: TextIO = sys.stderr,
+        *,
+        idle_timeout: float = SESSION_IDLE_TIMEOUT,
+    ) -> None:
         if isinstance(connection_params, StdioServerParameters):
             connection_params = StdioConnectionParams(server_params=connection_params)
         if not isinstance(connection_params, _HttpParams | StdioConnectionParams):  # pyright: ignore[reportUnnecessaryIsInstance] -- checks the caller's value
@@ -141,8 +159,13 @@ class MCPSessionManager:
                 "StreamableHTTPConnectionParams or mcp's StdioServerParameters, got "
                 f"{connection_params!r}."
             )
+        if idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be positive seconds, got {idle_timeout}.")
         self.connection_params: StdioConnectionParams | _HttpParams = connection_params
         self._errlog = errlog
+        self._idle_timeout = (
+            None if isinstance(connection_params, StdioConnectionParams) else idle_timeout
+        )
         self._sessions: dict[str, _Session] = {}
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -155,7 +178,8 @@ class MCPSessionManager:
 
     async def create_session(self, headers: dict[str, str] | None = None) -> ClientSession:
         """The open session for these headers: the pooled one while it lives (on this event
-        loop), else a new one.
+        loop), else a new one. It counts as used now: an HTTP session closes itself once
+        unused for the idle timeout, so use it within that or ask again.
 
         Args:
             headers: request headers besides the connection's own (ignored for stdio).
@@ -209,12 +233,19 @@ class MCPSessionManager:
         loop = asyncio.get_running_loop()
         lock = self._locks.setdefault(loop, asyncio.Lock())
         async with lock:
+            for ended in [s for s in self._sessions.values() if s.ended and s.loop is loop]:
+                await self._discard(ended)  # e.g. closed itself when idle
             pooled = self._sessions.get(key)
             if pooled is not None and pooled.loop is loop and pooled.alive:
+                pooled.touch()
                 return pooled
             if pooled is not None:
                 await self._discard(pooled)
-            session = _Session(self._transport(headers), read_timeout=self._read_timeout())
+            session = _Session(
+                self._transport(headers),
+                read_timeout=self._read_timeout(),
+                idle_timeout=self._idle_timeout,
+            )
             await session.open(self.timeout, what=self._describe())
             self._sessions[key] = session
             return session
@@ -300,15 +331,24 @@ class _Session:
     would cut through the SDK's shielded shutdown and leave a server process behind.
     """
 
-    def __init__(self, transport: AbstractAsyncContextManager[Any], *, read_timeout: float) -> None:
+    def __init__(
+        self,
+        transport: AbstractAsyncContextManager[Any],
+        *,
+        read_timeout: float,
+        idle_timeout: float | None = None,
+    ) -> None:
         self._transport = transport
         self._read_timeout = read_timeout
+        self._idle_timeout = idle_timeout
+        self._in_flight = 0
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
         self._task: asyncio.Task[None] | None = None
         self._session: ClientSession | None = None
         self.loop = asyncio.get_running_loop()
+        self._last_used = self.loop.time()
 
     @property
     def session(self) -> ClientSession:
@@ -323,6 +363,15 @@ class _Session:
         if self._task is None or self._task.done() or self._closing.is_set():
             return False
         return self._session is None or not _transport_closed(self._session)
+
+    @property
+    def ended(self) -> bool:
+        """Whether its owner task has finished (closed, idle too long, or failed)."""
+        return self._task is not None and self._task.done()
+
+    def touch(self) -> None:
+        """Count the session as used now (its idle time starts again)."""
+        self._last_used = self.loop.time()
 
     async def open(self, within: float, *, what: str) -> None:
         """Start the owner task and wait until the session is initialized.
@@ -360,9 +409,12 @@ class _Session:
         if owner is None:
             call.cancel()
             raise ConnectionError("the MCP session is not open")
+        self._in_flight += 1
         try:
             await asyncio.wait({call, owner}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._in_flight -= 1
+            self.touch()
             if not call.done():
                 call.cancel()
                 with suppress(asyncio.CancelledError, Exception):
@@ -407,6 +459,22 @@ class _Session:
                     await session.initialize()
                 self._session = session
                 self._ready.set()
+                await self._until_closed_or_idle()
+
+    async def _until_closed_or_idle(self) -> None:
+        """Wait until the session is closed, or (with an idle timeout) until it has gone
+        unused that long with no call in flight; then it closes itself."""
+        timeout = self._idle_timeout
+        if timeout is None:
+            await self._closing.wait()
+            return
+        while not self._closing.is_set():
+            due = self._last_used + timeout - self.loop.time()
+            if due <= 0 and not self._in_flight:
+                _log.info("closing an MCP session unused for %s seconds", timeout)
+                self._closing.set()
+                return
+            with anyio.move_on_after(due if due > 0 else timeout):
                 await self._closing.wait()
 
 
