@@ -2,11 +2,13 @@
 
 `python tests/tools/mcp_server.py stdio` serves on stdin/stdout; `... http` serves
 streamable HTTP on 127.0.0.1 at a free port, which it prints as its first line
-(`port <n>`). Each tool call appends a line to the file named by MCP_CALL_LOG
-(`<tool> <arguments as JSON>`), and the process appends `start <pid>` when it starts, so
-tests count calls and processes from outside. `charge` logs the idempotency key baton
-sends in the request's `_meta` too, and reports progress once it is logged (a test's
-client kills itself there: the call was sent, its result not yet back).
+(`port <n>`); `... forks <socket>` is a fork server (tests/tools/mcp_forks.py) whose
+children serve either way, each for one session or test. Each tool call appends a line
+to the file named by MCP_CALL_LOG (`<tool> <arguments as JSON>`), and the process
+appends `start <pid>` when it starts, so tests count calls and processes from outside.
+`charge` logs the idempotency key baton sends in the request's `_meta` too, and reports
+progress once it is logged (a test's client kills itself there: the call was sent, its
+result not yet back).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
 
 import anyio
 import uvicorn
@@ -91,9 +94,23 @@ async def _serve_http() -> None:
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
-if __name__ == "__main__":
+def _serve_stdio() -> None:
     _log(f"start {os.getpid()}")
+    server.run()
+
+
+def _serve_http_here() -> None:
+    _log(f"start {os.getpid()}")
+    anyio.run(_serve_http)
+
+
+if __name__ == "__main__":
     if sys.argv[1:] == ["http"]:
-        anyio.run(_serve_http)
+        _serve_http_here()
+    elif sys.argv[1] == "forks":
+        sys.path.insert(0, str(Path(__file__).parents[2]))  # the repository, for `tests`
+        from tests.tools.mcp_forks import serve_forks
+
+        serve_forks(sys.argv[2], {"stdio": _serve_stdio, "http": _serve_http_here})
     else:
-        server.run()
+        _serve_stdio()

@@ -3,10 +3,14 @@ streamable HTTP process on 127.0.0.1, and its log of calls and processes."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +22,7 @@ from pydantic import JsonValue
 from baton.tools.mcp_tool import StdioConnectionParams, StdioServerParameters
 
 SERVER = Path(__file__).with_name("mcp_server.py")
+FORKS = Path(__file__).with_name("mcp_forks.py")
 
 SDK_PIPE_LEAK = (
     r"ignore:Exception ignored in. <socket\.socket fd=-?[0-9]+, family=1"
@@ -62,11 +67,47 @@ class CallLog:
 
 
 def stdio(log: CallLog, *, timeout: float = 20.0) -> StdioConnectionParams:
-    """The test server as a stdio command (a process per session)."""
+    """The test server as a stdio command (a process per session, forked from the fork
+    server of this test session: see tests/tools/mcp_forks.py)."""
     command = StdioServerParameters(
-        command=sys.executable, args=[str(SERVER), "stdio"], env={"MCP_CALL_LOG": str(log.path)}
+        command=sys.executable,
+        args=_forked("stdio"),
+        env={"MCP_CALL_LOG": str(log.path)},
     )
     return StdioConnectionParams(server_params=command, timeout=timeout)
+
+
+def _forked(mode: str) -> list[str]:
+    """The arguments of the command that runs the test server in `mode` in a process
+    forked from the fork server (see tests/tools/mcp_forks.py)."""
+    return ["-S", "-I", str(FORKS), _fork_server(), mode]
+
+
+@functools.cache
+def _fork_server() -> str:
+    """The socket of the test server's fork server, started on first use and ended when
+    the test session ends (its stdin closes)."""
+    directory = tempfile.mkdtemp(prefix="baton-mcp-")
+    socket = os.path.join(directory, "forks")
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "forks", socket],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None
+    assert stdout is not None
+    assert stdout.readline() == "ready\n"
+
+    def stop() -> None:
+        stdin.close()
+        process.wait(timeout=20)
+        stdout.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(stop)
+    return socket
 
 
 def result(value: JsonValue) -> dict[str, JsonValue]:
@@ -91,7 +132,7 @@ def serve_http(log: CallLog) -> Iterator[str]:
     """The test server over streamable HTTP for the block: its MCP endpoint's URL."""
     env = {**os.environ, "MCP_CALL_LOG": str(log.path)}
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http"], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, *_forked("http")], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
         assert process.stdout is not None

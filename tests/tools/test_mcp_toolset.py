@@ -191,8 +191,10 @@ async def test_a_server_that_cannot_start_is_a_connection_error_naming_it(tmp_pa
 
 
 async def test_a_server_that_does_not_answer_in_time_is_a_connection_error() -> None:
-    sleep = ["-c", "import time; time.sleep(60)"]
-    silent = StdioServerParameters(command=sys.executable, args=sleep)
+    # It never answers, and ends when its stdin closes (closing the toolset): no kill
+    # after the SDK's grace period.
+    mute = ["-c", "import sys; sys.stdin.read()"]
+    silent = StdioServerParameters(command=sys.executable, args=mute)
     toolset = McpToolset(connection_params=StdioConnectionParams(server_params=silent, timeout=0.5))
 
     with pytest.raises(ConnectionError, match=r"no session within 0\.5 seconds"):
