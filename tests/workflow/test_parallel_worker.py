@@ -18,11 +18,13 @@ import pytest
 from pydantic import JsonValue, ValidationError
 
 from baton import Context, Event, Node, RequestInput, Workflow, node
+from baton.errors import WorkflowChangedError
 from baton.sessions.services import BaseSessionService
 from baton.workflow import RetryConfig
 from baton.workflow.binding import NodeInput
 from tests.conftest import StoreFactory
 from tests.harness import MakeHarness, asked, attach_harness, build_harness
+from tests.runner.test_guarantees import snapshot
 
 Shown = tuple[str | None, str | None, JsonValue]
 
@@ -256,3 +258,50 @@ async def test_the_workers_retry_config_retries_a_failed_item_not_the_finished_o
 
     assert events[-1].output == [10, 20, 30]
     assert sorted(runs) == [1, 1, 2, 3]
+
+
+def _versioned_worker(runs: list[int], **options: Any) -> Workflow:
+    """`asking_worker`, its item node with `options`."""
+
+    @node(parallel_worker=True, **options)
+    async def check(ctx: Context, node_input: int) -> Any:
+        runs.append(node_input)
+        if node_input == 2:
+            yield RequestInput(interrupt_id="q2", message="two?")
+            return
+        yield node_input * 10
+
+    return Workflow(name="wf", edges=[("START", split, check, total)])
+
+
+@pytest.mark.parametrize(
+    ("started", "resumed", "change"),
+    [
+        ({"version": 1}, {"version": 2}, "ParallelWorker(rerun) of FunctionNode version 1 -> "),
+        ({}, {"rerun_on_resume": True}, "ParallelWorker(rerun) -> ParallelWorker(rerun) of "),
+    ],
+    ids=["version", "rerun_on_resume"],
+)
+async def test_a_changed_item_option_is_a_changed_workflow_on_resume(
+    stores: StoreFactory, started: dict[str, Any], resumed: dict[str, Any], change: str
+) -> None:
+    """The item node's options are in the fingerprint, as any node's are: a resume by
+    code whose item node differs is refused, naming the node, and nothing changes."""
+    runs: list[int] = []
+    service = BaseSessionService(stores.open())
+    h = await build_harness(_versioned_worker(runs, **started), service, resumable=True)
+    await h.start()
+    before = await snapshot(service, h.key)
+
+    changed = attach_harness(
+        _versioned_worker(runs, **resumed),
+        BaseSessionService(stores.open()),
+        h.session_id,
+        resumable=True,
+    )
+    with pytest.raises(WorkflowChangedError, match=rf"node 'check' changed \({re.escape(change)}"):
+        await changed.answer(("q2", 22))
+
+    assert await snapshot(service, h.key) == before
+    events = await h.answer(("q2", 22))  # the code it started with resumes it
+    assert shown(events)[-1] == (None, "wf@1/total@1", 62)

@@ -161,8 +161,24 @@ def _kind(node: Node) -> JsonValue:
     flags = ["rerun"] if node.rerun_on_resume else []
     if _asks_confirmation(node):
         flags.append(CONFIRM_FLAG)
-    kind = type(node).__name__ + (f"({', '.join(flags)})" if flags else "")
-    return _with_sub_agents(_versioned(kind, node), node)
+    kind = _versioned(type(node).__name__ + (f"({', '.join(flags)})" if flags else ""), node)
+    item = getattr(node, "item_node", None)
+    if item is not None:
+        kind = _with_item(kind, item)
+    return _with_sub_agents(kind, node)
+
+
+def _with_item(kind: str, item: Node) -> str:
+    """A parallel worker's `kind` with the node each item runs through, whose options
+    (rerun, confirmation, version) decide how a paused item resumes as any node's do.
+
+    Read by attribute (`item_node`): only workers have one. A plain FunctionNode item
+    leaves the kind as it was recorded before items were, so such runs still resume.
+    """
+    inner = _kind(item)
+    if inner == "FunctionNode":
+        return kind
+    return f"{kind} of {inner if isinstance(inner, str) else _canonical(inner)}"
 
 
 def _asks_confirmation(node: object) -> bool:

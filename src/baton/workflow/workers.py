@@ -63,6 +63,11 @@ class ParallelWorker(BaseNode):
         self.max_parallel_workers = max_parallel_workers
         self._node = node
 
+    @property
+    def item_node(self) -> BaseNode:
+        """The node each item runs through (its options are in the fingerprint)."""
+        return self._node
+
     async def _run_impl(self, *, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         items = _items(node_input)
         slots = asyncio.Semaphore(self.max_parallel_workers or max(len(items), 1))
