@@ -21,8 +21,10 @@ from pathlib import Path
 
 import anyio
 import uvicorn
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 server = MCPServer("baton-test")
 TABLE = {"alpha": "the first letter", "omega": "the last letter"}
@@ -84,6 +86,26 @@ def session_id(ctx: Context) -> str:
     """The MCP session this call came on (streamable HTTP's session id header)."""
     request = ctx.request_context.request
     return request.headers.get("mcp-session-id", "") if request is not None else ""
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Have the client's model summarize a text (sampling)."""
+    asked = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))
+    answer = await ctx.session.create_message([asked], max_tokens=50)  # pyright: ignore[reportDeprecated] -- 2.x still serves it
+    content = answer.content
+    return content.text if isinstance(content, types.TextContent) else "?"
+
+
+class Approval(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def approve(item: str, ctx: Context) -> str:
+    """Ask the client's user to approve an item (elicitation)."""
+    answer = await ctx.elicit(f"Approve {item}?", Approval)
+    return f"{answer.action} {answer.data.ok}" if answer.action == "accept" else answer.action
 
 
 async def _serve_http() -> None:

@@ -60,6 +60,9 @@ async def mcp_tools(toolset: McpToolset) -> list[McpTool]:
     return [t for t in tools if isinstance(t, McpTool)]
 
 
+ALL_TOOLS = ["add", "approve", "charge", "count", "lookup", "session_id", "summarize", "whoami"]
+"""The test server's tools, by name."""
+
 ADD = FunctionDeclaration(
     name="add",
     description="Add two integers.",
@@ -79,7 +82,7 @@ async def test_the_servers_tools_are_declared_as_the_server_describes_them(log: 
     toolset = McpToolset(connection_params=stdio(log))
     tools = await mcp_tools(toolset)
 
-    assert [t.name for t in tools] == ["add", "charge", "count", "lookup", "session_id", "whoami"]
+    assert [t.name for t in tools] == ALL_TOOLS
     assert tool_named(tools, "add").declaration() == ADD
     assert tool_named(tools, "add").raw_mcp_tool.name == "add"
     await toolset.close()
@@ -149,7 +152,7 @@ async def test_a_cached_listing_is_reused_without_asking_the_server(log: CallLog
 
     again = [t.name for t in await cached.get_tools()]
 
-    assert again == first == ["add", "charge", "count", "lookup", "session_id", "whoami"]
+    assert again == first == ALL_TOOLS
     assert log.pids() == [pid]  # not asked again: no server was started
     await cached.close()  # forgets the listing: the next one asks a new server
     assert [t.name for t in await cached.get_tools()] == first
@@ -224,7 +227,7 @@ async def test_streamable_http_lists_and_calls_tools(http_url: str) -> None:
     added = await tool_named(tools, "add").run({"a": 20, "b": 22}, ToolContext())
     who = await tool_named(tools, "whoami").run({}, ToolContext())
 
-    assert [t.name for t in tools] == ["add", "charge", "count", "lookup", "session_id", "whoami"]
+    assert [t.name for t in tools] == ALL_TOOLS
     assert added == result(42)
     assert who == result("ann")
     await toolset.close()
@@ -377,3 +380,58 @@ async def _answer_status(url: str, session_id: str) -> int:
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     async with httpx.AsyncClient() as client:
         return (await client.post(url, json=request, headers=headers)).status_code
+
+
+async def test_the_servers_sampling_and_elicitation_requests_reach_the_callbacks(
+    http_url: str,
+) -> None:
+    asked: list[str] = []
+
+    async def sample(
+        context: object, params: mcp_types.CreateMessageRequestParams
+    ) -> mcp_types.CreateMessageResult:
+        [message] = params.messages
+        assert isinstance(message.content, mcp_types.TextContent)
+        asked.append(message.content.text)
+        text = mcp_types.TextContent(type="text", text="short")
+        return mcp_types.CreateMessageResult(role="assistant", content=text, model="local")
+
+    async def elicit(
+        context: object, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"ok": True})
+
+    toolset = McpToolset(
+        connection_params=StreamableHTTPConnectionParams(url=http_url),
+        tool_filter=["summarize", "approve"],
+        sampling_callback=sample,
+        elicitation_callback=elicit,
+    )
+    approve, summarize = await mcp_tools(toolset)
+
+    assert await summarize.run({"text": "a long text"}, ToolContext()) == result("short")
+    assert await approve.run({"item": "the plan"}, ToolContext()) == result("accept True")
+    assert asked == ["a long text", "Approve the plan?"]
+    await toolset.close()
+
+
+async def test_without_a_sampling_callback_the_server_is_told_sampling_is_not_offered(
+    http_url: str,
+) -> None:
+    toolset = McpToolset(
+        connection_params=StreamableHTTPConnectionParams(url=http_url),
+        tool_filter=["summarize"],
+    )
+    [summarize] = await mcp_tools(toolset)
+
+    answer = await summarize.run({"text": "a long text"}, ToolContext())
+
+    # The server's request fails, and so does its tool call: the model reads why.
+    assert answer == {"error": "MCP tool execution failed: Sampling not supported"}
+    await toolset.close()
+
+
+def test_from_config_is_refused_naming_what_baton_lacks() -> None:
+    with pytest.raises(NotImplementedError, match="agent config file .* baton does not read"):
+        McpToolset.from_config({"stdio_server_params": {"command": "x"}}, "/agents/root.yaml")

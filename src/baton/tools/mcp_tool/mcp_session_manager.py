@@ -27,7 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from baton.tools.mcp_tool.sdk import (
     CLIENT_INFO,
     ClientSession,
+    ElicitationFnT,
     McpError,
+    SamplingCapability,
+    SamplingFnT,
     StdioServerParameters,
     create_mcp_http_client,
     http,
@@ -138,6 +141,14 @@ class MCPSessionManager:
         idle_timeout: seconds after which an HTTP session nobody uses closes itself (a
             call in flight keeps it open however long it runs); a stdio server's session
             stays open until closed.
+        sampling_callback: answers the server's requests for a completion from the
+            client's model (`sampling/createMessage`): an async function of the SDK's
+            (context, CreateMessageRequestParams) returning a CreateMessageResult (or
+            ErrorData). Without it the client offers no sampling.
+        sampling_capabilities: the sampling capability the client declares with it.
+        elicitation_callback: answers the server's requests for the user's input
+            (`elicitation/create`): an async function of (context, ElicitRequestParams)
+            returning an ElicitResult (or ErrorData).
 
     Raises:
         TypeError: `connection_params` is none of the connection parameter classes.
@@ -150,6 +161,9 @@ class MCPSessionManager:
         errlog: TextIO = sys.stderr,
         *,
         idle_timeout: float = SESSION_IDLE_TIMEOUT,
+        sampling_callback: SamplingFnT | None = None,
+        sampling_capabilities: SamplingCapability | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
     ) -> None:
         if isinstance(connection_params, StdioServerParameters):
             connection_params = StdioConnectionParams(server_params=connection_params)
@@ -166,6 +180,14 @@ class MCPSessionManager:
         self._idle_timeout = (
             None if isinstance(connection_params, StdioConnectionParams) else idle_timeout
         )
+        # What the client answers for the server, passed to each session as the SDK
+        # names it; only those given, so an SDK without one of them is not asked.
+        given = {
+            "sampling_callback": sampling_callback,
+            "sampling_capabilities": sampling_capabilities,
+            "elicitation_callback": elicitation_callback,
+        }
+        self._answers = {name: value for name, value in given.items() if value is not None}
         self._sessions: dict[str, _Session] = {}
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -245,6 +267,7 @@ class MCPSessionManager:
                 self._transport(headers),
                 read_timeout=self._read_timeout(),
                 idle_timeout=self._idle_timeout,
+                answers=self._answers,
             )
             await session.open(self.timeout, what=self._describe())
             self._sessions[key] = session
@@ -337,8 +360,10 @@ class _Session:
         *,
         read_timeout: float,
         idle_timeout: float | None = None,
+        answers: dict[str, Any] | None = None,
     ) -> None:
         self._transport = transport
+        self._answers = answers or {}
         self._read_timeout = read_timeout
         self._idle_timeout = idle_timeout
         self._in_flight = 0
@@ -453,6 +478,7 @@ class _Session:
                         streams[1],
                         read_timeout_seconds=read_timeout(self._read_timeout),
                         client_info=CLIENT_INFO,
+                        **self._answers,
                     )
                 )
                 with anyio.fail_after(within):

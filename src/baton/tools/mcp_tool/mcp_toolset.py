@@ -37,7 +37,12 @@ from baton.tools.mcp_tool.mcp_tool import (
     ProgressCallback,
     provide_headers,
 )
-from baton.tools.mcp_tool.sdk import mcp_types
+from baton.tools.mcp_tool.sdk import (
+    ElicitationFnT,
+    SamplingCapability,
+    SamplingFnT,
+    mcp_types,
+)
 
 __all__ = [
     "MCPToolset",
@@ -78,6 +83,14 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             (per distinct headers) instead of asking for it in each invocation; a tool
             the server adds or removes meanwhile goes unnoticed until then. None: ask
             each time.
+        sampling_callback: answers the server's requests for a completion from the
+            client's model (`sampling/createMessage`), as the SDK calls it: an async
+            `(context, CreateMessageRequestParams)` returning a `CreateMessageResult`.
+        sampling_capabilities: the sampling capability declared with it.
+        elicitation_callback: answers the server's requests for the user's input
+            (`elicitation/create`): an async `(context, ElicitRequestParams)` returning
+            an `ElicitResult`. It runs while the tool call waits, in the process running
+            it: a run does not pause for it.
 
     Raises:
         ValueError: no connection_params; a tool_list_cache_ttl_seconds that is not
@@ -97,6 +110,9 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         header_provider: HeaderProvider | None = None,
         tool_list_cache_ttl_seconds: float | None = None,
         progress_callback: ProgressCallback | None = None,
+        sampling_callback: SamplingFnT | None = None,
+        sampling_capabilities: SamplingCapability | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
         if not connection_params:
@@ -110,13 +126,31 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         self._progress_callback = progress_callback
         self._connection_params = connection_params
         self._errlog = errlog
-        self._mcp_session_manager = MCPSessionManager(connection_params, errlog)
+        self._mcp_session_manager = MCPSessionManager(
+            connection_params,
+            errlog,
+            sampling_callback=sampling_callback,
+            sampling_capabilities=sampling_capabilities,
+            elicitation_callback=elicitation_callback,
+        )
         self._require_confirmation = check_rule(require_confirmation, "McpToolset")
         self._header_provider = header_provider
 
     @property
     def connection_params(self) -> ConnectionParams:
         return self._connection_params
+
+    @classmethod
+    def from_config(cls, config: object, config_abs_path: str) -> McpToolset:
+        """The reference's way to build the toolset from an agent config file's entry.
+
+        Raises:
+            NotImplementedError: always; baton reads no agent config files.
+        """
+        raise NotImplementedError(
+            "McpToolset.from_config builds a toolset from an agent config file (YAML), "
+            "which baton does not read; build McpToolset(connection_params=...) in Python."
+        )
 
     @property
     def errlog(self) -> TextIO:
@@ -212,6 +246,9 @@ class MCPToolset(McpToolset):
         header_provider: HeaderProvider | None = None,
         tool_list_cache_ttl_seconds: float | None = None,
         progress_callback: ProgressCallback | None = None,
+        sampling_callback: SamplingFnT | None = None,
+        sampling_capabilities: SamplingCapability | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
     ) -> None:
         warnings.warn(
             "MCPToolset is the older name of McpToolset; use McpToolset.",
@@ -227,6 +264,9 @@ class MCPToolset(McpToolset):
             header_provider=header_provider,
             tool_list_cache_ttl_seconds=tool_list_cache_ttl_seconds,
             progress_callback=progress_callback,
+            sampling_callback=sampling_callback,
+            sampling_capabilities=sampling_capabilities,
+            elicitation_callback=elicitation_callback,
         )
 
 

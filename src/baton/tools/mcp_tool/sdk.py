@@ -18,8 +18,9 @@ from pydantic import BaseModel, JsonValue
 INSTALL_HINT: Final = "MCP tools need the MCP SDK: pip install 'baton[mcp]'"
 
 try:
-    from mcp import ClientSession, StdioServerParameters
+    from mcp import ClientSession, SamplingCapability, StdioServerParameters
     from mcp import types as mcp_types
+    from mcp.client.session import ElicitationFnT, SamplingFnT
     from mcp.client.sse import sse_client
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import (
@@ -53,7 +54,10 @@ __all__ = [
     "INSTALL_HINT",
     "IS_V2",
     "ClientSession",
+    "ElicitationFnT",
     "McpError",
+    "SamplingCapability",
+    "SamplingFnT",
     "StdioServerParameters",
     "create_mcp_http_client",
     "dump",
