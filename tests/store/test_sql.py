@@ -297,7 +297,7 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
         await _migrate(database, up_to=14)
         await database.transact(_seed_events_13, write=True)
         await database.transact(_seed_question_14, write=True)
-        assert await _migrate(database) == [15, 16, 17]
+        assert await _migrate(database) == [15, 16, 17, 18]
         keys = await database.transact(_session_keys, write=False)
         shape = await database.transact(_schema_shape, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
@@ -321,7 +321,7 @@ async def test_migration_16_leaves_half_of_each_page_of_steps_rows_on_postgresql
     async with _database(store_url) as database:
         await _migrate(database, up_to=15)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [16, 17]
+        assert await _migrate(database) == [16, 17, 18]
         shape = await database.transact(_schema_shape, write=False)
         kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
         options = await database.transact(_fillfactors, write=False)
@@ -355,7 +355,7 @@ async def test_migration_17_shares_prefixed_keys_from_then_on_and_keeps_earlier_
     async with _database(store_url) as database:
         await _migrate(database, up_to=16)
         await database.transact(_seed_prefixed_state_16, write=True)
-        assert await _migrate(database) == [17]
+        assert await _migrate(database) == [17, 18]
         shape = await database.transact(_schema_shape, write=False)
     assert shape == _declared_shape(store_url)
     store = SqlStore(store_url)
@@ -371,6 +371,72 @@ async def test_migration_17_shares_prefixed_keys_from_then_on_and_keeps_earlier_
     assert other.state == {"app:k": 1, "user:name": "new"}
     assert again is not None
     assert again.state == {"user:name": "new", "n": 1, "app:k": 1}
+
+
+async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_rows(
+    store_url: str,
+) -> None:
+    """Sessions of step 17 holding `app:` and `user:` keys in their own state (written
+    before step 17) give them to the app's and the user's rows: where sessions disagree,
+    the most recently updated one's value wins, and a key the shared row already held
+    (written since step 17) stays. The sessions keep only their own keys; what code
+    reads of each session's state is the shared value."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=17)
+        await database.transact(_seed_prefixed_state_17, write=True)
+        assert await _migrate(database) == [18]
+        shape = await database.transact(_schema_shape, write=False)
+        rows = await database.transact(_state_rows, write=False)
+    assert shape == _declared_shape(store_url)
+    assert rows == (
+        {"s1": {"n": 1}, "s2": {}, "s3": {"m": 2}},
+        {APP: {"app:k": "since 17", "app:j": "j2"}},
+        {(APP, USER): {"user:name": "newer"}, (APP, "u2"): {"user:name": "x"}},
+    )
+    store = SqlStore(store_url)
+    try:
+        s1 = await store.get_session(key(), with_events=False)
+    finally:
+        await store.close()
+    assert s1 is not None
+    assert s1.state == {"n": 1, "app:k": "since 17", "app:j": "j2", "user:name": "newer"}
+
+
+def _seed_prefixed_state_17(connection: Connection) -> None:
+    """Three sessions (s2 of the same user updated after s1, s3 of another user) and the
+    app's row written since step 17."""
+    seeded = [
+        ("s1", USER, 1.0, {"app:k": "a1", "app:j": "j1", "user:name": "old", "n": 1}),
+        ("s3", "u2", 3.0, {"user:name": "x", "m": 2}),
+        ("s2", USER, 2.0, {"app:k": "a2", "app:j": "j2", "user:name": "newer"}),
+    ]
+    for session_id, user_id, updated_at, state in seeded:
+        connection.execute(
+            schema.sessions.insert().values(
+                app_name=APP,
+                user_id=user_id,
+                session_id=session_id,
+                state=state,
+                updated_at=updated_at,
+            )
+        )
+    connection.execute(schema.app_states.insert().values(app_name=APP, state={"app:k": "since 17"}))
+
+
+def _state_rows(
+    connection: Connection,
+) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, str], Any]]:
+    """Each session's own state, the app rows and the user rows."""
+    sessions = schema.sessions.c
+    users = schema.user_states.c
+    own = connection.execute(select(sessions.session_id, sessions.state))
+    apps = connection.execute(select(schema.app_states.c.app_name, schema.app_states.c.state))
+    shared = connection.execute(select(users.app_name, users.user_id, users.state))
+    return (
+        {str(sid): state for sid, state in own},
+        {str(app): state for app, state in apps},
+        {(str(app), str(user)): state for app, user, state in shared},
+    )
 
 
 def _seed_prefixed_state_16(connection: Connection) -> None:

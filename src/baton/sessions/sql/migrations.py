@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pydantic import JsonValue
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -523,6 +524,76 @@ def _v17_statements(_dialect: str) -> Sequence[ExecutableDDLElement]:
     return [CreateTable(binary_text(table)) for table in _V17_TABLES]
 
 
+# Step 18 reads and writes sessions' state through this frozen view of their table.
+_V18_SESSIONS = Table(
+    "baton_sessions",
+    MetaData(),
+    Column("pk", _V1_SERIAL, primary_key=True),
+    Column("app_name", String(255)),
+    Column("user_id", String(255)),
+    Column("state", Json),
+    Column("updated_at", Double),
+)
+_V18_APP_PREFIX = "app:"
+_V18_USER_PREFIX = "user:"
+
+
+def _v18_statements(_dialect: str) -> Sequence[DataChange]:
+    return [_v18_share_prefixed_keys]
+
+
+def _v18_share_prefixed_keys(connection: Connection) -> None:
+    """Move the `app:` and `user:` keys sessions kept in their own state before step 17
+    into the app's and the user's shared rows, and out of the sessions.
+
+    When sessions disagree on a key, the most recently updated session's value wins
+    (sessions are read oldest first, each overwriting); a key the shared row already
+    holds was written since step 17, later than any session's own copy, and stays.
+    """
+    apps: dict[str, dict[str, JsonValue]] = {}
+    users: dict[tuple[str, str], dict[str, JsonValue]] = {}
+    rows = connection.execute(
+        select(
+            _V18_SESSIONS.c.pk,
+            _V18_SESSIONS.c.app_name,
+            _V18_SESSIONS.c.user_id,
+            _V18_SESSIONS.c.state,
+        ).order_by(_V18_SESSIONS.c.updated_at, _V18_SESSIONS.c.pk)
+    ).all()
+    for pk, app_name, user_id, found in rows:
+        state: dict[str, JsonValue] = found or {}
+        own = {k: v for k, v in state.items() if not _v18_is_shared(k)}
+        if len(own) == len(state):
+            continue
+        for name, value in state.items():
+            if name.startswith(_V18_APP_PREFIX):
+                apps.setdefault(app_name, {})[name] = value
+            elif name.startswith(_V18_USER_PREFIX):
+                users.setdefault((app_name, user_id), {})[name] = value
+        connection.execute(_V18_SESSIONS.update().where(_V18_SESSIONS.c.pk == pk).values(state=own))
+    app_table, user_table = _V17_TABLES
+    for app_name, keys in apps.items():
+        _v18_share(connection, app_table, {"app_name": app_name}, keys)
+    for (app_name, user_id), keys in users.items():
+        _v18_share(connection, user_table, {"app_name": app_name, "user_id": user_id}, keys)
+
+
+def _v18_is_shared(name: str) -> bool:
+    return name.startswith((_V18_APP_PREFIX, _V18_USER_PREFIX))
+
+
+def _v18_share(
+    connection: Connection, table: Table, owner: dict[str, str], keys: dict[str, JsonValue]
+) -> None:
+    """`keys` added to the owner's shared row, under the keys it already holds."""
+    where = [table.c[name] == value for name, value in owner.items()]
+    held = connection.scalar(select(table.c.state).where(*where))
+    if held is None:
+        connection.execute(table.insert().values(**owner, state=keys))
+    else:
+        connection.execute(table.update().where(*where).values(state={**keys, **held}))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -549,6 +620,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         _v16_statements,
     ),
     Migration(17, "app: and user: state keys shared by the sessions", _v17_statements),
+    Migration(
+        18,
+        "app: and user: keys kept in sessions before step 17 moved to the shared rows",
+        _v18_statements,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number
