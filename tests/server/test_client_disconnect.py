@@ -1,4 +1,4 @@
-"""A client that disconnects from `/run_sse` mid-run stops the run, as the reference's
+"""A client that disconnects from `/run_sse` or `/run` mid-run stops the run, as the reference's
 server stops its run by cancelling it: a real `baton api_server` process, a client that
 closes its connection while a node waits; the rest of the workflow does not run, every
 committed step stays, and the run continues by its id."""
@@ -6,6 +6,7 @@ committed step stays, and the run continues by its id."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 
@@ -94,6 +95,63 @@ def test_a_client_leaving_run_sse_stops_the_run_resumable_by_id(tmp_path: Path) 
         resumed = client.post(
             "/run",
             json={"appName": "steps", "userId": "u", "sessionId": "s1", "invocationId": invocation},
+        )
+        assert resumed.status_code == 200, resumed.text
+        assert [e["output"] for e in resumed.json() if "output" in e] == ["two", "three"]
+        assert (_runs(folder, "first"), _runs(folder, "slow"), _runs(folder, "last")) == (1, 2, 1)
+
+
+def test_a_client_leaving_run_stops_the_run_resumable_by_id(tmp_path: Path) -> None:
+    """`/run` (no stream) too: a client whose connection closes before the reply stops
+    the run; it continues by its id."""
+    folder = tmp_path / "agents" / "steps"
+    folder.mkdir(parents=True)
+    (folder / "agent.py").write_text(_AGENT)
+    args = [str(BATON), "api_server", str(tmp_path / "agents"), "--port", "0"]
+    with (
+        serving([*args, "--db", str(tmp_path / "s.db")]) as url,
+        httpx.Client(base_url=url) as client,
+    ):
+        client.post("/apps/steps/users/u/sessions", json={"sessionId": "s1"}).raise_for_status()
+        body = {
+            "appName": "steps",
+            "userId": "u",
+            "sessionId": "s1",
+            "newMessage": {"role": "user", "parts": [{"text": "go"}]},
+        }
+        # /run replies only when the run ends: a raw connection sends the request, waits
+        # for the slow node to start, and closes without reading a reply.
+        address = httpx.URL(url)
+        payload = json.dumps(body).encode()
+        request = (
+            f"POST /run HTTP/1.1\r\nHost: {address.host}\r\nContent-Type: application/json"
+            f"\r\nContent-Length: {len(payload)}\r\n\r\n"
+        ).encode() + payload
+        port = address.port or 80
+        with socket.create_connection((address.host, port), timeout=20) as leaving:
+            leaving.sendall(request)
+            _wait_for(lambda: _runs(folder, "slow") == 1, "the slow node to start")
+        session = "/apps/steps/users/u/sessions/s1"
+        _wait_for(
+            lambda: any(
+                e.get("errorCode") == "INVOCATION_ABORTED"
+                for e in client.get(session).json()["events"]
+            ),
+            "the run to be sealed",
+        )
+        (folder / "go").touch()
+        time.sleep(0.3)  # a run still going would now finish its slow node and run `last`
+        assert _runs(folder, "last") == 0
+        events = client.get(session).json()["events"]
+        assert [e["output"] for e in events if "output" in e] == ["one"]
+        resumed = client.post(
+            "/run",
+            json={
+                "appName": "steps",
+                "userId": "u",
+                "sessionId": "s1",
+                "invocationId": events[0]["invocationId"],
+            },
         )
         assert resumed.status_code == 200, resumed.text
         assert [e["output"] for e in resumed.json() if "output" in e] == ["two", "three"]

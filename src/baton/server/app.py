@@ -622,7 +622,26 @@ def _run_routes(server: _Server) -> APIRouter:
 async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Response:
     server.keys.authorize(request, body.user_id)
     app_name = _app_name(server, body)
-    return await run_reply(await _start(server, app_name, body, _run_config(body, streaming=False)))
+    aborted = asyncio.Event()
+    run_config = _run_config(body, streaming=False)
+    feed = await _start(server, app_name, body, run_config, abort_signal=aborted)
+    async with asyncio.TaskGroup() as group:
+        # A client that leaves before the reply stops the run, as one leaving /run_sse
+        # does: nobody would read the events of a run going on.
+        watcher = group.create_task(_abort_when_gone(server, request, feed, aborted))
+        reply = await run_reply(feed)
+        watcher.cancel()
+    return reply
+
+
+async def _abort_when_gone(
+    server: _Server, request: Request, feed: RunFeed, aborted: asyncio.Event
+) -> None:
+    """Wait for the client to disconnect (its body was read: what comes now is that),
+    then stop the run unless it ended."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    _abort_unless_ended(server, feed, aborted)
 
 
 async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
