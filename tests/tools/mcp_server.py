@@ -82,6 +82,16 @@ async def charge(amount: int, ctx: Context) -> str:
 
 
 @server.tool()
+def credentials(ctx: Context) -> str:
+    """The caller's Authorization and X-API-Key headers, as JSON (HTTP only)."""
+    request = ctx.request_context.request
+    names = ("authorization", "x-api-key")
+    if request is None:
+        return json.dumps(dict.fromkeys(names))
+    return json.dumps({name: request.headers.get(name) for name in names})
+
+
+@server.tool()
 def session_id(ctx: Context) -> str:
     """The MCP session this call came on (streamable HTTP's session id header)."""
     request = ctx.request_context.request

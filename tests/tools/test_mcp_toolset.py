@@ -4,6 +4,7 @@ SDK): over stdio, a subprocess per session, and over streamable HTTP on 127.0.0.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -11,12 +12,22 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
+from fastapi.openapi.models import APIKey, APIKeyIn, HTTPBase, HTTPBearer, OAuth2, OAuthFlows
 from pydantic import ValidationError
 
 import baton.tools
+from baton.auth import (
+    AuthCredential,
+    AuthCredentialTypes,
+    HttpAuth,
+    HttpCredentials,
+    OAuth2Auth,
+    ServiceAccount,
+)
 from baton.tools import ToolContext
 from baton.tools.mcp_tool import (
     MCPSessionManager,
@@ -60,7 +71,17 @@ async def mcp_tools(toolset: McpToolset) -> list[McpTool]:
     return [t for t in tools if isinstance(t, McpTool)]
 
 
-ALL_TOOLS = ["add", "approve", "charge", "count", "lookup", "session_id", "summarize", "whoami"]
+ALL_TOOLS = [
+    "add",
+    "approve",
+    "charge",
+    "count",
+    "credentials",
+    "lookup",
+    "session_id",
+    "summarize",
+    "whoami",
+]
 """The test server's tools, by name."""
 
 ADD = FunctionDeclaration(
@@ -435,3 +456,78 @@ async def test_without_a_sampling_callback_the_server_is_told_sampling_is_not_of
 def test_from_config_is_refused_naming_what_baton_lacks() -> None:
     with pytest.raises(NotImplementedError, match="agent config file .* baton does not read"):
         McpToolset.from_config({"stdio_server_params": {"command": "x"}}, "/agents/root.yaml")
+
+
+def bearer(token: str | None = "t-1") -> AuthCredential:
+    secret = HttpCredentials(token=token)
+    http = HttpAuth(scheme="bearer", credentials=secret)
+    return AuthCredential(auth_type=AuthCredentialTypes.HTTP, http=http)
+
+
+async def sent_credentials(toolset: McpToolset) -> object:
+    """What the server's `credentials` tool saw (its listing came through too)."""
+    [tool] = [t for t in await mcp_tools(toolset) if t.name == "credentials"]
+    answer = await tool.run({}, ToolContext())
+    await toolset.close()
+    assert isinstance(answer, dict)
+    structured = cast(dict[str, str], answer["structuredContent"])
+    return json.loads(structured["result"])
+
+
+async def test_an_api_key_or_http_credential_is_sent_as_the_reference_sends_it(
+    http_url: str,
+) -> None:
+    def toolset(scheme: object, credential: AuthCredential) -> McpToolset:
+        params = StreamableHTTPConnectionParams(url=http_url)
+        return McpToolset(connection_params=params, auth_scheme=scheme, auth_credential=credential)
+
+    api_key = AuthCredential(auth_type=AuthCredentialTypes.API_KEY, api_key="k-1")
+    in_header = APIKey(**{"in": APIKeyIn.header}, name="X-API-Key")  # pyright: ignore[reportArgumentType]
+    basic = AuthCredential(
+        auth_type=AuthCredentialTypes.HTTP,
+        http=HttpAuth(scheme="basic", credentials=HttpCredentials(username="ann", password="pw")),
+    )
+
+    assert await sent_credentials(toolset(in_header, api_key)) == {
+        "authorization": None,
+        "x-api-key": "k-1",
+    }
+    assert await sent_credentials(toolset(HTTPBase(scheme="basic"), basic)) == {
+        "authorization": "Basic YW5uOnB3",  # base64 of ann:pw
+        "x-api-key": None,
+    }
+    # Over the connection's (or a header_provider's) header of that name, in any case.
+    params = StreamableHTTPConnectionParams(url=http_url, headers={"authorization": "Bearer 0"})
+    over = McpToolset(connection_params=params, auth_scheme=HTTPBearer(), auth_credential=bearer())
+    assert await sent_credentials(over) == {"authorization": "Bearer t-1", "x-api-key": None}
+
+
+def test_credentials_baton_cannot_use_by_itself_are_refused_naming_what_is_missing() -> None:
+    params = StreamableHTTPConnectionParams(url="http://127.0.0.1:1/mcp")
+
+    def build(scheme: object, credential: AuthCredential | None) -> McpToolset:
+        return McpToolset(connection_params=params, auth_scheme=scheme, auth_credential=credential)
+
+    oauth2 = AuthCredential(
+        auth_type=AuthCredentialTypes.OAUTH2, oauth2=OAuth2Auth(client_id="c", client_secret="s")
+    )
+    robot = AuthCredential(
+        auth_type=AuthCredentialTypes.SERVICE_ACCOUNT,
+        service_account=ServiceAccount(use_default_credential=True),
+    )
+    in_query = APIKey(**{"in": APIKeyIn.query}, name="key")  # pyright: ignore[reportArgumentType]
+    api_key = AuthCredential(auth_type=AuthCredentialTypes.API_KEY, api_key="k")
+    consent = r"oauth2 credential needs a user's consent .* baton has no credential service"
+    with pytest.raises(NotImplementedError, match=consent):
+        build(OAuth2(flows=OAuthFlows()), oauth2)
+    with pytest.raises(NotImplementedError, match="service account needs exchanging"):
+        build(HTTPBearer(), robot)
+    with pytest.raises(NotImplementedError, match="came without an auth_credential"):
+        build(HTTPBearer(), None)
+    with pytest.raises(ValueError, match="only in a header: .* got in='query'"):
+        build(in_query, api_key)
+    with pytest.raises(ValueError, match="HTTP 'bearer' credential has no token"):
+        build(HTTPBearer(), bearer(None))
+    with pytest.raises(TypeError, match="must be a baton.auth.AuthCredential"):
+        build(HTTPBearer(), {"auth_type": "http"})  # pyright: ignore[reportArgumentType]
+    assert "client_secret" not in repr(oauth2)  # secrets are not shown

@@ -149,6 +149,9 @@ class MCPSessionManager:
         elicitation_callback: answers the server's requests for the user's input
             (`elicitation/create`): an async function of (context, ElicitRequestParams)
             returning an ElicitResult (or ErrorData).
+        auth_headers: headers carrying the toolset's credential, sent with every HTTP
+            request over any others of the same name (as the reference puts its auth
+            headers over a header_provider's).
 
     Raises:
         TypeError: `connection_params` is none of the connection parameter classes.
@@ -164,6 +167,7 @@ class MCPSessionManager:
         sampling_callback: SamplingFnT | None = None,
         sampling_capabilities: SamplingCapability | None = None,
         elicitation_callback: ElicitationFnT | None = None,
+        auth_headers: dict[str, str] | None = None,
     ) -> None:
         if isinstance(connection_params, StdioServerParameters):
             connection_params = StdioConnectionParams(server_params=connection_params)
@@ -177,6 +181,7 @@ class MCPSessionManager:
             raise ValueError(f"idle_timeout must be positive seconds, got {idle_timeout}.")
         self.connection_params: StdioConnectionParams | _HttpParams = connection_params
         self._errlog = errlog
+        self._auth_headers = auth_headers or {}
         self._idle_timeout = (
             None if isinstance(connection_params, StdioConnectionParams) else idle_timeout
         )
@@ -280,11 +285,17 @@ class MCPSessionManager:
         await session.close()
 
     def _headers(self, headers: dict[str, str] | None) -> dict[str, str] | None:
-        """The connection's headers with the call's over them; None for stdio."""
+        """The connection's headers with the call's over them, and the credential's over
+        both (whatever their case); None for stdio."""
         params = self.connection_params
         if isinstance(params, StdioConnectionParams):
             return None
-        return {**{k: str(v) for k, v in (params.headers or {}).items()}, **(headers or {})}
+        merged = {**{k: str(v) for k, v in (params.headers or {}).items()}, **(headers or {})}
+        if self._auth_headers:
+            taken = {name.lower() for name in self._auth_headers}
+            merged = {k: v for k, v in merged.items() if k.lower() not in taken}
+            merged.update(self._auth_headers)
+        return merged
 
     def _read_timeout(self) -> float:
         params = self.connection_params

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TextIO, final
 
+from baton.auth import AuthCredential, auth_headers
 from baton.readonly_context import ReadonlyContext
 from baton.tools.base import BaseTool
 from baton.tools.base_toolset import BaseToolset, ToolPredicate
@@ -91,10 +92,23 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             (`elicitation/create`): an async `(context, ElicitRequestParams)` returning
             an `ElicitResult`. It runs while the tool call waits, in the process running
             it: a run does not pause for it.
+        auth_scheme: how the server takes a credential, e.g. fastapi's `APIKey(in_=
+            APIKeyIn.header, name="X-API-Key")` or `HTTPBearer()`.
+        auth_credential: the credential (`baton.auth.AuthCredential`): an API key (in
+            the header its scheme names) or an HTTP scheme's token or user and password
+            (`Authorization`, with its additional headers), sent with every request
+            over a header_provider's headers of the same name. Ignored by a stdio
+            server, which has no headers.
+        credential_key: where a credential service would keep the credential; baton
+            has none, so it only names it.
 
     Raises:
         ValueError: no connection_params; a tool_list_cache_ttl_seconds that is not
-            positive.
+            positive; a credential that does not fit its scheme (an API key outside a
+            header, an HTTP scheme without its secret).
+        NotImplementedError: a credential that needs a user's consent or a token
+            exchange (OAuth2, OpenID Connect, a service account), or an auth_scheme
+            without its auth_credential: baton has no credential service.
         TypeError: connection_params is none of the classes above; require_confirmation
             is neither a bool nor a function.
     """
@@ -113,6 +127,9 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         sampling_callback: SamplingFnT | None = None,
         sampling_capabilities: SamplingCapability | None = None,
         elicitation_callback: ElicitationFnT | None = None,
+        auth_scheme: object | None = None,
+        auth_credential: AuthCredential | None = None,
+        credential_key: str | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
         if not connection_params:
@@ -132,13 +149,24 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             sampling_callback=sampling_callback,
             sampling_capabilities=sampling_capabilities,
             elicitation_callback=elicitation_callback,
+            auth_headers=auth_headers(auth_scheme, auth_credential, owner="McpToolset"),
         )
+        self._auth_scheme, self._auth_credential = auth_scheme, auth_credential
+        self._credential_key = credential_key
         self._require_confirmation = check_rule(require_confirmation, "McpToolset")
         self._header_provider = header_provider
 
     @property
     def connection_params(self) -> ConnectionParams:
         return self._connection_params
+
+    @property
+    def auth_scheme(self) -> object | None:
+        return self._auth_scheme
+
+    @property
+    def auth_credential(self) -> AuthCredential | None:
+        return self._auth_credential
 
     @classmethod
     def from_config(cls, config: object, config_abs_path: str) -> McpToolset:
@@ -249,6 +277,9 @@ class MCPToolset(McpToolset):
         sampling_callback: SamplingFnT | None = None,
         sampling_capabilities: SamplingCapability | None = None,
         elicitation_callback: ElicitationFnT | None = None,
+        auth_scheme: object | None = None,
+        auth_credential: AuthCredential | None = None,
+        credential_key: str | None = None,
     ) -> None:
         warnings.warn(
             "MCPToolset is the older name of McpToolset; use McpToolset.",
@@ -267,6 +298,9 @@ class MCPToolset(McpToolset):
             sampling_callback=sampling_callback,
             sampling_capabilities=sampling_capabilities,
             elicitation_callback=elicitation_callback,
+            auth_scheme=auth_scheme,
+            auth_credential=auth_credential,
+            credential_key=credential_key,
         )
 
 
