@@ -19,7 +19,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from baton.server.app import drain_server
+from baton.server.guard import BodyGuard
 from baton.server.hot_routes import HotRoute, HotRoutes
+from baton.server.security import ApiKeys
 from baton.server.settings import Limits
 from tests.server.conftest import Live, StartLive
 
@@ -281,7 +283,7 @@ async def test_hot_routes_take_only_requests_they_take_whole(
         await Response(b"passed")(scope, receive, send)
 
     route = HotRoute("/things/{name}", Thing, serve, when_empty=lambda: Thing(size=0))
-    hot = HotRoutes(fastapi, routes=[route])
+    hot = HotRoutes(fastapi, routes=[route], guard=BodyGuard(ApiKeys(), LIMITS))
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         # What FastAPI puts in the scope while its OpenTelemetry spans record the request.

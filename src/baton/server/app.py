@@ -57,7 +57,7 @@ from baton.server.bodies import (
 )
 from baton.server.catalog import AppCatalog, ShuttingDownError
 from baton.server.dev_routes import dev_routes
-from baton.server.guard import RequestGuard
+from baton.server.guard import BodyGuard, RequestGuard
 from baton.server.headers import SecurityHeaders
 from baton.server.history_routes import history_routes
 from baton.server.hot_routes import HotRoute, HotRoutes
@@ -271,14 +271,16 @@ def create_app(
     )
     # The hook a graceful shutdown calls first: live streams end, so connections can close.
     app.state.drain = server.drain
-    if hot_routes:
-        app.add_middleware(HotRoutes, routes=_hot_routes(server))
+    limits = limits or Limits()
     app.add_middleware(LenientJsonMiddleware)
     # Before anything reads a body: the key, the size, the pace and the JSON depth.
-    app.add_middleware(RequestGuard, keys=server.keys, limits=limits or Limits())
+    app.add_middleware(RequestGuard, keys=server.keys, limits=limits)
     app.add_middleware(SecurityHeaders)
     install_refusals(app)
     app.add_middleware(StreamRefusalsMiddleware)
+    if hot_routes:  # outside the four above: it does their work for what it serves
+        guard = BodyGuard(server.keys, limits)
+        app.add_middleware(HotRoutes, routes=_hot_routes(server), guard=guard)
     allow_origins(app, list(allowed_origins))  # outermost: preflights need no API key
     # Routes are matched in order, and a run's requests are most of the traffic: theirs
     # come first (no route before them matches their paths, so nothing else changes).

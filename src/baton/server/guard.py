@@ -29,7 +29,7 @@ from baton.server.security import MISSING_KEY, ApiKeys
 from baton.server.settings import Limits
 from baton.sessions.ids import MAX_JSON_DEPTH
 
-__all__ = ["RequestGuard"]
+__all__ = ["BodyGuard", "ClientGone", "Refusal", "RequestGuard", "has_body"]
 
 
 # pydantic-core's parser stops at this depth; wrapping the body in enough arrays to
@@ -56,7 +56,7 @@ class Refusal(Exception):
         return JSONResponse(body.to_wire(), self.status, headers=headers)
 
 
-class _ClientGone(Exception):
+class ClientGone(Exception):
     """The client disconnected while sending its body: there is no one to answer."""
 
 
@@ -72,28 +72,48 @@ class RequestGuard:
 
     def __init__(self, app: ASGIApp, *, keys: ApiKeys, limits: Limits) -> None:
         self.app = app
-        self.keys = keys
-        self.limits = limits
+        self.guard = BodyGuard(keys, limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if not _has_body(headers):
+        if not has_body(headers):
             await self.app(scope, receive, send)
             return
         try:
-            self._check_headers(headers)
-            body = await self._read(receive)
-            if "json" in headers.get("content-type", ""):
-                check_json(body)
+            body = await self.guard.body(headers, receive)
         except Refusal as refusal:
             await refusal.response()(scope, receive, send)
             return
-        except _ClientGone:
+        except ClientGone:
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+@final
+class BodyGuard:
+    """The checks `RequestGuard` makes of a request that has a body, for it and for a
+    middleware that takes such a request whole before it (`hot_routes`)."""
+
+    def __init__(self, keys: ApiKeys, limits: Limits) -> None:
+        self.keys = keys
+        self.limits = limits
+
+    async def body(self, headers: Headers, receive: Receive) -> bytes:
+        """The request's whole body, read once its headers pass.
+
+        Raises:
+            Refusal: no known key (401), too large (413), too slow (408), or JSON that is
+                not UTF-8 or nests too deep (400).
+            ClientGone: the client left while sending it.
+        """
+        self._check_headers(headers)
+        body = await self._read(receive)
+        if "json" in headers.get("content-type", ""):
+            check_json(body)
+        return body
 
     def _check_headers(self, headers: Headers) -> None:
         if not self.keys.admits(headers):
@@ -110,7 +130,7 @@ class RequestGuard:
                 while True:
                     message = await receive()
                     if message["type"] == "http.disconnect":
-                        raise _ClientGone
+                        raise ClientGone
                     chunk: bytes = message.get("body", b"")
                     size += len(chunk)
                     if size > self.limits.max_body:
@@ -168,7 +188,8 @@ def check_json(body: bytes) -> None:
             ) from None
 
 
-def _has_body(headers: Headers) -> bool:
+def has_body(headers: Headers) -> bool:
+    """Whether the request sends a body (`RequestGuard` checks only those)."""
     return headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
 
 

@@ -13,7 +13,7 @@ from typing import Final, final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["SECURITY_HEADERS", "SecurityHeaders"]
+__all__ = ["SECURITY_HEADERS", "SecurityHeaders", "secured"]
 
 SECURITY_HEADERS: Final[tuple[tuple[bytes, bytes], ...]] = (
     (b"x-content-type-options", b"nosniff"),
@@ -35,12 +35,18 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers: list[tuple[bytes, bytes]] = list(message.get("headers", []))
-                present = {name.lower() for name, _ in headers}
-                headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
-                message = {**message, "headers": headers}
-            await send(message)
+        await self.app(scope, receive, secured(send))
 
-        await self.app(scope, receive, send_with_headers)
+
+def secured(send: Send) -> Send:
+    """`send`, adding `SECURITY_HEADERS` to the response's start where it lacks them."""
+
+    async def send_with_headers(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers: list[tuple[bytes, bytes]] = list(message.get("headers", []))
+            present = {name.lower() for name, _ in headers}
+            headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return send_with_headers

@@ -9,11 +9,17 @@ validates into the route's body model as FastAPI would validate it (`json.loads`
 then the model). It then runs the route's own checks and code, so the reply is the
 one the FastAPI route sends, refusals included (`refusals.refusal`).
 
-Every other request goes on to FastAPI with its body unread: malformed JSON, a body
-that fails validation, another content type, a query string, or any request while
-FastAPI's own OpenTelemetry instrumentation records it. So every validation
-refusal still comes from FastAPI itself, and a request served here is one FastAPI
-would have accepted.
+It sits outside the server's other middleware (only CORS is outside it), and does for
+the requests it takes what they would do, in one pass over the body instead of one
+each: `RequestGuard`'s checks and refusals (`guard.BodyGuard`), the trailing-comma
+repair of `LenientJsonMiddleware`, the `SecurityHeaders` of every response, and on a
+stream-reading `/run_sse` the refusal frames of `StreamRefusalsMiddleware`.
+
+Every other request goes on to that middleware and FastAPI with its body as sent:
+malformed JSON, a body that fails validation, another content type, a query string,
+or any request while FastAPI's own OpenTelemetry instrumentation records it. So every
+validation refusal still comes from FastAPI itself, and a request served here is one
+FastAPI would have accepted.
 """
 
 from __future__ import annotations
@@ -30,7 +36,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from baton.server.guard import BodyGuard, ClientGone, Refusal, has_body
+from baton.server.headers import secured
+from baton.server.lenient_json import is_json, repair_trailing_commas
 from baton.server.refusals import refusal
+from baton.server.stream_refusals import refusing_in_frames, wants_stream
 
 __all__ = ["HotRoute", "HotRoutes"]
 
@@ -88,11 +98,13 @@ def _alternate(parts: list[str]) -> list[tuple[bool, str]]:
 @final
 class HotRoutes:
     """ASGI middleware serving `routes` itself where it can take the request whole (see
-    the module's docstring); everything else goes on to `app` as sent."""
+    the module's docstring), checking bodies with `guard`; everything else goes on to
+    `app` as sent."""
 
-    def __init__(self, app: ASGIApp, *, routes: Sequence[HotRoute[Any]]) -> None:
+    def __init__(self, app: ASGIApp, *, routes: Sequence[HotRoute[Any]], guard: BodyGuard) -> None:
         self.app = app
         self.routes = tuple(routes)
+        self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = self._match(scope)
@@ -100,8 +112,23 @@ class HotRoutes:
             await self.app(scope, receive, send)
             return
         route, params = found
-        messages, body = await _read(receive)
-        parsed = None if body is None else route.parse(Headers(scope=scope), body)
+        # What the middleware it stands in for do to each response: outermost first.
+        reply = secured(refusing_in_frames(send) if wants_stream(scope) else send)
+        headers = Headers(scope=scope)
+        if has_body(headers):
+            try:
+                body = await self.guard.body(headers, receive)
+            except Refusal as refused:
+                await refused.response()(scope, receive, reply)
+                return
+            except ClientGone:
+                return
+            messages: list[Message] = [{"type": "http.request", "body": body}]
+        else:
+            messages, body = await _read(receive)
+        parsed = None
+        if body is not None:
+            parsed = route.parse(headers, repair_trailing_commas(body) if is_json(scope) else body)
         if parsed is None:
             await self.app(scope, _replay(messages, receive), send)
             return
@@ -113,7 +140,7 @@ class HotRoutes:
             response = await refusal(request, error)
             if response is None:
                 raise  # no handler: as from the FastAPI route, a 500
-        await response(scope, receive, send)
+        await response(scope, receive, reply)
 
     def _match(self, scope: Scope) -> tuple[HotRoute[Any], dict[str, str]] | None:
         if (

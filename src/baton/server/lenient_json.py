@@ -13,7 +13,7 @@ from typing import final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["LenientJsonMiddleware", "repair_trailing_commas"]
+__all__ = ["LenientJsonMiddleware", "is_json", "repair_trailing_commas"]
 
 # A JSON string literal (kept as is), or a comma that only whitespace separates from a closer.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|,(\s*[}\]])')
@@ -53,7 +53,7 @@ class LenientJsonMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _is_json(scope):
+        if scope["type"] != "http" or not is_json(scope):
             await self.app(scope, receive, send)
             return
         body = b""
@@ -69,7 +69,8 @@ class LenientJsonMiddleware:
         await self.app(scope, _replay([{"type": "http.request", "body": repaired}], receive), send)
 
 
-def _is_json(scope: Scope) -> bool:
+def is_json(scope: Scope) -> bool:
+    """Whether the request's content type names JSON (its body is repaired if need be)."""
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
     # Filtered inside the generator: it yields once, not once per header.
     return any(b"json" in value for name, value in headers if name == b"content-type")

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.server.sse import frame
 
-__all__ = ["StreamRefusalsMiddleware", "refusal_frame"]
+__all__ = ["StreamRefusalsMiddleware", "refusal_frame", "refusing_in_frames", "wants_stream"]
 
 _ROUTE: Final = "/run_sse"
 _STREAM: Final = b"text/event-stream"
@@ -48,7 +48,8 @@ def refusal_frame(body: bytes, status: int) -> bytes:
     )
 
 
-def _wants_stream(scope: Scope) -> bool:
+def wants_stream(scope: Scope) -> bool:
+    """Whether the request is a `/run_sse` call that accepts an event stream."""
     if scope["type"] != "http" or scope["path"] != _ROUTE:
         return False
     accept = b",".join(v for k, v in scope["headers"] if k == b"accept")
@@ -65,25 +66,30 @@ class StreamRefusalsMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass everything through, except a refusal of a stream-reading `/run_sse` call."""
-        if not _wants_stream(scope):
+        if not wants_stream(scope):
             await self.app(scope, receive, send)
             return
-        held: Message | None = None
-        body = bytearray()
+        await self.app(scope, receive, refusing_in_frames(send))
 
-        async def rewrite(message: Message) -> None:
-            nonlocal held
-            if message["type"] == "http.response.start" and message["status"] >= 400:
-                held = message
-                return
-            if held is None or message["type"] != "http.response.body":
-                await send(message)
-                return
-            body.extend(message.get("body", b""))
-            if not message.get("more_body", False):
-                await _send_frame(send, held, refusal_frame(bytes(body), held["status"]))
 
-        await self.app(scope, receive, rewrite)
+def refusing_in_frames(send: Send) -> Send:
+    """`send`, sending a refusal (status 400 or more) as one SSE error frame."""
+    held: Message | None = None
+    body = bytearray()
+
+    async def rewrite(message: Message) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            held = message
+            return
+        if held is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        body.extend(message.get("body", b""))
+        if not message.get("more_body", False):
+            await _send_frame(send, held, refusal_frame(bytes(body), held["status"]))
+
+    return rewrite
 
 
 async def _send_frame(send: Send, start: Message, data: bytes) -> None:
