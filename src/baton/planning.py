@@ -501,11 +501,19 @@ def _named(message: Content, answers: list[tuple[Interrupt, JsonValue]]) -> Cont
     if all(response.name for response in message.function_responses):
         return message
     functions = {row.interrupt_id: row.function_name for row, _ in answers}
-    named = message.model_copy(deep=True)
-    for response in named.function_responses:
-        if not response.name and response.id is not None:
-            response.name = functions.get(response.id) or REQUEST_INPUT_FUNCTION
-    return named
+    # A new message sharing the caller's unchanged parts, not a deep copy of it: copying
+    # every nested value cost more than the rest of planning an answer.
+    parts = [_part_named(part, functions) for part in message.parts or []]
+    return message.model_copy(update={"parts": parts})
+
+
+def _part_named(part: Part, functions: Mapping[str, str]) -> Part:
+    """`part`, or a copy whose function response is named after its question's function."""
+    response = part.function_response
+    if response is None or response.name or response.id is None:
+        return part
+    name = functions.get(response.id) or REQUEST_INPUT_FUNCTION
+    return part.model_copy(update={"function_response": response.model_copy(update={"name": name})})
 
 
 @dataclass(frozen=True)
