@@ -686,10 +686,15 @@ def _app_name(server: _Server, body: RunAgentRequest) -> str:
     return server.default_app_name
 
 
-def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig:
+def _run_config(body: RunAgentRequest, *, streaming: bool) -> RunConfig | None:
     """The request's RunConfig, as the reference's server builds it: `/run_sse` with
     `"streaming": true` streams model replies in partial events (`/run` never does), and
-    the body's `customMetadata` goes on every event of the call."""
+    the body's `customMetadata` goes on every event of the call.
+
+    None when that is `RunConfig()`: the Runner's copy of the default costs half the
+    instructions of validating a new one (19k fewer on each /run, callgrind)."""
+    if not streaming and body.custom_metadata is None:
+        return None
     return RunConfig(
         streaming_mode=StreamingMode.SSE if streaming else StreamingMode.NONE,
         custom_metadata=body.custom_metadata,
@@ -700,7 +705,7 @@ async def _start(
     server: _Server,
     app_name: str,
     body: RunAgentRequest,
-    run_config: RunConfig,
+    run_config: RunConfig | None,
     *,
     abort_signal: asyncio.Event | None = None,
 ) -> RunFeed:
