@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVarTuple
+from typing import TYPE_CHECKING, Any, Protocol, TypeVarTuple
 
 import pydantic_core
 from sqlalchemy import ColumnElement, Table
@@ -26,6 +26,9 @@ from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.executors import Executor, OneStatement
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
+
+if TYPE_CHECKING:  # pragma: no cover - for annotations only: `step` imports this module
+    from baton.sessions.sql.step import SessionKeys
 
 Ts = TypeVarTuple("Ts")
 
@@ -143,6 +146,13 @@ class SqlDialect(Protocol):
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         """The one statement (and its parameters) landing `commit` outside BEGIN/COMMIT,
         or None to land it as a transaction of the shared `step.write_step`."""
+        ...
+
+    def write_step(
+        self, connection: Connection, commit: StepCommit, now: float, known: SessionKeys
+    ) -> int:
+        """Land `commit` in the connection's open transaction and return the new version:
+        `step.write_step`, or this database's faster way to the same rows."""
         ...
 
     def is_unique_violation(self, error: IntegrityError) -> bool:

@@ -47,6 +47,7 @@ from baton.sessions.sql.executors import (
 )
 from baton.sessions.sql.outages import is_lost_connection
 from baton.sessions.sql.schema import sessions
+from baton.sessions.sql.step import SessionKeys, write_step
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -145,6 +146,11 @@ class MysqlDialect:
     @property
     def release_statement(self) -> OneStatement:
         return RELEASE_LEASE
+
+    def write_step(
+        self, connection: Connection, commit: StepCommit, now: float, known: SessionKeys
+    ) -> int:
+        return write_step(connection, self, commit, now, known)
 
     def is_unique_violation(self, error: IntegrityError) -> bool:
         return _error_number(error) in _DUPLICATE_KEY

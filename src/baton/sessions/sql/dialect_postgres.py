@@ -34,7 +34,7 @@ from baton.sessions.sql.listener import CHANNEL, PostgresListener
 from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
 from baton.sessions.sql.schema import session_in_apps, sessions
-from baton.sessions.sql.step import fits_one_statement, step_at_once
+from baton.sessions.sql.step import SessionKeys, fits_one_statement, step_at_once, write_step
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -123,6 +123,11 @@ class PostgresDialect(ReturningStatements):
     @property
     def release_statement(self) -> OneStatement:
         return _RELEASE_AND_NOTIFY
+
+    def write_step(
+        self, connection: Connection, commit: StepCommit, now: float, known: SessionKeys
+    ) -> int:
+        return write_step(connection, self, commit, now, known)
 
     def is_unique_violation(self, error: IntegrityError) -> bool:
         # asyncpg's SQLSTATE, through SQLAlchemy's adapter

@@ -27,12 +27,14 @@ from sqlalchemy.sql.selectable import Select
 
 from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
-from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
+from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows
 from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.engine_options import with_engine_options
 from baton.sessions.sql.executors import BUSY_TIMEOUT_MS, Executor, OneStatement, SqliteExecutor
 from baton.sessions.sql.outages import is_lost_connection
 from baton.sessions.sql.schema import session_in_apps
+from baton.sessions.sql.sqlite_writes import sqlite_json, write_plain_step
+from baton.sessions.sql.step import SessionKeys
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -113,6 +115,11 @@ class SqliteDialect(ReturningStatements):
     def release_statement(self) -> OneStatement:
         return RELEASE_LEASE
 
+    def write_step(
+        self, connection: Connection, commit: StepCommit, now: float, known: SessionKeys
+    ) -> int:
+        return write_plain_step(connection, self, commit, now, known)  # bound by hand, mostly
+
     def is_unique_violation(self, error: IntegrityError) -> bool:
         return getattr(error.orig, "sqlite_errorname", None) in _UNIQUE_VIOLATIONS
 
@@ -165,21 +172,6 @@ def _synchronous(url: URL) -> str:
             f"use one of {', '.join(_SYNCHRONOUS)}."
         )
     return level
-
-
-_NUMBER_STARTS = frozenset("-0123456789")
-
-
-def sqlite_json(value: Any) -> str | bytes:
-    """A JSON column's value as SQLite stores it unchanged.
-
-    SQLite gives a column declared JSON numeric affinity: text that reads as a number
-    is stored as one, and a bare integer beyond 64 bits became a REAL that came back
-    rounded. Such a value goes in as bytes (a BLOB, never converted); everything else
-    stays text. Both read back through the same JSON parser.
-    """
-    text = json_text(value)
-    return text.encode() if text[:1] in _NUMBER_STARTS else text
 
 
 def create_sqlite_engine(url: URL, engine_options: Mapping[str, Any] | None = None) -> Engine:

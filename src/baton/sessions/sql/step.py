@@ -71,10 +71,14 @@ from baton.sessions.store import (
 
 __all__ = [
     "ADVANCE",
+    "ADVANCE_FENCED",
     "INVOCATION_VERSION",
+    "TOUCH_KNOWN",
     "SessionKeys",
     "fits_one_statement",
+    "invocation_changes",
     "is_stale_step",
+    "raise_stale",
     "stale_error",
     "step_at_once",
     "write_step",
@@ -89,10 +93,11 @@ _NEW = {c.name: f"new_{c.name}" for c in invocations.c}
 # store keeps it) with the UPDATE that takes the row lock serializing a session's
 # commits, whose state is read-modify-written.
 _TOUCH_SESSION = UpdateReturning(update(sessions).where(IS_SESSION), (sessions.c.pk,), IS_SESSION)
-# The same, for a session whose key this store has seen: its row by key and primary key
-# at once, so nothing is read back. A row that no longer has both (the session was
-# deleted, and perhaps created again) matches nothing, and the step takes it by key.
-_TOUCH_KNOWN = update(sessions).where(sessions.c.pk == bindparam("key_pk"), IS_SESSION)
+TOUCH_KNOWN = update(sessions).where(sessions.c.pk == bindparam("key_pk"), IS_SESSION)
+"""The same, for a session whose key this store has seen (bind `key_pk` and
+`session_params`): its row by key and primary key at once, so nothing is read back. A
+row that no longer has both (the session was deleted, and perhaps created again)
+matches nothing, and the step takes it by key."""
 # The state is read (under that lock) only by a step that changes it: a step costs the
 # same whatever the state's size, unless it writes to it.
 _READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"))
@@ -108,8 +113,9 @@ ADVANCE = update(invocations).where(
 )
 """A step's advance of its invocation to the next version (bind `key_id`,
 `key_session_pk`, `key_version` and the changed columns)."""
-# Fencing: the step lands only while its lease's token is the invocation's current one.
-_ADVANCE_FENCED = ADVANCE.where(invocations.c.lease_token == bindparam("key_token"))
+ADVANCE_FENCED = ADVANCE.where(invocations.c.lease_token == bindparam("key_token"))
+"""`ADVANCE` of a step under a lease (bind `key_token` too): it lands only while the
+lease's token is the invocation's current one (fencing)."""
 INVOCATION_VERSION = select(invocations.c.version, invocations.c.lease_token).where(_IS_INVOCATION)
 """The version and lease token of a commit that did not land (bind `key_id`): why not."""
 # A rewound invocation's open questions can no longer be answered.
@@ -193,7 +199,7 @@ def _touch_session(
     pk = known.get(key)
     if pk is not None:
         parameters["key_pk"] = pk
-        if dialect.count_updated(connection, _TOUCH_KNOWN, parameters):
+        if dialect.count_updated(connection, TOUCH_KNOWN, parameters):
             return pk
     touched = dialect.update_returning(connection, _TOUCH_SESSION, parameters)
     if not touched:
@@ -233,21 +239,21 @@ def _advance_invocation(
             dialect.insert_new(connection, fingerprints, row)
         created = _new_invocation(session_pk, commit, now)
         if not dialect.insert_new(connection, invocations, created):
-            _raise_stale(connection, dialect, commit)
+            raise_stale(connection, dialect, commit)
     else:
-        statement = ADVANCE if commit.lease is None else _ADVANCE_FENCED
+        statement = ADVANCE if commit.lease is None else ADVANCE_FENCED
         parameters = {
             "key_id": commit.invocation_id,
             "key_session_pk": session_pk,
             "key_version": commit.expected_version,
-            **_invocation_changes(commit, now),
+            **invocation_changes(commit, now),
         }
         if commit.lease is not None:
             parameters["key_token"] = commit.lease.token
         # The count says whether it advanced; the new version is known, so nothing is read
         # back (on SQLite that read cost 30k instructions a step, on MySQL a statement).
         if dialect.count_updated(connection, statement, parameters) == 0:
-            _raise_stale(connection, dialect, commit)
+            raise_stale(connection, dialect, commit)
     return commit.expected_version + 1
 
 
@@ -269,7 +275,8 @@ def _new_invocation(session_pk: int, commit: StepCommit, now: float) -> dict[str
     }
 
 
-def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
+def invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
+    """The columns of its invocation that `commit` (not creating it) changes, by name."""
     changes: dict[str, Any] = {"version": commit.expected_version + 1, "updated_at": now}
     if commit.checkpoint is not None:
         changes["checkpoint"] = commit.checkpoint
@@ -282,7 +289,8 @@ def _invocation_changes(commit: StepCommit, now: float) -> dict[str, Any]:
     return changes
 
 
-def _raise_stale(connection: Connection, dialect: SqlDialect, commit: StepCommit) -> None:
+def raise_stale(connection: Connection, dialect: SqlDialect, commit: StepCommit) -> None:
+    """Raise why `commit`'s advance matched no row (`stale_error`), read in its transaction."""
     rows = dialect.run(connection, INVOCATION_VERSION, {"key_id": commit.invocation_id})
     raise stale_error(commit, rows)
 
@@ -506,7 +514,7 @@ def step_at_once(commit: StepCommit, now: float) -> OneStatementStep:
         changes = _new_invocation(0, commit, now)
         del changes["session_pk"]  # the locked session's
     else:
-        changes = _invocation_changes(commit, now)
+        changes = invocation_changes(commit, now)
     parameters = _events_params(commit.events)
     parameters["key_id"] = commit.invocation_id
     parameters["key_version"] = commit.expected_version
@@ -632,7 +640,7 @@ _ADVANCED_COLUMNS = (invocations.c.version, invocations.c.session_pk, invocation
 
 
 def _advance_at_once(changed: tuple[str, ...], *, fenced: bool) -> Any:
-    """The CTE moving the invocation to its next version (see `_ADVANCE_FENCED`)."""
+    """The CTE moving the invocation to its next version (see `ADVANCE_FENCED`)."""
     return (
         update(invocations)
         .where(

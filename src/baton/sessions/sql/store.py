@@ -49,7 +49,6 @@ from baton.sessions.sql.step import (
     SessionKeys,
     is_stale_step,
     stale_error,
-    write_step,
 )
 from baton.sessions.store import (
     AnswerClaim,
@@ -264,7 +263,7 @@ class SqlStore:
             version = await self._commit_at_once(commit, *one_statement)
         else:
             version = await self._write(
-                write_step, self._dialect, commit, self._clock(), self._session_keys
+                self._dialect.write_step, commit, self._clock(), self._session_keys
             )
         if commit.opened or commit.answered:
             self._wakeups.notify()
