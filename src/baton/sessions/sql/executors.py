@@ -102,6 +102,9 @@ class SqliteExecutor:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._inline: Connection | None = None
+        # The inline connection's cursor for BEGIN and COMMIT, kept: one per transaction
+        # cost 1.5k instructions, and the driver's own `commit()` parses COMMIT each time.
+        self._inline_cursor: sqlite3.Cursor | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._connection: Connection | None = None
         self._commits = 0  # inline write commits since the last WAL checkpoint
@@ -112,7 +115,8 @@ class SqliteExecutor:
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
         """Run `fn` in one transaction (IMMEDIATE when writing): inline unless it must wait."""
-        await self._worker_done()
+        if (busy := self._busy) is not None and not busy.done():  # else: no coroutine to await
+            await self._worker_done()
         try:
             result = self._run_inline(fn, args, write)
         except _LockedError:
@@ -165,6 +169,7 @@ class SqliteExecutor:
     async def close(self) -> None:
         """Close both connections and stop the worker thread."""
         if self._inline is not None:
+            self._inline_cursor = None
             self._inline.close()
             self._inline = None
         worker, self._worker = self._worker, None
@@ -178,24 +183,28 @@ class SqliteExecutor:
             worker.shutdown()
 
     def _run_inline(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
-        connection = self._inline_connection()
+        connection, cursor = self._inline_connection()
         # BEGIN and COMMIT go to the driver: SQLAlchemy's own transaction bookkeeping costs
         # more than SQLite's. Core statements in `fn` join this transaction (see dialect).
         try:
-            sqlite_driver(connection).execute(_begin(write))
+            cursor.execute(_begin(write))
         except sqlite3.OperationalError as error:
             if error.sqlite_errorname == "SQLITE_BUSY":
                 raise _LockedError from error
             raise
-        return _run_begun(connection, fn, args)
+        return _run_begun(connection, cursor, fn, args)
 
-    def _inline_connection(self) -> Connection:
+    def _inline_connection(self) -> tuple[Connection, sqlite3.Cursor]:
         if self._inline is None:
             self._inline = self._engine.connect()
             raw = sqlite_driver(self._inline)
             raw.execute("PRAGMA busy_timeout = 0")
             raw.execute("PRAGMA wal_autocheckpoint = 0")
-        return self._inline
+        raw = sqlite_driver(self._inline)  # a new one, should SQLAlchemy have reconnected
+        cursor = self._inline_cursor
+        if cursor is None or cursor.connection is not raw:
+            cursor = self._inline_cursor = raw.cursor()
+        return self._inline, cursor
 
     def _after_commit(self) -> None:
         """Every so many inline commits, have the worker checkpoint the WAL into the file."""
@@ -234,8 +243,9 @@ class SqliteExecutor:
 
     def _run(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
         connection = self._worker_connection()
-        _begin_waiting(sqlite_driver(connection), _begin(write))
-        return _run_begun(connection, fn, args)
+        cursor = sqlite_driver(connection).cursor()
+        _begin_waiting(cursor, _begin(write))
+        return _run_begun(connection, cursor, fn, args)
 
     def _dispose(self) -> None:
         if self._connection is not None:
@@ -260,10 +270,15 @@ def _begin(write: bool) -> str:
     return "BEGIN IMMEDIATE" if write else "BEGIN DEFERRED"
 
 
-def _run_begun(connection: Connection, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts]) -> T:
-    """`fn` in the transaction begun on `connection`'s driver; commit it, or roll it back
-    when `fn` raises."""
-    raw = sqlite_driver(connection)
+def _run_begun(
+    connection: Connection,
+    cursor: sqlite3.Cursor,
+    fn: Callable[[Connection, *Ts], T],
+    args: tuple[*Ts],
+) -> T:
+    """`fn` in the transaction begun by `cursor` on `connection`'s driver; commit it, or
+    roll it back when `fn` raises."""
+    raw = cursor.connection
     try:
         result = fn(connection, *args)
     except BaseException:
@@ -273,13 +288,13 @@ def _run_begun(connection: Connection, fn: Callable[[Connection, *Ts], T], args:
         raise
     connection.commit()
     if raw.in_transaction:
-        raw.commit()
+        cursor.execute("COMMIT")  # prepared once, unlike the driver's `commit()`
     return result
 
 
-def _begin_waiting(raw: sqlite3.Connection, begin: str) -> None:
-    """`begin` on the worker's connection, retried while another process holds the lock,
-    for up to BUSY_TIMEOUT_MS.
+def _begin_waiting(cursor: sqlite3.Cursor, begin: str) -> None:
+    """`begin` by a cursor of the worker's connection, retried while another process
+    holds the lock, for up to BUSY_TIMEOUT_MS.
 
     SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... 100 ms between tries: a
     lock held 4 ms cost 8 ms of waiting, one held 12 ms cost 18, and meanwhile every
@@ -293,11 +308,11 @@ def _begin_waiting(raw: sqlite3.Connection, begin: str) -> None:
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     pause = _FIRST_PAUSE
-    raw.execute("PRAGMA busy_timeout = 0")
+    cursor.execute("PRAGMA busy_timeout = 0")
     try:
         while True:
             try:
-                raw.execute(begin)
+                cursor.execute(begin)
                 return
             except sqlite3.OperationalError as error:
                 if error.sqlite_errorname != "SQLITE_BUSY":
@@ -308,7 +323,7 @@ def _begin_waiting(raw: sqlite3.Connection, begin: str) -> None:
             pause = min(pause * 2, _LONGEST_PAUSE)
     finally:
         # Its WAL checkpoints wait for other processes' writers with SQLite's own handler.
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 _FIRST_PAUSE = 0.0001

@@ -156,7 +156,8 @@ class SqlStore:
 
     async def _write(self, fn: Callable[[Connection, *Ts], T], *args: *Ts) -> T:
         try:
-            await self._ready()
+            if not self._migrated:  # tested here: a coroutine fewer on every step
+                await self._ready()
             return await self._executor.transact(fn, *args, write=True)
         except Exception as error:
             if self._dialect.is_unavailable(error):
