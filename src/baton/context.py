@@ -7,6 +7,7 @@ A node sees its Context: the session state, the answers to its interrupts
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -18,6 +19,7 @@ from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue, to_json_value
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
+from baton.readonly_context import ReadonlyContext
 from baton.run_config import RunConfig, check_run_config
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey
@@ -187,6 +189,8 @@ class InvocationContext:
         # Shows the caller a partial event (a streamed model chunk) at once, without
         # storing it; set by the engine. A caller-built context shows nothing.
         self.stream_partial: Callable[[Event], Awaitable[None]] = _show_nothing
+        # The caller's `run_async(abort_signal=...)`, set by the Runner (see `is_aborted`).
+        self.abort_signal: asyncio.Event | None = None
         # Set while an OpenTelemetry provider records: node runs then get spans (see tracing).
         self.tracer = tracer
         self.branch = branch
@@ -230,6 +234,11 @@ class InvocationContext:
                 f"'{self.invocation_id}', over RunConfig(max_llm_calls={limit}); raise "
                 "max_llm_calls (0 or less: no limit), then resume the invocation by its id."
             )
+
+    @property
+    def is_aborted(self) -> bool:
+        """Whether the caller set the run's abort signal (the run stops at its next step)."""
+        return self.abort_signal is not None and self.abort_signal.is_set()
 
     @property
     def session_key(self) -> SessionKey:
@@ -324,8 +333,11 @@ class ChildRuns(Protocol):
         ...
 
 
-class Context(ArtifactMethods, MemoryMethods):
+class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     """One node run's view of the invocation: state, answers, ids, and what it produced.
+
+    A `ReadonlyContext` (ids, session, user's message, `is_aborted`), as in the
+    reference, whose state it may write.
 
     Its artifact methods (`save_artifact`, `load_artifact`, `list_artifacts`,
     `get_artifact_version`) reach the Runner's artifact service in this session, its
@@ -349,6 +361,7 @@ class Context(ArtifactMethods, MemoryMethods):
         state_schema: type[BaseModel] | None = None,
         branch: str | None = None,
     ) -> None:
+        # All a ReadonlyContext holds, set without its __init__: one call less per node run.
         self._invocation_context = invocation
         self._children = children
         # The conversation branch this run's events carry (a dynamic child's, see run_node).
@@ -367,7 +380,7 @@ class Context(ArtifactMethods, MemoryMethods):
         self.route: RouteValue | list[RouteValue] | None = None
         self.attempt_count = attempt_count
         # The writer's name only goes into a schema's errors: made only where there is one.
-        self.state = (
+        self._state = (
             State(invocation.session.state)
             if state_schema is None
             else State(invocation.session.state, schema=state_schema, writer=f"node '{node_name}'")
@@ -375,6 +388,12 @@ class Context(ArtifactMethods, MemoryMethods):
         self.agent_states: dict[str, JsonValue] = dict(agent_states) if agent_states else {}
         self.ended_agents: set[str] = set(ended_agents) if ended_agents else set()
         self._artifact_scope: ArtifactScope | None = None
+
+    @property
+    def state(self) -> State:
+        """The session state: committed values overlaid with this run's writes, which
+        land with its step."""
+        return self._state
 
     @property
     def artifact_scope(self) -> ArtifactScope:
@@ -401,34 +420,14 @@ class Context(ArtifactMethods, MemoryMethods):
         return scope.take_delta() if scope is not None and scope.delta else {}
 
     @property
-    def invocation_context(self) -> InvocationContext:
-        return self._invocation_context
-
-    @property
     def custom_metadata(self) -> dict[str, JsonValue]:
         """The call's `RunConfig.custom_metadata` (the reference's `ctx.custom_metadata`):
         one dict per invocation call, shared by its node runs; writes stay in memory."""
         return self._invocation_context.custom_metadata
 
     @property
-    def invocation_id(self) -> InvocationId:
-        return self._invocation_context.invocation_id
-
-    @property
-    def session(self) -> Session:
-        return self._invocation_context.session
-
-    @property
-    def user_id(self) -> str:
-        return self._invocation_context.user_id
-
-    @property
     def app_name(self) -> str:
         return self._invocation_context.app_name
-
-    @property
-    def user_content(self) -> Content | None:
-        return self._invocation_context.user_content
 
     @property
     def is_resumable(self) -> bool:

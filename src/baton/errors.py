@@ -35,6 +35,7 @@ __all__ = [
     "LeaseLostError",
     "LlmCallsLimitExceededError",
     "MissingParameterError",
+    "NoCredentialServiceError",
     "NodeFailedError",
     "NodeSchemaError",
     "NodeTimeoutError",
@@ -251,6 +252,11 @@ class ExtraNotInstalledError(BatonError, ImportError):
             f"{feature} needs the '{module}' package; install it with "
             f"`pip install 'baton[{extra}]'`."
         )
+
+
+class NoCredentialServiceError(BatonError, ValueError):
+    """A context's credential method was called: baton has no credential service (the
+    reference's `get_credential`, `request_credential`, `load_credential`, ...)."""
 
 
 class StateSchemaError(BatonError, TypeError):

@@ -1,23 +1,29 @@
-"""ReadonlyContext: the reference's read-only view of an invocation, given to toolsets
-(`BaseToolset.get_tools(readonly_context)`) and tool filters."""
+"""ReadonlyContext: the reference's read-only view of an invocation, and the base of
+every context user code receives: a node run's `Context`, a callback's
+`CallbackContext` and a tool's `ToolContext` (each adds what it may change), so code
+annotated with `ReadonlyContext` accepts any of them, as in the reference."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from baton.context import InvocationContext
+from baton.errors import NoCredentialServiceError
 from baton.run_config import RunConfig
 from baton.sessions.store import Session
 from baton.types import Content
 
-__all__ = ["ReadonlyContext"]
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    # Only a type here: baton.context's Context is itself a ReadonlyContext.
+    from baton.context import InvocationContext
+
+__all__ = ["ReadonlyContext", "refuse_credentials"]
 
 
 class ReadonlyContext:
     """What code that must not change the run reads of it: ids, the user's message, the
-    session and its state (read-only views).
+    session and its state (read-only views), whether the caller aborted the run.
 
     Args:
         invocation_context: the invocation to read (an agent's ctx: its state then
@@ -25,11 +31,32 @@ class ReadonlyContext:
         agent_name: the agent running (default: the invocation's `agent_name`).
     """
 
+    _invocation_context: InvocationContext
+    # Class defaults, so a subclass made once per node run sets only its invocation.
+    _agent_name: str | None = None
+    # A context a test made by hand reads a stand-in invocation made of the ids it was
+    # given, and refuses to show it (see `invocation_context`).
+    _made_by_hand = False
+
     def __init__(
         self, invocation_context: InvocationContext, *, agent_name: str | None = None
     ) -> None:
         self._invocation_context = invocation_context
         self._agent_name = agent_name
+
+    @property
+    def invocation_context(self) -> InvocationContext:
+        """The invocation this context reads.
+
+        Raises:
+            ValueError: the context was made by hand, outside a run.
+        """
+        if self._made_by_hand:
+            raise ValueError(
+                f"this {type(self).__name__} was made outside a run and has no invocation; "
+                "pass invocation_context= when making it."
+            )
+        return self._invocation_context
 
     @property
     def invocation_id(self) -> str:
@@ -53,8 +80,8 @@ class ReadonlyContext:
 
     @property
     def session(self) -> Session:
-        """The session the invocation runs in."""
-        return self._invocation_context.session
+        """The session the invocation runs in (as it was when the invocation loaded it)."""
+        return self.invocation_context.session
 
     @property
     def user_id(self) -> str:
@@ -70,3 +97,27 @@ class ReadonlyContext:
     def custom_metadata(self) -> Mapping[str, Any]:
         """The run's custom metadata (`RunConfig(custom_metadata=...)`), read-only."""
         return MappingProxyType(self._invocation_context.custom_metadata)
+
+    @property
+    def is_aborted(self) -> bool:
+        """Whether the run's caller set its abort signal (`run_async(abort_signal=...)`):
+        a long tool or node may check it and stop early; the run stops at its next step
+        either way."""
+        return self._invocation_context.is_aborted
+
+    def get_credential(self, key: str) -> NoReturn:
+        """The reference's resolved credential by key; baton has no credential service.
+
+        Raises:
+            NoCredentialServiceError: always.
+        """
+        refuse_credentials("get_credential")
+
+
+def refuse_credentials(method: str) -> NoReturn:
+    """Raise the error every credential method raises: baton has no credential service."""
+    raise NoCredentialServiceError(
+        f"{method} needs a credential service, which baton does not have (the reference's "
+        "BaseCredentialService and auth flow are not supported); pass the credential to the "
+        "tool yourself, e.g. from an environment variable or the session state."
+    )

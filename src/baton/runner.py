@@ -355,6 +355,7 @@ class Runner:
         run: InvocationRun | None = None
         try:
             run = await self._open_run(plan, lease, answered_by, invocation, config)
+            run.invocation.abort_signal = abort_signal
             async with run.events(yield_user_message) as events:
                 if abort_signal is None:
                     async for event in events:

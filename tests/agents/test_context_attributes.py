@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from baton import InMemorySessionService, Runner, types
 from baton.agents import LlmAgent
 from baton.agents.callbacks import CallbackContext
+from baton.errors import NoCredentialServiceError
 from baton.models import ScriptedModel
 from baton.run_config import RunConfig
 from baton.tools import ToolContext
@@ -57,3 +60,105 @@ async def test_tool_and_callback_contexts_name_the_run() -> None:
 def test_a_context_made_by_hand_says_it_has_no_invocation() -> None:
     with pytest.raises(ValueError, match="made outside a run and has no invocation"):
         _ = ToolContext().session
+
+
+async def test_every_context_is_a_readonly_context_as_in_the_reference() -> None:
+    from baton.agents.callback_context import CallbackContext as AgentsCallbackContext
+    from baton.agents.readonly_context import ReadonlyContext as AgentsReadonlyContext
+    from baton.context import Context
+    from baton.readonly_context import ReadonlyContext
+    from baton.tools.tool_context import ToolContext as ToolsToolContext
+    from baton.workflow import Workflow
+
+    kinds: dict[str, tuple[bool, ...]] = {}
+
+    def look(tool_context: ToolContext) -> str:
+        """Looks around."""
+        kinds["tool"] = (
+            isinstance(tool_context, ReadonlyContext),
+            isinstance(tool_context, CallbackContext),
+            tool_context.is_aborted,
+        )
+        return "ok"
+
+    def before_model(callback_context: CallbackContext, llm_request: Any) -> None:
+        kinds["callback"] = (
+            isinstance(callback_context, ReadonlyContext),
+            callback_context.is_aborted,
+        )
+
+    def node(ctx: Context) -> str:
+        kinds["node"] = (isinstance(ctx, ReadonlyContext), ctx.is_aborted)
+        return ctx.agent_name
+
+    model = ScriptedModel([FunctionCall(name="look", args={}, id="c1"), "done"])
+    agent = LlmAgent(name="a", model=model, tools=[look], before_model_callback=before_model)
+    flow = Workflow(name="flow", edges=[("START", agent), (agent, node)])
+    service = InMemorySessionService()
+    runner = Runner(app_name="x", agent=flow, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
+        pass
+    assert kinds == {"tool": (True, True, False), "callback": (True, False), "node": (True, False)}
+    assert AgentsReadonlyContext is ReadonlyContext
+    assert AgentsCallbackContext is CallbackContext
+    assert ToolsToolContext is ToolContext
+    assert issubclass(ToolContext, CallbackContext)
+
+
+async def test_is_aborted_tells_a_tool_its_caller_aborted_the_run() -> None:
+    abort = asyncio.Event()
+    seen: list[bool] = []
+
+    async def slow(tool_context: ToolContext) -> str:
+        """Works a while."""
+        seen.append(tool_context.is_aborted)
+        abort.set()  # the caller aborts while the tool works
+        seen.append(tool_context.is_aborted)
+        await asyncio.sleep(0)
+        return "ok"
+
+    model = ScriptedModel([FunctionCall(name="slow", args={}, id="c1"), "done"])
+    agent = LlmAgent(name="a", model=model, tools=[slow])
+    service = InMemorySessionService()
+    runner = Runner(app_name="x", agent=agent, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    async for _ in runner.run_async(
+        user_id="ann", session_id=session.id, new_message=message, abort_signal=abort
+    ):
+        pass
+    assert seen == [False, True]
+
+
+async def test_credential_methods_name_the_missing_credential_service() -> None:
+    failures: dict[str, str] = {}
+
+    async def sign_in(tool_context: ToolContext) -> str:
+        """Signs in."""
+        attempts: dict[str, Callable[[], object]] = {
+            "get_credential": lambda: tool_context.get_credential("k"),
+            "request_credential": lambda: tool_context.request_credential(object()),
+            "get_auth_response": lambda: tool_context.get_auth_response(object()),
+        }
+        for name, attempt in attempts.items():
+            with pytest.raises(NoCredentialServiceError) as caught:
+                attempt()
+            failures[name] = str(caught.value)
+        with pytest.raises(NoCredentialServiceError):
+            await tool_context.load_credential(object())
+        return "ok"
+
+    model = ScriptedModel([FunctionCall(name="sign_in", args={}, id="c1"), "done"])
+    agent = LlmAgent(name="a", model=model, tools=[sign_in])
+    service = InMemorySessionService()
+    runner = Runner(app_name="x", agent=agent, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
+        pass
+    assert set(failures) == {"get_credential", "request_credential", "get_auth_response"}
+    for name, said in failures.items():
+        assert said.startswith(f"{name} needs a credential service, which baton does not have")
+    assert isinstance(NoCredentialServiceError("x"), ValueError)

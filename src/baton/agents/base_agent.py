@@ -347,8 +347,6 @@ class BaseAgent(BaseModel):
         return CallbackContext(
             state=ctx.state,
             agent_name=self.name,
-            invocation_id=ctx.invocation_id,
-            user_content=ctx.user_content,
             artifacts=artifacts,
             memory=ctx.memory_scope(),
             invocation_context=ctx,

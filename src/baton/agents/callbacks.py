@@ -26,20 +26,16 @@ as it is, and an agent that started (or ended) is not started again.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias, final
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 from pydantic import JsonValue
 
-from baton.artifacts import ArtifactMethods, ArtifactScope
-from baton.context import InvocationContext
-from baton.events import EventActions, to_json_value
-from baton.memory import MemoryMethods, MemoryScope, no_memory
+from baton.callback_context import CallbackContext
+from baton.events import to_json_value
 from baton.models import LlmResponse
 from baton.tools import BaseTool, ToolContext
 from baton.tools.confirmation import asked_confirmation
-from baton.tools.tool_context import RunReader, StateWriter, ToolState
-from baton.types import Content
 
 __all__ = [
     "CallbackContext",
@@ -54,64 +50,6 @@ __all__ = [
 
 Callbacks: TypeAlias = Callable[..., Any] | list[Callable[..., Any]] | None
 """One callback, a list of them (the first non-None result wins), or none."""
-
-
-@final
-class CallbackContext(StateWriter, RunReader, ArtifactMethods, MemoryMethods):
-    """What an agent or model callback sees: the state (writes are recorded), ids, input.
-
-    Args:
-        state: the session state before the callback (read, never written).
-        agent_name: the agent the callback belongs to.
-        invocation_id: the invocation.
-        user_content: the message that started the invocation, if any.
-        artifacts: the artifacts the callback reaches (none by default: its artifact
-            methods then say how to set an artifact service).
-        memory: the user's memory (none by default, likewise).
-        invocation_context: the invocation (`session`, `user_id`, `branch`, `run_config`
-            read it).
-    """
-
-    def __init__(
-        self,
-        *,
-        state: Mapping[str, JsonValue],
-        agent_name: str,
-        invocation_id: str,
-        user_content: Content | None,
-        artifacts: ArtifactScope | None = None,
-        memory: MemoryScope | None = None,
-        invocation_context: InvocationContext | None = None,
-    ) -> None:
-        self._invocation_context = invocation_context
-        self.agent_name = agent_name
-        self.invocation_id = invocation_id
-        self.user_content = user_content
-        self.actions = EventActions()
-        self._state = ToolState(state, self.actions.state_delta)
-        self._artifact_scope = artifacts or ArtifactScope(
-            None, app_name="", user_id="", session_id="", saver=""
-        )
-        self._artifact_scope.delta = self.actions.artifact_delta
-        self._memory_scope = memory or no_memory()
-
-    @property
-    def user_id(self) -> str:
-        """The user of the run."""
-        return self.invocation_context.user_id
-
-    @property
-    def memory_scope(self) -> MemoryScope:
-        """The user's memory."""
-        return self._memory_scope
-
-    @property
-    def artifact_scope(self) -> ArtifactScope:
-        """The artifacts the callback reaches (its session's and its user's)."""
-        return self._artifact_scope
-
-    def __repr__(self) -> str:
-        return f"CallbackContext(agent_name={self.agent_name!r})"
 
 
 def chain(hooks: Sequence[Callable[..., Any]], own: Callbacks) -> Callbacks:

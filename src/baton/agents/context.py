@@ -150,6 +150,7 @@ class AgentContext(InvocationContext):
             run_config=ic.run_config,
         )
         self.stream_partial = ic.stream_partial
+        self.abort_signal = ic.abort_signal
         self.custom_metadata = ic.custom_metadata  # one dict per call, as in the reference
         self.run = run
         self.node_input = node_input

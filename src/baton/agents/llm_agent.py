@@ -826,8 +826,6 @@ class LlmAgent(BaseAgent):
         callback_context = CallbackContext(
             state=ctx.state,
             agent_name=self.name,
-            invocation_id=ctx.invocation_id,
-            user_content=ctx.user_content,
             artifacts=await ctx.artifacts_for(f"{self.name}/model"),
             memory=ctx.memory_scope(),
             invocation_context=ctx,
@@ -978,13 +976,11 @@ class LlmAgent(BaseAgent):
         memory recalls)."""
         tool_context = ToolContext(
             state=ctx.state,
-            invocation_id=ctx.invocation_id,
             agent_name=self.name,
             app_name=ctx.app_name,
             user_id=ctx.user_id,
             session_id=ctx.session.id,
             memory=ctx.memory_scope(),
-            user_content=ctx.user_content,
             artifact_service=ctx.artifact_service,
             invocation_context=ctx,
         )
@@ -1269,7 +1265,6 @@ class LlmAgent(BaseAgent):
         return ToolContext(
             state=ctx.state,
             function_call_id=call.id,
-            invocation_id=ctx.invocation_id,
             agent_name=self.name,
             idempotency_key=f"{ctx.idempotency_key}/{key or call.id}",
             tool_confirmation=None if answer is None else ToolConfirmation.from_answer(answer),
@@ -1278,7 +1273,6 @@ class LlmAgent(BaseAgent):
             user_id=ctx.user_id,
             session_id=ctx.session.id,
             memory=ctx.memory_scope(),
-            user_content=ctx.user_content,
             shared_writes=shared_writes,
             sync_tools=sync_tools,
             invocation_context=ctx,

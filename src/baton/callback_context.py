@@ -1,0 +1,200 @@
+"""CallbackContext: what an agent or model callback receives, and the base of a tool's
+`ToolContext`, as in the reference (where both are one class built on ReadonlyContext).
+
+It reads the run as a `ReadonlyContext` does and adds what a callback may change: the
+state (writes are recorded in `actions.state_delta`, and land with the event the
+callback shapes), artifacts and memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any, NoReturn
+
+from pydantic import JsonValue
+
+from baton.artifacts import ArtifactMethods, ArtifactScope
+from baton.context import InvocationContext
+from baton.events import EventActions, to_json_value
+from baton.memory import MemoryMethods, MemoryScope, no_memory
+from baton.readonly_context import ReadonlyContext, refuse_credentials
+from baton.sessions.store import Session
+from baton.types import Content
+
+__all__ = ["CallbackContext", "ToolState"]
+
+
+class ToolState(MutableMapping[str, JsonValue]):
+    """Session state as a tool or callback sees it: the state it was given, overlaid with
+    its writes.
+
+    Writes go to `delta` (and never to the mapping it was given).
+
+    Args:
+        base: the state before the call (read, never written).
+        delta: where writes are recorded (shared with the context's EventActions).
+        shared: the latest writes of the calls this one runs at once with, its own
+            included: read first, and written too (see `ToolContext`).
+    """
+
+    def __init__(
+        self,
+        base: Mapping[str, JsonValue],
+        delta: dict[str, JsonValue],
+        *,
+        shared: MutableMapping[str, JsonValue] | None = None,
+    ) -> None:
+        self._base = base
+        self._delta = delta
+        self._written: MutableMapping[str, JsonValue] = delta if shared is None else shared
+
+    def __getitem__(self, key: str) -> JsonValue:
+        if key in self._written:
+            return self._written[key]
+        if key in self._delta:
+            return self._delta[key]
+        return self._base[key]
+
+    def __setitem__(self, key: str, value: JsonValue) -> None:
+        converted = to_json_value(value, what=f"state value '{key}'")
+        self._delta[key] = converted
+        self._written[key] = converted
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._written
+        yield from (key for key in self._delta if key not in self._written)
+        yield from (
+            key for key in self._base if key not in self._written and key not in self._delta
+        )
+
+    def __len__(self) -> int:
+        return len(self._base.keys() | self._delta.keys() | self._written.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._written or key in self._delta or key in self._base
+
+
+class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
+    """What an agent or model callback sees: the run (as `ReadonlyContext`), the state
+    (writes are recorded), artifacts and memory.
+
+    Args:
+        state: the session state before the callback (read, never written).
+        agent_name: the agent the callback belongs to.
+        invocation_context: the invocation. Without one (a context made by hand, as a
+            test does), `invocation_id`, `user_id`, `user_content`, `app_name` and
+            `session_id` stand for it, and `session` / `invocation_context` raise.
+        artifacts: the artifacts the callback reaches (none by default: its artifact
+            methods then say how to set an artifact service).
+        memory: the user's memory (none by default, likewise).
+        actions: the actions the callback's event will carry (a fresh one by default).
+        shared_writes: see `ToolState`'s `shared`.
+    """
+
+    def __init__(
+        self,
+        *,
+        state: Mapping[str, JsonValue] | None = None,
+        agent_name: str = "",
+        invocation_context: InvocationContext | None = None,
+        artifacts: ArtifactScope | None = None,
+        memory: MemoryScope | None = None,
+        actions: EventActions | None = None,
+        shared_writes: MutableMapping[str, JsonValue] | None = None,
+        invocation_id: str = "",
+        user_id: str = "",
+        user_content: Content | None = None,
+        app_name: str = "",
+        session_id: str = "",
+    ) -> None:
+        if invocation_context is None:
+            invocation_context = _stand_in(invocation_id, app_name, user_id, session_id)
+            invocation_context.user_content = user_content
+            self._made_by_hand = True
+        super().__init__(invocation_context, agent_name=agent_name)
+        self.actions = actions if actions is not None else EventActions()
+        self._state = ToolState(
+            state if state is not None else {}, self.actions.state_delta, shared=shared_writes
+        )
+        self._artifact_scope = artifacts or ArtifactScope(
+            None, app_name="", user_id="", session_id="", saver=""
+        )
+        self._artifact_scope.delta = self.actions.artifact_delta
+        self._memory_scope = memory or no_memory()
+
+    @property
+    def state(self) -> ToolState:
+        """The session state: read it, write it (writes become `state_delta`)."""
+        return self._state
+
+    @property
+    def state_delta(self) -> dict[str, JsonValue]:
+        """A copy of the state written so far."""
+        return dict(self.actions.state_delta)
+
+    @property
+    def custom_metadata(self) -> dict[str, Any]:
+        """The call's `RunConfig.custom_metadata`: one dict per call of `run_async`, shared
+        by the run's contexts; writes stay in memory."""
+        return self._invocation_context.custom_metadata
+
+    @property
+    def branch(self) -> str | None:
+        """The conversation branch of the run."""
+        return self.invocation_context.branch
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        """The user's memory."""
+        return self._memory_scope
+
+    @property
+    def artifact_scope(self) -> ArtifactScope:
+        """The artifacts the context reaches (its session's and its user's)."""
+        return self._artifact_scope
+
+    async def save_credential(self, auth_config: object) -> NoReturn:
+        """The reference's credential store; baton has no credential service.
+
+        Raises:
+            NoCredentialServiceError: always.
+        """
+        refuse_credentials("save_credential")
+
+    async def load_credential(self, auth_config: object) -> NoReturn:
+        """The reference's credential store; baton has no credential service.
+
+        Raises:
+            NoCredentialServiceError: always.
+        """
+        refuse_credentials("load_credential")
+
+    def get_auth_response(self, auth_config: object) -> NoReturn:
+        """The reference's answer to an auth request; baton has no auth flow.
+
+        Raises:
+            NoCredentialServiceError: always.
+        """
+        refuse_credentials("get_auth_response")
+
+    def request_credential(self, auth_config: object) -> NoReturn:
+        """The reference's auth request for a tool call; baton has no auth flow.
+
+        Raises:
+            NoCredentialServiceError: always.
+        """
+        refuse_credentials("request_credential")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(agent_name={self.agent_name!r})"
+
+
+def _stand_in(
+    invocation_id: str, app_name: str, user_id: str, session_id: str
+) -> InvocationContext:
+    """The invocation a context made by hand reads its ids from."""
+    session = Session(id=session_id, app_name=app_name, user_id=user_id)
+    return InvocationContext(invocation_id=invocation_id, session=session)
