@@ -62,6 +62,23 @@ def test_a_context_made_by_hand_says_it_has_no_invocation() -> None:
         _ = ToolContext().session
 
 
+def is_a(value: object, kind: type) -> bool:
+    """isinstance, on a value whose static type the checker would decide it from."""
+    return isinstance(value, kind)
+
+
+async def run_once(agent: Any, *, abort_signal: asyncio.Event | None = None) -> None:
+    """Run `agent` once on a new session of user 'ann', to its end."""
+    service = InMemorySessionService()
+    runner = Runner(app_name="x", agent=agent, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    async for _ in runner.run_async(
+        user_id="ann", session_id=session.id, new_message=message, abort_signal=abort_signal
+    ):
+        pass
+
+
 async def test_every_context_is_a_readonly_context_as_in_the_reference() -> None:
     from baton.agents.callback_context import CallbackContext as AgentsCallbackContext
     from baton.agents.readonly_context import ReadonlyContext as AgentsReadonlyContext
@@ -75,31 +92,25 @@ async def test_every_context_is_a_readonly_context_as_in_the_reference() -> None
     def look(tool_context: ToolContext) -> str:
         """Looks around."""
         kinds["tool"] = (
-            isinstance(tool_context, ReadonlyContext),
-            isinstance(tool_context, CallbackContext),
+            is_a(tool_context, ReadonlyContext),
+            is_a(tool_context, CallbackContext),
             tool_context.is_aborted,
         )
         return "ok"
 
     def before_model(callback_context: CallbackContext, llm_request: Any) -> None:
         kinds["callback"] = (
-            isinstance(callback_context, ReadonlyContext),
+            is_a(callback_context, ReadonlyContext),
             callback_context.is_aborted,
         )
 
     def node(ctx: Context) -> str:
-        kinds["node"] = (isinstance(ctx, ReadonlyContext), ctx.is_aborted)
+        kinds["node"] = (is_a(ctx, ReadonlyContext), ctx.is_aborted)
         return ctx.agent_name
 
     model = ScriptedModel([FunctionCall(name="look", args={}, id="c1"), "done"])
     agent = LlmAgent(name="a", model=model, tools=[look], before_model_callback=before_model)
-    flow = Workflow(name="flow", edges=[("START", agent), (agent, node)])
-    service = InMemorySessionService()
-    runner = Runner(app_name="x", agent=flow, session_service=service)
-    session = await service.create_session(app_name="x", user_id="ann")
-    message = types.Content(role="user", parts=[types.Part(text="hi")])
-    async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
-        pass
+    await run_once(Workflow(name="flow", edges=[("START", agent), (agent, node)]))
     assert kinds == {"tool": (True, True, False), "callback": (True, False), "node": (True, False)}
     assert AgentsReadonlyContext is ReadonlyContext
     assert AgentsCallbackContext is CallbackContext
@@ -120,15 +131,7 @@ async def test_is_aborted_tells_a_tool_its_caller_aborted_the_run() -> None:
         return "ok"
 
     model = ScriptedModel([FunctionCall(name="slow", args={}, id="c1"), "done"])
-    agent = LlmAgent(name="a", model=model, tools=[slow])
-    service = InMemorySessionService()
-    runner = Runner(app_name="x", agent=agent, session_service=service)
-    session = await service.create_session(app_name="x", user_id="ann")
-    message = types.Content(role="user", parts=[types.Part(text="hi")])
-    async for _ in runner.run_async(
-        user_id="ann", session_id=session.id, new_message=message, abort_signal=abort
-    ):
-        pass
+    await run_once(LlmAgent(name="a", model=model, tools=[slow]), abort_signal=abort)
     assert seen == [False, True]
 
 
@@ -151,13 +154,7 @@ async def test_credential_methods_name_the_missing_credential_service() -> None:
         return "ok"
 
     model = ScriptedModel([FunctionCall(name="sign_in", args={}, id="c1"), "done"])
-    agent = LlmAgent(name="a", model=model, tools=[sign_in])
-    service = InMemorySessionService()
-    runner = Runner(app_name="x", agent=agent, session_service=service)
-    session = await service.create_session(app_name="x", user_id="ann")
-    message = types.Content(role="user", parts=[types.Part(text="hi")])
-    async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
-        pass
+    await run_once(LlmAgent(name="a", model=model, tools=[sign_in]))
     assert set(failures) == {"get_credential", "request_credential", "get_auth_response"}
     for name, said in failures.items():
         assert said.startswith(f"{name} needs a credential service, which baton does not have")
