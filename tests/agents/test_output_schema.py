@@ -54,7 +54,8 @@ async def test_set_model_response_ends_the_agent_with_the_validated_structured_r
     assert system.startswith('Be brief.\n\nYou are an agent. Your internal name is "a".\n\n')
     assert "`set_model_response`" in system
     declared = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert set(declared) == {"forecast", "set_model_response"}
+    # set_model_response is declared first, as the reference declares it.
+    assert list(declared) == ["set_model_response", "forecast"]
     parameters = declared["set_model_response"]["parameters"]
     assert parameters["properties"] == Weather.model_json_schema()["properties"]
     assert parameters["required"] == ["city", "temp"]
@@ -141,6 +142,41 @@ async def test_without_tools_a_reply_that_does_not_fit_fails_the_run(
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
     assert "res" not in session.state
+
+
+async def test_with_tools_a_text_reply_that_does_not_fit_fails_the_run_as_in_the_reference(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content="Oslo, 3 degrees"))
+    agent = LlmAgent(
+        name="a", model=openai_model, tools=[forecast], output_schema=Weather, output_key="res"
+    )
+    h = await make(agent)
+
+    with pytest.raises(OutputSchemaError, match="replied with text that is not JSON"):
+        await h.start("weather in Oslo?")
+
+    [request] = chat_server.requests
+    assert "response_format" not in request  # with tools, the reply is asked for as a call
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert "res" not in session.state
+
+
+async def test_with_tools_a_text_reply_that_fits_is_stored_parsed(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content='{"city": "Oslo", "temp": 3}'))
+    agent = LlmAgent(
+        name="a", model=openai_model, tools=[forecast], output_schema=Weather, output_key="res"
+    )
+    h = await make(agent)
+
+    await h.start("weather in Oslo?")
+
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state["res"] == {"city": "Oslo", "temp": 3}
 
 
 def test_an_output_schema_beside_a_tool_named_set_model_response_is_refused() -> None:

@@ -344,9 +344,10 @@ class LlmAgent(BaseAgent):
 
     def _add_set_model_response(self, output_schema: SchemaType) -> None:
         """How its model gives its structured reply (see `baton.agents.structured`): as
-        JSON text in the schema without tools, else by calling `set_model_response`."""
+        JSON text in the schema without tools, else by calling `set_model_response`. A
+        text reply is checked against the schema either way."""
+        self._reply_format = ReplyFormat(output_schema, agent=self.name)
         if not self.tools:
-            self._reply_format = ReplyFormat(output_schema, agent=self.name)
             return
         if SET_MODEL_RESPONSE in self._tools:
             raise ValueError(
@@ -924,14 +925,16 @@ class LlmAgent(BaseAgent):
         if self.effective_mode(ctx) != "single_turn":
             request.append_instructions([self._identity()])
         self._plan(ctx, request)
-        if self._reply_format is not None and self.effective_mode(ctx) != "task":
-            self._reply_format.apply(request)
+        # With tools, the structured reply is a call to set_model_response instead.
+        reply_format = None if SET_MODEL_RESPONSE in self._tools else self._reply_format
+        if reply_format is not None and self.effective_mode(ctx) != "task":
+            reply_format.apply(request)
         targets = transfer_targets(self)
         if targets:
             parent = self.parent_agent if self.parent_agent in targets else None
             others = [t for t in targets if t is not parent]
             request.append_instructions([transfer_instruction(others, parent)])
-        request.append_tools(progress.tools.values())
+        request.append_tools(_declared(progress.tools))
         await self._let_tools_shape(ctx, request, progress.tools)
         if self.code_executor is not None:
             self.code_executor.process_llm_request(request)
@@ -1617,6 +1620,15 @@ def _starts_turn(event: Event, agent: str) -> bool:
     if event.author == "user":
         return not content.function_responses
     return event.author != agent and any(p.text and not p.thought for p in content.parts)
+
+
+def _declared(tools: dict[str, BaseTool]) -> list[BaseTool]:
+    """The tools in the order the model is offered them: `set_model_response` first, as
+    the reference declares it, then the agent's."""
+    first = tools.get(SET_MODEL_RESPONSE)
+    if not isinstance(first, SetModelResponseTool):
+        return list(tools.values())
+    return [first, *(tool for name, tool in tools.items() if name != SET_MODEL_RESPONSE)]
 
 
 def _sub_agent_tool(agent: BaseAgent) -> BaseTool:

@@ -5,7 +5,8 @@ Without tools, its model is asked for JSON in the schema (the request's response
 schema), and the reply's text, once it fits, is what `output_key` gets, parsed
 (`ReplyFormat`); a reply that does not fit fails the run, as in google-adk 2.13.0.
 
-With tools, it gives its final reply by calling `set_model_response`.
+With tools, it gives its final reply by calling `set_model_response`; a text reply
+that ignores the tool is checked as above (`ReplyFormat`), as in the reference.
 
 Its model is offered the `set_model_response` tool, whose parameters are the schema (an
 object schema as it is, any other wrapped as `{"response": ...}`), and told to end with
