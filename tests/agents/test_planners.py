@@ -13,9 +13,11 @@ from baton.models import LlmRequest, OpenAiModel
 from baton.planners import BasePlanner, BuiltInPlanner, PlanReActPlanner
 from baton.planners.plan_re_act_planner import FINAL_ANSWER_TAG, PLANNING_TAG
 from baton.readonly_context import ReadonlyContext
-from baton.types import GenerateContentConfig, Part, ThinkingConfig, ThinkingLevel
+from baton.run_config import RunConfig, StreamingMode
+from baton.types import Content, GenerateContentConfig, Part, ThinkingConfig, ThinkingLevel
+from baton.workflow import Workflow
 from tests.agents.conftest import MakeRunner
-from tests.models.chat_server import ChatServer, completion
+from tests.models.chat_server import ChatServer, chunk, completion
 
 
 async def test_a_built_in_planners_thinking_level_replaces_the_agents(
@@ -121,3 +123,36 @@ async def test_a_custom_planners_hooks_shape_the_request_and_the_reply(
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
     assert session.state["planned"] is True
+
+
+async def test_streamed_plan_re_act_chunks_pass_the_planner_and_the_next_node_gets_the_answer(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    said = [f"{PLANNING_TAG}1. greet", " the user\n", f"{FINAL_ANSWER_TAG}Hel", "lo"]
+    chat_server.reply([chunk({"role": "assistant", "content": c}) for c in said])
+    got: list[object] = []
+
+    def after(node_input: str) -> str:
+        got.append(node_input)
+        return "done"
+
+    agent = LlmAgent(name="a", model=openai_model, planner=PlanReActPlanner())
+    h = await make(Workflow(name="w", edges=[("START", agent, after)]))
+
+    events = await h.collect(
+        new_message=Content(role="user", parts=[Part(text="hi")]),
+        run_config=RunConfig(streaming_mode=StreamingMode.SSE),
+    )
+
+    # Each chunk passes the planner on its own, as in google-adk 2.13.0: the tags never
+    # reach the caller, a chunk opening with a planning tag is a thought.
+    streamed = [e.content.parts for e in events if e.partial and e.content]
+    assert streamed == [
+        [Part(text="1. greet", thought=True)],
+        [Part(text=" the user\n")],
+        [Part(text="Hel")],
+        [Part(text="lo")],
+    ]
+    [turn] = [e.content for e in events if e.author == "a" and e.content and not e.partial]
+    assert turn.parts == [Part(text="1. greet the user\n", thought=True), Part(text="Hello")]
+    assert got == ["Hello"]

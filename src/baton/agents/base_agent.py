@@ -39,7 +39,7 @@ from baton.events import Event, EventActions, NodeInfo, RequestInput, is_task_qu
 from baton.types import Content
 from baton.workflow.nodes import NodeInput, RetryConfig, check_version
 
-__all__ = ["BaseAgent"]
+__all__ = ["BaseAgent", "answer_text"]
 
 StateT = TypeVar("StateT", bound=BaseAgentState)
 
@@ -183,7 +183,7 @@ class BaseAgent(BaseModel):
         for index in reversed(range(len(events))):
             event = events[index]
             if _is_final_text(event) and not is_task_question(event):
-                return _text_of(event)
+                return answer_text(event)
             agent = self.find_agent(event.author)
             result = agent.task_result(event, events[:index]) if agent is not None else None
             if result is not None:
@@ -225,7 +225,7 @@ class BaseAgent(BaseModel):
                 agent_ctx.log.add(event)
                 explicit_output = explicit_output or event.output is not None
                 if _is_final_text(event) and not is_task_question(event):
-                    agent_ctx.last_response = _text_of(event)
+                    agent_ctx.last_response = answer_text(event)
         if not explicit_output and replies_give_output and self.name in ctx.ended_agents:
             ctx.output = agent_ctx.last_response
 
@@ -484,10 +484,11 @@ def _is_final_text(event: Event) -> bool:
         and not event.partial
         and not content.function_calls
         and not content.function_responses
-        and _text_of(event)
+        and answer_text(event)
     )
 
 
-def _text_of(event: Event) -> str:
+def answer_text(event: Event) -> str:
+    """The event's answer: its text without thoughts (a thinking model's, a planner's)."""
     parts = event.content.parts if event.content else None
     return "".join(p.text for p in parts or [] if p.text and not p.thought)

@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from baton.agents.artifact_text import artifact_texts
-from baton.agents.base_agent import BaseAgent
+from baton.agents.base_agent import BaseAgent, answer_text
 from baton.agents.callbacks import (
     CallbackContext,
     Callbacks,
@@ -543,7 +543,7 @@ class LlmAgent(BaseAgent):
             turn = progress.turn
             if turn is not None and not turn.function_calls:
                 if not progress.answered_since_turn() and not self._replied(agent_ctx, progress):
-                    agent_ctx.last_response = turn.content.text if turn.content else ""
+                    agent_ctx.last_response = answer_text(turn)
                     return
                 # A long-running call answered after the model's reply (a progress update
                 # or its final result): the model gets another turn, as in the reference.
@@ -872,7 +872,7 @@ class LlmAgent(BaseAgent):
         """The model's response; when the call fails, the first model-error callback's
         response instead (plugins first), or the error when none answers."""
         try:
-            return await self._generate(request, ctx)
+            return await self._generate(request, callback_context, ctx)
         except Exception as error:
             callbacks = chain(ctx.plugins.model_hooks("error"), self.on_model_error_callback)
             if callbacks is None:
@@ -887,10 +887,13 @@ class LlmAgent(BaseAgent):
                 raise
             return recovered
 
-    async def _generate(self, request: LlmRequest, ctx: AgentContext) -> LlmResponse:
+    async def _generate(
+        self, request: LlmRequest, callback_context: CallbackContext, ctx: AgentContext
+    ) -> LlmResponse:
         """The model's complete response; when the call streams (`StreamingMode.SSE`),
-        each partial chunk is shown to the caller as it arrives, and never stored: the
-        complete response is the turn that commits."""
+        each partial chunk is shown to the caller as it arrives (through the planner, as
+        the reference passes every chunk), and never stored: the complete response is
+        the turn that commits."""
         llm = self.canonical_model
         response: LlmResponse | None = None
         streaming = ctx.run_config.is_streaming
@@ -904,7 +907,8 @@ class LlmAgent(BaseAgent):
                 if not item.partial:
                     response = item
                 elif streaming:
-                    await ctx.stream_partial(self._partial_event(ctx, item))
+                    chunk = self._planned(callback_context, item)
+                    await ctx.stream_partial(self._partial_event(ctx, chunk))
         if response is None or (response.error_code and response.content is None):
             detail = f"{response.error_code}: {response.error_message}" if response else "nothing"
             raise ModelCallError(
