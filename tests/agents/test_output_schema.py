@@ -144,39 +144,26 @@ async def test_without_tools_a_reply_that_does_not_fit_fails_the_run(
     assert "res" not in session.state
 
 
-async def test_with_tools_a_text_reply_that_does_not_fit_fails_the_run_as_in_the_reference(
+async def test_with_tools_a_text_reply_is_checked_against_the_schema_as_in_the_reference(
     make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
 ) -> None:
-    chat_server.reply(completion(content="Oslo, 3 degrees"))
     agent = LlmAgent(
         name="a", model=openai_model, tools=[forecast], output_schema=Weather, output_key="res"
     )
-    h = await make(agent)
+    chat_server.reply(completion(content="Oslo, 3 degrees"))
+    chat_server.reply(completion(content='{"city": "Oslo", "temp": 3}'))
+    refused, stored = await make(agent), await make(agent)
 
     with pytest.raises(OutputSchemaError, match="replied with text that is not JSON"):
-        await h.start("weather in Oslo?")
+        await refused.start("weather in Oslo?")
+    await stored.start("weather in Oslo?")
 
-    [request] = chat_server.requests
-    assert "response_format" not in request  # with tools, the reply is asked for as a call
-    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
-    assert session is not None
-    assert "res" not in session.state
-
-
-async def test_with_tools_a_text_reply_that_fits_is_stored_parsed(
-    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
-) -> None:
-    chat_server.reply(completion(content='{"city": "Oslo", "temp": 3}'))
-    agent = LlmAgent(
-        name="a", model=openai_model, tools=[forecast], output_schema=Weather, output_key="res"
-    )
-    h = await make(agent)
-
-    await h.start("weather in Oslo?")
-
-    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
-    assert session is not None
-    assert session.state["res"] == {"city": "Oslo", "temp": 3}
+    assert "response_format" not in chat_server.requests[0]  # the reply is asked for as a call
+    states = [
+        await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+        for h in (refused, stored)
+    ]
+    assert [s.state if s else None for s in states] == [{}, {"res": {"city": "Oslo", "temp": 3}}]
 
 
 def test_an_output_schema_beside_a_tool_named_set_model_response_is_refused() -> None:
