@@ -165,6 +165,12 @@ class BaseAgent(BaseModel):
         instead of transferring the conversation to it: an LlmAgent in single-turn mode."""
         return False
 
+    def tool_input_schema(self) -> type[BaseModel] | None:
+        """The parameters of this agent called as a tool (`AgentTool`, a single-turn
+        sub-agent): its first sub-agent's, as in the reference; None for one `request`
+        text."""
+        return self.sub_agents[0].tool_input_schema() if self.sub_agents else None
+
     def reply_is_output(self, ctx: InvocationContext) -> bool:
         """Whether the agent's last reply is its node run's output (not for an agent that
         gives its output otherwise, such as an LlmAgent in task mode)."""

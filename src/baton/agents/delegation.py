@@ -2,12 +2,15 @@
 
 An LlmAgent offers each of its sub-agents in single-turn mode to its model as a tool
 named after the sub-agent, with one string argument, `request` (as the reference's
-`mode="single_turn"` sub-agents). A call runs the sub-agent in the parent's node run,
-on a branch of its own (`[<parent's branch>.]<sub-agent>@<call id>`): its model sees
-the request as a user turn and its own turns, and its reply comes back to the parent
-as the call's result (`{"result": <reply>}`). The parent's model never sees the
-sub-agent's events, only the result. The parent's tool callbacks apply to the call
-as to any tool's: a before-tool callback's result stands for the sub-agent's run.
+`mode="single_turn"` sub-agents), or the sub-agent's `input_schema` as its parameters:
+then a call's arguments are validated (a call they do not fit is answered with the
+problem, and the agent does not run) and the sub-agent's input is them as JSON. A
+call runs the sub-agent in the parent's node run, on a branch of its own
+(`[<parent's branch>.]<sub-agent>@<call id>`): its model sees the request as a user
+turn and its own turns, and its reply comes back to the parent as the call's result
+(`{"result": <reply>}`). The parent's model never sees the sub-agent's events, only
+the result. The parent's tool callbacks apply to the call as to any tool's: a
+before-tool callback's result stands for the sub-agent's run.
 
 Each of the sub-agent's events is committed as it comes, so a delegated call resumes
 like any agent: a run that ended before a crash is not run again (its reply is read
@@ -20,14 +23,14 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import final
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from baton.agents.base_agent import BaseAgent
 from baton.agents.context import AgentContext
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration
 from baton.tools import BaseTool, ToolContext
-from baton.tools.base import string_parameters
+from baton.tools.base import described, string_parameters, unfit_call
 from baton.types import FunctionCall
 
 __all__ = ["AgentTool", "SingleTurnAgentTool", "call_branch"]
@@ -45,12 +48,33 @@ class SingleTurnAgentTool(BaseTool):
     def __init__(self, agent: BaseAgent) -> None:
         super().__init__(name=agent.name, description=agent.description)
         self.agent = agent
+        self.input_schema = agent.tool_input_schema()
 
     def declaration(self) -> FunctionDeclaration:
-        parameters = string_parameters(request={})
+        schema = self.input_schema
+        parameters = string_parameters(request={}) if schema is None else schema.model_json_schema()
         return FunctionDeclaration(
             name=self.name, description=self.description, parameters=parameters
         )
+
+    def unfit(self, args: dict[str, JsonValue]) -> JsonValue:
+        """The answer to a call whose arguments the agent's input_schema refuses (None
+        when they fit, or there is no schema): the agent does not run."""
+        if self.input_schema is None:
+            return None
+        try:
+            self.input_schema.model_validate(args)
+        except ValidationError as error:
+            return unfit_call(self.name, described(error))
+        return None
+
+    def request(self, args: dict[str, JsonValue]) -> str | None:
+        """What the agent is given as its input message: the arguments validated by its
+        input_schema, as compact JSON (as the reference gives them), or the `request`."""
+        if self.input_schema is not None:
+            return self.input_schema.model_validate(args).model_dump_json(exclude_none=True)
+        request = args.get("request")
+        return request if isinstance(request, str) else None
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
         """Not called: the parent runs the sub-agent itself (`run_agent`), its events being
@@ -72,10 +96,9 @@ class SingleTurnAgentTool(BaseTool):
 
     async def run_agent(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
         """Run (or resume) the sub-agent on `call`'s request, yielding its events."""
-        request = (call.args or {}).get("request")
         sub_ctx = AgentContext(
             ctx.run,
-            node_input=request if isinstance(request, str) else None,
+            node_input=self.request(call.args or {}),
             log=ctx.log,
             branch=call_branch(ctx.branch, self.agent.name, call.id or ""),
         )

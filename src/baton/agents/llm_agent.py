@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any, ClassVar, Literal, cast, final
 
 from pydantic import (
+    BaseModel,
     Field,
     InstanceOf,
     JsonValue,
@@ -276,6 +277,10 @@ class LlmAgent(BaseAgent):
             `finish_task` call. With another mode (and tools), the schema of its final
             reply, given through the `set_model_response` tool (see
             `baton.agents.structured`).
+        input_schema: the arguments of the agent called as a tool (`AgentTool`, a
+            single-turn sub-agent): the tool's parameters instead of one `request`
+            text; a call's arguments are validated against it and given to the agent
+            as its input message, in JSON (see `baton.agents.delegation`).
         planner: a `baton.planners` planner: `BuiltInPlanner(thinking_config=...)` puts its
             thinking config in each request instead of generate_content_config's;
             another's planning instruction is added to the system instruction (after the
@@ -311,6 +316,7 @@ class LlmAgent(BaseAgent):
     disallow_transfer_to_peers: bool = False
     mode: AgentMode | None = None
     output_schema: SchemaType | None = None
+    input_schema: type[BaseModel] | None = None
     planner: InstanceOf[BasePlanner] | None = None
     code_executor: InstanceOf[BuiltInCodeExecutor] | None = None
     global_instruction: str | InstructionProvider = ""
@@ -359,6 +365,9 @@ class LlmAgent(BaseAgent):
 
     def runs_as_tool(self) -> bool:
         return self.mode in ("single_turn", "task")
+
+    def tool_input_schema(self) -> type[BaseModel] | None:
+        return self.input_schema
 
     def task_result(self, event: Event, earlier: Sequence[Event]) -> tuple[JsonValue] | None:
         finish = self._tools.get(FINISH_TASK)
@@ -1206,6 +1215,8 @@ class LlmAgent(BaseAgent):
         started, reply = await tool.progress(ctx, call)
         before = chain(ctx.plugins.tool_hooks("before"), self.before_tool_callback)
         result = None if started else await result_before_tool(before, tool, args, tool_context)
+        if result is None and not started:
+            result = tool.unfit(args)  # arguments its input_schema refuses: the model retries
         if result is None:
             if reply is None:
                 async for event in tool.run_agent(ctx, call):

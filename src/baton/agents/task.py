@@ -29,7 +29,7 @@ from baton.agents.delegation import call_branch
 from baton.events import Event, task_reply
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.schemas import SchemaType
-from baton.tools.base import BaseTool, string_parameters
+from baton.tools.base import BaseTool, described, string_parameters, unfit_call
 from baton.tools.tool_context import ToolContext
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
@@ -105,10 +105,7 @@ class FinishTaskTool(BaseTool):
 
     def unfit(self, problem: str) -> JsonValue:
         """The answer to a call whose arguments do not fit."""
-        return {
-            "error": f"`{self.name}` was called with arguments that do not fit: {problem}. "
-            "Call it again with every required parameter, of the right type."
-        }
+        return unfit_call(self.name, problem)
 
     def result(self, args: dict[str, JsonValue]) -> JsonValue:
         """The task's result from a call's arguments that fit (validated, as JSON)."""
@@ -133,10 +130,7 @@ class FinishTaskTool(BaseTool):
         try:
             _adapter(schema).validate_python(value)
         except ValidationError as error:
-            return "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'the value'}: {e['msg']}"
-                for e in error.errors()
-            )
+            return described(error)
         return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.tools.confirmation import REJECTED, REQUIRED
@@ -13,10 +13,12 @@ from baton.types import FunctionCall, FunctionResponse
 
 __all__ = [
     "BaseTool",
+    "described",
     "hold_for_confirmation",
     "string_parameters",
     "to_function_response",
     "to_response_dict",
+    "unfit_call",
 ]
 
 
@@ -163,3 +165,18 @@ def string_parameters(**fields: dict[str, JsonValue]) -> dict[str, JsonValue]:
         name: {"type": "string", **schema} for name, schema in fields.items()
     }
     return {"type": "object", "properties": properties, "required": list(fields)}
+
+
+def described(error: ValidationError) -> str:
+    """A validation error as a model reads it: each field's path and problem."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'the value'}: {e['msg']}" for e in error.errors()
+    )
+
+
+def unfit_call(tool: str, problem: str) -> JsonValue:
+    """The answer to a call of `tool` whose arguments do not fit: the model tries again."""
+    return {
+        "error": f"`{tool}` was called with arguments that do not fit: {problem}. "
+        "Call it again with every required parameter, of the right type."
+    }
