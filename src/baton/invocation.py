@@ -54,6 +54,7 @@ from baton.workflow.execution import (
     run_stopper,
     wants_execution,
 )
+from baton.workflow.handover import EngineDriver, park, parks
 from baton.workflow.nodes import Node
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -156,7 +157,7 @@ class InvocationRun:
         # A joinable step held back to land with the next one: its parts, status, answerer.
         self._held: _Held | None = None
         self._renewal: _Renewal | None = None
-        self._driver: asyncio.Task[None] | None = None
+        self._driver: EngineDriver | None = None
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
             invocation_id=plan.invocation_id,
@@ -497,13 +498,15 @@ class InvocationRun:
         return RunEvents(self, yield_user_message)
 
     def start(self) -> None:
-        """Start the driver task and the lease renewal: the caller now reads the outbox."""
-        # A TaskGroup cannot span a `yield` of an async generator (PEP 789): closing the
-        # generator would throw into the group. The two tasks are owned and awaited in
-        # `stop`, which the caller's `async with` (RunEvents) always reaches.
-        self.outbox.attach()
-        self._driver = asyncio.create_task(self._drive())
-        self._renewal = _Renewal(self, self._driver)
+        """Start the driver and the lease renewal: the caller now reads the outbox."""
+        # The engine runs in the caller's task, stepped by its reads of the outbox, until
+        # it needs a task of its own (see `baton.workflow.handover`). The driver and the
+        # renewal are stopped and awaited in `stop`, which the caller's `async with`
+        # (RunEvents) always reaches.
+        driver = EngineDriver(self._drive(), lambda: self.committing)
+        self.outbox.attach(driver)
+        self._driver = driver
+        self._renewal = _Renewal(self, driver)
 
     async def stop(self) -> None:
         """Stop the driver (if still running; once the step it commits, if any, landed or
@@ -520,7 +523,7 @@ class InvocationRun:
             driver.cancel()
         if renewal is not None:
             await renewal.stop()
-        await _ended(driver)
+        await driver.ended()
 
     async def _drive(self) -> None:
         pool = self.invocation.run_config.tool_thread_pool_config
@@ -735,7 +738,7 @@ class _Renewal:
     the next tick, while the lease is still valid.
     """
 
-    def __init__(self, run: InvocationRun, driver: asyncio.Task[None]) -> None:
+    def __init__(self, run: InvocationRun, driver: EngineDriver) -> None:
         self._run = run
         self._driver = driver
         self._interval = run.settings.lease_ttl.total_seconds() / 3
@@ -771,18 +774,6 @@ class _Renewal:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-async def _ended(task: asyncio.Task[None]) -> None:
-    """Wait for `task` to end (its error, if any, is the run's: already in `error`).
-
-    Speed: a task that has ended (a run that finished: the caller saw the outbox close)
-    is only read; `gather` would wait two event-loop iterations for its done callback.
-    """
-    if not task.done():
-        await asyncio.gather(task, return_exceptions=True)
-    elif not task.cancelled():
-        task.exception()  # retrieved, as gather's return_exceptions does
-
-
 @types.coroutine
 def _pass_turn() -> Generator[None, None, None]:
     """Let every other ready task run once, as `asyncio.sleep(0)` does (its own bare
@@ -807,10 +798,13 @@ class _Outbox:
         self._waiter: asyncio.Future[None] | None = None  # the caller, waiting for events
         self._polling = False  # the caller asked for more and looks again next iteration
         self._taken: list[asyncio.Future[None]] = []  # steps, waiting for the caller
+        self._driver: EngineDriver | None = None  # steps the engine in the caller's task
 
-    def attach(self) -> None:
-        """A caller reads from now on: steps wait for it to take their events."""
+    def attach(self, driver: EngineDriver) -> None:
+        """A caller reads from now on: steps wait for it to take their events; while
+        `driver` runs the engine in the caller's task, a read steps it."""
         self._attached = True
+        self._driver = driver
 
     def put_all(self, events: Iterable[Event]) -> None:
         self._items.extend(events)
@@ -828,6 +822,9 @@ class _Outbox:
         """Wait until the caller has taken every buffered event and asked for more."""
         if not self._attached or self._closed or not self._items:
             return
+        if parks():
+            await park()  # in the caller's task: back when the caller asks for more
+            return
         # Speed: one bare yield first. `put_all` already scheduled a waiting caller, so it
         # runs ahead of this step in the next loop iteration; when it has taken everything
         # and waits again by then (the common case), the step goes on in that same
@@ -841,6 +838,10 @@ class _Outbox:
         await taken
 
     async def get(self) -> Event | None:
+        driver = self._driver
+        if not self._items and driver is not None and driver.task is None and not driver.done():
+            # The caller asks for more: the engine goes on, here, to the next hand-over.
+            await driver.advance()
         if not self._items and not self._closed:
             self._release()  # the caller asks for more: whatever it was given is taken
             # Speed: one bare yield before a future, as `handed_over` does. The step that

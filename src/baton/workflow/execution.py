@@ -48,6 +48,7 @@ from baton.tracing import node_span
 from baton.types import Content
 from baton.workflow.checkpoint import RunRecord, RunStatus
 from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
+from baton.workflow.handover import own_task
 from baton.workflow.loopwatch import NodeMark, enter_node, leave_node
 from baton.workflow.nodes import FunctionNode, Node, NodeInput
 
@@ -638,8 +639,15 @@ async def _run_once(
             node_input = Content.model_validate(record.input)
         if node.timeout is None and isinstance(node, FunctionNode) and node.returns_once:
             # Most nodes: one call, one result, no generator to drive or close.
+            if collector.children is not None:
+                # It gets `ctx`: the steps of nodes it calls hand over while its code waits.
+                await own_task()
             collector.add(await node.call(ctx, node_input))  # commits at the end
         else:
+            if own_code or node.timeout is not None:
+                # Its steps hand over while its code is under way, or a timeout spans them
+                # (a workflow without one needs no task: see `Workflow.run`).
+                await own_task()
             await _drive(node, ctx, node_input, collector)
         if schemas is not None and ctx.output is not None:
             _check_output(node.name, schemas[1], ctx, collector)

@@ -22,16 +22,24 @@ import os
 import threading
 import time
 import weakref
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
-__all__ = ["THRESHOLD_ENV", "NodeMark", "enter_node", "leave_node", "threshold"]
+__all__ = [
+    "THRESHOLD_ENV",
+    "NodeMark",
+    "enter_node",
+    "hand_node_to",
+    "leave_node",
+    "take_node_from",
+    "threshold",
+]
 
 logger = logging.getLogger("baton")
 
 THRESHOLD_ENV: Final = "BATON_LOOP_BLOCK_WARNING"
 DEFAULT_THRESHOLD: Final = 1.0
 
-_nodes: dict[asyncio.Task[object], str] = {}
+_nodes: dict[asyncio.Task[Any], str] = {}
 """The node run (its path) executing in each task, while it executes."""
 
 _watched: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -76,14 +84,30 @@ def enter_node(path: str) -> NodeMark:
 
 
 def leave_node(mark: NodeMark) -> None:
-    """Undo `enter_node`: the task executes the node it executed before, if any."""
+    """Undo `enter_node`: the task executes the node it executed before, if any.
+
+    The task is the current one, which is not the one `enter_node` saw when the engine
+    has moved to a task of its own meanwhile (see `baton.workflow.handover`)."""
     if mark is None:
         return
-    task, previous = mark
+    task = asyncio.current_task() or mark[0]
+    previous = mark[1]
     if previous is None:
         _nodes.pop(task, None)
     else:
         _nodes[task] = previous
+
+
+def take_node_from(task: asyncio.Task[Any]) -> str | None:
+    """The node run `task` executes, no longer noted for it: the engine stepped in a
+    caller's task hands control back to the caller, whose own code is not a node's."""
+    return _nodes.pop(task, None)
+
+
+def hand_node_to(task: asyncio.Task[Any], path: str | None) -> None:
+    """Note that `task` executes node run `path` (what `take_node_from` took), if any."""
+    if path is not None:
+        _nodes[task] = path
 
 
 def _watch(loop: asyncio.AbstractEventLoop) -> None:

@@ -37,6 +37,7 @@ from baton.workflow.execution import (
     wants_execution,
 )
 from baton.workflow.graph import Graph, parse_graph
+from baton.workflow.handover import own_task
 from baton.workflow.nodes import BaseNode, Node, NodeInput, RetryConfig
 
 __all__ = ["Workflow"]
@@ -250,12 +251,22 @@ class _Scheduler:
 
     async def run(self) -> None:
         try:
-            async with asyncio.TaskGroup() as group:
-                self.group = group
-                runs = list(self.state.runs.values())
-                for index, run in enumerate(runs, 1):
-                    await self._resume(run, pump=index < len(runs))
-                await self._execute_alone()
+            alone = not self.state.runs  # nothing to resume: maybe a chain, run alone
+            beside = await self._chain_alone() if alone else None
+            if not alone or beside is not None or self.state.queue:
+                # Runs beside each other: a TaskGroup, in a task of the engine's own (see
+                # `baton.workflow.handover`).
+                await own_task()
+                async with asyncio.TaskGroup() as group:
+                    self.group = group
+                    if beside is not None:
+                        self._pump()
+                        await self._execute(beside)
+                    else:
+                        runs = list(self.state.runs.values()) if not alone else []
+                        for index, run in enumerate(runs, 1):
+                            await self._resume(run, pump=index < len(runs))
+                        await self._execute_alone()
             # Runs the replay walk never reached (it stopped upstream) keep waiting as they were.
             for run in self.frontier:
                 self.state.runs[run.key] = run
@@ -278,6 +289,28 @@ class _Scheduler:
             await complete_with_answers(node, run, self.invocation, self._absorb)
             if pump:
                 self._pump()
+
+    async def _chain_alone(self) -> RunRecord | None:
+        """Execute runs one after another in this task while each is the only one ready
+        (a chain), without a TaskGroup. Stops where several are ready, or one that may
+        need the group (a replay's unfinished run), and leaves them queued; or with a run
+        dispatched that others became ready beside (fast-forwards), which it returns.
+
+        Speed: a group spanning the engine's steps would keep it from running in its
+        caller's task (see `baton.workflow.handover`), where a step costs no pass of the
+        event loop."""
+        state = self.state
+        while len(state.queue) == 1 and not self.frontier:
+            run = self._dispatch()
+            if run is None:
+                continue  # fast-forwarded (a fork's, a replay's): what it queued is next
+            if state.queue:
+                return run  # others became ready beside it (fast-forwards)
+            try:
+                await execute_run(self.graph.nodes[run.node], run, self.invocation, self._absorb)
+            finally:
+                self.running -= 1
+        return None
 
     async def _execute_alone(self) -> None:
         """Execute the ready runs: one alone (none other queued or running) in this task,

@@ -1,0 +1,138 @@
+"""The engine runs in its caller's task while a workflow is a chain of plain functions
+(see `baton.workflow.handover`), and moves to a task of its own for anything else; the
+guarantees hold either way: the caller has a step's events before the next step starts,
+its cancellation stops the node under way (run again on resume), and a node's own
+timeout is the node's."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from baton import Workflow, types
+from baton.sessions.store import InvocationStatus
+from baton.types import InvocationId
+from tests.harness import MakeHarness
+
+
+def _go() -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text="go")])
+
+
+async def test_a_chain_of_functions_runs_in_the_callers_task_one_step_per_read(
+    make_harness: MakeHarness,
+) -> None:
+    tasks: list[asyncio.Task[object] | None] = []
+    ran: list[str] = []
+
+    async def a(node_input: str) -> str:
+        tasks.append(asyncio.current_task())
+        ran.append("a")
+        return "a"
+
+    async def b(node_input: str) -> str:
+        tasks.append(asyncio.current_task())
+        ran.append("b")
+        return "b"
+
+    async def gen(node_input: str):  # a generator node: its own task from here on
+        tasks.append(asyncio.current_task())
+        ran.append("gen")
+        yield "gen"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", a, b, gen)]))
+    caller = asyncio.current_task()
+    outputs: list[object] = []
+    async for event in h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go()):
+        if event.output is not None:
+            outputs.append(event.output)
+            # The step's event is here before the next node started.
+            assert ran == ["a", "b", "gen"][: len(outputs)]
+
+    assert outputs == ["a", "b", "gen"]
+    assert tasks[:2] == [caller, caller]
+    assert tasks[2] is not caller
+    assert asyncio.all_tasks() == {caller}  # the engine's task, if any, has ended
+
+
+async def test_the_callers_cancellation_stops_the_node_under_way_which_runs_again_on_resume(
+    make_harness: MakeHarness,
+) -> None:
+    ran: list[str] = []
+    blocked = asyncio.Event()
+
+    async def a(node_input: str) -> str:
+        ran.append("a")
+        return "a"
+
+    async def b(node_input: str) -> str:
+        ran.append("b")
+        if ran.count("b") == 1:
+            blocked.set()
+            await asyncio.Event().wait()  # never finishes this time
+        return "b"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", a, b)]))
+
+    async def read() -> list[object]:
+        stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go())
+        return [e.output async for e in stream if e.output is not None]
+
+    reading = asyncio.create_task(read())
+    await blocked.wait()
+    reading.cancel()
+    await asyncio.wait({reading})
+    assert reading.cancelled()
+
+    invocation = await h.invocation()
+    assert invocation.status is InvocationStatus.RUNNING  # stopped, resumable by its id
+    resumed = await h.collect(invocation_id=invocation.id)
+
+    assert ran == ["a", "b", "b"]  # a's step had committed: only b runs again
+    assert [e.output for e in resumed if e.output is not None] == ["b"]
+    assert (await h.invocation()).status is InvocationStatus.COMPLETED
+
+
+async def test_a_nodes_own_timeout_is_the_nodes_not_the_callers(
+    make_harness: MakeHarness,
+) -> None:
+    async def a(node_input: str) -> str:
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            return "timed out"
+        return "not reached"
+
+    async def b(node_input: str) -> str:
+        return f"b after {node_input}"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", a, b)]))
+
+    events = await h.collect(new_message=_go())
+
+    assert [e.output for e in events if e.output is not None] == [
+        "timed out",
+        "b after timed out",
+    ]
+    assert (await h.invocation()).status is InvocationStatus.COMPLETED
+
+
+async def test_a_future_that_fails_fails_the_node_that_awaited_it(
+    make_harness: MakeHarness,
+) -> None:
+    async def a(node_input: str) -> str:
+        failing = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(failing.set_exception, ValueError("no luck"))
+        await failing
+        return "not reached"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", a)]))
+
+    with pytest.raises(ValueError, match="no luck"):
+        await h.collect(new_message=_go())
+
+    assert (await h.invocation()).status is InvocationStatus.FAILED
+    stored = await h.service.store.list_events(h.key, InvocationId((await h.invocation()).id))
+    assert [e.error_code for e in stored if e.error_code] == ["ValueError"]
