@@ -347,7 +347,7 @@ class Runner:
             # Plugins may write state before the first agent runs: then it fills its
             # instruction in the run, as always.
             await check_first_instructions(
-                self.root, plan.session, plan.state_delta, self.artifact_service
+                self.root, plan.session, plan.state_delta, self.artifact_service, self.store
             )
         # Claim before loading the checkpoint (the claim returns it), so a second resumer
         # fails before it reads it. An answer's checks may have claimed it already.

@@ -14,7 +14,7 @@ from baton.artifacts import BaseArtifactService
 from baton.models import ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import SessionKey
-from baton.types import Content, Part, SessionId
+from baton.types import Content, FunctionCall, Part, SessionId
 from tests.conftest import StoreFactory
 
 STATE: dict[str, JsonValue] = {
@@ -129,3 +129,32 @@ async def test_an_instruction_that_cannot_be_filled_refuses_the_run_and_changes_
         if e.content is not None
     ]
     assert "x" in replies
+
+
+async def test_a_new_message_to_the_agent_the_conversation_was_left_with_checks_its_instruction(
+    stores: StoreFactory,
+) -> None:
+    """The refusal reads the instruction of the agent the new message goes to: after the
+    root handed the conversation to `child`, a root instruction naming a key the session
+    no longer has (a `temp:` key given with the first call) does not refuse the next call,
+    which `child` answers, as in the reference."""
+    child = LlmAgent(name="child", model=ScriptedModel(responses=["c1", "c2"]), instruction="c")
+    transfer = FunctionCall(name="transfer_to_agent", args={"agent_name": "child"})
+    root = LlmAgent(
+        name="root",
+        model=ScriptedModel(responses=[[transfer]]),
+        instruction="Mode: {temp:mode}",
+        sub_agents=[child],
+    )
+    runner = _runner(stores, root)
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = Content(role="user", parts=[Part(text="hi")])
+    first = runner.run_async(
+        user_id="u", session_id=session.id, new_message=message, state_delta={"temp:mode": "m"}
+    )
+    assert [e.content.text async for e in first if e.content is not None][-1] == "c1"
+
+    second = runner.run_async(user_id="u", session_id=session.id, new_message=message)
+    assert [(e.author, e.content.text) async for e in second if e.content is not None] == [
+        ("child", "c2")
+    ]

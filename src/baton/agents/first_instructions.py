@@ -10,15 +10,18 @@ from pydantic import JsonValue
 
 from baton.agents.artifact_text import artifact_texts
 from baton.agents.base_agent import BaseAgent
+from baton.agents.handover import agent_to_continue
 from baton.agents.instructions import artifact_placeholders, fill_instruction
 from baton.agents.llm_agent import LlmAgent
 from baton.agents.loop_agent import LoopAgent
 from baton.agents.parallel_agent import ParallelAgent
 from baton.agents.sequential_agent import SequentialAgent
 from baton.artifacts import BaseArtifactService
-from baton.sessions.store import Session
+from baton.sessions.store import Session, Store
 
 __all__ = ["check_first_instructions"]
+
+_ROUTING_READ = 16  # newest events read at first to find the agent a new message goes to
 
 
 async def check_first_instructions(
@@ -26,9 +29,11 @@ async def check_first_instructions(
     session: Session,
     state_delta: Mapping[str, JsonValue],
     artifact_service: BaseArtifactService | None,
+    store: Store,
 ) -> None:
     """Fill the text instructions of the agents that call their model first in a run of
-    `root` (the root LlmAgent; a sequence's or loop's first agent; each of a parallel
+    `root` (the agent the new message goes to: the root LlmAgent, or the sub-agent the
+    conversation was left with; a sequence's or loop's first agent; each of a parallel
     agent's), against the session's state with the call's `state_delta`, as they will be
     filled then. Agents whose `before_agent_callback` (or an enclosing agent's) may change
     the state first are left to their run, and so are instruction providers.
@@ -38,7 +43,8 @@ async def check_first_instructions(
             would; ValueError: it names an artifact and the Runner has none.
     """
     state = {**session.state, **state_delta}
-    for agent in _first_agents(root):
+    answering = await _answering(root, session, store)
+    for agent in _first_agents(answering):
         for template, owner in _templates(agent):
             named = artifact_placeholders(template)
             artifacts = (
@@ -54,6 +60,21 @@ async def check_first_instructions(
                 else None
             )
             fill_instruction(template, state, agent=owner, artifacts=artifacts)
+
+
+async def _answering(root: object, session: Session, store: Store) -> object:
+    """The agent a new message to `root` goes to, as the root LlmAgent picks it in the run
+    (`agent_to_continue`), reading the session's newest events until one decides."""
+    if not isinstance(root, LlmAgent) or not root.sub_agents or root.before_agent_callback:
+        return root
+    limit = _ROUTING_READ
+    while True:
+        found = await store.get_session(session.key, event_limit=limit)
+        events = found.events if found is not None else []
+        owner = agent_to_continue(root, events)
+        if owner is not None or len(events) < limit:
+            return owner or root
+        limit *= 8
 
 
 def _first_agents(node: object) -> Iterator[LlmAgent]:
