@@ -118,6 +118,12 @@ async def approve(item: str, ctx: Context) -> str:
     return f"{answer.action} {answer.data.ok}" if answer.action == "accept" else answer.action
 
 
+@server.resource("res://greeting", name="greeting", mime_type="text/plain")
+def greeting() -> str:
+    """A resource: a greeting."""
+    return "hello"
+
+
 async def _serve_http() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

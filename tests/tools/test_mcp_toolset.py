@@ -531,3 +531,21 @@ def test_credentials_baton_cannot_use_by_itself_are_refused_naming_what_is_missi
     with pytest.raises(TypeError, match="must be a baton.auth.AuthCredential"):
         build(HTTPBearer(), {"auth_type": "http"})  # pyright: ignore[reportArgumentType]
     assert "client_secret" not in repr(oauth2)  # secrets are not shown
+
+
+async def test_the_servers_resources_are_listed_and_read(http_url: str) -> None:
+    toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=http_url))
+
+    assert await toolset.list_resources() == ["greeting"]
+    info = await toolset.get_resource_info("greeting")
+    [content] = await toolset.read_resource("greeting")
+
+    assert (info["uri"], info["mimeType"]) == ("res://greeting", "text/plain")
+    assert content.text == "hello"
+    with pytest.raises(ValueError, match="Resource with name 'absent' not found"):
+        await toolset.read_resource("absent")
+    await toolset.close()
+    with pytest.raises(NotImplementedError, match="load_mcp_resource tool, which baton does not"):
+        McpToolset(
+            connection_params=StreamableHTTPConnectionParams(url=http_url), use_mcp_resources=True
+        )

@@ -15,8 +15,10 @@ import sys
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import TextIO, final
+from collections.abc import Callable, Coroutine
+from typing import Any, TextIO, TypeVar, final
+
+from pydantic import JsonValue
 
 from baton.auth import AuthCredential, auth_headers
 from baton.readonly_context import ReadonlyContext
@@ -39,9 +41,11 @@ from baton.tools.mcp_tool.mcp_tool import (
     provide_headers,
 )
 from baton.tools.mcp_tool.sdk import (
+    ClientSession,
     ElicitationFnT,
     SamplingCapability,
     SamplingFnT,
+    dump,
     mcp_types,
 )
 
@@ -57,6 +61,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 _MOST_LISTINGS = 64
+_T = TypeVar("_T")
 
 
 class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclasses it
@@ -101,12 +106,15 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             server, which has no headers.
         credential_key: where a credential service would keep the credential; baton
             has none, so it only names it.
+        use_mcp_resources: offer the model the reference's `load_mcp_resource` tool;
+            baton has no such tool, so True is refused (read resources with
+            `list_resources` / `read_resource`).
 
     Raises:
         ValueError: no connection_params; a tool_list_cache_ttl_seconds that is not
             positive; a credential that does not fit its scheme (an API key outside a
             header, an HTTP scheme without its secret).
-        NotImplementedError: a credential that needs a user's consent or a token
+        NotImplementedError: use_mcp_resources; a credential that needs a user's consent or a token
             exchange (OAuth2, OpenID Connect, a service account), or an auth_scheme
             without its auth_credential: baton has no credential service.
         TypeError: connection_params is none of the classes above; require_confirmation
@@ -130,8 +138,15 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         auth_scheme: object | None = None,
         auth_credential: AuthCredential | None = None,
         credential_key: str | None = None,
+        use_mcp_resources: bool | None = False,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
+        if use_mcp_resources:
+            raise NotImplementedError(
+                "McpToolset(use_mcp_resources=True) offers the model the reference's "
+                "load_mcp_resource tool, which baton does not have; read the server's "
+                "resources with toolset.list_resources() and toolset.read_resource(name)."
+            )
         if not connection_params:
             raise ValueError("Missing connection params in McpToolset.")
         if tool_list_cache_ttl_seconds is not None and tool_list_cache_ttl_seconds <= 0:
@@ -227,6 +242,71 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
                 tools.append(tool)
         return sorted(tools, key=lambda tool: tool.name)
 
+    async def list_resources(self, readonly_context: ReadonlyContext | None = None) -> list[str]:
+        """The names of the server's resources.
+
+        Raises:
+            ConnectionError: the server could not be reached or refused the listing.
+        """
+        return [r.name for r in await self._resources(readonly_context)]
+
+    async def get_resource_info(
+        self, name: str, readonly_context: ReadonlyContext | None = None
+    ) -> dict[str, JsonValue]:
+        """What the server lists about the resource of this name (`uri`, `mimeType`, ...).
+
+        Raises:
+            ValueError: the server lists no resource of this name.
+            ConnectionError: the server could not be reached or refused the listing.
+        """
+        for resource in await self._resources(readonly_context):
+            if resource.name == name:
+                return dump(resource)
+        raise ValueError(f"Resource with name '{name}' not found.")
+
+    async def read_resource(
+        self, name: str, readonly_context: ReadonlyContext | None = None
+    ) -> list[Any]:
+        """The contents of the resource of this name (the SDK's text or blob contents).
+
+        Raises:
+            ValueError: the server lists no resource of this name, or one without a URI.
+            ConnectionError: the server could not be reached or refused the read.
+        """
+        uri = (await self.get_resource_info(name, readonly_context)).get("uri")
+        if not isinstance(uri, str):
+            raise ValueError(f"Resource '{name}' has no URI.")
+        result = await self._with_session(
+            lambda session: session.read_resource(uri),
+            f"Failed to get resource {name} from MCP server",
+            readonly_context,
+        )
+        return list(result.contents)
+
+    async def _resources(self, readonly_context: ReadonlyContext | None) -> list[Any]:
+        result = await self._with_session(
+            lambda session: session.list_resources(),
+            "Failed to list resources from MCP server",
+            readonly_context,
+        )
+        return list(result.resources)
+
+    async def _with_session(
+        self,
+        work: Callable[[ClientSession], Coroutine[Any, Any, _T]],
+        failure: str,
+        readonly_context: ReadonlyContext | None,
+    ) -> _T:
+        """`work` on the session for this run's headers; a failure is a ConnectionError
+        starting with `failure`."""
+        headers = None
+        if self._header_provider is not None and readonly_context is not None:
+            headers = await provide_headers(self._header_provider, readonly_context)
+        try:
+            return await self._mcp_session_manager.run(work, headers)
+        except Exception as error:
+            raise ConnectionError(f"{failure}: {error}") from error
+
     async def close(self) -> None:
         """Close the sessions to the server (a stdio server's process ends) and forget its
         listings. Safe to call again; the toolset opens a new session if it is used
@@ -280,6 +360,7 @@ class MCPToolset(McpToolset):
         auth_scheme: object | None = None,
         auth_credential: AuthCredential | None = None,
         credential_key: str | None = None,
+        use_mcp_resources: bool | None = False,
     ) -> None:
         warnings.warn(
             "MCPToolset is the older name of McpToolset; use McpToolset.",
@@ -301,6 +382,7 @@ class MCPToolset(McpToolset):
             auth_scheme=auth_scheme,
             auth_credential=auth_credential,
             credential_key=credential_key,
+            use_mcp_resources=use_mcp_resources,
         )
 
 
