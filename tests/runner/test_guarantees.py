@@ -356,11 +356,18 @@ class RecordingStore(MemoryStore):  # pyright: ignore[reportGeneralTypeIssues] -
         self.event_loads = 0
 
     async def get_session(
-        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+        self,
+        key: SessionKey,
+        *,
+        with_events: bool = True,
+        event_limit: int | None = None,
+        events_after: float | None = None,
     ) -> Session | None:
         if with_events and event_limit != 0:
             self.event_loads += 1
-        return await super().get_session(key, with_events=with_events, event_limit=event_limit)
+        return await super().get_session(
+            key, with_events=with_events, event_limit=event_limit, events_after=events_after
+        )
 
 
 async def test_resume_never_loads_the_session_history() -> None:

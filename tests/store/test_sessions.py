@@ -381,3 +381,30 @@ async def test_get_session_config_keeps_the_newest_events_from_a_timestamp_on(
     assert await kept(GetSessionConfig(num_recent_events=0)) == []
     with pytest.raises(ValidationError, match="num_recent_events must be 0 or more"):
         GetSessionConfig(num_recent_events=-1)
+
+
+@pytest.mark.parametrize("limit", [None, 5, 40])
+async def test_after_timestamp_keeps_what_follows_the_last_older_event_among_many(
+    store: Store, limit: int | None
+) -> None:
+    """With the filter in the store's query (SQL backends) the events are those the
+    reference's rule keeps of the newest N: what follows the last one stamped before
+    the time, even when an appended event carries an older stamp."""
+    from baton.sessions.services import BaseSessionService, GetSessionConfig
+
+    service = BaseSessionService(store)
+    session = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    stamps = [float(n) for n in range(60)]
+    stamps[50] = 5.0  # appended late with an old stamp
+    for n, stamp in enumerate(stamps):
+        said = Event(author="user", content=types.UserContent(str(n)), timestamp=stamp)
+        await service.append_event(session, said)
+
+    for after in (0.0, 30.0, 45.0, 52.0, 100.0):
+        config = GetSessionConfig(num_recent_events=limit, after_timestamp=after)
+        got = await service.get_session(app_name=APP, user_id=USER, session_id="s1", config=config)
+        assert got is not None
+        recent = list(range(60))[-limit:] if limit else list(range(60))
+        older = [n for n in recent if stamps[n] < after]
+        expected = [str(n) for n in recent if not older or n > older[-1]]
+        assert texts(got.events) == expected, (after, limit)

@@ -145,7 +145,12 @@ class MemoryStore:
         return self._session_out(data)
 
     async def get_session(
-        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+        self,
+        key: SessionKey,
+        *,
+        with_events: bool = True,
+        event_limit: int | None = None,
+        events_after: float | None = None,
     ) -> Session | None:
         data = self._sessions.get(key)
         if data is None:
@@ -154,6 +159,9 @@ class MemoryStore:
         if with_events:
             events = data.events if event_limit is None else data.events[-event_limit:]
             copy.events = [Event.model_validate_json(e) for e in events] if event_limit != 0 else []
+            if events_after is not None:
+                older = [i for i, e in enumerate(copy.events) if e.timestamp < events_after]
+                copy.events = copy.events[older[-1] + 1 :] if older else copy.events
         return copy
 
     async def list_events(self, key: SessionKey, invocation_id: InvocationId) -> list[Event]:

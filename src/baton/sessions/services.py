@@ -107,16 +107,8 @@ class BaseSessionService:
         limit = config.num_recent_events if config else None
         key = SessionKey(app_name, user_id, SessionId(session_id))
         check_key(key)
-        session = await self.store.get_session(key, event_limit=limit)
         after = config.after_timestamp if config else None
-        if session is None or after is None:
-            return session
-        older = [i for i, event in enumerate(session.events) if event.timestamp < after]
-        return (
-            session.model_copy(update={"events": session.events[older[-1] + 1 :]})
-            if older
-            else session
-        )
+        return await self.store.get_session(key, event_limit=limit, events_after=after)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None

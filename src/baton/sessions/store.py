@@ -330,9 +330,16 @@ class Store(Protocol):
         ...
 
     async def get_session(
-        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+        self,
+        key: SessionKey,
+        *,
+        with_events: bool = True,
+        event_limit: int | None = None,
+        events_after: float | None = None,
     ) -> Session | None:
-        """The session (its newest `event_limit` events, or all), or None."""
+        """The session (its newest `event_limit` events, or all), or None; with
+        `events_after`, of those only the ones after the session's last event stamped
+        before that time (the reference's `after_timestamp`)."""
         ...
 
     async def list_sessions(

@@ -124,6 +124,25 @@ _EVENTS = select(*_EVENT_COLUMNS).where(events.c.session_pk == bindparam("key_pk
 _ALL_EVENTS = _EVENTS.order_by(events.c.seq)
 # Newest first with LIMIT reads only N rows off the (session, seq) index.
 _NEWEST_EVENTS = _EVENTS.order_by(events.c.seq.desc()).limit(bindparam("key_limit"))
+# The session's last event stamped before `key_after` (0: none): walking the (session,
+# seq) index back from the newest, it stops at the first such event, so with events
+# stamped in order it reads only the events after it, and one more.
+_LAST_BEFORE = func.coalesce(
+    select(events.c.seq)
+    .where(events.c.session_pk == bindparam("key_pk"), events.c.timestamp < bindparam("key_after"))
+    .order_by(events.c.seq.desc())
+    .limit(1)
+    .scalar_subquery(),
+    0,
+)
+_AFTER = events.c.seq > _LAST_BEFORE
+_ALL_EVENTS_AFTER = _EVENTS.where(_AFTER).order_by(events.c.seq)
+# The last event before the time is found among all the session's events: when it is
+# older than the newest N, none of those is before it, so all N are kept, as when it
+# is searched among them only.
+_NEWEST_EVENTS_AFTER = (
+    _EVENTS.where(_AFTER).order_by(events.c.seq.desc()).limit(bindparam("key_limit"))
+)
 
 
 def get_session(
@@ -132,15 +151,17 @@ def get_session(
     key: SessionKey,
     with_events: bool,
     event_limit: int | None,
+    events_after: float | None = None,
 ) -> Session | None:
-    """The session (its newest `event_limit` events, or all, or none), or None."""
+    """The session (its newest `event_limit` events, or all, or none; with
+    `events_after`, those after its last event stamped before then), or None."""
     rows = dialect.run(connection, SESSION, session_params(key))
     if not rows:
         return None
     session = session_from(rows[0])
     if with_events:
         pk = rows[0][_SESSION_COLUMNS.index("pk")]
-        session.events = _load_events(connection, pk, event_limit)
+        session.events = _load_events(connection, pk, event_limit, events_after)
     return session
 
 
@@ -344,14 +365,20 @@ def _keyset(
     return query if limit is None else query.limit(limit)
 
 
-def _load_events(connection: Connection, session_pk: int, limit: int | None) -> list[Event]:
+def _load_events(
+    connection: Connection, session_pk: int, limit: int | None, after: float | None
+) -> list[Event]:
     if limit == 0:
         return []
+    params: dict[str, Any] = {"key_pk": session_pk}
+    if after is not None:
+        params["key_after"] = after
     if limit is None:
-        rows = connection.execute(_ALL_EVENTS, {"key_pk": session_pk})
-        return [event_from_row(*row) for row in rows]
-    rows = connection.execute(_NEWEST_EVENTS, {"key_pk": session_pk, "key_limit": limit})
-    return [event_from_row(*row) for row in reversed(rows.all())]
+        query = _ALL_EVENTS if after is None else _ALL_EVENTS_AFTER
+        return [event_from_row(*row) for row in connection.execute(query, params)]
+    params["key_limit"] = limit
+    query = _NEWEST_EVENTS if after is None else _NEWEST_EVENTS_AFTER
+    return [event_from_row(*row) for row in reversed(connection.execute(query, params).all())]
 
 
 def _to_session(row: Mapping[Any, Any]) -> Session:

@@ -215,12 +215,20 @@ class SqlStore:
         return await self._read_once(read_user_state, app_name, user_id)
 
     async def get_session(
-        self, key: SessionKey, *, with_events: bool = True, event_limit: int | None = None
+        self,
+        key: SessionKey,
+        *,
+        with_events: bool = True,
+        event_limit: int | None = None,
+        events_after: float | None = None,
     ) -> Session | None:
-        """The session (its newest `event_limit` events, or all), or None."""
+        """The session (its newest `event_limit` events, or all, and of those the ones
+        after its last event stamped before `events_after`), or None."""
         if with_events and event_limit != 0:
             # The session and its events: two statements, one snapshot.
-            return await self._read(reads.get_session, self._dialect, key, True, event_limit)
+            return await self._read(
+                reads.get_session, self._dialect, key, True, event_limit, events_after
+            )
         rows = await self._one(reads.SESSION, session_params(key), write=False)
         return reads.session_from(rows[0]) if rows else None
 
