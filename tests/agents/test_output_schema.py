@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from baton.agents import LlmAgent
 from baton.agents.structured import OutputSchemaError
 from baton.models import OpenAiModel, ScriptedModel
+from baton.workflow import Workflow
 from tests.agents.conftest import MakeRunner
 from tests.models.chat_server import ChatServer, completion
 
@@ -178,3 +179,21 @@ def test_an_output_schema_beside_a_tool_named_set_model_response_is_refused() ->
             tools=[set_model_response],
             output_schema=Weather,
         )
+
+
+async def test_a_workflow_node_with_an_output_schema_outputs_the_parsed_value(
+    make: MakeRunner, chat_server: ChatServer, openai_model: OpenAiModel
+) -> None:
+    chat_server.reply(completion(content='{"city": "Oslo", "temp": 3}'))
+    got: list[object] = []
+
+    def after(node_input: object) -> str:
+        got.append(node_input)
+        return "done"
+
+    agent = LlmAgent(name="a", model=openai_model, output_schema=Weather)
+    h = await make(Workflow(name="w", edges=[("START", agent, after)]))
+
+    await h.start("weather in Oslo?")
+
+    assert got == [{"city": "Oslo", "temp": 3}]  # the value, as in the reference, not its text

@@ -552,7 +552,7 @@ class LlmAgent(BaseAgent):
             turn = progress.turn
             if turn is not None and not turn.function_calls:
                 if not progress.answered_since_turn() and not self._replied(agent_ctx, progress):
-                    agent_ctx.last_response = answer_text(turn)
+                    agent_ctx.last_response = self._output_of(agent_ctx, turn)
                     return
                 # A long-running call answered after the model's reply (a progress update
                 # or its final result): the model gets another turn, as in the reference.
@@ -787,6 +787,18 @@ class LlmAgent(BaseAgent):
         if self.output_key:
             event.actions.state_delta[self.output_key] = value
         return event
+
+    def _output_of(self, ctx: AgentContext, turn: Event) -> JsonValue:
+        """What the agent's reply gives the nodes after it: its answer, parsed and checked
+        when it has an output_schema, as the reference outputs the validated value.
+
+        Raises:
+            OutputSchemaError: the answer is not JSON that fits the schema.
+        """
+        text = answer_text(turn)
+        if self._reply_format is None or self.effective_mode(ctx) == "task" or not text.strip():
+            return text
+        return self._reply_format.value_of(text)
 
     def _skips_summary(self, progress: _Progress) -> bool:
         """Whether a tool result of the last turn asked to end without the model's summary."""
