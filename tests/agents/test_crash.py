@@ -20,6 +20,7 @@ from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
 from tests.agents import crash_child
+from tests.conftest import migrated_sqlite
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +77,8 @@ def run_child(
 
 
 async def prepare(tmp_path: Path) -> tuple[str, SessionKey]:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'agents.db'}"
+    # A copy of a migrated file: each case's new file is not migrated again.
+    url = f"sqlite+aiosqlite:///{await migrated_sqlite(tmp_path / 'agents.db')}"
     key = SessionKey(crash_child.APP_NAME, crash_child.USER_ID, SessionId("s"))
     store = SqlStore(url)
     await store.create_session(key.app_name, key.user_id, session_id=key.session_id)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,43 +44,55 @@ ROOTS = [
 MOST_PROCESSES = 6
 
 
-async def status(url: str, key: SessionKey) -> InvocationStatus | None:
-    store = SqlStore(url)
+@dataclass(frozen=True)
+class Database:
+    """The database the child processes use, and the test's own store on it for every
+    case: a store (an engine, its connections, its schema check) per read cost more than
+    the read on PostgreSQL and MariaDB."""
+
+    url: str
+    store: SqlStore
+
+
+@pytest.fixture
+async def database(emptied_store_url: str) -> AsyncIterator[Database]:
+    opened = SqlStore(emptied_store_url)
     try:
-        invocations = await store.list_invocations(key)
-        return invocations[-1].status if invocations else None
+        yield Database(emptied_store_url, opened)
     finally:
-        await store.close()
+        await opened.close()
+
+
+async def status(store: SqlStore, key: SessionKey) -> InvocationStatus | None:
+    invocations = await store.list_invocations(key)
+    return invocations[-1].status if invocations else None
 
 
 async def converse(
-    url: str, work: Path, root: str, kill_at: int | None
+    database: Database, work: Path, root: str, kill_at: int | None
 ) -> tuple[str, InvocationStatus]:
     """Start in a session of its own, then resume or reply until the conversation ends;
     the processes' exits."""
+    url, store = database.url, database.store
     key = SessionKey(crash_child.APP_NAME, crash_child.USER_ID, SessionId(work.name))
-    store = SqlStore(url)
-    try:
-        await store.create_session(key.app_name, key.user_id, session_id=key.session_id)
-    finally:
-        await store.close()
+    await store.create_session(key.app_name, key.user_id, session_id=key.session_id)
     exits: list[str] = []
     action = "start"
     for _ in range(MOST_PROCESSES):
         code = await asyncio.to_thread(run_child, url, key.session_id, work, action, kill_at, root)
         exits.append(f"{action}:{code}")
-        now = await status(url, key)
+        now = await status(store, key)
         if now is InvocationStatus.COMPLETED:
             return " ".join(exits), now
         action = "start" if now is None else "reply" if now is InvocationStatus.PAUSED else "resume"
-    return " ".join(exits), await status(url, key) or InvocationStatus.RUNNING
+    return " ".join(exits), await status(store, key) or InvocationStatus.RUNNING
 
 
 @pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
 async def test_an_uninterrupted_conversation_is_the_baseline(
-    emptied_store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
+    database: Database, tmp_path: Path, root: str, expected: Counter[str], commits: int
 ) -> None:
-    exits, final = await converse(emptied_store_url, tmp_path, root, None)
+    exits, final = await converse(database, tmp_path, root, None)
 
     assert final is InvocationStatus.COMPLETED, exits
     assert exits == "start:0 reply:0"
@@ -88,7 +102,7 @@ async def test_an_uninterrupted_conversation_is_the_baseline(
 
 @pytest.mark.parametrize(("root", "expected", "commits"), ROOTS)
 async def test_a_conversation_killed_after_any_commit_redoes_nothing(
-    emptied_store_url: str, tmp_path: Path, root: str, expected: Counter[str], commits: int
+    database: Database, tmp_path: Path, root: str, expected: Counter[str], commits: int
 ) -> None:
     slots = asyncio.Semaphore(4)
 
@@ -96,7 +110,7 @@ async def test_a_conversation_killed_after_any_commit_redoes_nothing(
         async with slots:
             work = tmp_path / f"kill{kill_at}"
             work.mkdir()
-            exits, final = await converse(emptied_store_url, work, root, kill_at)
+            exits, final = await converse(database, work, root, kill_at)
         ran = executions(work)
         problems = [
             f"status {final} ({exits})" if final is not InvocationStatus.COMPLETED else "",

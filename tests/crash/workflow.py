@@ -48,7 +48,11 @@ class Probe:
             file.flush()
             os.fsync(file.fileno())
         if ctx.node_name == self.block and not self.marker.exists():
-            self.marker.write_text(ctx.idempotency_key)
+            # Whole or absent (written aside, then renamed): the test kills this process
+            # as soon as the marker exists, and reads it.
+            written = self.marker.with_name(f"{self.marker.name}.part")
+            written.write_text(ctx.idempotency_key)
+            written.rename(self.marker)
             await asyncio.Event().wait()  # SIGKILLed here by the test
 
 

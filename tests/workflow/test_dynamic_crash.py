@@ -19,6 +19,7 @@ from baton.history import acting_node
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
+from tests.conftest import migrated_sqlite
 from tests.workflow import dynamic_crash_child as child
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,8 @@ def run_child(url: str, work: Path, action: str, kill_at: int | None) -> int:
 
 
 async def prepare(work: Path) -> tuple[str, SessionKey]:
-    url = f"sqlite+aiosqlite:///{work / 'dynamic.db'}"
+    # A copy of a migrated file: each case's new file is not migrated again.
+    url = f"sqlite+aiosqlite:///{await migrated_sqlite(work / 'dynamic.db')}"
     key = SessionKey(child.APP_NAME, child.USER_ID, SessionId(child.SESSION_ID))
     store = SqlStore(url)
     await store.create_session(key.app_name, key.user_id, session_id=key.session_id)
