@@ -69,5 +69,10 @@ async def start(url: str, session_id: str, work: Path) -> None:
         pass
 
 
+def run(url: str, session_id: str, work: str) -> None:
+    """Entry point in a forked process (see tests/forked.py)."""
+    asyncio.run(start(url, session_id, Path(work)))
+
+
 if __name__ == "__main__":
     asyncio.run(start(sys.argv[1], sys.argv[2], Path(sys.argv[3])))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,18 @@ import pytest
 from baton.errors import InvocationBusyError
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import InvocationId, SessionId
+from tests.forked import FORKS, run_forked
+from tests.runner import artifact_crash
 from tests.runner.artifact_crash import build_runner
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).parents[2]
+
+
+FORKS.set_forkserver_preload(["tests.runner.artifact_crash"])
 
 
 async def _run_killed_child(url: str, session_id: str, work: Path) -> int:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.runner.artifact_crash", url, session_id, str(work), cwd=ROOT
-    )
-    async with asyncio.timeout(60):
-        return await child.wait()
+    return await asyncio.to_thread(run_forked, artifact_crash.run, url, session_id, str(work))
 
 
 async def test_a_step_killed_after_saving_saves_once_when_it_runs_again(

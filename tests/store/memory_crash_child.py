@@ -2,6 +2,8 @@
 
     python -m tests.store.memory_crash_child URL WORK start|resume
 
+(The test forks it from a fork server instead: `run`.)
+
 The run's node adds the session to memory (the SQL memory service the Runner uses
 by default), then, on its first execution, SIGKILLs its process: the memory write
 committed, the node's step did not. A resuming process reads time a minute ahead, so
@@ -55,6 +57,14 @@ async def main(url: str, work: Path, action: str) -> None:
     )
     key = SessionKey(APP_NAME, USER_ID, SessionId(SESSION_ID))
     await start_or_resume(runner, key, resuming=resuming, text="milk")
+
+
+def run(url: str, work: str, action: str) -> None:
+    """Entry point in a forked process: output to WORK/ACTION.log, then `main`."""
+    with open(Path(work) / f"{action}.log", "ab", buffering=0) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    asyncio.run(main(url, Path(work), action))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,24 +14,16 @@ from baton.database_memory import SqlMemoryService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
+from tests.forked import FORKS, run_forked
 from tests.store import memory_crash_child as child
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
+FORKS.set_forkserver_preload(["tests.store.memory_crash_child"])
 
 
 def run_child(url: str, work: Path, action: str) -> int:
-    with (work / f"{action}.log").open("wb") as log:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.store.memory_crash_child", url, str(work), action],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=60,
-            check=False,
-        )
-    return done.returncode
+    return run_forked(child.run, url, str(work), action)
 
 
 async def test_a_session_added_again_after_a_crash_is_remembered_once(
