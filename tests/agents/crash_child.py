@@ -489,6 +489,26 @@ def build_with_shared_writes(recorder: Recorder) -> BaseAgent:
     return LlmAgent(name="cart", model=ScriptedModel(responder=respond), tools=[add])
 
 
+def build_with_structured_reply(recorder: Recorder) -> BaseAgent:
+    """An agent with a tool and an output_schema: its model calls t1, then gives its
+    reply through set_model_response, whose answer and the reply commit one by one."""
+
+    def respond(request: LlmRequest) -> ScriptItem:
+        answered = [r for c in request.contents for r in c.function_responses]
+        recorder.record("model" if not answered else "model-final")
+        if not answered:
+            return [FunctionCall(name="t1", args={"x": 1})]
+        return [FunctionCall(name="set_model_response", args={"response": "done"})]
+
+    return LlmAgent(
+        name="writer",
+        model=ScriptedModel(responder=respond),
+        tools=[recorded_tool(recorder)],
+        output_schema=str,
+        output_key="answer",
+    )
+
+
 ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "tree": build_root,
     "story": build_story,
@@ -502,6 +522,7 @@ ROOTS: dict[str, Callable[[Recorder], BaseAgent | Workflow]] = {
     "task_sequence": build_task_sequence,
     "task_delegation": build_task_delegation,
     "shared_writes": build_with_shared_writes,
+    "structured": build_with_structured_reply,
 }
 
 

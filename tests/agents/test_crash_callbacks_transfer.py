@@ -40,6 +40,7 @@ HANDBACK = Counter(
 )
 DELEGATION = Counter({"boss": 1, "helper": 1, "t1": 1, "helper-final": 1, "boss-final": 1})
 LONG_RUNNING = Counter({"model": 1, "job": 1, "t2": 1, "model-pending": 1})
+STRUCTURED = Counter({"model": 1, "t1": 1, "model-final": 1})
 COMPLETED, PAUSED = InvocationStatus.COMPLETED, InvocationStatus.PAUSED
 # (root, executions, commits of an uninterrupted run[, the run's status at its end])
 ROOTS = [
@@ -58,6 +59,9 @@ ROOTS = [
     # the start; the turn; job's result as it ends (t2 still runs); the turn's results
     # (job's interim one and t2's); the model's reply; the pause. It waits for the job.
     pytest.param("long_running", LONG_RUNNING, 6, PAUSED, id="long_running"),
+    # the start; the turn calling t1; its result; the turn calling set_model_response;
+    # its answer; the structured reply; the end; the node run
+    pytest.param("structured", STRUCTURED, 8, COMPLETED, id="structured"),
 ]
 
 
