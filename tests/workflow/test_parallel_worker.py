@@ -22,6 +22,8 @@ from baton.errors import WorkflowChangedError
 from baton.sessions.services import BaseSessionService
 from baton.workflow import RetryConfig
 from baton.workflow.binding import NodeInput
+from baton.workflow.fingerprint import resumes_into
+from baton.workflow.graph import fingerprint_of
 from tests.conftest import StoreFactory
 from tests.harness import MakeHarness, asked, attach_harness, build_harness
 from tests.runner.test_guarantees import snapshot
@@ -278,7 +280,11 @@ def _versioned_worker(runs: list[int], **options: Any) -> Workflow:
     ("started", "resumed", "change"),
     [
         ({"version": 1}, {"version": 2}, "ParallelWorker(rerun) of FunctionNode version 1 -> "),
-        ({}, {"rerun_on_resume": True}, "ParallelWorker(rerun) -> ParallelWorker(rerun) of "),
+        (
+            {},
+            {"rerun_on_resume": True},
+            "ParallelWorker(rerun) of FunctionNode -> ParallelWorker(rerun) of FunctionNode(rerun)",
+        ),
     ],
     ids=["version", "rerun_on_resume"],
 )
@@ -305,3 +311,24 @@ async def test_a_changed_item_option_is_a_changed_workflow_on_resume(
     assert await snapshot(service, h.key) == before
     events = await h.answer(("q2", 22))  # the code it started with resumes it
     assert shown(events)[-1] == (None, "wf@1/total@1", 62)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"rerun_on_resume": True}, {"version": 1}], ids=["plain", "rerun", "version"]
+)
+def test_a_run_recorded_before_workers_named_their_item_still_resumes(
+    options: dict[str, Any],
+) -> None:
+    """A run paused before the item node was fingerprinted recorded the worker alone
+    (this string is what that code recorded): the same code resumes it, whatever the
+    item's options, while a worker that named its item must match it."""
+    recorded = (
+        '{"edges":["START -> split","check -> total","split -> check"],'
+        '"nodes":{"check":"ParallelWorker(rerun)","split":"FunctionNode",'
+        '"total":"FunctionNode"},"workflow":"wf"}'
+    )
+    current = fingerprint_of(_versioned_worker([], **options))
+
+    assert resumes_into(recorded, current)
+    named = recorded.replace("ParallelWorker(rerun)", "ParallelWorker(rerun) of FunctionNode")
+    assert resumes_into(named, current) == (options == {})

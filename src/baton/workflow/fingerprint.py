@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Final, cast
 
 __all__ = [
     "AGENT_KEY",
     "CONFIRM_FLAG",
+    "ITEM_OF",
     "WORKFLOW_KEY",
     "describe_difference",
     "digest_of",
@@ -30,6 +32,10 @@ CONFIRM_FLAG: Final = "confirm"
 """A node kind's flag for a node that asks a person to confirm its runs (`FunctionNode(rerun,
 confirm)`); such a node always reruns on resume."""
 _ASKING: Final = f"(rerun, {CONFIRM_FLAG})"
+ITEM_OF: Final = " of "
+"""In a parallel worker's kind, what comes before the kind of the node each item runs
+through (`ParallelWorker(rerun) of FunctionNode version 2`)."""
+_WORKER_WITH_ITEM: Final = re.compile(rf"(\w+(?:\([^)]*\))?){ITEM_OF}.*", re.DOTALL)
 
 
 def resumes_into(recorded: str, current: str) -> bool:
@@ -44,7 +50,46 @@ def resumes_into(recorded: str, current: str) -> bool:
     """
     if recorded == current:
         return True
-    return _ASKING not in recorded and current.replace(_ASKING, "(rerun)") == recorded
+    if _ASKING not in recorded and current.replace(_ASKING, "(rerun)") == recorded:
+        return True
+    return _recorded_before_items(recorded, current)
+
+
+def _recorded_before_items(recorded: str, current: str) -> bool:
+    """Whether `recorded` is `current` as fingerprinted before parallel workers named
+    their item node: none of its workers names one, and `current` without its items is
+    it. (Every worker names its item since, so a run recorded since never matches this.)
+    """
+    try:
+        before = json.loads(recorded)
+        without = _without_items(json.loads(current))
+    except ValueError:
+        return False
+    return _without_items(before) == before and without == before
+
+
+def _without_items(structure: object) -> object:
+    """A fingerprint's structure with each parallel worker's item left out of its kind."""
+    if isinstance(structure, list):
+        return [_without_items(v) for v in cast(list[object], structure)]
+    if not isinstance(structure, dict):
+        return structure
+    found: dict[str, object] = {}
+    for key, value in cast(dict[str, object], structure).items():
+        if key == "nodes" and isinstance(value, dict):
+            value = {
+                name: _worker_alone(kind) for name, kind in cast(dict[str, object], value).items()
+            }
+        found[key] = _without_items(value)
+    return found
+
+
+def _worker_alone(kind: object) -> object:
+    """A node's kind without the item a parallel worker names (other kinds as they are)."""
+    if not isinstance(kind, str):
+        return kind
+    worker = _WORKER_WITH_ITEM.fullmatch(kind)
+    return worker[1] if worker else kind
 
 
 def describe_difference(old: str, new: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Final, final
 from pydantic import JsonValue
 
 from baton.events import RouteValue
-from baton.workflow.fingerprint import AGENT_KEY, CONFIRM_FLAG, WORKFLOW_KEY, digest_of
+from baton.workflow.fingerprint import AGENT_KEY, CONFIRM_FLAG, ITEM_OF, WORKFLOW_KEY, digest_of
 from baton.workflow.nodes import START, FunctionNode, JoinNode, Node, StartNode
 
 __all__ = [
@@ -172,13 +172,12 @@ def _with_item(kind: str, item: Node) -> str:
     """A parallel worker's `kind` with the node each item runs through, whose options
     (rerun, confirmation, version) decide how a paused item resumes as any node's do.
 
-    Read by attribute (`item_node`): only workers have one. A plain FunctionNode item
-    leaves the kind as it was recorded before items were, so such runs still resume.
+    Read by attribute (`item_node`): only workers have one. Every worker names its item,
+    a plain FunctionNode too, so a fingerprint with no item in it was recorded before
+    items were, and `fingerprint.resumes_into` lets such runs resume.
     """
     inner = _kind(item)
-    if inner == "FunctionNode":
-        return kind
-    return f"{kind} of {inner if isinstance(inner, str) else _canonical(inner)}"
+    return f"{kind}{ITEM_OF}{inner if isinstance(inner, str) else _canonical(inner)}"
 
 
 def _asks_confirmation(node: object) -> bool:
