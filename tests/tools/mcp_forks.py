@@ -141,7 +141,8 @@ def _launch(path: str, mode: str) -> None:
     signal.signal(signal.SIGTERM, forward)
     code = int(answers.readline() or "-9")
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # their handlers cannot be set
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     sys.exit(code)
 

@@ -312,10 +312,17 @@ async def _until_closed(toolset: McpToolset, pid: int) -> None:
     stat = Path(f"/proc/{pid}/stat")
     manager = toolset._mcp_session_manager  # pyright: ignore[reportPrivateUsage]
     sessions = manager._sessions  # pyright: ignore[reportPrivateUsage]
-    while (stat.exists() and stat.read_text().split()[2] != "Z") or any(  # noqa: ASYNC110
-        s.alive for s in sessions.values()
-    ):
+    while _running(stat) or any(s.alive for s in sessions.values()):  # noqa: ASYNC110
         await asyncio.sleep(0.01)  # nothing to wait on: the process is not ours
+
+
+def _running(stat: Path) -> bool:
+    """Whether the process of a /proc/<pid>/stat file is there and not a zombie (it may
+    be reaped between any two reads)."""
+    try:
+        return stat.read_text().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def test_listings_expire_after_their_ttl_and_are_capped() -> None:
