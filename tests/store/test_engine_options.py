@@ -81,3 +81,11 @@ async def test_options_baton_sets_itself_are_refused_by_name(store_url: str) -> 
         assert made.id == "s1"
     finally:
         await service.close()
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_pool_options_an_in_memory_sqlite_pool_lacks_are_refused_by_name(url: str) -> None:
+    """An in-memory SQLite database's pool keeps one connection per thread: its queue
+    options are refused as engine options, naming them, not as SQLAlchemy's TypeError."""
+    with pytest.raises(EngineOptionsError, match=r"max_overflow, pool_timeout do not all apply"):
+        DatabaseSessionService(url, pool_timeout=5, max_overflow=2)

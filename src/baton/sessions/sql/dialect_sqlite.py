@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.selectable import Select
 
+from baton.errors import EngineOptionsError
 from baton.sessions.sql import direct
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows
@@ -180,16 +181,28 @@ def create_sqlite_engine(url: URL, engine_options: Mapping[str, Any] | None = No
 
     Raises:
         ValueError: an unknown `?synchronous=` level.
+        EngineOptionsError: a pool option this database's pool does not have (an
+            in-memory database's pool keeps one connection per thread: no queue).
     """
     synchronous = _synchronous(url)
     own: dict[str, Any] = {
         "json_serializer": sqlite_json,
         "json_deserializer": pydantic_core.from_json,
     }
-    engine = create_sync_engine(
-        url.difference_update_query(["synchronous"]),
-        **with_engine_options(own, engine_options or {}),
-    )
+    try:
+        engine = create_sync_engine(
+            url.difference_update_query(["synchronous"]),
+            **with_engine_options(own, engine_options or {}),
+        )
+    except TypeError as error:  # SQLAlchemy's word for options its pool class lacks
+        if not engine_options:
+            raise
+        raise EngineOptionsError(
+            f"DatabaseSessionService: engine options {', '.join(sorted(engine_options))} "
+            f"do not all apply to '{url.render_as_string(hide_password=True)}' ({error}); "
+            "an in-memory SQLite database takes no max_overflow, pool_timeout or "
+            "pool_use_lifo. Leave them out, or use a database file."
+        ) from error
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:  # pyright: ignore[reportUnusedFunction] -- registered as a listener
