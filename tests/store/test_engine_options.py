@@ -75,6 +75,21 @@ async def test_options_baton_sets_itself_are_refused_by_name(store_url: str) -> 
         DatabaseSessionService(store_url, json_serializer=str, pool_size=3)
     with pytest.raises(EngineOptionsError, match="connect_args must be a dict"):
         DatabaseSessionService(store_url, connect_args=["timeout"])
+    # Driver settings that would change how a step commits are refused on every backend.
+    with pytest.raises(
+        EngineOptionsError,
+        match=r"connect_args autocommit \(a committed step must be durable",
+    ):
+        DatabaseSessionService(store_url, connect_args={"autocommit": True})
+    with pytest.raises(EngineOptionsError, match=r"connect_args isolation_level \("):
+        DatabaseSessionService(store_url, connect_args={"isolation_level": None})
+    settings = {"synchronous_commit": "off", "default_transaction_isolation": "serializable"}
+    with pytest.raises(
+        EngineOptionsError,
+        match=r"server_settings default_transaction_isolation \(.*server_settings "
+        r"synchronous_commit \(",
+    ):
+        DatabaseSessionService(store_url, connect_args={"server_settings": settings})
     service = DatabaseSessionService(store_url)  # without options, the same URL serves
     try:
         made = await service.create_session(app_name="a", user_id="u", session_id="s1")

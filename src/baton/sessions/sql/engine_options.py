@@ -43,6 +43,25 @@ _BATONS_OWN: Final = {
 }
 
 
+_GUARANTEES = "a committed step must be durable and baton's claims rely on the isolation it sets"
+_CONNECT_ARGS_REFUSED: Final = {
+    "autocommit": _GUARANTEES,  # MySQL's drivers; Python's sqlite3
+    "isolation_level": _GUARANTEES,  # Python's sqlite3
+}
+"""Driver connect arguments that would change how baton's transactions commit."""
+
+_SERVER_SETTINGS_REFUSED: Final = frozenset(
+    {
+        "synchronous_commit",
+        "default_transaction_isolation",
+        "transaction_isolation",
+        "default_transaction_read_only",
+    }
+)
+"""PostgreSQL settings (asyncpg's `server_settings`) that would change how baton's
+transactions commit or what they see."""
+
+
 def check_engine_options(given: Mapping[str, object]) -> dict[str, Any]:
     """The options as given, when baton can honour every one.
 
@@ -58,12 +77,28 @@ def check_engine_options(given: Mapping[str, object]) -> dict[str, Any]:
                 f"DatabaseSessionService: connect_args must be a dict of the driver's "
                 f"connect arguments, not {type(connect_args).__name__}."
             )
+        _check_connect_args(cast(Mapping[str, object], connect_args))
         return dict(given)
     reasons = [f"{name} ({_BATONS_OWN.get(name, 'not an option baton knows')})" for name in refused]
     raise EngineOptionsError(
         f"DatabaseSessionService: engine options {', '.join(reasons)} cannot be honoured; "
         f"leave them out. Options baton applies: {', '.join(sorted(HONOURED))}."
     )
+
+
+def _check_connect_args(connect_args: Mapping[str, object]) -> None:
+    refused = [
+        f"{name} ({why})" for name, why in _CONNECT_ARGS_REFUSED.items() if name in connect_args
+    ]
+    settings = connect_args.get("server_settings", {})
+    if isinstance(settings, Mapping):
+        named = sorted(_SERVER_SETTINGS_REFUSED & set(cast(Mapping[str, object], settings)))
+        refused += [f"server_settings {name} ({_GUARANTEES})" for name in named]
+    if refused:
+        raise EngineOptionsError(
+            f"DatabaseSessionService: connect_args {', '.join(refused)} cannot be honoured; "
+            f"leave them out."
+        )
 
 
 def with_engine_options(own: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
