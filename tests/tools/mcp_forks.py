@@ -17,6 +17,7 @@ else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -26,6 +27,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 _PASSED_ENV = ("MCP_CALL_LOG",)
 
@@ -62,7 +64,10 @@ class _ForkServer:
                 elif isinstance(key.fileobj, int):
                     self.reap(self.by_pidfd.pop(key.fileobj))
                 else:  # the command went away (killed) while its child runs: end the child
-                    child = self.by_conn.pop(key.fileobj)  # pyright: ignore[reportArgumentType]
+                    conn = cast(socket.socket, key.fileobj)
+                    child = self.by_conn.pop(conn, None)
+                    if child is None:  # reaped earlier in this same batch
+                        continue
                     self.selector.unregister(child.conn)
                     os.kill(child.pid, signal.SIGKILL)  # its pidfd then reaps it
 
@@ -85,7 +90,8 @@ class _ForkServer:
         self.by_pidfd[child.pidfd] = self.by_conn[conn] = child
         self.selector.register(child.pidfd, selectors.EVENT_READ)
         self.selector.register(conn, selectors.EVENT_READ)
-        conn.sendall(f"{pid}\n".encode())
+        with contextlib.suppress(OSError):  # a command killed meanwhile: its conn is read next
+            conn.sendall(f"{pid}\n".encode())
 
     def reap(self, child: _Child) -> None:
         """A child exited: reap it, then tell its command (which then exits too)."""
@@ -94,7 +100,8 @@ class _ForkServer:
         _, status = os.waitpid(child.pid, 0)
         if self.by_conn.pop(child.conn, None) is not None:  # its command still waits
             self.selector.unregister(child.conn)
-            child.conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            with contextlib.suppress(OSError):  # the command may end at the same moment
+                child.conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
         child.conn.close()
 
 
