@@ -389,7 +389,14 @@ async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_r
         rows = await database.transact(_state_rows, write=False)
     assert shape == _declared_shape(store_url)
     assert rows == (
-        {"s1": {"n": 1}, "s2": {}, "s3": {"m": 2}},
+        {
+            "s1": {"n": 1},
+            "s2": {},
+            "s3": {"m": 2},
+            "s4": {"note": 'say "app:k"', "user": "user:name"},
+            "s5": {"plain": 1},
+            "s6": {},
+        },
         {APP: {"app:k": "since 17", "app:j": "j2"}},
         {(APP, USER): {"user:name": "newer"}, (APP, "u2"): {"user:name": "x"}},
     )
@@ -403,12 +410,16 @@ async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_r
 
 
 def _seed_prefixed_state_17(connection: Connection) -> None:
-    """Three sessions (s2 of the same user updated after s1, s3 of another user) and the
-    app's row written since step 17."""
+    """Sessions (s2 of the same user updated after s1, s3 of another user, s4 and s5
+    with no shared key, s6 with only an app: key) and the app's row written since step 17."""
     seeded = [
         ("s1", USER, 1.0, {"app:k": "a1", "app:j": "j1", "user:name": "old", "n": 1}),
         ("s3", "u2", 3.0, {"user:name": "x", "m": 2}),
         ("s2", USER, 2.0, {"app:k": "a2", "app:j": "j2", "user:name": "newer"}),
+        # Its text names "app: only inside a value: read, and left as it is.
+        ("s4", USER, 4.0, {"note": 'say "app:k"', "user": "user:name"}),
+        ("s5", USER, 5.0, {"plain": 1}),
+        ("s6", "u3", 0.5, {"app:j": "j0"}),  # only an app: key, the oldest
     ]
     for session_id, user_id, updated_at, state in seeded:
         connection.execute(

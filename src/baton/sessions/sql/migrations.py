@@ -31,6 +31,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    cast,
+    or_,
     select,
     text,
 )
@@ -549,16 +551,26 @@ def _v18_share_prefixed_keys(connection: Connection) -> None:
     When sessions disagree on a key, the most recently updated session's value wins
     (sessions are read oldest first, each overwriting); a key the shared row already
     holds was written since step 17, later than any session's own copy, and stays.
+    Only sessions whose state's text names such a key are read (a superset, checked
+    key by key below), so a large database's other sessions are neither sent nor held.
     """
     apps: dict[str, dict[str, JsonValue]] = {}
     users: dict[tuple[str, str], dict[str, JsonValue]] = {}
+    state_text = cast(_V18_SESSIONS.c.state, Text)
     rows = connection.execute(
         select(
             _V18_SESSIONS.c.pk,
             _V18_SESSIONS.c.app_name,
             _V18_SESSIONS.c.user_id,
             _V18_SESSIONS.c.state,
-        ).order_by(_V18_SESSIONS.c.updated_at, _V18_SESSIONS.c.pk)
+        )
+        .where(
+            or_(
+                state_text.like(f'%"{_V18_APP_PREFIX}%'),
+                state_text.like(f'%"{_V18_USER_PREFIX}%'),
+            )
+        )
+        .order_by(_V18_SESSIONS.c.updated_at, _V18_SESSIONS.c.pk)
     ).all()
     for pk, app_name, user_id, found in rows:
         state: dict[str, JsonValue] = found or {}
