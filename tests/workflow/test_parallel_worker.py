@@ -125,8 +125,10 @@ async def test_a_single_value_is_one_item_and_an_empty_list_none(
     assert (await empty.start())[-1].output == []
 
 
-def asking_worker(runs: list[int]) -> Workflow:
-    @node(parallel_worker=True, max_parallel_workers=2)
+def asking_worker(runs: list[int], **options: Any) -> Workflow:
+    """A worker whose item 2 asks a question, its node made with `options`."""
+
+    @node(parallel_worker=True, **options)
     async def check(ctx: Context, node_input: int) -> Any:
         runs.append(node_input)
         if node_input == 2:
@@ -143,13 +145,18 @@ async def test_an_item_that_asks_pauses_the_worker_and_only_it_runs_on_resume(
 ) -> None:
     runs: list[int] = []
     h = await build_harness(
-        asking_worker(runs), BaseSessionService(stores.open()), resumable=resumable
+        asking_worker(runs, max_parallel_workers=2),
+        BaseSessionService(stores.open()),
+        resumable=resumable,
     )
     first = await h.start()
     assert asked(first) == ["q2"]
 
     again = attach_harness(
-        asking_worker(runs), BaseSessionService(stores.open()), h.session_id, resumable=resumable
+        asking_worker(runs, max_parallel_workers=2),
+        BaseSessionService(stores.open()),
+        h.session_id,
+        resumable=resumable,
     )
     events = await again.answer(("q2", 22))
 
@@ -262,20 +269,6 @@ async def test_the_workers_retry_config_retries_a_failed_item_not_the_finished_o
     assert sorted(runs) == [1, 1, 2, 3]
 
 
-def _versioned_worker(runs: list[int], **options: Any) -> Workflow:
-    """`asking_worker`, its item node with `options`."""
-
-    @node(parallel_worker=True, **options)
-    async def check(ctx: Context, node_input: int) -> Any:
-        runs.append(node_input)
-        if node_input == 2:
-            yield RequestInput(interrupt_id="q2", message="two?")
-            return
-        yield node_input * 10
-
-    return Workflow(name="wf", edges=[("START", split, check, total)])
-
-
 @pytest.mark.parametrize(
     ("started", "resumed", "change"),
     [
@@ -295,12 +288,12 @@ async def test_a_changed_item_option_is_a_changed_workflow_on_resume(
     code whose item node differs is refused, naming the node, and nothing changes."""
     runs: list[int] = []
     service = BaseSessionService(stores.open())
-    h = await build_harness(_versioned_worker(runs, **started), service, resumable=True)
+    h = await build_harness(asking_worker(runs, **started), service, resumable=True)
     await h.start()
     before = await snapshot(service, h.key)
 
     changed = attach_harness(
-        _versioned_worker(runs, **resumed),
+        asking_worker(runs, **resumed),
         BaseSessionService(stores.open()),
         h.session_id,
         resumable=True,
@@ -327,7 +320,7 @@ def test_a_run_recorded_before_workers_named_their_item_still_resumes(
         '"nodes":{"check":"ParallelWorker(rerun)","split":"FunctionNode",'
         '"total":"FunctionNode"},"workflow":"wf"}'
     )
-    current = fingerprint_of(_versioned_worker([], **options))
+    current = fingerprint_of(asking_worker([], **options))
 
     assert resumes_into(recorded, current)
     named = recorded.replace("ParallelWorker(rerun)", "ParallelWorker(rerun) of FunctionNode")
