@@ -9,9 +9,10 @@ import pytest
 from pydantic import JsonValue
 
 from baton import App, ResumabilityConfig, Runner
+from baton.artifacts import BaseArtifactService
 from baton.sessions.services import BaseSessionService, InMemorySessionService, SqliteSessionService
 from baton.workflow.nodes import Node
-from tests.conftest import migrated_sqlite
+from tests.conftest import StoreFactory, migrated_sqlite
 from tests.harness import Harness
 from tests.harness import make_harness as make_harness  # the engine tests' fixture, both modes
 
@@ -51,3 +52,16 @@ def make(service: BaseSessionService) -> MakeRunner:
         return Harness(runner, service, session.id)
 
     return build
+
+
+def runner_with_artifacts(stores: StoreFactory, root: Node) -> Runner:
+    """A resumable Runner of `root` whose sessions and artifacts are in one store of
+    `stores` (every backend)."""
+    store = stores.open()
+    return Runner(
+        app=App(
+            name="app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True)
+        ),
+        session_service=BaseSessionService(store),
+        artifact_service=BaseArtifactService(store),
+    )

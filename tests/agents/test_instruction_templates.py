@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue
 
-from baton import App, ResumabilityConfig, Runner, SequentialAgent
+from baton import SequentialAgent
 from baton.agents import LlmAgent, MissingArtifactError, MissingStateKeyError
 from baton.agents.instructions import fill_instruction
-from baton.artifacts import BaseArtifactService
 from baton.models import ScriptedModel
-from baton.sessions.services import BaseSessionService
 from baton.sessions.store import SessionKey
 from baton.types import Content, FunctionCall, Part, SessionId
+from tests.agents.conftest import runner_with_artifacts
 from tests.conftest import StoreFactory
 
 STATE: dict[str, JsonValue] = {
@@ -70,17 +69,6 @@ def test_a_spaced_or_prefixed_missing_key_is_named(template: str) -> None:
         fill_instruction(template, STATE, agent="a")
 
 
-def _runner(stores: StoreFactory, root: LlmAgent | SequentialAgent) -> Runner:
-    store = stores.open()
-    return Runner(
-        app=App(
-            name="app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True)
-        ),
-        session_service=BaseSessionService(store),
-        artifact_service=BaseArtifactService(store),
-    )
-
-
 def _agents(instruction: str) -> list[LlmAgent | SequentialAgent]:
     first = LlmAgent(name="first", model=ScriptedModel(responses=["x"]), instruction=instruction)
     inner = LlmAgent(name="inner", model=ScriptedModel(responses=["x"]), instruction=instruction)
@@ -96,7 +84,7 @@ def _agents(instruction: str) -> list[LlmAgent | SequentialAgent]:
 async def test_an_instruction_that_cannot_be_filled_refuses_the_run_and_changes_nothing(
     stores: StoreFactory, root: int, instruction: str, error: type[Exception]
 ) -> None:
-    runner = _runner(stores, _agents(instruction)[root])
+    runner = runner_with_artifacts(stores, _agents(instruction)[root])
     session = await runner.session_service.create_session(
         app_name="app", user_id="u", state={"colour": "red"}
     )
@@ -146,7 +134,7 @@ async def test_a_new_message_to_the_agent_the_conversation_was_left_with_checks_
         instruction="Mode: {temp:mode}",
         sub_agents=[child],
     )
-    runner = _runner(stores, root)
+    runner = runner_with_artifacts(stores, root)
     session = await runner.session_service.create_session(app_name="app", user_id="u")
     message = Content(role="user", parts=[Part(text="hi")])
     first = runner.run_async(

@@ -7,13 +7,11 @@ from typing import Any
 
 import pytest
 
-from baton import App, ResumabilityConfig, RunConfig, Runner, SequentialAgent
+from baton import RunConfig, Runner, SequentialAgent
 from baton.agents import LlmAgent, MissingArtifactError
-from baton.artifacts import BaseArtifactService
 from baton.models import OpenAiModel, ScriptedModel
-from baton.sessions.services import BaseSessionService
 from baton.types import Blob, Content, FunctionCall, Part
-from tests.agents.conftest import MakeRunner
+from tests.agents.conftest import MakeRunner, runner_with_artifacts
 from tests.agents.quoting import PREAMBLE, called, returned, said, turns
 from tests.conftest import StoreFactory
 from tests.harness import Harness
@@ -160,17 +158,6 @@ def test_a_static_instruction_that_is_not_text_is_refused() -> None:
         LlmAgent(name="a", model="openai/m", static_instruction=["Look:", image])
 
 
-def _runner_with_artifacts(stores: StoreFactory, agent: LlmAgent) -> Runner:
-    store = stores.open()
-    return Runner(
-        app=App(
-            name="app", root_agent=agent, resumability_config=ResumabilityConfig(is_resumable=True)
-        ),
-        session_service=BaseSessionService(store),
-        artifact_service=BaseArtifactService(store),
-    )
-
-
 async def _session_with_artifacts(runner: Runner) -> Harness:
     session = await runner.session_service.create_session(
         app_name="app", user_id="u", state={"topic": "x"}
@@ -198,7 +185,7 @@ async def test_an_instructions_artifacts_are_filled_with_their_text(
         "M=[{artifact.missing?}] S={topic}"
     )
     agent = LlmAgent(name="a", model=openai_model, instruction=instruction)
-    h = await _session_with_artifacts(_runner_with_artifacts(stores, agent))
+    h = await _session_with_artifacts(runner_with_artifacts(stores, agent))
 
     await h.start("hi")
 
@@ -216,7 +203,7 @@ async def test_an_instructions_artifacts_are_filled_with_their_text(
 
 async def test_a_missing_artifact_in_the_instruction_is_named(stores: StoreFactory) -> None:
     agent = LlmAgent(name="a", model=ScriptedModel(), instruction="X={artifact.missing}")
-    h = await _session_with_artifacts(_runner_with_artifacts(stores, agent))
+    h = await _session_with_artifacts(runner_with_artifacts(stores, agent))
 
     with pytest.raises(MissingArtifactError, match=r"^Artifact 'missing' not found in agent 'a'\."):
         await h.start("hi")
