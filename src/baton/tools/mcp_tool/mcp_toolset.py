@@ -167,7 +167,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             auth_headers=auth_headers(auth_scheme, auth_credential, owner="McpToolset"),
         )
         self._auth_scheme, self._auth_credential = auth_scheme, auth_credential
-        self._credential_key = credential_key
+        del credential_key  # a credential service's key: baton has none to give it to
         self._require_confirmation = check_rule(require_confirmation, "McpToolset")
         self._header_provider = header_provider
 
