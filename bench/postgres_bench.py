@@ -18,7 +18,10 @@
   of a resume. pg/resume: the `run_async` call answering a paused
   `START -> a -> ask -> b` run (as baton_bench's resume@0), ms.
 - pg/resume-round-trips: statements baton sends during that call, plus BEGIN and
-  COMMIT of each explicit transaction.
+  COMMIT of each explicit transaction. pg/resume-announcements, apart: the NOTIFYs
+  telling other processes the question was answered, which a task of their own sends
+  after the answer's commit while the run goes on (the pause's own is sent before the
+  call, as it is long before a person answers).
 - pg/bytes-per-step: growth of baton's tables (`pg_total_relation_size`, after VACUUM)
   over N chain steps, divided by N. VACUUM runs after every chain, as autovacuum does
   on a busy database: each step rewrites the run's and the session's rows, and their
@@ -56,6 +59,7 @@ from baton.events import Event
 from baton.sessions.services import BaseSessionService, DatabaseSessionService
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.direct import plan_for
+from baton.sessions.sql.listener import ANNOUNCE
 from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.sessions.sql.step import step_at_once
 from baton.sessions.store import Lease, SessionKey, StepCommit
@@ -195,16 +199,27 @@ async def raw_transactions(connection: Any, count: int) -> float:
 
 class RoundTrips:
     """Counts what a store sends PostgreSQL: each statement (through the engine or
-    straight to asyncpg), and BEGIN and COMMIT of each explicit transaction."""
+    straight to asyncpg), and BEGIN and COMMIT of each explicit transaction; apart, the
+    NOTIFY statements announcing a step's questions to other processes, which a task
+    of their own sends after the step's commit while the run goes on (see
+    `baton.sessions.sql.listener.Announcer`)."""
 
     def __init__(self, service: DatabaseSessionService) -> None:
         executor: Any = service.store._executor  # pyright: ignore[reportAttributeAccessIssue] -- counting what reaches the database
         self._engine = executor._engine.sync_engine
         self._direct = executor._direct
+        self._announcing = str(ANNOUNCE.compile(dialect=self._engine.dialect))
         self.count = 0
+        self.announcements = 0
 
     def _statement(self, *_args: Any) -> None:
         self.count += 1
+
+    def _direct_statement(self, sql: str) -> None:
+        if sql == self._announcing:
+            self.announcements += 1
+        else:
+            self.count += 1
 
     def _commit(self, *_args: Any) -> None:
         self.count += 2
@@ -214,7 +229,7 @@ class RoundTrips:
         sa_event.listen(self._engine, "before_cursor_execute", self._statement)
         sa_event.listen(self._engine, "commit", self._commit)
         try:
-            with self._direct.watching(self._statement):
+            with self._direct.watching(self._direct_statement):
                 yield
         finally:
             sa_event.remove(self._engine, "before_cursor_execute", self._statement)
@@ -231,16 +246,18 @@ async def chain_once(service: DatabaseSessionService, runner: Any) -> float:
     return elapsed / bench.CHAIN_NODES * 1e6
 
 
-async def resume_once(service: DatabaseSessionService, runner: Any) -> tuple[float, int]:
-    """One paused run answered: (ms of the answering call, its round trips)."""
+async def resume_once(service: DatabaseSessionService, runner: Any) -> tuple[float, int, int]:
+    """One paused run answered: (ms of the answering call, its round trips, the
+    announcements sent meanwhile)."""
     session = await service.create_session(app_name="bench", user_id="u")
     await bench.drain(runner, session.id, bench.text_message("go"))
+    await service.store._announcer.flush()  # pyright: ignore[reportAttributeAccessIssue,reportOptionalMemberAccess] -- the pause's own, sent before the count begins
     trips = RoundTrips(service)
     async with trips.counting():
         started = time.perf_counter()
         await bench.drain(runner, session.id, bench.answer_message())
         elapsed = time.perf_counter() - started
-    return elapsed * 1e3, trips.count
+    return elapsed * 1e3, trips.count, trips.announcements
 
 
 async def table_bytes(service: DatabaseSessionService) -> int:
@@ -303,6 +320,7 @@ async def measure(rounds: int, size_runs: int) -> None:
     resume: list[float] = []
     floor_txn: list[float] = []
     trips: list[int] = []
+    announced: list[int] = []
     async with (
         floor_connection() as floor,
         bench.open_service("postgres") as service,
@@ -321,12 +339,13 @@ async def measure(rounds: int, size_runs: int) -> None:
             statement_step.append(await statements.steps(bench.CHAIN_NODES))
             floor_txn.append(await raw_transactions(floor, 5))
             for _ in range(5):
-                ms, count = await resume_once(service, resumer)
+                ms, count, announcements = await resume_once(service, resumer)
                 resume.append(ms)
                 trips.append(count)
+                announced.append(announcements)
     async with own_database() as service:
         per_step = await bytes_per_step(service, size_runs)
-    report(chain, floor_step, statement_step, resume, floor_txn, trips, per_step)
+    report(chain, floor_step, statement_step, resume, floor_txn, trips, announced, per_step)
 
 
 def report(
@@ -336,6 +355,7 @@ def report(
     resume: list[float],
     floor_txn: list[float],
     trips: list[int],
+    announced: list[int],
     per_step: float,
 ) -> None:
     step, raw_step = statistics.median(chain), statistics.median(floor_step)
@@ -347,6 +367,7 @@ def report(
     emit("pg/raw-txn3", raw_txn, "ms")
     emit("pg/resume", answer, "ms", ratio=answer / raw_txn, target=2.0)
     emit("pg/resume-round-trips", float(max(trips)), "round trips", target=3.0)
+    emit("pg/resume-announcements", float(max(announced)), "statements")
     emit("pg/bytes-per-step", per_step, "bytes", target=600.0)
 
 

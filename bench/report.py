@@ -41,6 +41,7 @@ POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor 
     ("pg/step-statement", "step statement alone (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
     ("pg/resume-round-trips", "resume round trips", "", ""),
+    ("pg/resume-announcements", "NOTIFYs sent meanwhile, in the background", "", ""),
     ("pg/bytes-per-step", "bytes stored per step", "", ""),
 )
 TTL_BOUND = ("recovery/dead-holder",)  # figures whose target is the lease TTL + 1 s
@@ -359,7 +360,8 @@ POSTGRES_TEXT = [
     "step written by hand as ONE prepared asyncpg statement; the call answering a paused",
     "`START -> a -> ask -> b` run (ms) against a hand-written 3-statement asyncpg",
     "transaction; the statements (plus BEGIN/COMMIT of explicit transactions) baton sends",
-    "during that call; and the growth of baton's tables per chain step",
+    "during that call (apart: the NOTIFYs a background task sends meanwhile to wake other",
+    "processes); and the growth of baton's tables per chain step",
     "(`pg_total_relation_size` after VACUUM, a database of its own). Durable commits.",
 ]
 HTTP_HEADING = "HITL runs over HTTP"

@@ -208,6 +208,9 @@ class InvocationContext:
         # end): stored with the event, since baton's agents resume from it, and left out
         # of what the caller is shown.
         self.private_checkpoints: set[str] = set()
+        # Artifact texts a new run's refusal check read for its first model request, set
+        # by the Runner (see `take_first_artifacts`).
+        self.first_artifacts: dict[str, str | None] = {}
         self._agent_states: dict[str, JsonValue] = agent_states if agent_states is not None else {}
         self._end_of_agents: dict[str, bool] = end_of_agents if end_of_agents is not None else {}
 
@@ -219,6 +222,13 @@ class InvocationContext:
 
     async def _recent_events(self, limit: int) -> list[Event]:
         return (await self.load_history())[-limit:]
+
+    def take_first_artifacts(self) -> dict[str, str | None]:
+        """The artifact texts, by name, read for the instructions of the invocation's first
+        model request before it began (see `check_first_instructions`), once: the request
+        that takes them reads them no more, a later one reads what is saved by then."""
+        taken, self.first_artifacts = self.first_artifacts, {}
+        return taken
 
     def count_llm_call(self, agent: str) -> None:
         """Count one model call of this call of `run_async`, before it is made.

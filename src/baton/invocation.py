@@ -42,9 +42,11 @@ from baton.sessions.store import (
     StepCommit,
     Store,
     ends_run,
+    strip_temp_state,
 )
 from baton.threads import bound_run_threads
 from baton.tracing import end_invocation_span, invocation_span, is_tracing
+from baton.turns import Turns
 from baton.types import Content, InterruptId, InvocationId
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
 from baton.workflow.execution import (
@@ -89,6 +91,9 @@ class RunPlan:
     # The lease and invocation an answer's checks claimed as they read (see
     # `Store.claim_answering`); None when the Runner is still to claim them.
     claimed: tuple[Lease, Invocation] | None = None
+    # A new run in a session that does not exist yet, which the Runner creates once the
+    # call's checks pass (`Runner(auto_create_session=True)`); `session` is it unstored.
+    creates_session: bool = False
 
 
 _STATUS_OF: Final = {
@@ -96,6 +101,20 @@ _STATUS_OF: Final = {
     RunStatus.WAITING: InvocationStatus.PAUSED,
     RunStatus.FAILED: InvocationStatus.FAILED,
 }
+
+
+def _has_temp_keys(delta: dict[str, JsonValue]) -> bool:
+    return any(key.startswith("temp:") for key in delta)
+
+
+def _drop_temp_keys(events: Iterable[Event]) -> None:
+    """Take `temp:` keys out of the events' state deltas before they are stored and
+    handed over, as the reference's session service does: they live in the invocation's
+    state only (the step's own delta still carries them there)."""
+    for event in events:
+        delta = event.actions.state_delta
+        if delta and _has_temp_keys(delta):
+            event.actions.state_delta = strip_temp_state(delta)
 
 
 def _shown(event: Event, *, resumable: bool, private: set[str]) -> Event | None:
@@ -142,7 +161,7 @@ class InvocationRun:
         self.lease = lease
         self.root = root
         self.version = version
-        self.lock = asyncio.Lock()
+        self.turns = Turns()  # steps land one at a time
         # Read on every step: a PluginManager's plugins are a tuple, fixed for the run.
         self.has_plugins = bool(settings.plugins)
         self.outbox = _Outbox()
@@ -326,8 +345,9 @@ class InvocationRun:
             _add_metadata(parts.events, self._metadata)
         if self.has_plugins and parts.events:
             parts = await self._offer_events(parts)
-        # The lock's acquire and release, not `async with`: two coroutines fewer a step.
-        await self.lock.acquire()
+        waiting = self.turns.take()
+        if waiting is not None:
+            await self.turns.wait(waiting)
         try:
             mutate()
             if status is None and self.final_status is not None:
@@ -345,7 +365,7 @@ class InvocationRun:
                 return
             await self._commit(parts, status, answered_by, fingerprint, error)
         finally:
-            self.lock.release()
+            self.turns.give_back()
         if parts.events:
             # The caller gets the step's events before the next step starts; one that
             # stops reading holds the run here, one that closes the stream cancels it here.
@@ -387,12 +407,17 @@ class InvocationRun:
         )
 
     async def _land_held(self) -> None:
-        async with self.lock:
+        waiting = self.turns.take()
+        if waiting is not None:
+            await self.turns.wait(waiting)
+        try:
             held = self._held
             if held is None:
                 return
             self._unhold()
             await self._commit(*held)
+        finally:
+            self.turns.give_back()
         if held[0].events:
             await self.outbox.handed_over()
 
@@ -408,13 +433,15 @@ class InvocationRun:
         fingerprint: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Commit one step (the lock held): the checkpoint as the tree stands now."""
+        """Commit one step (its turn held): the checkpoint as the tree stands now."""
         # The run's last step gives the lease up: it paused, or it ended.
         release = status is not None and (
             status is InvocationStatus.PAUSED or ends_run(status, error)
         )
         if release and self._renewal is not None:
             await self._renewal.stop()  # a renewal must not find the lease given up
+        if parts.state_delta and _has_temp_keys(parts.state_delta):
+            _drop_temp_keys(parts.events)
         # Positional, in StepCommit's field order: a class called with keywords packs them
         # into a dict and unpacks it again, a fifth of the cost of this call, every step.
         step = StepCommit(

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import cast, final
 
@@ -30,6 +30,7 @@ from baton.errors import (
     InvocationRewoundError,
     InvocationWaitingError,
     NotAssigneeError,
+    SessionExistsError,
     SessionNotFoundError,
     StoreUnavailableError,
     UnknownInterruptError,
@@ -162,11 +163,14 @@ class CallPlanner:
                 key, message, invocation_id, state_delta, answering, claim
             )
         if self.takes_replies and message is not None and task_reply(message):
-            session, reply = await self._session_and_waiting_task(key, invocation_id)
+            found, reply = await self._session_and_waiting_task(key, invocation_id)
             if reply is not None:
-                return _reply_plan(key, session, message, reply, state_delta)
+                return _reply_plan(
+                    key, found or self._missing_session(key), message, reply, state_delta
+                )
         else:
-            session = await self._session(key)
+            found = await self.store.get_session(key, with_events=False)
+        session = found or self._missing_session(key)
         if invocation_id:
             invocation = await self.existing(key, InvocationId(invocation_id))
             await self._fail_if_waiting(invocation)
@@ -180,7 +184,13 @@ class CallPlanner:
             )
         new_id = InvocationId(f"e-{uuid.uuid4()}")
         return RunPlan(
-            PlanKind.START, key, session, new_id, message=message, state_delta=state_delta
+            PlanKind.START,
+            key,
+            session,
+            new_id,
+            message=message,
+            state_delta=state_delta,
+            creates_session=found is None,
         )
 
     async def _plan_claimed(
@@ -201,7 +211,7 @@ class CallPlanner:
         try:
             plan = await self._plan_answers(
                 key,
-                found.session or await self._missing_session(key),
+                found.session or self._missing_session(key),
                 message,
                 invocation_id,
                 state_delta,
@@ -223,19 +233,40 @@ class CallPlanner:
 
     async def _session(self, key: SessionKey) -> Session:
         session = await self.store.get_session(key, with_events=False)
-        return session or await self._missing_session(key)
+        return session or self._missing_session(key)
 
-    async def _missing_session(self, key: SessionKey) -> Session:
-        """The session a call names that does not exist: created when the runner
-        auto-creates sessions, else refused with SessionNotFoundError."""
+    def _missing_session(self, key: SessionKey) -> Session:
+        """The session a call names that does not exist, when the runner auto-creates
+        sessions: as it will be, not stored (see `create_session`); the checks of a call
+        that cannot start a run in it (an answer, a continue) refuse it as in an empty
+        session, with nothing created. Without auto-creation, SessionNotFoundError."""
         if self.auto_create_session:
-            return await self.store.create_session(
-                key.app_name, key.user_id, session_id=key.session_id
-            )
+            return Session(id=key.session_id, app_name=key.app_name, user_id=key.user_id)
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
             f"'{key.app_name}'; create it first (session_service.create_session)."
         )
+
+    async def create_session(self, plan: RunPlan) -> RunPlan:
+        """The plan with the session it creates (`RunPlan.creates_session`) stored, holding
+        the app's and the user's shared state as any new session of theirs. One a
+        concurrent call created meanwhile is taken as it is, and is not this call's."""
+        key = plan.key
+        try:
+            session = await self.store.create_session(
+                key.app_name, key.user_id, session_id=key.session_id
+            )
+        except SessionExistsError:
+            return replace(plan, session=await self._session(key), creates_session=False)
+        return replace(plan, session=session)
+
+    async def forget_session(self, plan: RunPlan) -> None:
+        """Delete the session `create_session` stored for a call refused after it, so the
+        refusal leaves nothing; kept once it holds an event (a concurrent call naming it
+        began a run there)."""
+        found = await self.store.get_session(plan.key, event_limit=1)
+        if found is not None and not found.events:
+            await self.store.delete_session(plan.key)
 
     async def existing(self, key: SessionKey, invocation_id: InvocationId) -> Invocation:
         """The invocation, unless it is unknown or already completed (each refused)."""
@@ -265,14 +296,15 @@ class CallPlanner:
 
     async def _session_and_waiting_task(
         self, key: SessionKey, invocation_id: str | None
-    ) -> tuple[Session, Interrupt | None]:
-        """The session, and the newest task agent's question open in it (in
-        `invocation_id`, when given): a text message is the user's reply to it. One read."""
+    ) -> tuple[Session | None, Interrupt | None]:
+        """The session (None when there is none), and the newest task agent's question open
+        in it (in `invocation_id`, when given): a text message is the user's reply to it.
+        One read."""
         session, rows = await self.store.find_asking(key, TASK_REPLY_FUNCTION)
         if invocation_id:
             rows = [r for r in rows if r.invocation_id == invocation_id]
         waiting = max(rows, key=lambda r: r.created_at, default=None)
-        return session or await self._missing_session(key), waiting
+        return session, waiting
 
     async def _fail_if_waiting(self, invocation: Invocation) -> None:
         """Refuse to continue an invocation that has nothing to run until it is answered."""

@@ -343,12 +343,20 @@ class Runner:
             owner=owner,
             ttl=self.lease_ttl,
         )
+        if plan.creates_session:
+            plan = await self.planner.create_session(plan)
+        first_artifacts: dict[str, str | None] = {}
         if plan.kind is PlanKind.START and not self.plugin_manager:
             # Plugins may write state before the first agent runs: then it fills its
             # instruction in the run, as always.
-            await check_first_instructions(
-                self.root, plan.session, plan.state_delta, self.artifact_service, self.store
-            )
+            try:
+                first_artifacts = await check_first_instructions(
+                    self.root, plan.session, plan.state_delta, self.artifact_service, self.store
+                )
+            except Exception:
+                if plan.creates_session:
+                    await self.planner.forget_session(plan)
+                raise
         # Claim before loading the checkpoint (the claim returns it), so a second resumer
         # fails before it reads it. An answer's checks may have claimed it already.
         lease, invocation = await self._lease(plan, owner)
@@ -356,6 +364,7 @@ class Runner:
         try:
             run = await self._open_run(plan, lease, answered_by, invocation, config)
             run.invocation.abort_signal = abort_signal
+            run.invocation.first_artifacts = first_artifacts
             async with run.events(yield_user_message) as events:
                 if abort_signal is None:
                     async for event in events:

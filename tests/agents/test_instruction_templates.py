@@ -7,11 +7,15 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue
 
-from baton import SequentialAgent
+from baton import App, ResumabilityConfig, Runner, SequentialAgent
 from baton.agents import LlmAgent, MissingArtifactError, MissingStateKeyError
 from baton.agents.instructions import fill_instruction
-from baton.models import ScriptedModel
-from baton.sessions.store import SessionKey
+from baton.artifacts import BaseArtifactService
+from baton.context import InvocationContext
+from baton.models import LlmRequest, ScriptedModel
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import SessionKey, Store
+from baton.tools import ToolContext
 from baton.types import Content, FunctionCall, Part, SessionId
 from tests.agents.conftest import runner_with_artifacts
 from tests.conftest import StoreFactory
@@ -146,3 +150,103 @@ async def test_a_new_message_to_the_agent_the_conversation_was_left_with_checks_
     assert [(e.author, e.content.text) async for e in second if e.content is not None] == [
         ("child", "c2")
     ]
+
+
+def instruction_of(request: LlmRequest) -> str:
+    """The agent's instruction in a request's system instruction (its first paragraph)."""
+    return (request.config.system_instruction or "").split("\n\n")[0]
+
+
+class CountingArtifacts(BaseArtifactService):
+    """The store's artifact service, with the names it was asked to load (a user may pass
+    an artifact service of their own, whose loads cost what they cost)."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.loads: list[str] = []
+
+    async def load_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        filename: str,
+        session_id: str | None = None,
+        version: int | None = None,
+    ) -> Part | None:
+        self.loads.append(filename)
+        return await super().load_artifact(
+            app_name=app_name,
+            user_id=user_id,
+            filename=filename,
+            session_id=session_id,
+            version=version,
+        )
+
+
+async def test_a_new_run_loads_its_instruction_artifacts_once_for_each_model_request(
+    stores: StoreFactory,
+) -> None:
+    """The first model request of a new run uses the artifact its instruction names as
+    the check before the run loaded it (once, not again for the request); the next
+    request loads it again, and sees the version a tool saved in between."""
+
+    async def rewrite(tool_context: ToolContext) -> str:
+        """Rewrite the notes."""
+        await tool_context.save_artifact("notes", Part(text="second"))
+        return "rewritten"
+
+    model = ScriptedModel(responses=[[FunctionCall(name="rewrite", args={})], "done"])
+    agent = LlmAgent(name="a", model=model, instruction="See {artifact.notes}.", tools=[rewrite])
+    store = stores.open()
+    artifacts = CountingArtifacts(store)
+    runner = Runner(
+        app=App(
+            name="app", root_agent=agent, resumability_config=ResumabilityConfig(is_resumable=True)
+        ),
+        session_service=BaseSessionService(store),
+        artifact_service=artifacts,
+    )
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    await artifacts.save_artifact(
+        app_name="app",
+        user_id="u",
+        session_id=session.id,
+        filename="notes",
+        artifact=Part(text="first"),
+    )
+    message = Content(role="user", parts=[Part(text="hi")])
+
+    async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+        pass
+
+    assert [instruction_of(r) for r in model.requests] == ["See first.", "See second."]
+    assert artifacts.loads == ["notes", "notes"]
+
+
+async def test_an_instruction_provider_is_called_once_for_each_model_request(
+    stores: StoreFactory,
+) -> None:
+    """A new run's instruction provider is the user's code: called once for each model
+    request (as the reference calls it), also for the first request of a new run."""
+    calls: list[str] = []
+
+    def instruction(ctx: InvocationContext) -> str:
+        calls.append(ctx.agent_name)
+        return f"Call {len(calls)}."
+
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    model = ScriptedModel(responses=[[FunctionCall(name="noop", args={})], "done"])
+    agent = LlmAgent(name="a", model=model, instruction=instruction, tools=[noop])
+    runner = runner_with_artifacts(stores, agent)
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = Content(role="user", parts=[Part(text="hi")])
+
+    async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+        pass
+
+    assert calls == ["a", "a"]
+    assert [instruction_of(r) for r in model.requests] == ["Call 1.", "Call 2."]

@@ -202,8 +202,7 @@ async def test_instruction_is_filled_from_state_and_output_key_is_saved(
     await h.start()
 
     assert model.requests[0].config.system_instruction == (
-        'Write about tea. Reply as {"poem": ...}.\n\n'
-        'You are an agent. Your internal name is "poet".'
+        'Write about tea. Reply as {"poem": ...}.\n\n' 'You are the agent named "poet".'
     )
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert session is not None
@@ -220,7 +219,7 @@ async def test_instruction_values_are_written_as_the_reference_writes_them(
     await h.start()
 
     assert model.requests[0].config.system_instruction == (
-        "v=True d={'a': 1} n= x=2.5\n\nYou are an agent. Your internal name is \"a\"."
+        "v=True d={'a': 1} n= x=2.5\n\nYou are the agent named \"a\"."
     )
 
 

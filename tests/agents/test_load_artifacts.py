@@ -68,8 +68,8 @@ async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
     first, second = chat_server.requests
     system = first["messages"][0]["content"]
     assert system.startswith(
-        'Be brief.\n\nYou are an agent. Your internal name is "reader".\n\n'
-        'You have a list of artifacts:\n  ["notes.txt", "user:blob.bin"]'
+        'Be brief.\n\nYou are the agent named "reader".\n\n'
+        'Artifacts you can read: ["notes.txt", "user:blob.bin"]'
     )
     assert [t["function"]["name"] for t in first["tools"]] == ["load_artifacts"]
     assert messages(second)[1:] == [
@@ -80,16 +80,16 @@ async def test_the_model_is_told_the_artifacts_and_sent_those_it_loads(
             json.dumps(
                 {
                     "artifact_names": ["notes.txt", "blob.bin", "missing.txt"],
-                    "status": "artifact contents temporarily inserted and removed. to access "
-                    "these artifacts, call load_artifacts tool again.",
+                    "status": "The contents of these artifacts come with your next request "
+                    "only; call load_artifacts again to see them later.",
                 }
             ),
         ),
-        ("user", "Artifact notes.txt is:the meeting is at 3"),
+        ("user", "Contents of artifact notes.txt:the meeting is at 3"),
         (
             "user",
-            "Artifact blob.bin is:[Binary artifact: blob.bin, type: application/x-thing, "
-            "size: 2.0 KB. Content cannot be displayed inline.]",
+            "Contents of artifact blob.bin:"
+            "[blob.bin: application/x-thing, 2.0 KB of binary data, not shown]",
         ),
     ]
     assert [e.content.text for e in events if e.content and e.content.text] == ["At 3."]
@@ -106,7 +106,7 @@ async def test_without_artifacts_the_model_is_told_nothing_and_a_bad_call_is_ans
     await run(agent, service, {}, "Read my notes")
 
     [system] = [m["content"] for m in chat_server.requests[0]["messages"] if m["role"] == "system"]
-    assert system == 'You are an agent. Your internal name is "reader".'  # no artifacts named
+    assert system == 'You are the agent named "reader".'  # no artifacts named
     assert messages(chat_server.requests[1])[-1] == (
         "tool",
         json.dumps(
@@ -140,7 +140,10 @@ async def test_process_artifact_decides_what_the_model_is_sent(
     await run(agent, service, files, "Summarize")
 
     assert seen == ["report.txt", "secret.txt"]
-    assert messages(chat_server.requests[1])[-1] == ("user", "Artifact report.txt is:<report.txt>")
+    assert messages(chat_server.requests[1])[-1] == (
+        "user",
+        "Contents of artifact report.txt:<report.txt>",
+    )
 
 
 def test_spreadsheet_parsing_is_refused_with_what_to_do() -> None:
@@ -165,7 +168,7 @@ async def test_a_loaded_picture_reaches_the_model_as_a_picture(
     assert loaded == {
         "role": "user",
         "content": [
-            {"type": "text", "text": "Artifact cat.png is:"},
+            {"type": "text", "text": "Contents of artifact cat.png:"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
         ],
     }

@@ -20,7 +20,7 @@ from baton.models import OpenAiModel, ScriptedModel
 from baton.readonly_context import ReadonlyContext
 from baton.tools.fencing import FENCE_BEGIN, FENCE_END, FENCE_NOTE
 from baton.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
-from baton.types import Content, FunctionCall, Part
+from baton.types import Blob, Content, FunctionCall, FunctionDeclaration, Part
 from tests.agents.conftest import MakeRunner
 from tests.harness import asked, attach_harness
 from tests.models.chat_server import ChatServer, completion
@@ -75,7 +75,7 @@ async def test_the_model_calls_mcp_tools_and_reads_their_results_and_errors(
         "b": {"title": "B", "type": "integer"},
     }
     system = chat_server.requests[0]["messages"][0]
-    identity = 'You are an agent. Your internal name is "assistant".'
+    identity = 'You are the agent named "assistant".'
     assert system == {"role": "system", "content": f"Use the tools.\n\n{identity}\n\n{FENCE_NOTE}"}
     assert tool_results(chat_server.requests[1]) == {
         "c1": result(42),
@@ -182,3 +182,74 @@ def test_the_sync_runner_and_another_event_loop_share_a_toolset(log: CallLog) ->
     assert log.calls() == ['add {"a": 1, "b": 2}', 'add {"a": 1, "b": 2}']
     assert len(log.pids()) == 2
     assert not any(is_running(p) for p in log.pids())
+
+
+def test_use_mcp_resources_lets_the_model_load_the_servers_resources(log: CallLog) -> None:
+    load = FunctionCall(
+        id="c1",
+        name="load_mcp_resource",
+        args={"resource_names": ["greeting", "pixel", "absent"]},
+    )
+    bad = FunctionCall(id="c2", name="load_mcp_resource", args={"resource_names": "greeting"})
+    model = ScriptedModel(responses=[[load], [bad], "It says hello."])
+    toolset = McpToolset(connection_params=stdio(log), tool_filter=["add"], use_mcp_resources=True)
+    runner = InMemoryRunner(agent=LlmAgent(name="a", model=model, tools=[toolset]))
+    session = runner.session_service.create_session_sync(app_name=runner.app_name, user_id="u")
+    message = Content(role="user", parts=[Part(text="What does the greeting say?")])
+
+    events = list(runner.run(user_id="u", session_id=session.id, new_message=message))
+
+    assert reply(events) == "It says hello."
+    first, after_load, after_bad = model.requests
+    [offered] = [t.function_declarations for t in first.config.tools if t.function_declarations]
+    assert [d.name for d in offered] == ["add", "load_mcp_resource"]
+    assert offered[1] == FunctionDeclaration(
+        name="load_mcp_resource",
+        description="Puts the MCP server's resources you name into your next request. Call it "
+        "when you need what one holds.",
+        parameters={
+            "type": "object",
+            "properties": {"resource_names": {"type": "array", "items": {"type": "string"}}},
+        },
+    )
+    listed = (
+        'MCP resources you can read: ["greeting", "pixel"]\nBefore answering anything about '
+        "one of them, call `load_mcp_resource` with its name."
+    )
+    assert first.config.system_instruction is not None
+    assert first.config.system_instruction.endswith(listed)
+    # The model's call answers with the names; the contents follow it in the request
+    # (an unknown name is left out), and are not kept in the session.
+    [answer] = after_load.contents[-3].function_responses
+    assert answer.response == {
+        "resource_names": ["greeting", "pixel", "absent"],
+        "status": "The contents of these resources come with your next request only; call "
+        "load_mcp_resource again to see them later.",
+    }
+    assert after_load.contents[-2:] == [
+        Content(
+            role="user", parts=[Part(text="Contents of resource greeting:"), Part(text="hello")]
+        ),
+        Content(
+            role="user",
+            parts=[
+                Part(text="Contents of resource pixel:"),
+                Part(inline_data=Blob(mime_type="image/png", data=b"\x89PNG-1px")),
+            ],
+        ),
+    ]
+    [refused] = after_bad.contents[-1].function_responses
+    assert refused.response == {
+        "error": "'resource_names' must be a list of strings.",
+        "error_code": "INVALID_ARGUMENTS",
+    }
+    stored = runner.session_service.get_session_sync(
+        app_name=runner.app_name, user_id="u", session_id=session.id
+    )
+    assert stored is not None
+    assert not any(
+        "Contents of resource greeting:" in (e.content.text or "")
+        for e in stored.events
+        if e.content
+    )
+    asyncio.run(runner.close())

@@ -39,7 +39,7 @@ async def test_an_agent_is_told_who_it_is_and_sees_another_agents_turns_quoted(
 
     messages: list[dict[str, Any]] = chat_server.requests[2]["messages"]
     assert messages == [
-        {"role": "system", "content": 'be b\n\nYou are an agent. Your internal name is "b".'},
+        {"role": "system", "content": 'be b\n\nYou are the agent named "b".'},
         {"role": "user", "content": "hi"},
         {"role": "user", "content": PREAMBLE + called("a", "shout", "{'q': 'hi'}")},
         {"role": "user", "content": PREAMBLE + returned("a", "shout", "{'r': 'HI'}")},
@@ -47,8 +47,7 @@ async def test_an_agent_is_told_who_it_is_and_sees_another_agents_turns_quoted(
     ]
     assert chat_server.requests[0]["messages"][0] == {
         "role": "system",
-        "content": 'be a\n\nYou are an agent. Your internal name is "a". '
-        'The description about you is "first".',
+        "content": 'be a\n\nYou are the agent named "a". ' 'You are described as "first".',
     }
 
 
@@ -104,7 +103,7 @@ async def test_a_static_instruction_is_sent_as_it_is_and_the_instruction_as_a_tu
     await h.start("hi")
     await h.start("again")
 
-    system = 'Static {x}.\n\nMore.\n\nYou are an agent. Your internal name is "a".'
+    system = 'Static {x}.\n\nMore.\n\nYou are the agent named "a".'
     dynamic = {"role": "user", "content": instruction_turn("Dynamic X.")}
     assert [r["messages"] for r in chat_server.requests] == [
         [{"role": "system", "content": system}, dynamic, {"role": "user", "content": "hi"}],
@@ -142,10 +141,10 @@ async def test_the_roots_global_instruction_leads_every_agents_and_is_deprecated
 
     [to_root], [to_helper] = root_model.requests, helper_model.requests
     assert (to_root.config.system_instruction or "").startswith(
-        'Be kind, everyone.\n\nRoute.\n\nYou are an agent. Your internal name is "root".'
+        'Be kind, everyone.\n\nRoute.\n\nYou are the agent named "root".'
     )
     assert (to_helper.config.system_instruction or "").startswith(
-        'Be kind, everyone.\n\nHelp.\n\nYou are an agent. Your internal name is "helper".'
+        'Be kind, everyone.\n\nHelp.\n\nYou are the agent named "helper".'
     )
 
 
@@ -190,14 +189,11 @@ async def test_an_instructions_artifacts_are_filled_with_their_text(
     await h.start("hi")
 
     # As google-adk 2.13.0 fills them; an artifact's braces are not filled in turn.
-    binary = (
-        "[Binary artifact: bin, type: application/x-foo, size: 2.0 KB. "
-        "Content cannot be displayed inline.]"
-    )
+    binary = "[bin: application/x-foo, 2.0 KB of binary data, not shown]"
     assert chat_server.requests[0]["messages"][0] == {
         "role": "system",
         "content": f"N=remember {{milk}} R=hello bytes B={binary} U=tea M=[] S=x\n\n"
-        'You are an agent. Your internal name is "a".',
+        'You are the agent named "a".',
     }
 
 

@@ -52,7 +52,7 @@ async def test_set_model_response_ends_the_agent_with_the_validated_structured_r
 
     first: dict[str, Any] = chat_server.requests[0]
     system = first["messages"][0]["content"]
-    assert system.startswith('Be brief.\n\nYou are an agent. Your internal name is "a".\n\n')
+    assert system.startswith('Be brief.\n\nYou are the agent named "a".\n\n')
     assert "`set_model_response`" in system
     declared = {t["function"]["name"]: t["function"] for t in first["tools"]}
     # set_model_response is declared first, as the reference declares it.

@@ -669,3 +669,57 @@ async def test_two_calls_sharing_an_id_each_ask_for_their_own_confirmation(
     )
     assert shown(other)[-1] == ("a", ["done"], {})
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["first-answered-first", "second-answered-first"])
+async def test_two_calls_of_one_tool_sharing_an_id_each_get_their_own_confirmed_result(
+    service: BaseSessionService, first: int
+) -> None:
+    """The model calls one tool twice in a turn under one id, and both calls need a
+    confirmation: whichever request is answered first, each call runs with its own
+    arguments once its own request is answered, and the model is sent each call's result
+    in the turn's order (the second rejected here: the model is told so for it alone)."""
+    runs: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: how much.
+        """
+        runs.append(amount)
+        return f"paid {amount}"
+
+    turn = [
+        FunctionCall(id="c1", name="pay", args={"amount": 5}),
+        FunctionCall(id="c1", name="pay", args={"amount": 7}),
+    ]
+    model = ScriptedModel([turn, "done"])
+    agent = LlmAgent(name="a", model=model, tools=[FunctionTool(pay, require_confirmation=True)])
+    h = await build_harness(agent, service, resumable=True)
+    ids = ["adk-confirm-c1", "adk-confirm-c1#1"]
+    confirmed = [True, False]
+
+    started = await h.start("go")
+    await h.answer(
+        (ids[first], {"confirmed": confirmed[first]}),
+        name=REQUEST_CONFIRMATION_FUNCTION,
+        wrap=False,
+    )
+    status = (await h.invocation()).status
+    last = await h.answer(
+        (ids[1 - first], {"confirmed": confirmed[1 - first]}),
+        name=REQUEST_CONFIRMATION_FUNCTION,
+        wrap=False,
+    )
+
+    assert asked(started) == ids
+    assert status == InvocationStatus.PAUSED
+    assert runs == [5]
+    assert len(model.requests) == 2
+    assert sent(model.requests[1])[-1] == (
+        "user",
+        ["c1 -> {'result': 'paid 5'}", "c1 -> {'error': 'This tool call is rejected.'}"],
+    )
+    assert shown(last)[-1] == ("a", ["done"], {})
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

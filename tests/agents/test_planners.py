@@ -41,7 +41,7 @@ async def test_a_built_in_planners_thinking_level_replaces_the_agents(
     assert sent["temperature"] == 0.5
     assert sent["messages"][0] == {
         "role": "system",
-        "content": 'You are an agent. Your internal name is "a".',
+        "content": 'You are the agent named "a".',
     }
 
 
@@ -71,7 +71,7 @@ async def test_a_plan_re_act_reply_is_split_into_thoughts_and_the_answer(
     messages: list[dict[str, Any]] = chat_server.requests[0]["messages"]
     assert messages[0]["role"] == "system"
     told: str = messages[0]["content"]
-    head = 'be a\n\nYou are an agent. Your internal name is "a".\n\n'
+    head = 'be a\n\nYou are the agent named "a".\n\n'
     assert told.startswith(head)
     tags = ("/*PLANNING*/", "/*ACTION*/", "/*REASONING*/", "/*REPLANNING*/", "/*FINAL_ANSWER*/")
     assert all(tag in told[len(head) :] for tag in tags)

@@ -68,7 +68,7 @@ async def test_the_transfer_tool_without_a_reason_does_not_offer_one(
 
     assert declaration["parameters"]["properties"] == {
         "agent_name": {
-            "description": "the agent name to transfer to.",
+            "description": "the name of the agent to hand the conversation to.",
             "type": "string",
             "enum": ["a", "b"],
         }

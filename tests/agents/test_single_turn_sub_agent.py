@@ -88,7 +88,7 @@ async def test_the_parent_calls_the_sub_agent_as_a_tool_and_sees_its_reply(
         }
     ]
     # Its identity (no instruction, no transfer to offer), as google-adk 2.13.0 gives it.
-    assert first.config.system_instruction == 'You are an agent. Your internal name is "boss".'
+    assert first.config.system_instruction == 'You are the agent named "boss".'
     assert [seen(r) for r in parent_model.requests] == [
         ["user: go"],
         [
@@ -216,10 +216,11 @@ async def test_a_waiting_sub_agent_call_holds_the_turns_later_calls(
         return [e for e in stored(events) if e[2] != "end"]  # no end marks when replayed
 
     assert [e for e in shown(first) if e[0] == "helper"] == [("helper", "helper@h1", "call ticket")]
+    # The ended call's result comes once the turn's sub-agents ran as far as they can.
     assert shown(second) == [
         ("helper", "helper@h1", "filed one"),
-        ("boss", None, {"helper": {"result": "filed one"}}),
         ("helper", "helper@h2", "call ticket"),
+        ("boss", None, {"helper": {"result": "filed one"}}),
     ]
     assert shown(third)[0] == ("helper", "helper@h2", "filed two")
     assert seen(helper_model.requests[3]) == [

@@ -118,7 +118,7 @@ async def test_the_parents_model_sees_the_task_agent_as_a_tool_without_transfer(
         }
     }
     assert request.config.system_instruction == (
-        'Help the user.\n\nYou are an agent. Your internal name is "coord".'
+        'Help the user.\n\nYou are the agent named "coord".'
     )
 
 

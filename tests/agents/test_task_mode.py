@@ -139,7 +139,7 @@ async def test_the_model_sees_the_finish_task_tool_and_its_instruction(
     [request] = model.requests
     assert request.config.system_instruction == (
         "Find out the user's name.\n\n"
-        'You are an agent. Your internal name is "asker".\n\n'
+        'You are the agent named "asker".\n\n'
         f"{FINISH_INSTRUCTION}"
     )
     [tools] = request.config.tools or []

@@ -124,7 +124,7 @@ async def test_the_model_sees_the_transfer_tool_and_an_unknown_name_is_refused(
     assert declaration.parameters["properties"] == {
         "agent_name": {
             "type": "string",
-            "description": "the agent name to transfer to.",
+            "description": "the name of the agent to hand the conversation to.",
             "enum": ["refunds", "sales"],
         }
     }

@@ -11,9 +11,11 @@ import asyncio
 import pytest
 
 from baton import Workflow, types
-from baton.sessions.store import InvocationStatus
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InvocationStatus, StepCommit
 from baton.types import InvocationId
-from tests.harness import MakeHarness
+from tests.conftest import StoreFactory
+from tests.harness import MakeHarness, build_harness
 
 
 def _go() -> types.Content:
@@ -90,6 +92,62 @@ async def test_the_callers_cancellation_stops_the_node_under_way_which_runs_agai
     resumed = await h.collect(invocation_id=invocation.id)
 
     assert ran == ["a", "b", "b"]  # a's step had committed: only b runs again
+    assert [e.output for e in resumed if e.output is not None] == ["b"]
+    assert (await h.invocation()).status is InvocationStatus.COMPLETED
+
+
+async def test_the_callers_cancellation_during_a_steps_commit_waits_for_it_then_stops_the_run(
+    stores: StoreFactory,
+) -> None:
+    """Cancelled while a's step is being committed, the caller waits for the commit to
+    end, then is cancelled: a's step is stored whole, b never started, and the run
+    continues by its id from b."""
+    ran: list[str] = []
+    committing, go_on = asyncio.Event(), asyncio.Event()
+    store = stores.open()
+    commit = store.commit_step
+
+    async def commit_step(step: StepCommit) -> int:
+        if any(e.output == "a" for e in step.events):
+            committing.set()
+            await go_on.wait()  # the commit is under way until the test lets it end
+        return await commit(step)
+
+    setattr(store, "commit_step", commit_step)  # noqa: B010 -- the store is final: wrap it
+
+    async def a(node_input: str) -> str:
+        ran.append("a")
+        return "a"
+
+    async def b(node_input: str) -> str:
+        ran.append("b")
+        return "b"
+
+    service = BaseSessionService(store)
+    h = await build_harness(Workflow(name="wf", edges=[("START", a, b)]), service, resumable=True)
+
+    async def read() -> list[object]:
+        stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go())
+        return [e.output async for e in stream if e.output is not None]
+
+    reading = asyncio.create_task(read())
+    await committing.wait()
+    reading.cancel()
+    for _ in range(20):  # turns of the loop: a cancellation not held back would land
+        await asyncio.sleep(0)
+    assert not reading.done()  # the caller waits for the commit under way
+    go_on.set()
+    await asyncio.wait({reading})
+    assert reading.cancelled()
+
+    invocation = await h.invocation()
+    assert invocation.status is InvocationStatus.RUNNING
+    stored = await store.list_events(h.key, InvocationId(invocation.id))
+    assert [e.output for e in stored if e.output is not None] == ["a"]
+    assert ran == ["a"]  # the run stopped at a's step boundary
+    resumed = await h.collect(invocation_id=invocation.id)
+
+    assert ran == ["a", "b"]
     assert [e.output for e in resumed if e.output is not None] == ["b"]
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, JsonValue
 
-from baton import Context, RequestInput, Workflow
+from baton import Context, RequestInput, Workflow, types
 from baton.sessions.services import BaseSessionService
 from tests.conftest import StoreFactory
 from tests.harness import Harness, attach_harness, outputs
@@ -78,3 +78,30 @@ async def test_a_resumed_run_reads_what_was_shared_while_it_waited(stores: Store
     resumed = await waiting.answer(("ok", {"approved": True}))
 
     assert outputs(resumed)[-1] == ("report", "meanwhile")
+
+
+async def test_temp_keys_reach_the_runs_nodes_but_no_event_yielded_or_stored(
+    stores: StoreFactory,
+) -> None:
+    def note(ctx: Context) -> JsonValue:
+        ctx.state["temp:scratch"] = f"{ctx.state['temp:given']}!"
+        ctx.state["kept"] = 1
+        return None
+
+    def read(ctx: Context) -> JsonValue:
+        return [ctx.state.get("temp:given"), ctx.state.get("temp:scratch")]
+
+    service = BaseSessionService(stores.open())
+    h = await _session(service, Workflow(name="wf", edges=[("START", note, read)]), "u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+
+    events = await h.collect(new_message=message, state_delta={"temp:given": "g", "own": 2})
+
+    assert outputs(events) == [("read", ["g", "g!"])]
+    session = await service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    deltas = [e.actions.state_delta for e in (*events, *session.events)]
+    assert {"own": 2} in deltas
+    assert {"kept": 1} in deltas
+    assert not [key for delta in deltas for key in delta if key.startswith("temp:")]
+    assert session.state == {"own": 2, "kept": 1}

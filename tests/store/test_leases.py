@@ -330,7 +330,7 @@ async def test_deadlines_fall_due_by_the_store_clock(store: Store, clock: FakeCl
     assert await store.due_interrupts(["other"], limit=10) == []
 
 
-async def test_subscribers_wake_when_a_question_opens_or_a_run_is_released(
+async def test_subscribers_wake_when_a_question_opens_or_is_answered_or_a_run_is_released(
     stores: StoreFactory,
 ) -> None:
     # PostgreSQL wakes other processes (LISTEN/NOTIFY): the writer is another store there.
@@ -346,6 +346,10 @@ async def test_subscribers_wake_when_a_question_opens_or_a_run_is_released(
         opening.lease = lease
         await writer.commit_step(opening)
 
+        assert await subscription.wait(5.0)
+        answering = step(session, INV, 2, answered={"q1": True})
+        answering.lease = lease
+        await writer.commit_step(answering)
         assert await subscription.wait(5.0)
         await writer.release(lease)
         assert await subscription.wait(5.0)

@@ -115,6 +115,28 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
     assert seen.commits == 1
 
 
+async def test_a_step_opening_or_answering_questions_is_announced_after_its_commit(
+    postgres_url: str,
+) -> None:
+    """Other processes hear of a step's questions through a NOTIFY of its own, sent once
+    the step committed: inside the step, PostgreSQL's lock for notifications would be
+    held through the step's WAL flush, and every notifying commit wait for it."""
+    store = SqlStore(postgres_url)
+    await _paused(store)
+    announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
+    assert announcer is not None
+    await announcer.flush()
+
+    with traffic(store) as seen:
+        answer = step(key(), "inv-1", 2, answered={"q": True})
+        assert await store.commit_step(answer) == 3
+        assert await store.commit_step(step(key(), "inv-1", 3, events=(event("done"),))) == 4
+        await store.close()  # sends what is still to be announced
+
+    assert seen.statements == ["WITH", "WITH"]
+    assert seen.announcements == 1  # the answer's; a plain step changes no question
+
+
 async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:
     store = SqlStore(postgres_url)
     await store.create_session(APP, "someone else", session_id=key().session_id)

@@ -297,7 +297,7 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
         await _migrate(database, up_to=14)
         await database.transact(_seed_events_13, write=True)
         await database.transact(_seed_question_14, write=True)
-        assert await _migrate(database) == [15, 16, 17, 18]
+        assert await _migrate(database) == [15, 16, 17, 18, 19]
         keys = await database.transact(_session_keys, write=False)
         shape = await database.transact(_schema_shape, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
@@ -321,7 +321,7 @@ async def test_migration_16_leaves_half_of_each_page_of_steps_rows_on_postgresql
     async with _database(store_url) as database:
         await _migrate(database, up_to=15)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [16, 17, 18]
+        assert await _migrate(database) == [16, 17, 18, 19]
         shape = await database.transact(_schema_shape, write=False)
         kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
         options = await database.transact(_fillfactors, write=False)
@@ -355,7 +355,7 @@ async def test_migration_17_shares_prefixed_keys_from_then_on_and_keeps_earlier_
     async with _database(store_url) as database:
         await _migrate(database, up_to=16)
         await database.transact(_seed_prefixed_state_16, write=True)
-        assert await _migrate(database) == [17, 18]
+        assert await _migrate(database) == [17, 18, 19]
         shape = await database.transact(_schema_shape, write=False)
     assert shape == _declared_shape(store_url)
     store = SqlStore(store_url)
@@ -384,7 +384,7 @@ async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_r
     async with _database(store_url) as database:
         await _migrate(database, up_to=17)
         await database.transact(_seed_prefixed_state_17, write=True)
-        assert await _migrate(database) == [18]
+        assert await _migrate(database) == [18, 19]
         shape = await database.transact(_schema_shape, write=False)
         rows = await database.transact(_state_rows, write=False)
     assert shape == _declared_shape(store_url)
@@ -407,6 +407,49 @@ async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_r
         await store.close()
     assert s1 is not None
     assert s1.state == {"n": 1, "app:k": "since 17", "app:j": "j2", "user:name": "newer"}
+
+
+async def test_migration_19_leaves_no_notify_inside_a_step_and_other_processes_still_wake(
+    store_url: str,
+) -> None:
+    """A database of step 18 loses PostgreSQL's NOTIFY trigger on the interrupts table (a
+    NOTIFY inside a durable commit holds a database-wide lock through its WAL flush, so
+    every process's notifying commits waited for each other); on every backend the step
+    leaves today's tables, and on PostgreSQL a question a step opens still wakes another
+    process, now told after the commit."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=18)
+        assert await _migrate(database) == [19]
+        shape = await database.transact(_schema_shape, write=False)
+        triggers = await database.transact(_interrupt_triggers, write=False)
+    assert shape == _declared_shape(store_url)
+    assert triggers == []
+    writer, watcher = SqlStore(store_url), SqlStore(store_url)
+    subscription = watcher.subscribe()
+    try:
+        await writer.create_session(APP, USER, session_id=SessionId("s1"))
+        listens = watcher.wakes_other_processes
+        await subscription.wait(5.0 if listens else 0.01)  # the listener's first look
+        await writer.commit_step(step(key(), "inv-1", 0, opened=(question(key(), "inv-1", "q1"),)))
+        woken = await subscription.wait(5.0 if listens else 0.01)
+    finally:
+        subscription.close()
+        await writer.close()
+        await watcher.close()
+    assert woken is listens
+
+
+def _interrupt_triggers(connection: Connection) -> list[str]:
+    """The names of PostgreSQL's triggers of our own on the interrupts table (none elsewhere)."""
+    if connection.dialect.name != "postgresql":
+        return []
+    rows = connection.execute(
+        text(
+            "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal "
+            "AND tgrelid = 'baton_interrupts'::regclass"
+        )
+    )
+    return [str(name) for (name,) in rows]
 
 
 def _seed_prefixed_state_17(connection: Connection) -> None:

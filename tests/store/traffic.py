@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import event as sa_event
 
 from baton.sessions.sql import SqlStore
+from baton.sessions.sql.listener import ANNOUNCE
 
 __all__ = ["Traffic", "traffic"]
 
@@ -19,13 +20,15 @@ __all__ = ["Traffic", "traffic"]
 @dataclass
 class Traffic:
     """The statements (first word) a store sent, in order; how many of them went to
-    asyncpg directly; how many bound an array parameter; and the transactions it
-    committed through the engine."""
+    asyncpg directly; how many bound an array parameter; the transactions it
+    committed through the engine; and apart, the NOTIFY statements that announce its
+    steps to other processes after they commit (in the background, see `Announcer`)."""
 
     statements: list[str] = field(default_factory=list[str])
     direct: int = 0
     with_arrays: int = 0
     commits: int = 0
+    announcements: int = 0
 
     def add(self, sql: str) -> None:
         self.statements.append(sql.split(None, 1)[0].upper())
@@ -41,11 +44,15 @@ def traffic(store: SqlStore) -> Iterator[Traffic]:
     executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- counting what reaches the database
     target = executor._engine.sync_engine
     seen = Traffic()
+    announcing = str(ANNOUNCE.compile(dialect=target.dialect))
 
     def statement(*args: Any) -> None:
         seen.add(args[2])
 
     def direct(sql: str) -> None:
+        if sql == announcing:
+            seen.announcements += 1
+            return
         seen.add(sql)
         seen.direct += 1
 

@@ -124,6 +124,12 @@ def greeting() -> str:
     return "hello"
 
 
+@server.resource("res://pixel", name="pixel", mime_type="image/png")
+def pixel() -> bytes:
+    """A binary resource."""
+    return b"\x89PNG-1px"
+
+
 async def _serve_http() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -4,19 +4,33 @@ SDK): over stdio, a subprocess per session, and over streamable HTTP on 127.0.0.
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from types import SimpleNamespace
+from typing import ClassVar, cast
 
 import httpx
 import pytest
-from fastapi.openapi.models import APIKey, APIKeyIn, HTTPBase, HTTPBearer, OAuth2, OAuthFlows
+from fastapi.openapi.models import (
+    APIKey,
+    APIKeyIn,
+    HTTPBase,
+    HTTPBearer,
+    OAuth2,
+    OAuthFlowAuthorizationCode,
+    OAuthFlowClientCredentials,
+    OAuthFlows,
+    OpenIdConnect,
+)
 from pydantic import ValidationError
 
 import baton.tools
@@ -403,11 +417,17 @@ async def _until_idle_closed(manager: MCPSessionManager) -> None:
 
 
 async def _answer_status(url: str, session_id: str) -> int:
-    """The status a request on this MCP session id gets from the server."""
+    """The status a request on this MCP session id gets from the server. A request that
+    arrives while the server is still ending the session can have its connection cut
+    instead (seen under load): it is sent again."""
     headers = {"mcp-session-id": session_id, "accept": "application/json, text/event-stream"}
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    async with httpx.AsyncClient() as client:
-        return (await client.post(url, json=request, headers=headers)).status_code
+    async with httpx.AsyncClient() as client, asyncio.timeout(10):
+        while True:
+            try:
+                return (await client.post(url, json=request, headers=headers)).status_code
+            except httpx.RemoteProtocolError:
+                await asyncio.sleep(0.05)
 
 
 async def test_the_servers_sampling_and_elicitation_requests_reach_the_callbacks(
@@ -543,7 +563,7 @@ def test_credentials_baton_cannot_use_by_itself_are_refused_naming_what_is_missi
 async def test_the_servers_resources_are_listed_and_read(http_url: str) -> None:
     toolset = McpToolset(connection_params=StreamableHTTPConnectionParams(url=http_url))
 
-    assert await toolset.list_resources() == ["greeting"]
+    assert await toolset.list_resources() == ["greeting", "pixel"]
     info = await toolset.get_resource_info("greeting")
     [content] = await toolset.read_resource("greeting")
 
@@ -552,7 +572,149 @@ async def test_the_servers_resources_are_listed_and_read(http_url: str) -> None:
     with pytest.raises(ValueError, match="Resource with name 'absent' not found"):
         await toolset.read_resource("absent")
     await toolset.close()
-    with pytest.raises(NotImplementedError, match="load_mcp_resource tool, which baton does not"):
-        McpToolset(
-            connection_params=StreamableHTTPConnectionParams(url=http_url), use_mcp_resources=True
+    # With use_mcp_resources, load_mcp_resource comes after the tools the filter chose,
+    # prefixed as they are.
+    loading = McpToolset(
+        connection_params=StreamableHTTPConnectionParams(url=http_url),
+        tool_filter=["add"],
+        tool_name_prefix="srv",
+        use_mcp_resources=True,
+    )
+    assert [t.name for t in await loading.get_tools_with_prefix()] == [
+        "srv_add",
+        "srv_load_mcp_resource",
+    ]
+    await loading.close()
+
+
+class TokenEndpoint(http.server.BaseHTTPRequestHandler):
+    """An OAuth2 token endpoint on 127.0.0.1: the client `c` with secret `s` (HTTP basic)
+    gets the next token of `tokens`; anyone else is refused. Requests are kept."""
+
+    tokens: ClassVar[list[str]] = []
+    requests: ClassVar[list[tuple[str, str, str]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        basic = self.headers.get("Authorization", "")
+        self.requests.append((self.path, basic, body))
+        good = basic == "Basic " + base64.b64encode(b"c:s").decode()
+        if good and body == "grant_type=client_credentials":
+            status, answer = 200, {"access_token": self.tokens.pop(0), "expires_in": 3600}
+        else:
+            status, answer = 401, {"error": "invalid_client"}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def token_url() -> Iterator[str]:
+    TokenEndpoint.tokens[:] = ["cc-1", "cc-2"]
+    TokenEndpoint.requests.clear()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TokenEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/token"
+    server.shutdown()
+    server.server_close()
+
+
+def client_credentials(token_url: str) -> OAuth2:
+    flow = OAuthFlowClientCredentials(tokenUrl=token_url, scopes={})
+    return OAuth2(flows=OAuthFlows(clientCredentials=flow))
+
+
+def oauth2_credential(
+    kind: AuthCredentialTypes = AuthCredentialTypes.OAUTH2, **fields: str
+) -> AuthCredential:
+    return AuthCredential(auth_type=kind, oauth2=OAuth2Auth.model_validate(fields))
+
+
+async def test_an_oauth2_or_openid_access_token_is_sent_as_a_bearer_token(http_url: str) -> None:
+    params = StreamableHTTPConnectionParams(url=http_url)
+    code_flow = OAuthFlowAuthorizationCode(
+        authorizationUrl="https://idp.example/auth", tokenUrl="https://idp.example/token"
+    )
+    for scheme, credential in [
+        (
+            OAuth2(flows=OAuthFlows(authorizationCode=code_flow)),
+            oauth2_credential(access_token="at-1"),
+        ),
+        (
+            OpenIdConnect(openIdConnectUrl="https://idp.example/.well-known/openid-configuration"),
+            oauth2_credential(AuthCredentialTypes.OPEN_ID_CONNECT, access_token="at-1"),
+        ),
+    ]:
+        toolset = McpToolset(
+            connection_params=params, auth_scheme=scheme, auth_credential=credential
         )
+        assert await sent_credentials(toolset) == {
+            "authorization": "Bearer at-1",
+            "x-api-key": None,
+        }
+
+
+async def test_the_client_credentials_grant_gets_the_token_from_the_token_endpoint(
+    http_url: str, token_url: str
+) -> None:
+    params = StreamableHTTPConnectionParams(url=http_url)
+    toolset = McpToolset(
+        connection_params=params,
+        auth_scheme=client_credentials(token_url),
+        auth_credential=oauth2_credential(client_id="c", client_secret="s"),
+    )
+
+    assert await sent_credentials(toolset) == {"authorization": "Bearer cc-1", "x-api-key": None}
+    # Once for the listing and the call: the token is kept until it expires.
+    assert TokenEndpoint.requests == [
+        ("/token", "Basic " + base64.b64encode(b"c:s").decode(), "grant_type=client_credentials")
+    ]
+    # An OpenID Connect configuration listing the grant (the reference's
+    # OpenIdConnectWithConfig) names its token endpoint.
+    oidc = SimpleNamespace(
+        type_="openIdConnect",
+        token_endpoint=token_url,
+        grant_types_supported=["authorization_code", "client_credentials"],
+    )
+    credential = oauth2_credential(
+        AuthCredentialTypes.OPEN_ID_CONNECT, client_id="c", client_secret="s"
+    )
+    by_oidc = McpToolset(connection_params=params, auth_scheme=oidc, auth_credential=credential)
+    assert await sent_credentials(by_oidc) == {"authorization": "Bearer cc-2", "x-api-key": None}
+    refused = McpToolset(
+        connection_params=params,
+        auth_scheme=client_credentials(token_url),
+        auth_credential=oauth2_credential(client_id="c", client_secret="wrong"),
+    )
+    failed = f"client-credentials token request to {token_url} failed: HTTP 401"
+    with pytest.raises(ConnectionError, match=failed):
+        await refused.get_tools()
+    await refused.close()
+
+
+def test_an_oauth2_credential_without_a_token_or_a_grant_it_can_use_is_refused() -> None:
+    params = StreamableHTTPConnectionParams(url="http://127.0.0.1:1/mcp")
+    grant = client_credentials("http://127.0.0.1:1/token")
+
+    def build(scheme: object, credential: AuthCredential) -> McpToolset:
+        return McpToolset(connection_params=params, auth_scheme=scheme, auth_credential=credential)
+
+    with pytest.raises(ValueError, match="has neither an access_token nor a client_id"):
+        build(grant, oauth2_credential())
+    with pytest.raises(ValueError, match="openIdConnect credential has no oauth2"):
+        build(grant, AuthCredential(auth_type=AuthCredentialTypes.OPEN_ID_CONNECT))
+    consent = r"needs a user's consent .*OAuth2Auth\(access_token=...\)"
+    with pytest.raises(NotImplementedError, match=consent):
+        build(HTTPBearer(), oauth2_credential(client_id="c", client_secret="s"))
+    jwt = oauth2_credential(
+        client_id="c", client_secret="s", token_endpoint_auth_method="private_key_jwt"
+    )
+    with pytest.raises(NotImplementedError, match="authenticates by private_key_jwt"):
+        build(grant, jwt)

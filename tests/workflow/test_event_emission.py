@@ -8,8 +8,16 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from baton import Context, Event, FunctionNode, LlmAgent, RequestInput, Workflow, types
-from baton.events import to_json_value
+from baton import (
+    Context,
+    Event,
+    FunctionNode,
+    LlmAgent,
+    RequestInput,
+    Workflow,
+    types,
+)
+from baton.events import EventActions, NodeInfo, to_json_value
 from baton.models import ScriptedModel
 from tests.harness import MakeHarness, outputs
 
@@ -74,6 +82,31 @@ async def test_events_are_signed_by_the_enclosing_workflow_as_in_the_reference(
         ("inner", "outer@1/inner@1/ask@1"),
     ]
     assert outputs(events) == [("note", "noted x")]  # people still read the node's name
+
+
+async def test_an_event_names_the_node_that_wrote_it_and_a_checkpoint_none(
+    make_harness: MakeHarness,
+) -> None:
+    def draft(node_input: str) -> str:
+        return f"draft {node_input}"
+
+    writer = LlmAgent(name="writer", model=ScriptedModel(["done"]))
+    h = await make_harness(Workflow(name="wf", edges=[("START", draft, writer)]), resumable=True)
+    events = await h.start("x")
+
+    # A resumable run streams the agent's end-of-agent checkpoint: it names no node.
+    assert [(e.author, e.node_name) for e in events] == [
+        ("wf", "draft"),
+        ("writer", "writer"),
+        ("writer", ""),
+    ]
+    assert events[-1].actions.end_of_agent
+    # Stored, the agent's reply carries its checkpoint too: it still names its node.
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    stored = [(e.author, e.node_name) for e in session.events if e.author == "writer"]
+    assert stored == [("writer", "writer"), ("writer", "")]
+    assert Event(author="user").node_name == ""
 
 
 async def test_a_failure_is_signed_by_the_workflow_and_a_lone_node_by_itself(
@@ -213,3 +246,14 @@ async def test_a_route_set_on_ctx_after_an_event_with_another_route_is_on_an_eve
         events = await h.start()
 
         assert shown_actions(events) == [*first_events, ("b", "b:x", {}, None)]
+
+
+def test_an_empty_agent_state_names_its_node_as_the_references_does() -> None:
+    """The reference leaves the node's name out for an event that carries an agent's
+    state, tested by truth: an empty state (a BaseAgentState without fields) names it."""
+    where = NodeInfo(path="wf@1/seq@1")
+
+    empty = Event(author="seq", actions=EventActions(agent_state={}), node_info=where)
+    held = Event(author="seq", actions=EventActions(agent_state={"n": 1}), node_info=where)
+
+    assert (empty.node_name, held.node_name) == ("seq", "")

@@ -17,7 +17,7 @@ from baton import Context, Event, FunctionNode, RetryConfig, Workflow
 from baton.errors import NodeTimeoutError
 from baton.threads import SyncSteps, run_sync
 from baton.tools import FunctionTool, ToolContext
-from baton.workflow.loopwatch import THRESHOLD_ENV, enter_node, leave_node
+from baton.workflow.loopwatch import THRESHOLD_ENV, watch_loop
 from tests.harness import MakeHarness, outputs
 
 request_id: ContextVar[str] = ContextVar("request_id")
@@ -216,6 +216,43 @@ async def test_an_async_node_blocking_the_loop_is_named_once_while_it_blocks(
     assert THRESHOLD_ENV in message
 
 
+@pytest.mark.usefixtures("warned")
+async def test_the_innermost_node_run_blocking_the_loop_is_named(make_harness: MakeHarness) -> None:
+    # A node called by another (ctx.run_node), on one of two lanes run beside each other
+    # (each in a task of its own): the one whose code blocks is named, not its caller.
+    named = threading.Event()
+    seen: list[str] = []
+
+    class Named(logging.Handler):
+        # Its own record of the warnings: caplog's handler, on the root logger, may get
+        # the record only after the node has gone on.
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+            if "'wf@1/caller@1/hogs@1'" in seen[-1]:
+                named.set()
+
+    async def hogs() -> str:
+        named.wait(timeout=10)
+        return "hogged"
+
+    async def caller(ctx: Context) -> str:
+        return await ctx.run_node(hogs)
+
+    async def other() -> None:
+        return None
+
+    handler = Named(logging.WARNING)
+    logging.getLogger("baton").addHandler(handler)
+    try:
+        h = await make_harness(Workflow(name="wf", edges=[("START", (caller, other))]))
+        await h.start()
+    finally:
+        logging.getLogger("baton").removeHandler(handler)
+    assert named.is_set()
+    assert seen[0].startswith("node 'wf@1/caller@1/hogs@1' has held the event loop")
+    assert not any(w.startswith("node 'wf@1/caller@1' ") for w in seen)
+
+
 async def test_runs_that_do_not_block_produce_no_warning(
     make_harness: MakeHarness, caplog: pytest.LogCaptureFixture, warned: threading.Event
 ) -> None:
@@ -235,7 +272,7 @@ async def test_runs_that_do_not_block_produce_no_warning(
 
 def test_the_watch_thread_ends_with_its_loop() -> None:
     async def main() -> None:
-        leave_node(enter_node("wf/quick@1"))
+        watch_loop()
 
     before = set(threading.enumerate())
     loop = asyncio.new_event_loop()  # not asyncio.run: it would reset the test's loop policy

@@ -171,6 +171,11 @@ class BaseAgent(BaseModel):
         text."""
         return self.sub_agents[0].tool_input_schema() if self.sub_agents else None
 
+    def node_value(self, ctx: Context, node_input: NodeInput) -> JsonValue:
+        """The node's input as the agent reads it: the user's message as its text (a model
+        turn), as in the reference."""
+        return node_input.text if isinstance(node_input, Content) else node_input
+
     def reply_is_output(self, ctx: InvocationContext) -> bool:
         """Whether the agent's last reply is its node run's output (not for an agent that
         gives its output otherwise, such as an LlmAgent in task mode)."""
@@ -205,8 +210,7 @@ class BaseAgent(BaseModel):
 
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         """Run the agent tree as one node run (the Node protocol)."""
-        # An agent reads the user's message as text (a model turn), as in the reference.
-        text_input = node_input.text if isinstance(node_input, Content) else node_input
+        text_input = self.node_value(ctx, node_input)
         agent_ctx = AgentContext(ctx, node_input=text_input, branch=ctx.branch)
         agent_ctx.node_agent = self.name
         if self.name in ctx.ended_agents:

@@ -164,12 +164,25 @@ class AgentContext(InvocationContext):
         self.task_call: str | None = None
         # The agent the node runs (the top of the tree running in this node run).
         self.node_agent: str | None = None
+        # For an agent called as a tool: the id of its caller's turn that made the call.
+        # Its conversation begins after it (see `for_call`).
+        self.call_turn: str | None = None
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
         child.replays = self.replays
         child.node_agent = self.node_agent
+        child.call_turn = self.call_turn
+        return child
+
+    def for_call(self, branch: str, request: str | None, turn: str) -> AgentContext:
+        """The run as an agent called as a tool sees it: on a branch of its own, with the
+        call's `request` as its input. Its conversation begins after its caller's `turn`
+        (the event with the call), as in the reference, which runs it in a session of its
+        own holding only the request: its model does not see the caller's conversation."""
+        child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
+        child.call_turn = turn
         return child
 
     def for_task(self, branch: str, call_id: str, request: str) -> AgentContext:
@@ -179,6 +192,7 @@ class AgentContext(InvocationContext):
         child.replays = self.replays
         child.task_call = call_id
         child.node_agent = self.node_agent
+        child.call_turn = self.call_turn
         return child
 
     @property
@@ -288,6 +302,29 @@ class AgentContext(InvocationContext):
             for iid in (event.long_running_tool_ids or set()) & open_ids:
                 owners[iid] = event.author
         return owners
+
+    async def asks_below_calls(self, agent: str) -> bool:
+        """Whether a question is still open on the branch of one of `agent`'s calls on this
+        branch (`<agent called>@<call id>`): an agent it called as a tool waits for an
+        answer, whichever tool ran it (a toolset's too)."""
+        open_ids = set(self.run.open_interrupts)
+        if not open_ids:
+            return False
+        events = await self.log.invocation_events()
+        calls = {
+            c.id
+            for e in events
+            if e.author == agent and e.branch == self.branch
+            for c in e.function_calls
+            if c.id
+        }
+        prefix = f"{self.branch}." if self.branch else ""
+        return any(
+            e.branch.startswith(prefix)
+            and e.branch[len(prefix) :].split(".")[0].partition("@")[2] in calls
+            for e in events
+            if e.branch and (e.long_running_tool_ids or set()) & open_ids
+        )
 
 
 def as_agent_context(ctx: object) -> AgentContext:

@@ -18,12 +18,14 @@ after the call.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 
 from pydantic import JsonValue
 
 from baton.agents.quotation import quoted_turn
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
+from baton.tools.confirmation import call_keys, confirmation_id
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
 __all__ = ["conversation", "input_text", "is_visible", "match_responses"]
@@ -48,10 +50,11 @@ def _is_below_a_call(event: Event, branch: str | None, call_ids: set[str]) -> bo
 
 
 def input_text(node_input: JsonValue) -> str | None:
-    """A node input as the text of a user turn (None for no input)."""
+    """A node input as the text of a user turn (None for no input): JSON with its
+    characters as they are, as the reference sends it."""
     if node_input is None:
         return None
-    return node_input if isinstance(node_input, str) else json.dumps(node_input)
+    return node_input if isinstance(node_input, str) else json.dumps(node_input, ensure_ascii=False)
 
 
 def conversation(
@@ -88,6 +91,15 @@ def conversation(
         if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
     }
     answers = _answers(visible, own_calls)
+    requests = {
+        c.id
+        for e in visible
+        if e.author == agent
+        for c in e.function_calls
+        if c.id and c.name == REQUEST_CONFIRMATION_FUNCTION
+    }
+    unanswered: dict[str, list[tuple[int, int, Part]]] = {r: [] for r in requests}
+    confirmations = unanswered | _answers(visible, requests)
     results = {
         r.id
         for e in visible
@@ -110,7 +122,7 @@ def conversation(
         if content is not None:
             contents.append(content)
         if event.author == agent:
-            contents.extend(_responses_to(event, answers, results))
+            contents.extend(_responses_to(event, answers, results, confirmations))
     if node_input is not None and node_input[0] >= len(events):
         contents.append(Content(role="user", parts=[Part(text=node_input[1])]))
     return contents
@@ -176,6 +188,7 @@ def _responses_to(
     event: Event,
     answers: dict[str, list[tuple[int, int, Part]]],
     results: set[str],
+    confirmations: dict[str, list[tuple[int, int, Part]]],
 ) -> list[Content]:
     """The last response to each of the event's calls, as one user turn (none yet: []).
 
@@ -185,7 +198,9 @@ def _responses_to(
     only the client answered (long-running tools that returned nothing), in the order
     their responses came; a newer response takes the place of an older one of its call.
     Calls that share an id (a model may give two calls of a turn one id) each show their
-    own last response (see `match_responses`), wherever it was recorded.
+    own last response (see `match_responses`, given the person's answers to the requests
+    to confirm them, `confirmations`: by request id, none yet: []), wherever it was
+    recorded.
     """
     calls = [
         c
@@ -193,9 +208,13 @@ def _responses_to(
         if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
     ]
     ids = dict.fromkeys(c.id or "" for c in calls)
-    found = sorted((a for i in ids for a in answers[i]), key=lambda a: (a[0], a[1]))
-    responses = [p.function_response for _, _, p in found if p.function_response is not None]
-    matched = match_responses(calls, responses)
+    asked = [r for r in map(confirmation_id, call_keys(calls)) if r in confirmations]
+    found = sorted(
+        [*(a for i in ids for a in answers[i]), *(a for r in asked for a in confirmations[r])],
+        key=lambda a: (a[0], a[1]),
+    )
+    responses = [(i, p.function_response) for i, _, p in found if p.function_response]
+    matched = match_responses(calls, responses, asked=asked)
     placed: list[tuple[tuple[int, int], Part]] = []
     for place, (call, response) in enumerate(zip(calls, matched, strict=True)):
         if response is None:
@@ -209,29 +228,42 @@ def _responses_to(
 
 def match_responses(
     calls: Sequence[FunctionCall],
-    responses: Sequence[FunctionResponse],
+    responses: Sequence[tuple[int, FunctionResponse]],
     *,
-    asked: Sequence[bool] = (),
+    asked: Collection[str] = (),
 ) -> list[int | None]:
-    """For each of a turn's calls, the position in `responses` (oldest first) of its newest
-    response, or None.
+    """For each of a turn's calls, the position in `responses` of its newest response, or
+    None.
 
     A response goes to the call with its id, and among calls sharing an id (a model may
     give two calls of a turn one id), to one of its name (any of them when none has it:
-    a client may answer a long-running call under another name); among several such,
-    to the last one still without a response, since a turn's results are recorded in the
-    turn's order. A call asked to be confirmed (`asked`) gets one last, as its result
-    comes after the others'.
+    a client may answer a long-running call under another name). A call asked to be
+    confirmed takes only a response that came after the person's answer to its own
+    request (the requests of calls sharing an id have ids of their own, see
+    `call_keys`), so each call gets its own result whichever request was answered
+    first. Among several calls that may take a response, it goes to the one answered
+    last, then to the last in the turn, as a turn's results are recorded in the turn's
+    order.
+
+    Args:
+        calls: the turn's calls.
+        responses: (position of its event, response), oldest first, of the responses to
+            the calls and of the person's answers to their confirmation requests.
+        asked: the ids of the confirmation requests made for the calls.
     """
-    waits = list(asked) or [False] * len(calls)
+    requests = [confirmation_id(key) for key in call_keys(calls)]
+    answered = {r.id: where for where, r in reversed(responses) if r.id in asked}
+    # A call not asked takes a response from the start; one asked, once answered.
+    since = [answered.get(r, math.inf) if r in asked else -1 for r in requests]
     found: list[int | None] = [None] * len(calls)
     for at in range(len(responses) - 1, -1, -1):
-        response = responses[at]
+        where, response = responses[at]
         same_id = [i for i, c in enumerate(calls) if c.id == response.id]
         named = [i for i in same_id if calls[i].name == response.name] or same_id
         free = [i for i in named if found[i] is None]
-        if free:
-            found[max(free, key=lambda i: (not waits[i], i))] = at
+        ready = [i for i in free if since[i] < where] or free
+        if ready:
+            found[max(ready, key=lambda i: (since[i], i))] = at
     return found
 
 

@@ -7,7 +7,8 @@ then a call's arguments are validated (a call they do not fit is answered with t
 problem, and the agent does not run) and the sub-agent's input is them as JSON. A
 call runs the sub-agent in the parent's node run, on a branch of its own
 (`[<parent's branch>.]<sub-agent>@<call id>`): its model sees the request as a user
-turn and its own turns, and its reply comes back to the parent as the call's result
+turn and what came after the call on its branch (its own turns), not its caller's
+conversation, as in the reference, and its reply comes back to the parent as the call's result
 (`{"result": <reply>}`). The parent's model never sees the sub-agent's events, only
 the result. The parent's tool callbacks apply to the call as to any tool's: a
 before-tool callback's result stands for the sub-agent's run.
@@ -84,26 +85,42 @@ class SingleTurnAgentTool(BaseTool):
         )
 
     async def progress(self, ctx: AgentContext, call: FunctionCall) -> tuple[bool, str | None]:
-        """Whether the sub-agent's run for `call` began, and its reply once it ended (its
-        last text, "" for none; None before), read from the call's branch."""
+        """Whether the sub-agent's run for `call` began, and its reply once it ended (None
+        before), read from the call's branch: the last text of the agents that ran there
+        (its own, or its sub-agents': a sequence's last, one it transferred to), its text
+        parts but thoughts joined by newlines, as the reference's; "" for none."""
         branch = call_branch(ctx.branch, self.agent.name, call.id or "")
         events = await ctx.log.invocation_events()
-        mine = [e for e in events if e.author == self.agent.name and e.branch == branch]
+        below = [e for e in events if _ran_for_call(e, branch)]
+        mine = [e for e in below if e.author == self.agent.name and e.branch == branch]
         if not any(e.actions.end_of_agent for e in mine):
             return bool(mine), None
-        texts = (e.content.text for e in reversed(mine) if e.content and e.content.role == "model")
+        replies = (e.content for e in reversed(below) if e.content and e.content.role == "model")
+        texts = (
+            "\n".join(p.text for p in c.parts or [] if p.text and not p.thought) for c in replies
+        )
         return True, next((t for t in texts if t), "")
 
     async def run_agent(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
         """Run (or resume) the sub-agent on `call`'s request, yielding its events."""
-        sub_ctx = AgentContext(
-            ctx.run,
-            node_input=self.request(call.args or {}),
-            log=ctx.log,
-            branch=call_branch(ctx.branch, self.agent.name, call.id or ""),
+        events = await ctx.log.invocation_events()
+        made = (
+            e.id for e in reversed(events) if e.branch == ctx.branch and call in e.function_calls
         )
+        turn = next(made, events[-1].id)  # the caller's turn, committed before its calls run
+        branch = call_branch(ctx.branch, self.agent.name, call.id or "")
+        sub_ctx = ctx.for_call(branch, self.request(call.args or {}), turn)
         async for event in self.agent.run_async(sub_ctx):
             yield event
+
+
+def _ran_for_call(event: Event, branch: str) -> bool:
+    """Whether `event` is of the agents run on a call's `branch`: on it, or below it but
+    not on a call's branch of their own (an agent they called as a tool)."""
+    if event.branch == branch:
+        return True
+    below = (event.branch or "").removeprefix(f"{branch}.")
+    return below != (event.branch or "") and "@" not in below
 
 
 def call_branch(branch: str | None, agent: str, call_id: str) -> str:

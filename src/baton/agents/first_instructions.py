@@ -30,7 +30,7 @@ async def check_first_instructions(
     state_delta: Mapping[str, JsonValue],
     artifact_service: BaseArtifactService | None,
     store: Store,
-) -> None:
+) -> dict[str, str | None]:
     """Fill the text instructions of the agents that call their model first in a run of
     `root` (the agent the new message goes to: the root LlmAgent, or the sub-agent the
     conversation was left with; a sequence's or loop's first agent; each of a parallel
@@ -38,28 +38,33 @@ async def check_first_instructions(
     filled then. Agents whose `before_agent_callback` (or an enclosing agent's) may change
     the state first are left to their run, and so are instruction providers.
 
+    Returns:
+        The texts of the artifacts the instructions name, by name, when one agent makes
+        the run's first model request before anything else of the run could save one
+        (none runs beside it): that request fills its instruction with them instead of
+        reading them again (see `InvocationContext.first_artifacts`). Otherwise {}.
+
     Raises:
         MissingStateKeyError, MissingArtifactError: as filling the instruction in the run
             would; ValueError: it names an artifact and the Runner has none.
     """
     state = {**session.state, **state_delta}
     answering = await _answering(root, session, store)
+    read: dict[str, str | None] = {}
     for agent in _first_agents(answering):
         for template, owner in _templates(agent):
-            named = artifact_placeholders(template)
-            artifacts = (
-                await artifact_texts(
+            unread = artifact_placeholders(template) - read.keys()
+            if unread:
+                read |= await artifact_texts(
                     artifact_service,
-                    named,
+                    unread,
                     app_name=session.app_name,
                     user_id=session.user_id,
                     session_id=session.id,
                     agent=owner,
                 )
-                if named
-                else None
-            )
-            fill_instruction(template, state, agent=owner, artifacts=artifacts)
+            fill_instruction(template, state, agent=owner, artifacts=read)
+    return read if _asks_alone(answering) else {}
 
 
 async def _answering(root: object, session: Session, store: Store) -> object:
@@ -89,6 +94,14 @@ def _first_agents(node: object) -> Iterator[LlmAgent]:
     elif isinstance(node, ParallelAgent):
         for sub in node.sub_agents:
             yield from _first_agents(sub)
+
+
+def _asks_alone(node: object) -> bool:
+    """Whether the run's first model request is one LlmAgent's, with nothing of the run
+    beside it: down a sequence's or loop's first agent, no parallel agent."""
+    while isinstance(node, SequentialAgent | LoopAgent) and node.sub_agents:
+        node = node.sub_agents[0]
+    return isinstance(node, LlmAgent)
 
 
 def _templates(agent: LlmAgent) -> Iterator[tuple[str, str]]:

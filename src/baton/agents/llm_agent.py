@@ -85,7 +85,7 @@ from baton.agents.transfer import (
 )
 from baton.agents.turn_writes import TurnWrites, unmarked
 from baton.code_executors import BuiltInCodeExecutor
-from baton.context import InvocationContext
+from baton.context import Context, InvocationContext
 from baton.errors import BatonError, WorkflowChangedError
 from baton.events import (
     ASSIGNEES_KEY,
@@ -100,13 +100,14 @@ from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse
 from baton.planners import BasePlanner, BuiltInPlanner
 from baton.plugins.manager import PluginManager
 from baton.readonly_context import ReadonlyContext
-from baton.schemas import SchemaType
+from baton.schemas import SchemaType, check_node_data
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
 from baton.tools.base_toolset import BaseToolset
 from baton.tools.confirmation import (
     ToolConfirmation,
     asked_confirmation,
+    call_keys,
     confirmation_id,
     is_confirmation_call,
     request_event,
@@ -114,6 +115,8 @@ from baton.tools.confirmation import (
 )
 from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, FunctionResponse, Part
+from baton.workflow.execution import message_value
+from baton.workflow.nodes import NodeInput
 
 __all__ = [
     "Agent",
@@ -206,12 +209,13 @@ class _Progress:
             for e in self.after_turn()
         )
 
-    def responses(self, lro_ids: set[str]) -> list[FunctionResponse]:
-        """The responses to the turn's calls so far, oldest first: a long-running call's
-        from the client only (its tool's interim result does not end it)."""
+    def responses(self, lro_ids: set[str]) -> list[tuple[int, FunctionResponse]]:
+        """(position of its event, response) of the responses after the turn so far, oldest
+        first: a long-running call's from the client only (its tool's interim result does
+        not end it)."""
         return [
-            r
-            for e in self.after_turn()
+            (at, r)
+            for at, e in enumerate(self.after_turn())
             if e.content
             for r in e.content.function_responses
             if r.id and (e.author == "user" or r.id not in lro_ids)
@@ -369,6 +373,19 @@ class LlmAgent(BaseAgent):
     def tool_input_schema(self) -> type[BaseModel] | None:
         return self.input_schema
 
+    def node_value(self, ctx: Context, node_input: NodeInput) -> JsonValue:
+        """As a node of a workflow, the input checked against `input_schema` (a message's
+        text read as JSON), coerced as the reference does; the root agent's is not, as the
+        reference documents the schema for an agent called as a tool.
+
+        Raises:
+            NodeSchemaError: the input does not fit `input_schema`.
+        """
+        if self.input_schema is None or "/" not in ctx.node_path:
+            return super().node_value(ctx, node_input)
+        value = message_value(node_input) if isinstance(node_input, Content) else node_input
+        return check_node_data(self.input_schema, value, node=self.name, what="input")
+
     def task_result(self, event: Event, earlier: Sequence[Event]) -> tuple[JsonValue] | None:
         finish = self._tools.get(FINISH_TASK)
         if event.author != self.name or not isinstance(finish, FinishTaskTool):
@@ -395,6 +412,13 @@ class LlmAgent(BaseAgent):
         if self.parent_agent is not None or self.sub_agents or not is_node:
             return "chat"
         return "single_turn"
+
+    async def is_waiting(self, ctx: InvocationContext) -> bool:
+        """True when an interrupt of this agent, one below it, or an agent it calls as a
+        tool (an `AgentTool`'s, its own or a toolset's, not in its tree) is still open."""
+        if await super().is_waiting(ctx):
+            return True
+        return await as_agent_context(ctx).asks_below_calls(self.name)
 
     def transfer_rules(self) -> TransferRules | None:
         if self.runs_as_tool():
@@ -638,7 +662,7 @@ class LlmAgent(BaseAgent):
         anyway; with "none", in single-turn mode, or for a task handed over by a call,
         only the last one is read."""
         whole = self.effective_mode(ctx) != "single_turn" and ctx.task_call is None
-        if self.include_contents == "default" and whole:
+        if self.include_contents == "default" and whole and ctx.call_turn is None:
             events = await ctx.log.events()
             return events[-1].id if events else ""
         last = await ctx.log.last_event()
@@ -656,6 +680,19 @@ class LlmAgent(BaseAgent):
             # The run began in an empty session, or it works on a task handed to it by a
             # call: its model sees the task (the call's arguments) and what came after.
             return []
+        if ctx.call_turn is not None:
+            # Called as a tool: the conversation is what came after the call.
+            own = await ctx.log.invocation_events()
+            call = _position(own, ctx.call_turn)
+            since = own if call is None else own[call + 1 :]
+            start = _position(since, run_start)
+            if start is None:
+                return []  # the run began right after the call
+            return (
+                since[: start + 1]
+                if self.include_contents == "default"
+                else _current_turn(since, start, self.name)
+            )
         if self.include_contents == "none":
             own = await ctx.log.invocation_events()
             start = _position(own, run_start)
@@ -702,7 +739,8 @@ class LlmAgent(BaseAgent):
             (r := requested.get(confirmation_id(keys[id(c)]))) is not None and _is_same_call(c, r)
             for c in calls
         ]
-        matched = match_responses(calls, progress.responses(lro_ids), asked=asked)
+        requests = {confirmation_id(keys[id(c)]) for c, a in zip(calls, asked, strict=True) if a}
+        matched = match_responses(calls, progress.responses(lro_ids), asked=requests)
         pending: list[FunctionCall] = []
         confirming: set[str] = set()
         for call, response, was_asked in zip(calls, matched, asked, strict=True):
@@ -991,10 +1029,11 @@ class LlmAgent(BaseAgent):
         return response.model_copy(update={"content": content})
 
     def _identity(self) -> str:
-        """Who the model is, as the reference tells every agent but a single-turn one."""
-        said = f'You are an agent. Your internal name is "{self.name}".'
+        """Who the model is, told every agent but a single-turn one (as the reference tells
+        them, in baton's words)."""
+        said = f'You are the agent named "{self.name}".'
         if self.description:
-            said += f' The description about you is "{self.description}".'
+            said += f' You are described as "{self.description}".'
         return said
 
     async def _let_tools_shape(
@@ -1030,9 +1069,13 @@ class LlmAgent(BaseAgent):
         thoughts = ctx.run_config.include_thoughts_from_other_agents
         events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         events = self._with_plans_shown(events)
-        at = self._node_input(ctx, events)
-        if at is not None and self.include_contents == "none" and _is_users_message(ctx, at[1]):
-            at = None  # the user's message is history to this turn, as the reference has it
+        if ctx.call_turn is not None:
+            text = input_text(ctx.node_input)
+            at = None if text is None else (0, text)  # the request opens the call's conversation
+        else:
+            at = self._node_input(ctx, events)
+            if at and self.include_contents == "none" and _is_users_message(ctx, at[1]):
+                at = None  # the user's message is history to this turn, as the reference has it
         return conversation(
             events, agent=self.name, branch=ctx.branch, node_input=at, include_thoughts=thoughts
         )
@@ -1077,14 +1120,17 @@ class LlmAgent(BaseAgent):
         one, else the instruction), and the instruction as a turn when a static one
         takes its place, as the reference builds them."""
         paragraphs: list[str] = []
+        read = ctx.invocation_context.take_first_artifacts()
         root = self.root_agent
         if isinstance(root, LlmAgent) and root.global_instruction:
             warnings.warn(_GLOBAL_INSTRUCTION_DEPRECATED, DeprecationWarning, stacklevel=2)
-            paragraphs.append(await _resolved(root.global_instruction, ctx, agent=root.name))
+            paragraphs.append(
+                await _resolved(root.global_instruction, ctx, agent=root.name, read=read)
+            )
         paragraphs += static_paragraphs(self.static_instruction, agent=self.name)
         if not self.instruction:
             return paragraphs, None
-        instruction = await _resolved(self.instruction, ctx, agent=self.name)
+        instruction = await _resolved(self.instruction, ctx, agent=self.name, read=read)
         if self.static_instruction is None:
             return [*paragraphs, instruction], None
         return paragraphs, as_instruction_turn(instruction)
@@ -1151,43 +1197,56 @@ class LlmAgent(BaseAgent):
         *,
         keys: dict[int, str],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls without a result: the tools' calls at once (a long-running tool's
-        unless it started), their results one event (see `_Batch`); then each sub-agent
-        called as a tool, its events, then its result, one after another. The ids of
-        those whose sub-agent waits for input (a task agent: for the user's reply) go to
-        `waiting`. `keys` names each call of the turn (see `_call_keys`).
+        """Run the calls without a result: first each single-turn sub-agent called as a
+        tool, one after another, its events as they come; then the tools' calls at once
+        (a long-running tool's unless it started). Their results are one event, in the
+        turn's order (see `_Batch`), as the reference's, which runs them all at once.
+        Then each task agent's call, its events, then its result. The ids of those whose
+        sub-agent waits for input (a task agent: for the user's reply) go to `waiting`.
+        `keys` names each call of the turn (see `_call_keys`).
 
-        A sub-agent waiting for input (a task agent for the user's reply) holds the calls
-        after it, which run in the turn's order once it is done: the user talks with one
-        task at a time (each reply goes to the one question open), and two calls of one
-        agent would share its state."""
+        A sub-agent waiting for input (a task agent for the user's reply) holds the
+        sub-agent calls after it, which run in the turn's order once it is done: the user
+        talks with one task at a time (each reply goes to the one question open), and two
+        calls of one agent would share its state."""
+        answered: dict[int, Event] = {}  # the sub-agents' results, by id() of their call
+        unrecorded = [c for c in pending if keys[id(c)] not in state.finished_calls]
+        async for event in self._delegate_all(ctx, unrecorded, waiting, tools, answered):
+            yield event
         together = [
             c
             for c in pending
-            if _runs_together(c, tools) and not self._started(ctx, state, c, lro_ids)
+            if id(c) in answered
+            or keys[id(c)] in state.finished_calls
+            or (_runs_together(c, tools) and not self._started(ctx, state, c, lro_ids))
         ]
-        if together:
-            batch = _Batch(
+
+        async def run_call(
+            call: FunctionCall, key: str, writes: MutableMapping[str, JsonValue], sync: asyncio.Lock
+        ) -> Event:
+            if id(call) in answered:
+                return answered[id(call)]
+            return await self._call_tool(
                 ctx,
-                state,
-                together,
-                [keys[id(c)] for c in together],
-                lambda call, key, writes, sync: self._call_tool(
-                    ctx,
-                    call,
-                    tools,
-                    key=key,
-                    interim=call.id in lro_ids,
-                    shared_writes=writes,
-                    sync_tools=sync,
-                ),
-                author=self.name,
-                long_running=lro_ids,
+                call,
+                tools,
+                key=key,
+                interim=call.id in lro_ids,
+                shared_writes=writes,
+                sync_tools=sync,
+            )
+
+        if together:
+            keyed = [keys[id(c)] for c in together]
+            batch = _Batch(
+                ctx, state, together, keyed, run_call, author=self.name, long_running=lro_ids
             )
             async for event in batch.run():
                 yield event
-        alone = [c for c in pending if not _runs_together(c, tools)]
-        async for event in self._delegate_all(ctx, alone, waiting, tools):
+        if waiting:
+            return
+        tasks = [c for c in pending if isinstance(tools.get(c.name or ""), TaskAgentTool)]
+        async for event in self._delegate_tasks(ctx, tasks, waiting, tools):
             yield event
 
     async def _delegate_all(
@@ -1196,32 +1255,50 @@ class LlmAgent(BaseAgent):
         calls: list[FunctionCall],
         waiting: set[str],
         tools: dict[str, BaseTool],
+        answered: dict[int, Event],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls of sub-agents called as tools, one after another (see
-        `_run_calls`)."""
+        """Run the calls of single-turn sub-agents among `calls`, one after another, until
+        one waits for input (see `_run_calls`); their results go to `answered`."""
         for call in calls:
             tool = tools.get(call.name or "")
             if isinstance(tool, SingleTurnAgentTool):
-                async for event in self._delegate(ctx, call, tool, waiting):
+                async for event in self._delegate(ctx, call, tool, waiting, answered):
                     yield event
                 if waiting:
                     return
-            elif isinstance(tool, TaskAgentTool):
-                answered = False
-                async for event in tool.delegate(ctx, call):
-                    answered = answered or answers(event, call)
-                    yield event
-                if not answered:
-                    waiting.add(call.id or "")
-                    return
+
+    async def _delegate_tasks(
+        self,
+        ctx: AgentContext,
+        calls: list[FunctionCall],
+        waiting: set[str],
+        tools: dict[str, BaseTool],
+    ) -> AsyncGenerator[Event, None]:
+        """Run the calls of task agents, one after another (see `_run_calls`)."""
+        for call in calls:
+            tool = tools.get(call.name or "")
+            if not isinstance(tool, TaskAgentTool):
+                continue
+            answered = False
+            async for event in tool.delegate(ctx, call):
+                answered = answered or answers(event, call)
+                yield event
+            if not answered:
+                waiting.add(call.id or "")
+                return
 
     async def _delegate(
-        self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, waiting: set[str]
+        self,
+        ctx: AgentContext,
+        call: FunctionCall,
+        tool: SingleTurnAgentTool,
+        waiting: set[str],
+        answered: dict[int, Event],
     ) -> AsyncGenerator[Event, None]:
         """A call of a single-turn sub-agent: the before-tool callbacks (a result of theirs
         stands for the sub-agent's run), the sub-agent's events, then the result through
-        the after-tool callbacks. The call's id goes to `waiting` while the sub-agent
-        waits for input."""
+        the after-tool callbacks, as an event put in `answered` (by id() of the call). The
+        call's id goes to `waiting` while the sub-agent waits for input."""
         tool_context = self._tool_context(ctx, call)
         args = call.args or {}
         started, reply = await tool.progress(ctx, call)
@@ -1248,7 +1325,7 @@ class LlmAgent(BaseAgent):
             shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
             if shown and "error" not in (response.response or {}):
                 parts.append(Part(text=shown))
-        yield Event(
+        answered[id(call)] = Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
             branch=ctx.branch,
@@ -1531,19 +1608,8 @@ def _is_same_call(call: FunctionCall, other: FunctionCall) -> bool:
 
 
 def _call_keys(calls: list[FunctionCall]) -> dict[int, str]:
-    """A key for each call of a turn (by the call object's `id()`), its id, told apart when
-    calls share one (`c1`, `c1#1`): a model may give two calls of a turn the same id,
-    and the reference runs both and keeps both results. It keys the results of calls
-    that ended early in the checkpoint, and the calls' idempotency keys, the same for
-    the turn's calls whichever of them are still to run."""
-    keys: dict[int, str] = {}
-    for call in calls:
-        key, n = call.id or "", 0
-        while key in keys.values():
-            n += 1
-            key = f"{call.id or ''}#{n}"
-        keys[id(call)] = key
-    return keys
+    """Each call's key in its turn (see `call_keys`), by the call object's `id()`."""
+    return {id(call): key for call, key in zip(calls, call_keys(calls), strict=True)}
 
 
 async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
@@ -1596,24 +1662,27 @@ def _starts_run(event: Event, agent: str, run_start: str) -> bool:
 
 
 async def _resolved(
-    instruction: str | InstructionProvider, ctx: AgentContext, *, agent: str
+    instruction: str | InstructionProvider,
+    ctx: AgentContext,
+    *,
+    agent: str,
+    read: dict[str, str | None],
 ) -> str:
-    """An instruction's text: a provider's result as it is, a string with `{key}` filled."""
+    """An instruction's text: a provider's result as it is, a string with `{key}` filled.
+    The artifacts it names are read once for the request: `read` holds the texts read
+    already, by name, and takes those read here."""
     if not callable(instruction):
-        named = artifact_placeholders(instruction)
-        artifacts = (
-            await artifact_texts(
+        unread = artifact_placeholders(instruction) - read.keys()
+        if unread:
+            read |= await artifact_texts(
                 ctx.artifact_service,
-                named,
+                unread,
                 app_name=ctx.app_name,
                 user_id=ctx.user_id,
                 session_id=ctx.session.id,
                 agent=agent,
             )
-            if named
-            else None
-        )
-        return fill_instruction(instruction, ctx.state, agent=agent, artifacts=artifacts)
+        return fill_instruction(instruction, ctx.state, agent=agent, artifacts=read)
     if inspect.iscoroutinefunction(instruction):
         return await instruction(ctx)
     made = await run_sync(partial(instruction, ctx))  # a plain provider never holds the loop
@@ -1719,7 +1788,7 @@ def _pauses(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
 
 def _runs_together(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
     """A tool's call, long-running or not: the turn's tool calls run at once, as the
-    reference's (a sub-agent's call runs after them)."""
+    reference's (a sub-agent's call runs before them, see `LlmAgent._run_calls`)."""
     tool = tools.get(call.name or "")
     return not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
 

@@ -104,9 +104,8 @@ class AgentTransferTool(BaseTool):
         super().__init__(
             name=TRANSFER_FUNCTION,
             description=(
-                "Transfer the query to another agent. Use this tool to hand off control to "
-                "another agent that is more suitable to answer the user's query according to "
-                "the agent's description."
+                "Hands the conversation to another agent: call it when, by its description, "
+                "one of the agents offered suits the user's request better than you do."
             ),
         )
         self._agent = agent
@@ -122,7 +121,7 @@ class AgentTransferTool(BaseTool):
             description=self.description,
             parameters=string_parameters(
                 agent_name={
-                    "description": "the agent name to transfer to.",
+                    "description": "the name of the agent to hand the conversation to.",
                     "enum": list(self.agent_names),
                 }
             ),

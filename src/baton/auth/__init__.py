@@ -2,9 +2,11 @@
 names them (`AuthCredential` and its parts), and the request headers they become.
 
 baton has no credential service and asks no user for consent: a credential given whole
-(an API key, an HTTP scheme's token or user and password) is used as it is; one that
-needs an exchange or a person's consent (OAuth2, OpenID Connect, a service account) is
-refused, naming what is missing.
+(an API key, an HTTP scheme's token or user and password, an OAuth2 / OpenID Connect
+access token) is used as it is, and an OAuth2 client whose scheme offers the
+client-credentials grant gets its token from the token endpoint; one that needs a
+person's consent or a Google token exchange (a service account) is refused, naming what
+is missing.
 """
 
 from baton.auth.auth_credential import (
@@ -15,11 +17,12 @@ from baton.auth.auth_credential import (
     OAuth2Auth,
     ServiceAccount,
 )
-from baton.auth.auth_headers import auth_headers
+from baton.auth.auth_headers import ClientCredentialsGrant, auth_headers
 
 __all__ = [
     "AuthCredential",
     "AuthCredentialTypes",
+    "ClientCredentialsGrant",
     "HttpAuth",
     "HttpCredentials",
     "OAuth2Auth",

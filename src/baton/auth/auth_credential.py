@@ -63,7 +63,8 @@ class HttpAuth(_Part):
 
 
 class OAuth2Auth(_Part):
-    """An OAuth2 client and what its flow has produced (baton runs no such flow)."""
+    """An OAuth2 client and what its flow has produced (baton runs only the
+    client-credentials grant, see `baton.auth.auth_headers`)."""
 
     client_id: str | None = None
     client_secret: _Secret = None

@@ -71,12 +71,12 @@ from baton.server.refusals import ERROR_RESPONSES, install_refusals
 from baton.server.run_replies import invocation_of_call, model_reply, run_reply
 from baton.server.run_replies import shown as is_shown
 from baton.server.security import ANY_USER, ApiKeys, other_user
-from baton.server.session_import import carries_run_data, import_session
+from baton.server.session_import import carries_run_data, imported_history
 from baton.server.settings import Limits
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
-from baton.sessions.ids import check_id
+from baton.sessions.ids import check_event, check_id
 from baton.sessions.paging import DEFAULT_PAGE, MAX_PAGE, Page, read_every_page
 from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session, SessionKey
 from baton.types import SessionId
@@ -557,12 +557,15 @@ async def _create_session(
     _check_options(body.options or {})
     service = server.catalog.session_service
     events = body.events or []
+    if any(carries_run_data(event) for event in events):
+        # An exported session (the reference's web UI imports one this way).
+        events = imported_history(events)
+    # Every event is checked before the session is created: a refused one leaves none.
+    for event in events:
+        check_event(event)
     session = await service.create_session(
         app_name=app_name, user_id=user_id, state=body.state, session_id=body.session_id
     )
-    if any(carries_run_data(event) for event in events):
-        # An exported session (the reference's web UI imports one this way).
-        return model_reply(await import_session(service, session, events))
     for event in events:
         await service.append_event(session, event)
     return model_reply(session)

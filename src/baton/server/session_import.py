@@ -18,11 +18,9 @@ from __future__ import annotations
 from typing import Final
 
 from baton.events import Event, EventActions
-from baton.sessions.services import BaseSessionService
-from baton.sessions.store import Session
 from baton.types import Content, Part
 
-__all__ = ["IMPORTED_PREFIX", "NOTE_AUTHOR", "carries_run_data", "import_session"]
+__all__ = ["IMPORTED_PREFIX", "NOTE_AUTHOR", "carries_run_data", "imported_history"]
 
 IMPORTED_PREFIX: Final = "imported:"
 NOTE_AUTHOR: Final = "baton"
@@ -42,18 +40,11 @@ def carries_run_data(event: Event) -> bool:
     )
 
 
-async def import_session(
-    service: BaseSessionService,
-    session: Session,
-    events: list[Event],
-) -> Session:
-    """Append `events` to the new `session` as imported history, then the note on waiting runs."""
-    for event in events:
-        await service.append_event(session, _as_history(event))
+def imported_history(events: list[Event]) -> list[Event]:
+    """`events` as imported history, then the note on the runs that were waiting (if any)."""
+    history = [_as_history(event) for event in events]
     waiting = _unanswered_calls(events)
-    if waiting:
-        await service.append_event(session, _note(waiting))
-    return session
+    return [*history, _note(waiting)] if waiting else history
 
 
 def _as_history(event: Event) -> Event:

@@ -13,9 +13,18 @@ import re
 from typing import Final
 
 from baton.errors import InvalidIdError, InvalidMessageError
+from baton.events import Event
 from baton.sessions.store import SessionKey
 
-__all__ = ["MAX_ID_LENGTH", "MAX_JSON_DEPTH", "check_depth", "check_id", "check_key", "check_text"]
+__all__ = [
+    "MAX_ID_LENGTH",
+    "MAX_JSON_DEPTH",
+    "check_depth",
+    "check_event",
+    "check_id",
+    "check_key",
+    "check_text",
+]
 
 MAX_ID_LENGTH: Final = 255
 """The longest app name, user id, session id, invocation id or interrupt id, in characters."""
@@ -74,6 +83,18 @@ def check_text(field: str, text: str) -> None:
             f"{field} holds a NUL character (U+0000) at position {position}; text may not "
             "hold NUL, since not every database can store it. Remove it and send again."
         )
+
+
+def check_event(event: Event) -> None:
+    """Refuse an event appended outside a run whose invocation id or author breaks
+    `check_id`, or that nests JSON too deep.
+
+    Raises:
+        InvalidIdError, InvalidMessageError: naming the field.
+    """
+    check_id("invocation_id", event.invocation_id)
+    check_id("author", event.author)
+    check_depth("event", event.model_dump(exclude_none=True))
 
 
 def check_depth(field: str, value: object) -> None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from baton.errors import SessionNotFoundError
 from baton.events import Event
-from baton.sessions.ids import check_depth, check_id, check_key
+from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import (
@@ -204,9 +204,7 @@ class BaseSessionService:
         if event.partial:
             return event
         check_key(session.key)
-        check_id("invocation_id", event.invocation_id)
-        check_id("author", event.author)
-        check_depth("event", event.model_dump(exclude_none=True))
+        check_event(event)
         if await self.store.get_session(session.key, with_events=False) is None:
             raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
         await self.store.commit_step(

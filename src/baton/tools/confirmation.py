@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final, TypeAlias, final
 
@@ -35,6 +35,7 @@ __all__ = [
     "ConfirmationRule",
     "ToolConfirmation",
     "asked_confirmation",
+    "call_keys",
     "check_rule",
     "confirmation_id",
     "is_confirmation_call",
@@ -100,6 +101,22 @@ def confirmation_id(call_key: str) -> str:
     reruns): its id (`adk-confirm-c1`), or, for calls of one turn that share an id, each
     call's own key (`adk-confirm-c1#1` for the second), so each is answered on its own."""
     return f"adk-confirm-{call_key}"
+
+
+def call_keys(calls: Sequence[FunctionCall]) -> list[str]:
+    """A key for each call of a turn: its id, told apart when calls share one (`c1`,
+    `c1#1`), as a model may give two calls of a turn the same id and the reference runs
+    both and keeps both results. It names each call's confirmation request (see
+    `confirmation_id`), its idempotency key and its result in the agent's checkpoint, the
+    same for the turn's calls whichever of them are still to run."""
+    keys: list[str] = []
+    for call in calls:
+        key, n = call.id or "", 0
+        while key in keys:
+            n += 1
+            key = f"{call.id or ''}#{n}"
+        keys.append(key)
+    return keys
 
 
 def is_confirmation_call(call: FunctionCall) -> bool:

@@ -8,10 +8,8 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 
-from pydantic import JsonValue
-
-from baton.models.llm import FunctionDeclaration, LlmRequest
-from baton.tools.base import BaseTool
+from baton.models.llm import LlmRequest
+from baton.tools.next_request import LoadIntoNextRequestTool
 from baton.tools.tool_context import ToolContext
 from baton.types import Blob, Content, Part
 
@@ -34,12 +32,12 @@ _TEXT_TYPES = frozenset(
 )
 _TEXT_SUFFIXES = (".csv", ".txt", ".json", ".xml")
 _STATUS = (
-    "artifact contents temporarily inserted and removed. to access these artifacts, call "
-    "load_artifacts tool again."
+    "The contents of these artifacts come with your next request only; call load_artifacts "
+    "again to see them later."
 )
 
 
-class LoadArtifactsTool(BaseTool):
+class LoadArtifactsTool(LoadIntoNextRequestTool):
     """Lists the session's artifacts (and the user's `user:` ones) in the instruction,
     and sends the model those it asks for with the request after its call.
 
@@ -67,31 +65,14 @@ class LoadArtifactsTool(BaseTool):
             )
         super().__init__(
             name="load_artifacts",
+            names_key="artifact_names",
+            status=_STATUS,
             description=(
-                "Loads artifacts into the session for this request.\n\nNOTE: Call when you "
-                "need access to artifacts (for example, uploads saved by the web UI)."
+                "Puts the artifacts you name into your next request (files kept with this "
+                "conversation, such as a user's uploads). Call it when you need what one holds."
             ),
         )
         self.process_artifact = process_artifact
-
-    def declaration(self) -> FunctionDeclaration:
-        names: JsonValue = {"type": "array", "items": {"type": "string"}}
-        return FunctionDeclaration(
-            name=self.name,
-            description=self.description,
-            parameters={"type": "object", "properties": {"artifact_names": names}},
-        )
-
-    async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
-        """The names asked for; their contents go in the next request (see
-        `process_llm_request`)."""
-        names = args.get("artifact_names", [])
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            return {
-                "error": "'artifact_names' must be a list of strings.",
-                "error_code": "INVALID_ARGUMENTS",
-            }
-        return {"artifact_names": names, "status": _STATUS}
 
     async def process_llm_request(
         self, *, tool_context: ToolContext, llm_request: LlmRequest
@@ -102,15 +83,9 @@ class LoadArtifactsTool(BaseTool):
         if not available:
             return
         llm_request.append_instructions([_instruction(available)])
-        last = llm_request.contents[-1] if llm_request.contents else None
-        for response in last.function_responses if last else []:
-            if response.name != self.name:
-                continue
-            requested = (response.response or {}).get("artifact_names")
-            for name in requested if isinstance(requested, list) else []:
-                if isinstance(name, str):
-                    content = await self._loaded(tool_context, name, set(available))
-                    llm_request.contents.extend([content] if content else [])
+        for name in list(self.requested(llm_request)):
+            content = await self._loaded(tool_context, name, set(available))
+            llm_request.contents.extend([content] if content else [])
 
     async def _loaded(
         self, tool_context: ToolContext, requested: str, available: set[str]
@@ -127,16 +102,14 @@ class LoadArtifactsTool(BaseTool):
             part = await made if inspect.isawaitable(made) else made
         if part is None:
             return None
-        return Content(role="user", parts=[Part(text=f"Artifact {requested} is:"), part])
+        return Content(role="user", parts=[Part(text=f"Contents of artifact {requested}:"), part])
 
 
 def _instruction(names: list[str]) -> str:
     return (
-        f"You have a list of artifacts:\n  {json.dumps(names)}\n\n  When the user asks "
-        "questions about any of the artifacts, you should call the\n  `load_artifacts` "
-        "function to load the artifact. Always call load_artifacts\n  before answering "
-        "questions related to the artifacts, regardless of whether the\n  artifacts have "
-        "been loaded before. Do not depend on prior answers about the\n  artifacts."
+        f"Artifacts you can read: {json.dumps(names)}\nBefore answering anything about one "
+        "of them, call `load_artifacts` with its name, every time: an artifact read earlier "
+        "may have changed since."
     )
 
 
@@ -186,13 +159,10 @@ def blob_as_text(blob: Blob, name: str) -> str:
     """
     mime = (blob.mime_type or "").split(";", 1)[0].strip().lower() or "application/octet-stream"
     if blob.data is None:
-        return f"[Artifact: {name}, type: {mime}. No inline data was provided.]"
+        return f"[{name}: {mime}, no data]"
     if mime.startswith("text/") or mime in _TEXT_TYPES or name.lower().endswith(_TEXT_SUFFIXES):
         return blob.data.decode("utf-8", errors="replace")
-    return (
-        f"[Binary artifact: {name}, type: {mime}, size: {len(blob.data) / 1024:.1f} KB. "
-        "Content cannot be displayed inline.]"
-    )
+    return f"[{name}: {mime}, {len(blob.data) / 1024:.1f} KB of binary data, not shown]"
 
 
 load_artifacts_tool = LoadArtifactsTool()

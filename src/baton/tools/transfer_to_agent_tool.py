@@ -15,24 +15,24 @@ from baton.tools.tool_context import ToolContext
 __all__ = ["TransferToAgentTool", "transfer_to_agent"]
 
 _DESCRIPTION = (
-    "Transfer the query to another agent.\n\nUse this tool to hand off control to another "
-    "agent that is more suitable to answer the user's query according to the agent's "
-    "description.\n\nArgs:\n  agent_name: the agent name to transfer to."
+    "Hands the conversation to another agent.\n\nCall it when, by its description, one "
+    "of the agents offered suits the user's request better than you do.\n\nArgs:\n"
+    "  agent_name: the name of the agent to hand the conversation to."
 )
-"""The description without `transfer_reason`, as the reference words it."""
+"""The description without `transfer_reason` (the docstring below, less that argument)."""
 
 
 def transfer_to_agent(
     agent_name: str, tool_context: ToolContext, *, transfer_reason: str = ""
 ) -> None:
-    """Transfer the query to another agent.
+    """Hands the conversation to another agent.
 
-    Use this tool to hand off control to another agent that is more suitable to
-    answer the user's query according to the agent's description.
+    Call it when, by its description, one of the agents offered suits the user's
+    request better than you do.
 
     Args:
-        agent_name: the agent name to transfer to.
-        transfer_reason: the reason for transferring to the target agent.
+        agent_name: the name of the agent to hand the conversation to.
+        transfer_reason: why this agent is handed the conversation.
     """
     # The agent carries the transfer out once the result commits; a name it may not
     # transfer to is answered with an error instead (see LlmAgent).

@@ -1,10 +1,10 @@
-"""PostgreSQL LISTEN: wake-ups from other processes sharing the database.
+"""PostgreSQL LISTEN and NOTIFY: wake-ups between processes sharing the database.
 
-A trigger on the interrupts table (migration 2) and every release of a running
-invocation send `NOTIFY baton, '<app>'`. One connection per store listens while
-anything subscribes, and turns each notification into a local wake-up. When the
-connection drops (a database restart) it reconnects with backoff and then wakes
-everyone once, since notifications sent meanwhile were lost.
+A step that opens, answers or closes questions is announced (`Announcer`), and every
+release of a running invocation sends one itself: `NOTIFY baton, '<app>'`. One
+connection per store listens while anything subscribes, and turns each notification
+into a local wake-up. When the connection drops (a database restart) it reconnects
+with backoff and then wakes everyone once, since notifications sent meanwhile were lost.
 """
 
 from __future__ import annotations
@@ -13,14 +13,20 @@ import asyncio
 import contextlib
 import importlib
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, final
 
+from sqlalchemy import Text, bindparam, func, literal, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL
 
+from baton.errors import StoreUnavailableError
+from baton.sessions.sql.answering import NO_FLUSH_WAIT
+from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.sessions.wakeups import Wakeups
 
-__all__ = ["CHANNEL", "PostgresListener"]
+__all__ = ["ANNOUNCE", "CHANNEL", "Announcer", "PostgresListener"]
 
 CHANNEL = "baton"
 _RETRY_FIRST = 0.2
@@ -90,3 +96,59 @@ class PostgresListener:
 
     def _on_notify(self, *_args: object) -> None:
         self._wakeups.notify()
+
+
+_APPS = (
+    func.unnest(bindparam("app_names", type_=ARRAY(Text)))
+    .table_valued("app_name")
+    .render_derived(name="apps")
+)
+ANNOUNCE = select(func.pg_notify(literal(CHANNEL), _APPS.c.app_name), NO_FLUSH_WAIT)
+"""NOTIFY each of `app_names` (bind a list), in a transaction of its own that commits
+without waiting for a WAL flush: it writes nothing anyone needs after a crash."""
+
+Send = Callable[[OneStatement, Mapping[str, Any]], Awaitable[object]]
+
+
+@final
+class Announcer:
+    """Tells other processes, after a step commits, that its app's questions changed.
+
+    Not in the step's own transaction (as a trigger on the interrupts table did before
+    migration 19): PostgreSQL holds one lock for the whole database from a NOTIFY's
+    commit until the commit's WAL is flushed, so every durable commit that notified
+    waited for the one before it, across all connections of all processes (most of a
+    busy database's waits). Sent on its own, a NOTIFY commits without a flush and holds
+    that lock for microseconds. One statement is in flight at a time; the apps announced
+    meanwhile go together in the next, since a wake-up only says "look".
+
+    A process that dies between a step's commit and its announcement leaves the others
+    unwoken: they find its questions at their next look, at most a lease TTL later, as
+    they find a lease it took.
+    """
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._pending: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def announce(self, app_name: str) -> None:
+        """Send `NOTIFY baton, app_name` soon (in the background)."""
+        self._pending.add(app_name)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._send_pending())
+
+    async def flush(self) -> None:
+        """Wait until every announcement made so far is sent (or failed)."""
+        if self._task is not None:
+            await self._task
+
+    async def _send_pending(self) -> None:
+        while self._pending:
+            app_names, self._pending = sorted(self._pending), set()
+            try:
+                await self._send(ANNOUNCE, {"app_names": app_names})
+            except StoreUnavailableError as error:  # nobody is listening either
+                _log.debug("baton: NOTIFY of %s failed (%s)", app_names, error)
+            except Exception:
+                _log.warning("baton: NOTIFY of %s failed", app_names, exc_info=True)

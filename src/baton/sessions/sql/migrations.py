@@ -606,6 +606,17 @@ def _v18_share(
         connection.execute(table.update().where(*where).values(state={**keys, **held}))
 
 
+def _v19_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    if dialect != "postgresql":
+        return []
+    # Steps announce their questions after they commit (see `listener.Announcer`): a
+    # NOTIFY inside a durable commit held a database-wide lock through its WAL flush.
+    return [
+        _ddl("DROP TRIGGER baton_interrupts_notify ON baton_interrupts"),
+        _ddl("DROP FUNCTION baton_notify_interrupt()"),
+    ]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -637,6 +648,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "app: and user: keys kept in sessions before step 17 moved to the shared rows",
         _v18_statements,
     ),
+    Migration(19, "steps NOTIFY after their commit on PostgreSQL, not inside it", _v19_statements),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].number

@@ -40,6 +40,7 @@ from baton.sessions.sql import answering, artifacts, memories, outbox, reads, wr
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.engine_options import check_engine_options
 from baton.sessions.sql.executors import OneStatement
+from baton.sessions.sql.listener import Announcer
 from baton.sessions.sql.memories import MemoryOwner, MemoryRow
 from baton.sessions.sql.migrations import migrate
 from baton.sessions.sql.schema import session_params
@@ -59,6 +60,7 @@ from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
     Invocation,
+    InvocationStatus,
     Lease,
     Session,
     SessionActivity,
@@ -115,6 +117,10 @@ class SqlStore:
         self._migrating = asyncio.Lock()
         self._wakeups = Wakeups()
         self._listener = self._dialect.open_listener(self._wakeups)
+        # Where other processes listen (PostgreSQL), steps that change questions tell them.
+        self._announcer = None
+        if self._listener is not None:
+            self._announcer = Announcer(partial(self._one, write=True))
         self._session_keys = SessionKeys()  # a step touches a session it knows by key and pk
 
     @property
@@ -274,8 +280,10 @@ class SqlStore:
             version = await self._write(
                 self._dialect.write_step, commit, self._clock(), self._session_keys
             )
-        if commit.opened or commit.answered:
+        if commit.opened or commit.answered or commit.status is InvocationStatus.REWOUND:
             self._wakeups.notify()
+            if self._announcer is not None:
+                self._announcer.announce(commit.session.app_name)
         return version
 
     async def _commit_at_once(
@@ -548,4 +556,6 @@ class SqlStore:
         """Close every pooled connection (and, on SQLite, stop the worker thread)."""
         if self._listener is not None:
             await self._listener.stop()
+        if self._announcer is not None:
+            await self._announcer.flush()
         await self._executor.close()

@@ -24,6 +24,7 @@ from typing import Any, Final, TextIO, TypeAlias, TypeVar, final
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from baton.auth import ClientCredentialsGrant
 from baton.tools.mcp_tool.sdk import (
     CLIENT_INFO,
     ClientSession,
@@ -151,7 +152,8 @@ class MCPSessionManager:
             returning an ElicitResult (or ErrorData).
         auth_headers: headers carrying the toolset's credential, sent with every HTTP
             request over any others of the same name (as the reference puts its auth
-            headers over a header_provider's).
+            headers over a header_provider's), or the OAuth2 client-credentials grant
+            that gets them (a new token opens a new session).
 
     Raises:
         TypeError: `connection_params` is none of the connection parameter classes.
@@ -167,7 +169,7 @@ class MCPSessionManager:
         sampling_callback: SamplingFnT | None = None,
         sampling_capabilities: SamplingCapability | None = None,
         elicitation_callback: ElicitationFnT | None = None,
-        auth_headers: dict[str, str] | None = None,
+        auth_headers: dict[str, str] | ClientCredentialsGrant | None = None,
     ) -> None:
         if isinstance(connection_params, StdioServerParameters):
             connection_params = StdioConnectionParams(server_params=connection_params)
@@ -182,6 +184,8 @@ class MCPSessionManager:
         self.connection_params: StdioConnectionParams | _HttpParams = connection_params
         self._errlog = errlog
         self._auth_headers = auth_headers or {}
+        if isinstance(connection_params, StdioConnectionParams):
+            self._auth_headers = {}  # a stdio server has no headers: no token to ask for
         self._idle_timeout = (
             None if isinstance(connection_params, StdioConnectionParams) else idle_timeout
         )
@@ -251,12 +255,21 @@ class MCPSessionManager:
 
     def session_key(self, headers: dict[str, str] | None) -> str:
         """Which session calls with these headers share (the connection's headers merged
-        in; one key for stdio)."""
-        merged = self._headers(headers)
+        in; one key for stdio). A client-credentials grant's token is left out: it is the
+        same client's whichever token it holds."""
+        auth = self._auth_headers if isinstance(self._auth_headers, dict) else {}
+        return self._key(self._headers(headers, auth))
+
+    @staticmethod
+    def _key(merged: dict[str, str] | None) -> str:
         return "" if merged is None else json.dumps(merged, sort_keys=True)
 
     async def _session(self, headers: dict[str, str] | None) -> _Session:
-        key = self.session_key(headers)
+        auth = self._auth_headers
+        if isinstance(auth, ClientCredentialsGrant):
+            auth = await auth.headers()
+        merged = self._headers(headers, auth)
+        key = self._key(merged)
         loop = asyncio.get_running_loop()
         lock = self._locks.setdefault(loop, asyncio.Lock())
         async with lock:
@@ -269,7 +282,7 @@ class MCPSessionManager:
             if pooled is not None:
                 await self._discard(pooled)
             session = _Session(
-                self._transport(headers),
+                self._transport(merged),
                 read_timeout=self._read_timeout(),
                 idle_timeout=self._idle_timeout,
                 answers=self._answers,
@@ -284,17 +297,19 @@ class MCPSessionManager:
                 del self._sessions[key]
         await session.close()
 
-    def _headers(self, headers: dict[str, str] | None) -> dict[str, str] | None:
-        """The connection's headers with the call's over them, and the credential's over
-        both (whatever their case); None for stdio."""
+    def _headers(
+        self, headers: dict[str, str] | None, auth: dict[str, str]
+    ) -> dict[str, str] | None:
+        """The connection's headers with the call's over them, and the credential's
+        (`auth`) over both (whatever their case); None for stdio."""
         params = self.connection_params
         if isinstance(params, StdioConnectionParams):
             return None
         merged = {**{k: str(v) for k, v in (params.headers or {}).items()}, **(headers or {})}
-        if self._auth_headers:
-            taken = {name.lower() for name in self._auth_headers}
+        if auth:
+            taken = {name.lower() for name in auth}
             merged = {k: v for k, v in merged.items() if k.lower() not in taken}
-            merged.update(self._auth_headers)
+            merged.update(auth)
         return merged
 
     def _read_timeout(self) -> float:
@@ -310,11 +325,11 @@ class MCPSessionManager:
             return f"MCP server {' '.join(command)!r}"
         return f"MCP server at {params.url}"
 
-    def _transport(self, headers: dict[str, str] | None) -> AbstractAsyncContextManager[Any]:
+    def _transport(self, merged: dict[str, str] | None) -> AbstractAsyncContextManager[Any]:
+        """The transport to the server, with these (merged) headers for HTTP."""
         params = self.connection_params
         if isinstance(params, StdioConnectionParams):
             return stdio_client(params.server_params, errlog=self._errlog)
-        merged = self._headers(headers)
         timeout = http.Timeout(params.timeout, read=params.sse_read_timeout)
         if isinstance(params, SseConnectionParams):
             return sse_client(

@@ -25,6 +25,7 @@ from baton.readonly_context import ReadonlyContext
 from baton.tools.base import BaseTool
 from baton.tools.base_toolset import BaseToolset, ToolPredicate
 from baton.tools.confirmation import ConfirmationRule, check_rule
+from baton.tools.load_mcp_resource_tool import LoadMcpResourceTool
 from baton.tools.mcp_tool.mcp_session_manager import (
     ConnectionParams,
     MCPSessionManager,
@@ -100,22 +101,29 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         auth_scheme: how the server takes a credential, e.g. fastapi's `APIKey(in_=
             APIKeyIn.header, name="X-API-Key")` or `HTTPBearer()`.
         auth_credential: the credential (`baton.auth.AuthCredential`): an API key (in
-            the header its scheme names) or an HTTP scheme's token or user and password
-            (`Authorization`, with its additional headers), sent with every request
-            over a header_provider's headers of the same name. Ignored by a stdio
-            server, which has no headers.
+            the header its scheme names), an HTTP scheme's token or user and password
+            (`Authorization`, with its additional headers), or an OAuth2 / OpenID
+            Connect credential: its `oauth2.access_token` as a bearer token, else, when
+            the scheme offers the client-credentials grant (an OAuth2 clientCredentials
+            flow), a token the scheme's token URL gives its client_id and
+            client_secret, asked for when first needed and again once it expires. Sent
+            with every request over a header_provider's headers of the same name.
+            Ignored by a stdio server, which has no headers.
         credential_key: where a credential service would keep the credential; baton
             has none, so it only names it.
-        use_mcp_resources: offer the model the reference's `load_mcp_resource` tool;
-            baton has no such tool, so True is refused (read resources with
-            `list_resources` / `read_resource`).
+        use_mcp_resources: offer the model the `load_mcp_resource` tool besides the
+            server's tools (whatever tool_filter says): the instruction names the
+            server's resources, and the contents of those the model asks for go in its
+            next request.
 
     Raises:
         ValueError: no connection_params; a tool_list_cache_ttl_seconds that is not
             positive; a credential that does not fit its scheme (an API key outside a
-            header, an HTTP scheme without its secret).
-        NotImplementedError: use_mcp_resources; a credential that needs a user's consent or a token
-            exchange (OAuth2, OpenID Connect, a service account), or an auth_scheme
+            header, an HTTP scheme without its secret, an OAuth2 credential with
+            neither an access token nor a client id for its scheme's grant).
+        NotImplementedError: a credential that needs a user's consent (OAuth2 or OpenID
+            Connect without an access token, its scheme offering no client-credentials
+            grant) or a Google token exchange (a service account), or an auth_scheme
             without its auth_credential: baton has no credential service.
         TypeError: connection_params is none of the classes above; require_confirmation
             is neither a bool nor a function.
@@ -141,12 +149,6 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         use_mcp_resources: bool | None = False,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
-        if use_mcp_resources:
-            raise NotImplementedError(
-                "McpToolset(use_mcp_resources=True) offers the model the reference's "
-                "load_mcp_resource tool, which baton does not have; read the server's "
-                "resources with toolset.list_resources() and toolset.read_resource(name)."
-            )
         if not connection_params:
             raise ValueError("Missing connection params in McpToolset.")
         if tool_list_cache_ttl_seconds is not None and tool_list_cache_ttl_seconds <= 0:
@@ -170,6 +172,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         del credential_key  # a credential service's key: baton has none to give it to
         self._require_confirmation = check_rule(require_confirmation, "McpToolset")
         self._header_provider = header_provider
+        self._use_mcp_resources = bool(use_mcp_resources)
 
     @property
     def connection_params(self) -> ConnectionParams:
@@ -212,8 +215,9 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         return self._progress_callback
 
     async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
-        """The server's tools that `tool_filter` selects, by name. A tool named as a
-        function baton reserves is left out (and logged).
+        """The server's tools that `tool_filter` selects, by name, then (with
+        use_mcp_resources) `load_mcp_resource`. A tool named as a function baton
+        reserves is left out (and logged).
 
         Args:
             readonly_context: the run asking (None: outside a run, without headers from
@@ -240,7 +244,10 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
             )
             if self._is_tool_selected(tool, readonly_context):
                 tools.append(tool)
-        return sorted(tools, key=lambda tool: tool.name)
+        tools.sort(key=lambda tool: tool.name)
+        if self._use_mcp_resources:
+            tools.append(LoadMcpResourceTool(self))
+        return tools
 
     async def list_resources(self, readonly_context: ReadonlyContext | None = None) -> list[str]:
         """The names of the server's resources.

@@ -1,0 +1,249 @@
+"""An agent called as a tool (`AgentTool`) behaves as google-adk 2.13.0's does.
+
+The reference runs the agent in a session of its own holding only the request: its
+model sees the request as a user turn and what the agent (and agents it transfers to)
+did since, never its caller's conversation. Expected requests are what the reference
+sent its models for the same agents (probed with models that record their requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import JsonValue
+
+from baton.agents import LlmAgent, SequentialAgent
+from baton.events import Event
+from baton.models import LlmResponse, ScriptedModel
+from baton.readonly_context import ReadonlyContext
+from baton.sessions.store import InvocationStatus
+from baton.tools import BaseTool, LongRunningFunctionTool
+from baton.tools.agent_tool import AgentTool
+from baton.tools.base_toolset import BaseToolset
+from baton.types import Content, FunctionCall, Part
+from tests.agents.conftest import runner_with_artifacts
+from tests.agents.quoting import PREAMBLE, called, returned
+from tests.agents.test_single_turn_node import seen
+from tests.conftest import StoreFactory
+from tests.harness import Harness
+
+
+def call(name: str, call_id: str, **args: JsonValue) -> list[FunctionCall]:
+    return [FunctionCall(id=call_id, name=name, args=args)]
+
+
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+async def harness(stores: StoreFactory, root: LlmAgent) -> Harness:
+    runner = runner_with_artifacts(stores, root)
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    return Harness(runner, runner.session_service, session.id)
+
+
+async def test_the_agents_model_sees_the_request_and_its_own_turns_not_the_callers(
+    stores: StoreFactory,
+) -> None:
+    boss_model = ScriptedModel(
+        responses=["hello back", call("helper", "h1", request="summarize x"), "boss done"]
+    )
+    helper_model = ScriptedModel(
+        responses=[call("add", "a1", a=1, b=2), call("transfer_to_agent", "t1", agent_name="sub")]
+    )
+    sub_model = ScriptedModel(responses=["sub says"])
+    sub = LlmAgent(name="sub", model=sub_model, description="Helps the helper.")
+    helper = LlmAgent(name="helper", model=helper_model, tools=[add], sub_agents=[sub])
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)]))
+
+    await h.start("hi")
+    await h.start("go")
+
+    assert [seen(r) for r in helper_model.requests] == [
+        ["user: summarize x"],
+        [
+            "user: summarize x",
+            "model: call add({'a': 1, 'b': 2})",
+            "user: result add={'result': 3}",
+        ],
+    ]
+    # The agent it transfers to sees the same conversation, the helper's turns quoted.
+    assert seen(sub_model.requests[0]) == [
+        "user: summarize x",
+        *(
+            f"user: {PREAMBLE}, {quote}"
+            for quote in [
+                called("helper", "add", "{'a': 1, 'b': 2}"),
+                returned("helper", "add", "{'result': 3}"),
+                called("helper", "transfer_to_agent", "{'agent_name': 'sub'}"),
+                returned("helper", "transfer_to_agent", "{'result': None}"),
+            ]
+        ),
+    ]
+    # The reply of the agent it transferred to is the call's result.
+    assert seen(boss_model.requests[-1])[-1] == "user: result helper={'result': 'sub says'}"
+
+
+async def test_resumed_after_its_tools_answer_the_agent_still_sees_only_its_call(
+    stores: StoreFactory,
+) -> None:
+    def ticket(reason: str) -> None:
+        """Files a ticket; a person answers it."""
+        del reason
+
+    boss_model = ScriptedModel(responses=["hello back", call("helper", "h1", request="x"), "done"])
+    helper_model = ScriptedModel(responses=[call("ticket", "t1", reason="r"), "filed"])
+    helper = LlmAgent(name="helper", model=helper_model, tools=[LongRunningFunctionTool(ticket)])
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)]))
+    await h.start("hi")
+    await h.start("go")
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+    await h.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+
+    assert [seen(r) for r in helper_model.requests] == [
+        ["user: x"],
+        ["user: x", "model: call ticket({'reason': 'r'})", "user: result ticket={'status': 'ok'}"],
+    ]
+    assert seen(boss_model.requests[-1])[-1] == "user: result helper={'result': 'filed'}"
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+def shown(events: list[Event]) -> list[tuple[str, list[str]]]:
+    """(author, parts) of each event with content: a call or a result by its tool's name."""
+    return [
+        (
+            e.author,
+            [
+                f"call {p.function_call.name}"
+                if p.function_call
+                else f"result {p.function_response.name}"
+                if p.function_response
+                else p.text or ""
+                for p in e.content.parts or []
+            ],
+        )
+        for e in events
+        if e.content and e.content.parts
+    ]
+
+
+@pytest.mark.parametrize("how", ["AgentTool", "single_turn"])
+async def test_a_turns_results_are_one_event_in_the_turns_order_after_the_agents_events(
+    stores: StoreFactory, how: str
+) -> None:
+    async def slow(x: int) -> int:
+        """Returns x, slowly."""
+        await asyncio.sleep(0.05)
+        return x
+
+    def fast(x: int) -> int:
+        """Returns x."""
+        return x
+
+    turn = [*call("slow", "s1", x=1), *call("helper", "h1", request="r"), *call("fast", "f1", x=2)]
+    boss_model = ScriptedModel(responses=[turn, "boss done"])
+    helper = LlmAgent(name="helper", model=ScriptedModel(responses=["helped"]))
+    if how == "AgentTool":
+        boss = LlmAgent(name="boss", model=boss_model, tools=[slow, AgentTool(helper), fast])
+    else:
+        helper.mode = "single_turn"
+        boss = LlmAgent(name="boss", model=boss_model, tools=[slow, fast], sub_agents=[helper])
+    h = await harness(stores, boss)
+
+    events = await h.start("go")
+
+    # As google-adk 2.13.0 yields them: the sub-agent's events (its single-turn
+    # sub-agent's; an AgentTool's it does not show), then the turn's one result event.
+    expected = [
+        ("boss", ["call slow", "call helper", "call fast"]),
+        ("helper", ["helped"]),
+        ("boss", ["result slow", "result helper", "result fast"]),
+        ("boss", ["boss done"]),
+    ]
+    assert shown(events) == expected
+    session = await h.runner.session_service.get_session(
+        app_name="app", user_id="u", session_id=h.session_id
+    )
+    assert session is not None
+    assert shown(session.events)[1:] == expected
+    assert seen(boss_model.requests[1])[-1] == (
+        "user: result slow={'result': 1}, result helper={'result': 'helped'}, "
+        "result fast={'result': 2}"
+    )
+
+
+async def test_skip_summarization_ends_the_turn_with_the_reply_among_the_turns_results(
+    stores: StoreFactory,
+) -> None:
+    def fast(x: int) -> int:
+        """Returns x."""
+        return x
+
+    turn = [*call("helper", "h1", request="r"), *call("fast", "f1", x=1)]
+    boss_model = ScriptedModel(responses=[turn, "not asked"])
+    helper = LlmAgent(name="helper", model=ScriptedModel(responses=["helped"]))
+    tool = AgentTool(helper, skip_summarization=True)
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[tool, fast]))
+
+    events = await h.start("go")
+
+    # As google-adk 2.13.0 ends it: one result event, the reply as text after its result,
+    # and the caller's model is not asked again.
+    [result] = [e for e in events if e.author == "boss" and e.content and e.content.role == "user"]
+    assert shown([result]) == [("boss", ["result helper", "helped", "result fast"])]
+    assert result.actions.skip_summarization
+    assert len(boss_model.requests) == 1
+
+
+class Helpers(BaseToolset):
+    """A toolset that lists agents called as tools."""
+
+    def __init__(self, *tools: BaseTool) -> None:
+        super().__init__()
+        self.tools = list(tools)
+
+    async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
+        del readonly_context
+        return self.tools
+
+
+async def test_an_agent_a_toolset_lists_holds_its_caller_until_its_question_is_answered(
+    stores: StoreFactory,
+) -> None:
+    def ticket(reason: str) -> None:
+        """Files a ticket; a person answers it."""
+        del reason
+
+    boss_model = ScriptedModel(responses=[call("helper", "h1", request="x"), "done"])
+    helper_model = ScriptedModel(responses=[call("ticket", "t1", reason="r"), "filed"])
+    helper = LlmAgent(name="helper", model=helper_model, tools=[LongRunningFunctionTool(ticket)])
+    boss = LlmAgent(name="boss", model=boss_model, tools=[Helpers(AgentTool(helper))])
+    h = await harness(stores, boss)
+    await h.start("go")
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+    await h.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+
+    assert seen(helper_model.requests[-1])[-1] == "user: result ticket={'status': 'ok'}"
+    assert seen(boss_model.requests[-1])[-1] == "user: result helper={'result': 'filed'}"
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_sequences_last_reply_is_the_result_its_text_without_thoughts(
+    stores: StoreFactory,
+) -> None:
+    boss_model = ScriptedModel(responses=[call("seq", "q1", request="r"), "boss done"])
+    parts = [Part(text="thinking", thought=True), Part(text="from b"), Part(text="more b")]
+    last = LlmResponse(content=Content(role="model", parts=parts))
+    first = LlmAgent(name="a", model=ScriptedModel(responses=["from a"]))
+    second = LlmAgent(name="b", model=ScriptedModel(responses=[last]))
+    seq = SequentialAgent(name="seq", sub_agents=[first, second])
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[AgentTool(seq)]))
+
+    await h.start("go")
+
+    # As google-adk 2.13.0 gives it: the last reply's text parts, joined by newlines.
+    assert seen(boss_model.requests[1])[-1] == "user: result seq={'result': 'from b\\nmore b'}"
