@@ -410,9 +410,12 @@ async def test_an_idle_http_session_closes_itself_and_the_next_call_opens_anothe
 
 
 async def _until_idle_closed(manager: MCPSessionManager) -> None:
+    """Wait until every session's owner task has ended: it has left the transport, whose
+    DELETE the server answered after ending the session. (A session stops being usable
+    earlier, as soon as it decides to close: a request then can still find it open.)"""
     sessions = manager._sessions  # pyright: ignore[reportPrivateUsage]
     async with asyncio.timeout(10):
-        while any(s.alive for s in sessions.values()):  # noqa: ASYNC110
+        while not all(s.ended for s in sessions.values()):  # noqa: ASYNC110
             await asyncio.sleep(0.05)  # it closes on its own timer: nothing to wait on
 
 
