@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyAnsweredError",
+    "AlreadyExistsError",
     "AppInfoUnavailableError",
     "AppNameRequiredError",
     "AppNotFoundError",
@@ -21,6 +22,7 @@ __all__ = [
     "GraphValidationError",
     "InputExpiredError",
     "InputTimeoutError",
+    "InputValidationError",
     "InvalidArtifactError",
     "InvalidCursorError",
     "InvalidIdError",
@@ -40,6 +42,7 @@ __all__ = [
     "NodeSchemaError",
     "NodeTimeoutError",
     "NotAssigneeError",
+    "NotFoundError",
     "OutputAlreadySetError",
     "RunConfigError",
     "SessionExistsError",
@@ -65,7 +68,19 @@ class SessionNotFoundError(BatonError, LookupError, ValueError):
     A ValueError too, as the reference's: code written for it catches `ValueError`."""
 
 
-class SessionExistsError(BatonError, ValueError):
+class AlreadyExistsError(BatonError):
+    """Something to be created exists already (the reference's name for it)."""
+
+
+class NotFoundError(BatonError):
+    """Something named does not exist (the reference's name for it)."""
+
+
+class InputValidationError(BatonError, ValueError):
+    """An input is refused as it is (the reference's name for it); nothing was changed."""
+
+
+class SessionExistsError(AlreadyExistsError, ValueError):
     """A session with that id already exists."""
 
 
@@ -94,12 +109,14 @@ class ArtifactNotFoundError(BatonError, LookupError):
     """No artifact (or no such version of it) by that name in that scope."""
 
 
-class InvalidArtifactError(BatonError, ValueError):
+class InvalidArtifactError(InputValidationError):
     """An artifact's name, content or scope is refused; nothing was saved."""
 
 
-class InvocationNotFoundError(BatonError, LookupError):
-    """The invocation id names no invocation of this session."""
+class InvocationNotFoundError(NotFoundError, LookupError, ValueError):
+    """The invocation id names no invocation of this session.
+
+    A ValueError too, as the reference's: code written for it catches `ValueError`."""
 
 
 class InvocationRewoundError(BatonError, ValueError):
