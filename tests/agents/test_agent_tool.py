@@ -16,9 +16,10 @@ from pydantic import JsonValue
 from baton.agents import LlmAgent, SequentialAgent
 from baton.events import Event
 from baton.models import LlmResponse, ScriptedModel
+from baton.models.scripted import ScriptItem
 from baton.readonly_context import ReadonlyContext
 from baton.sessions.store import InvocationStatus
-from baton.tools import BaseTool, LongRunningFunctionTool
+from baton.tools import BaseTool, FunctionTool, LongRunningFunctionTool, ToolContext
 from baton.tools.agent_tool import AgentTool
 from baton.tools.base_toolset import BaseToolset
 from baton.types import Content, FunctionCall, Part
@@ -247,3 +248,71 @@ async def test_a_sequences_last_reply_is_the_result_its_text_without_thoughts(
 
     # As google-adk 2.13.0 gives it: the last reply's text parts, joined by newlines.
     assert seen(boss_model.requests[1])[-1] == "user: result seq={'result': 'from b\\nmore b'}"
+
+
+def helper_tools(ran: list[str]) -> list[BaseTool]:
+    """A tool that writes the state and saves an artifact, then one a person answers."""
+
+    async def note(tool_context: ToolContext) -> str:
+        """Notes the request."""
+        ran.append("note")
+        tool_context.state["seen"] = "yes"
+        tool_context.state["temp:scratch"] = 1
+        await tool_context.save_artifact("note.txt", Part(text="noted"))
+        return "noted"
+
+    def ticket(reason: str) -> None:
+        """Files a ticket; a person answers it."""
+        del reason
+
+    return [FunctionTool(note), LongRunningFunctionTool(ticket)]
+
+
+def result_of(events: list[Event], call_id: str) -> Event:
+    [event] = [
+        e
+        for e in events
+        if e.author == "boss" and any(r.id == call_id for r in e.get_function_responses())
+    ]
+    return event
+
+
+async def test_the_agents_writes_and_saves_are_on_its_callers_result_event_after_a_restart(
+    stores: StoreFactory,
+) -> None:
+    ran: list[str] = []
+
+    def boss(*, resumed: bool) -> LlmAgent:
+        helper_turns: list[ScriptItem] = [call("note", "n1"), call("ticket", "t1", reason="r")]
+        boss_turns: list[ScriptItem] = [call("helper", "h1", request="x")]
+        helper_model = ScriptedModel(responses=["filed"] if resumed else helper_turns)
+        helper = LlmAgent(name="helper", model=helper_model, tools=helper_tools(ran))
+        boss_model = ScriptedModel(responses=["done"] if resumed else boss_turns)
+        return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)])
+
+    first = await harness(stores, boss(resumed=False))
+    await first.start("go")
+    assert (await first.invocation()).status == InvocationStatus.PAUSED
+    # Another process answers: the helper continues after its question, once.
+    runner = runner_with_artifacts(stores, boss(resumed=True))
+    again = Harness(runner, runner.session_service, first.session_id)
+
+    events = await again.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+
+    # As google-adk 2.13.0 shows them: the agent's writes but `temp:` ones, and its
+    # saves, on the caller's result event (streamed and stored alike).
+    result = result_of(events, "h1")
+    assert result.actions.state_delta == {"seen": "yes"}
+    assert result.actions.artifact_delta == {"note.txt": 0}
+    session = await runner.session_service.get_session(
+        app_name="app", user_id="u", session_id=first.session_id
+    )
+    assert session is not None
+    stored = result_of(session.events, "h1")
+    assert (stored.actions.state_delta, stored.actions.artifact_delta) == (
+        {"seen": "yes"},
+        {"note.txt": 0},
+    )
+    assert session.state["seen"] == "yes"
+    assert ran == ["note"]
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED

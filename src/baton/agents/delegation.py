@@ -30,6 +30,7 @@ from baton.agents.base_agent import BaseAgent
 from baton.agents.context import AgentContext
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration
+from baton.sessions.store import strip_temp_state
 from baton.tools import BaseTool, ToolContext
 from baton.tools.base import described, string_parameters, unfit_call
 from baton.types import FunctionCall
@@ -101,6 +102,15 @@ class SingleTurnAgentTool(BaseTool):
         )
         return True, next((t for t in texts if t), "")
 
+    async def forwarded_writes(
+        self, ctx: AgentContext, call: FunctionCall
+    ) -> tuple[dict[str, JsonValue], dict[str, int]]:
+        """The state writes and artifact saves of the agent's run for `call` that its
+        caller's result event carries too (none: a single-turn sub-agent's are on its
+        own events only, as in the reference)."""
+        del ctx, call
+        return {}, {}
+
     async def run_agent(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
         """Run (or resume) the sub-agent on `call`'s request, yielding its events."""
         events = await ctx.log.invocation_events()
@@ -165,3 +175,19 @@ class AgentTool(SingleTurnAgentTool):
         self.skip_summarization = skip_summarization
         self.include_plugins = include_plugins
         self.propagate_grounding_metadata = propagate_grounding_metadata
+
+    async def forwarded_writes(
+        self, ctx: AgentContext, call: FunctionCall
+    ) -> tuple[dict[str, JsonValue], dict[str, int]]:
+        """The state writes (but `temp:` ones) and artifact saves of the agent's run for
+        `call`, the last value of each: the reference runs the agent in a session of its
+        own and copies them onto the call's result event, where its users read them.
+        They are on the agent's own events too, committed as it ran, so a crash loses none."""
+        branch = call_branch(ctx.branch, self.agent.name, call.id or "")
+        state: dict[str, JsonValue] = {}
+        artifacts: dict[str, int] = {}
+        for event in await ctx.log.invocation_events():
+            if event.branch == branch or (event.branch or "").startswith(f"{branch}."):
+                state.update(event.actions.state_delta)
+                artifacts.update(event.actions.artifact_delta)
+        return strip_temp_state(state), artifacts

@@ -1315,6 +1315,9 @@ class LlmAgent(BaseAgent):
                 waiting.add(call.id or "")
                 return
             result = reply
+            state, artifacts = await tool.forwarded_writes(ctx, call)
+            tool_context.actions.state_delta.update(state)
+            tool_context.actions.artifact_delta.update(artifacts)
         after = chain(ctx.plugins.tool_hooks("after"), self.after_tool_callback)
         result = await result_after_tool(after, tool, args, tool_context, result)
         response = to_function_response(call, result)
