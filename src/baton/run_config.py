@@ -21,13 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 from baton.errors import RunConfigError
 from baton.events import assemble
 from baton.sessions.services import GetSessionConfig
-from baton.types import Content
+from baton.types import Content, GenerateContentConfig, HttpOptions
 
 __all__ = [
     "MAX_LLM_CALLS_ENV",
     "RunConfig",
     "StreamingMode",
     "ToolThreadPoolConfig",
+    "apply_run_config",
     "check_run_config",
 ]
 
@@ -83,10 +84,11 @@ class RunConfig(BaseModel):
     Unknown fields are refused (a misspelt field must not pass unnoticed), as in the
     reference. Honoured: `streaming_mode` (SSE; BIDI is refused), `max_llm_calls`,
     `custom_metadata`, `tool_thread_pool_config`, `model_input_context`,
-    `include_thoughts_from_other_agents`. Accepted and
-    without effect in baton (see the README's differences): `get_session_config` (a run
-    loads only what it needs already), `labels`, `http_options`, `service_tier`,
-    `telemetry`, `support_cfc`, `save_input_blobs_as_artifacts`, and the live-mode fields.
+    `include_thoughts_from_other_agents`, `labels` and `http_options` (merged into every
+    model request's config). Refused: `support_cfc=True` (the reference's live API).
+    Accepted and without effect in baton (see the README's differences):
+    `get_session_config` (a run loads only what it needs already), `service_tier`,
+    `telemetry`, `save_input_blobs_as_artifacts`, and the live-mode fields.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -115,7 +117,10 @@ class RunConfig(BaseModel):
     """Accepted; a run already loads only the events it needs."""
 
     labels: dict[str, str] | None = None
-    http_options: dict[str, JsonValue] | None = None
+    """Added to every model request's `config.labels` (over the agent's own)."""
+    http_options: HttpOptions | None = None
+    """Merged into every model request's `config.http_options`, over the agent's own:
+    its headers are added, its timeout and retry options replace the agent's."""
     service_tier: str | None = None
     telemetry: dict[str, JsonValue] | None = None
     support_cfc: bool = False
@@ -189,7 +194,8 @@ def check_run_config(run_config: object) -> RunConfig:
 
     Raises:
         TypeError: it is not a baton `RunConfig` (e.g. the reference's).
-        RunConfigError: it asks for `StreamingMode.BIDI`, the reference's live mode.
+        RunConfigError: it asks for the reference's live mode (`StreamingMode.BIDI`,
+            `support_cfc=True`).
     """
     if run_config is None:
         return _default_config()
@@ -198,6 +204,12 @@ def check_run_config(run_config: object) -> RunConfig:
             f"run_config must be a baton.RunConfig, got {type(run_config).__module__}."
             f"{type(run_config).__name__}; import RunConfig from baton."
         )
+    if run_config.support_cfc:
+        raise RunConfigError(
+            "run_config asks for support_cfc=True, which sends every model call through "
+            "the reference's live (bidirectional) API; baton has no live mode, so no model "
+            "can serve it. Drop support_cfc."
+        )
     if run_config.streaming_mode is StreamingMode.BIDI:
         raise RunConfigError(
             "run_config asks for StreamingMode.BIDI, the reference's live (audio/video) "
@@ -205,6 +217,24 @@ def check_run_config(run_config: object) -> RunConfig:
             "replies, or StreamingMode.NONE."
         )
     return run_config
+
+
+def apply_run_config(config: GenerateContentConfig, run_config: RunConfig) -> None:
+    """Put the call's `labels` and `http_options` into a model request's config (the
+    agent's own copy): its labels over the agent's, its headers added to the agent's,
+    its timeout and retry options in place of the agent's."""
+    if run_config.labels:
+        config.labels = {**(config.labels or {}), **run_config.labels}
+    given = run_config.http_options
+    if given is None:
+        return
+    own = config.http_options or HttpOptions()
+    headers = {**(own.headers or {}), **(given.headers or {})}
+    config.http_options = HttpOptions(
+        headers=headers if headers else None,
+        timeout=own.timeout if given.timeout is None else given.timeout,
+        retry_options=(own.retry_options if given.retry_options is None else given.retry_options),
+    ).model_copy(deep=True)
 
 
 def _default_config() -> RunConfig:

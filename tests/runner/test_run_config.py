@@ -115,6 +115,8 @@ async def test_live_mode_and_foreign_configs_are_refused_before_anything_is_stor
         await h.collect(new_message=_go(), run_config=RunConfig(streaming_mode=StreamingMode.BIDI))
     with pytest.raises(TypeError, match="dict"):
         await h.collect(new_message=_go(), run_config={"max_llm_calls": 3})
+    with pytest.raises(RunConfigError, match="support_cfc"):  # the live API, in the reference
+        await h.collect(new_message=_go(), run_config=RunConfig(support_cfc=True))
     assert await _stored(h) == []
     assert await h.service.store.list_invocations(h.key) == []
 
@@ -268,3 +270,30 @@ async def test_a_node_reads_the_calls_custom_metadata(make_harness: MakeHarness)
 
     assert [e.output for e in tagged if e.output is not None][-1] == "acme"
     assert all(e.output is None for e in plain)
+
+
+async def test_labels_and_http_options_go_into_every_model_request_over_the_agent_s(
+    make_harness: MakeHarness,
+) -> None:
+    own = types.GenerateContentConfig(
+        temperature=0.1,
+        labels={"team": "mine", "own": "x"},
+        http_options=types.HttpOptions(headers={"a": "1", "b": "0"}, timeout=5),
+    )
+    as_given = own.model_copy(deep=True)
+    model = ScriptedModel(["one", "two"])
+    agent = LlmAgent(name="agent", model=model, generate_content_config=own)
+    h = await make_harness(agent)
+    headers = types.HttpOptions(headers={"b": "2"}, timeout=9)
+    await h.collect(
+        new_message=_go(), run_config=RunConfig(labels={"team": "a"}, http_options=headers)
+    )
+    await h.collect(new_message=_go())
+
+    first, second = (request.config for request in model.requests)
+    assert first.labels == {"team": "a", "own": "x", "adk_agent_name": "agent"}
+    assert first.http_options == types.HttpOptions(headers={"a": "1", "b": "2"}, timeout=9)
+    assert first.temperature == 0.1
+    assert second.labels == {"team": "mine", "own": "x", "adk_agent_name": "agent"}
+    assert second.http_options == own.http_options
+    assert own == as_given  # the agent's own config is left as it was

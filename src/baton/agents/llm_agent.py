@@ -28,7 +28,7 @@ from collections.abc import (
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Literal, cast, final
+from typing import Any, ClassVar, Final, Literal, cast, final
 
 from pydantic import (
     BaseModel,
@@ -100,6 +100,7 @@ from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse
 from baton.planners import BasePlanner, BuiltInPlanner
 from baton.plugins.manager import PluginManager
 from baton.readonly_context import ReadonlyContext
+from baton.run_config import apply_run_config
 from baton.schemas import SchemaType, check_node_data
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
@@ -119,6 +120,7 @@ from baton.workflow.execution import message_value
 from baton.workflow.nodes import NodeInput
 
 __all__ = [
+    "AGENT_NAME_LABEL",
     "Agent",
     "AgentMode",
     "InstructionProvider",
@@ -128,6 +130,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger("baton")
+
+AGENT_NAME_LABEL: Final = "adk_agent_name"
+"""The label naming the agent in each model request's `config.labels` (the reference's
+key, for billing reports per agent); a label of that name already there is kept."""
 
 _ROUTING_READ = 16  # earlier events read at first to find who answers a new message
 
@@ -903,6 +909,9 @@ class LlmAgent(BaseAgent):
             # Counted before the call, as the reference does (a callback's reply is not a
             # call); the limit's refusal is not the model's error, so no callback answers it.
             ctx.count_llm_call(self.name)
+            # As the reference labels it, after the callbacks (which see the request without it).
+            labels = request.config.labels = dict(request.config.labels or {})
+            labels.setdefault(AGENT_NAME_LABEL, self.name)
             response = await self._generate_or_recover(request, callback_context, ctx)
         replaced = llm_response(
             self.name,
@@ -979,6 +988,7 @@ class LlmAgent(BaseAgent):
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
         llm = self.canonical_model
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
+        apply_run_config(config, ctx.run_config)
         contents = _with_input_context(ctx, await self._contents(ctx, progress))
         request = LlmRequest(model=llm.model, contents=contents, config=config)
         paragraphs, instruction_turn = await self._instructions(ctx)
