@@ -20,8 +20,8 @@
 - pg/resume-round-trips: statements baton sends during that call, plus BEGIN and
   COMMIT of each explicit transaction. pg/resume-announcements, apart: the NOTIFYs
   telling other processes the question was answered, which a task of their own sends
-  after the answer's commit while the run goes on (the pause's own is sent before the
-  call, as it is long before a person answers).
+  once the run's next step is sent, while that step waits for its commit (the pause's
+  own is sent before the call, as it is long before a person answers).
 - pg/bytes-per-step: growth of baton's tables (`pg_total_relation_size`, after VACUUM)
   over N chain steps, divided by N. VACUUM runs after every chain, as autovacuum does
   on a busy database: each step rewrites the run's and the session's rows, and their

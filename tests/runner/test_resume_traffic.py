@@ -9,17 +9,20 @@ them binding an array.
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from pydantic import JsonValue
 
 from baton import App, FunctionNode, RequestInput, ResumabilityConfig, Runner, Workflow, types
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.services import DatabaseSessionService
-from baton.sessions.sql import SqlStore
+from baton.sessions.sql import SqlStore, listener
 from baton.sessions.store import InvocationStatus
 from tests.store.traffic import traffic
 
 
-def _ask_workflow() -> Workflow:
+def _ask_workflow(last: FunctionNode | None = None) -> Workflow:
     def a(node_input: JsonValue) -> JsonValue:
         return node_input
 
@@ -29,7 +32,7 @@ def _ask_workflow() -> Workflow:
     def b(node_input: JsonValue) -> JsonValue:
         return node_input
 
-    nodes = [FunctionNode(f) for f in (a, ask, b)]
+    nodes = [FunctionNode(f) for f in (a, ask)] + [last or FunctionNode(b)]
     return Workflow(name="resume", edges=[("START", *nodes)])
 
 
@@ -45,12 +48,14 @@ async def _drain(runner: Runner, session_id: str, message: types.Content) -> Non
         pass
 
 
-async def _paused(postgres_url: str) -> tuple[Runner, str, SqlStore]:
-    """A runner on PostgreSQL and a session whose run waits at `ask`."""
+async def _paused(
+    postgres_url: str, last: FunctionNode | None = None
+) -> tuple[Runner, str, SqlStore]:
+    """A runner on PostgreSQL and a session whose run waits at `ask` (then runs `last`)."""
     service = DatabaseSessionService(postgres_url)
     app = App(
         name="app",
-        root_agent=_ask_workflow(),
+        root_agent=_ask_workflow(last),
         resumability_config=ResumabilityConfig(is_resumable=True),
     )
     runner = Runner(app=app, session_service=service)
@@ -58,6 +63,9 @@ async def _paused(postgres_url: str) -> tuple[Runner, str, SqlStore]:
     await _drain(runner, session.id, types.Content(role="user", parts=[types.Part(text="go")]))
     store = service.store
     assert isinstance(store, SqlStore)
+    announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- the pause's own, sent first
+    assert announcer is not None
+    await announcer.flush()
     return runner, session.id, store
 
 
@@ -67,7 +75,10 @@ async def _status(runner: Runner, session_id: str) -> InvocationStatus:
     return invocation.status
 
 
-async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: str) -> None:
+async def test_a_resume_is_single_statements_straight_to_asyncpg(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
     runner, session_id, store = await _paused(postgres_url)
 
     with traffic(store) as seen:
@@ -83,6 +94,35 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(postgres_url: s
     # the answer's step appends two events, answers and notifies in JSON texts: asyncpg
     # encodes an array parameter checking each element in Python (see `sql.step`)
     assert seen.with_arrays == 0
+    # The NOTIFY telling other processes of the answer goes once b's step is sent, while
+    # it waits for its commit: not between the two steps, where the run waited for it.
+    assert seen.announced_after == [3]
+
+
+async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
+    postgres_url: str,
+) -> None:
+    """Held for the run's next statement, the NOTIFY of an answer still goes when that
+    statement is long in coming (here, a node waiting for the test)."""
+    go_on = asyncio.Event()
+
+    async def b(node_input: JsonValue) -> JsonValue:
+        await go_on.wait()
+        return node_input
+
+    runner, session_id, store = await _paused(postgres_url, FunctionNode(b))
+
+    with traffic(store) as seen:
+        answering = asyncio.create_task(_drain(runner, session_id, _answer()))
+        async with asyncio.timeout(30):  # a bound, not a timing: it comes within 0.05 s
+            await seen.announced.wait()
+        sent = list(seen.statements)
+        go_on.set()
+        await answering
+
+    assert await _status(runner, session_id) is InvocationStatus.COMPLETED
+    assert sent == ["WITH", "WITH"]  # the claim and the answer's step; b's not yet
+    assert seen.announced_after == [2]
 
 
 async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> None:

@@ -4,12 +4,14 @@ BEGIN and COMMIT (see `sql.store`); a read of several statements keeps its snaps
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from baton.errors import InvocationBusyError, SessionExistsError, StaleVersionError
-from baton.sessions.sql import SqlStore
+from baton.sessions.sql import SqlStore, listener
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step, texts
 from tests.store.traffic import traffic
@@ -135,6 +137,34 @@ async def test_a_step_opening_or_answering_questions_is_announced_after_its_comm
 
     assert seen.statements == ["WITH", "WITH"]
     assert seen.announcements == 1  # the answer's; a plain step changes no question
+
+
+async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_sent(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NOTIFY of an answer whose run goes on (its lease kept) waits for the run's next
+    statement and goes while that one waits for its commit, not between the two."""
+    monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
+    store = SqlStore(postgres_url)
+    await _paused(store)
+    announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
+    assert announcer is not None
+    await announcer.flush()
+    lease = await store.claim(InvocationId("inv-1"), "alice", TTL)
+
+    with traffic(store) as seen:
+        answer = replace(step(key(), "inv-1", 2, answered={"q": True}), lease=lease)
+        assert await store.commit_step(answer) == 3
+        await asyncio.sleep(0)  # a turn of the event loop, as the engine's before its next step
+        held = seen.announcements
+        last = replace(step(key(), "inv-1", 3, events=(event("done"),)), lease=lease, release=True)
+        assert await store.commit_step(last) == 4
+        await announcer.flush()
+    await store.close()
+
+    assert held == 0
+    assert seen.statements == ["WITH", "WITH"]
+    assert seen.announced_after == [2]  # the answer's, once the run's next step was sent
 
 
 async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:

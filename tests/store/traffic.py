@@ -3,6 +3,7 @@ through the direct asyncpg path (see `sql.postgres`), and transaction commits.""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,13 +23,16 @@ class Traffic:
     """The statements (first word) a store sent, in order; how many of them went to
     asyncpg directly; how many bound an array parameter; the transactions it
     committed through the engine; and apart, the NOTIFY statements that announce its
-    steps to other processes after they commit (in the background, see `Announcer`)."""
+    steps to other processes after they commit (in the background, see `Announcer`),
+    each as the number of statements sent before it."""
 
     statements: list[str] = field(default_factory=list[str])
     direct: int = 0
     with_arrays: int = 0
     commits: int = 0
     announcements: int = 0
+    announced_after: list[int] = field(default_factory=list[int])
+    announced: asyncio.Event = field(default_factory=asyncio.Event)  # set at each
 
     def add(self, sql: str) -> None:
         self.statements.append(sql.split(None, 1)[0].upper())
@@ -52,6 +56,8 @@ def traffic(store: SqlStore) -> Iterator[Traffic]:
     def direct(sql: str) -> None:
         if sql == announcing:
             seen.announcements += 1
+            seen.announced_after.append(len(seen.statements))
+            seen.announced.set()
             return
         seen.add(sql)
         seen.direct += 1

@@ -110,6 +110,11 @@ without waiting for a WAL flush: it writes nothing anyone needs after a crash.""
 Send = Callable[[OneStatement, Mapping[str, Any]], Awaitable[object]]
 
 
+_ANNOUNCE_WITHIN = 0.05
+"""Seconds an announcement for a run that goes on waits at most for the run's next
+statement (see `Announcer.announce`)."""
+
+
 @final
 class Announcer:
     """Tells other processes, after a step commits, that its app's questions changed.
@@ -122,6 +127,13 @@ class Announcer:
     that lock for microseconds. One statement is in flight at a time; the apps announced
     meanwhile go together in the next, since a wake-up only says "look".
 
+    A step after which its run goes on (an answer's, which the run's next node follows)
+    is announced once the run's next statement is on its way (`next_statement`), or
+    `_ANNOUNCE_WITHIN` after the step at the latest: while that statement waits for its
+    commit, not between the two, where the NOTIFY's statement, its reply and the
+    server's work on it delayed the run's next step (a resume's second step was sent
+    after it, on another connection).
+
     A process that dies between a step's commit and its announcement leaves the others
     unwoken: they find its questions at their next look, at most a lease TTL later, as
     they find a lease it took.
@@ -131,17 +143,36 @@ class Announcer:
         self._send = send
         self._pending: set[str] = set()
         self._task: asyncio.Task[None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None  # of the announcements held
 
-    def announce(self, app_name: str) -> None:
-        """Send `NOTIFY baton, app_name` soon (in the background)."""
+    def announce(self, app_name: str, *, run_goes_on: bool = False) -> None:
+        """Send `NOTIFY baton, app_name` soon (in the background); with `run_goes_on`,
+        along with the run's next statement (see the class docstring)."""
         self._pending.add(app_name)
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._send_pending())
+        if not run_goes_on:
+            self._start()
+        elif self._deadline is None:
+            loop = asyncio.get_running_loop()
+            self._deadline = loop.call_later(_ANNOUNCE_WITHIN, self._start)
+
+    def next_statement(self) -> None:
+        """A statement is about to be sent: what is held goes once it is on its way (the
+        sending task starts when the caller awaits the statement's reply)."""
+        if self._deadline is not None:
+            self._start()
 
     async def flush(self) -> None:
         """Wait until every announcement made so far is sent (or failed)."""
+        self._start()
         if self._task is not None:
             await self._task
+
+    def _start(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._pending and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self._send_pending())
 
     async def _send_pending(self) -> None:
         while self._pending:

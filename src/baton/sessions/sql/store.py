@@ -274,6 +274,8 @@ class SqlStore:
             StaleVersionError: `expected_version` is not the invocation's version.
         """
         one_statement = self._dialect.one_statement_step(commit, self._clock())
+        if self._announcer is not None:
+            self._announcer.next_statement()  # an earlier step's, sent while this one waits
         if one_statement is not None:
             version = await self._commit_at_once(commit, *one_statement)
         else:
@@ -283,7 +285,8 @@ class SqlStore:
         if commit.opened or commit.answered or commit.status is InvocationStatus.REWOUND:
             self._wakeups.notify()
             if self._announcer is not None:
-                self._announcer.announce(commit.session.app_name)
+                going_on = commit.lease is not None and not commit.release
+                self._announcer.announce(commit.session.app_name, run_goes_on=going_on)
         return version
 
     async def _commit_at_once(
