@@ -5,13 +5,18 @@ BEGIN and COMMIT (see `sql.store`); a read of several statements keeps its snaps
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
+import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- another process's listener
 import pytest
 
 from baton.errors import InvocationBusyError, SessionExistsError, StaleVersionError
 from baton.sessions.sql import SqlStore, listener
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step, texts
 from tests.store.traffic import traffic
@@ -165,6 +170,46 @@ async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_se
     assert held == 0
     assert seen.statements == ["WITH", "WITH"]
     assert seen.announced_after == [2]  # the answer's, once the run's next step was sent
+
+
+async def test_questions_changed_soon_after_an_announcement_go_together_in_the_next(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load nearly every step changes a question: a NOTIFY each (a transaction,
+    and a delivery to every listening process) was a tenth of the statements of a HITL
+    run. The first goes at once; what follows within the pause after it goes as one,
+    and closing the store sends it without waiting the pause out."""
+    monkeypatch.setattr(listener, "_SPACING", 60.0)  # longer than this test
+    store = SqlStore(postgres_url)
+    session = key(app=f"app-{uuid.uuid4().hex[:8]}")  # its NOTIFYs are this test's alone
+    await store.create_session(session.app_name, USER, session_id=session.session_id)
+    await store.commit_step(step(session, "inv-1", 0, events=(event("hi"),)))
+    other: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(postgres_url).url))  # pyright: ignore[reportUnknownMemberType]
+    heard: asyncio.Queue[str] = asyncio.Queue()
+
+    def hear(*notification: object) -> None:  # connection, pid, channel, payload
+        heard.put_nowait(str(notification[3]))
+
+    await other.add_listener(listener.CHANNEL, hear)
+
+    with traffic(store) as seen:
+        opened = (question(session, "inv-1", "q"),)
+        assert await store.commit_step(step(session, "inv-1", 1, opened=opened)) == 2
+        async with asyncio.timeout(10):
+            while await heard.get() != session.app_name:  # q's, sent at once
+                pass
+        for version, asked in enumerate("rs", start=2):
+            opened = (question(session, "inv-1", asked),)
+            assert await store.commit_step(step(session, "inv-1", version, opened=opened)) == (
+                version + 1
+            )
+        sent_meanwhile = seen.announcements
+        async with asyncio.timeout(10):  # not the pause
+            await store.close()
+    await other.close()
+
+    assert sent_meanwhile == 1  # r's and s's waited for the pause to end
+    assert seen.announcements == 2  # r and s together, sent by the close
 
 
 async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:

@@ -114,6 +114,14 @@ _ANNOUNCE_WITHIN = 0.05
 """Seconds an announcement for a run that goes on waits at most for the run's next
 statement (see `Announcer.announce`)."""
 
+_SPACING = 0.01
+"""Seconds a store waits after a NOTIFY before its next one: another process hears of a
+change at most that much later. Speed: under load nearly every HTTP request commits a
+step that changes a question, and each NOTIFY is a transaction of its own and a delivery
+to every listening process (the sender's included). With only one in flight at a time,
+`bench/http_bench.py` on PostgreSQL sent 0.8-0.9 per HITL run with one server process
+and 1.35-1.4 with two; with this pause 0.35 and 0.7-0.8."""
+
 
 @final
 class Announcer:
@@ -124,8 +132,9 @@ class Announcer:
     commit until the commit's WAL is flushed, so every durable commit that notified
     waited for the one before it, across all connections of all processes (most of a
     busy database's waits). Sent on its own, a NOTIFY commits without a flush and holds
-    that lock for microseconds. One statement is in flight at a time; the apps announced
-    meanwhile go together in the next, since a wake-up only says "look".
+    that lock for microseconds. One statement is in flight at a time, and the next waits
+    `_SPACING` after it: the apps announced meanwhile go together in the next, since a
+    wake-up only says "look".
 
     A step after which its run goes on (an answer's, which the run's next node follows)
     is announced once the run's next statement is on its way (`next_statement`), or
@@ -144,6 +153,7 @@ class Announcer:
         self._pending: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._deadline: asyncio.TimerHandle | None = None  # of the announcements held
+        self._hurry = asyncio.Event()  # set by `flush`: send what is pending without a pause
 
     def announce(self, app_name: str, *, run_goes_on: bool = False) -> None:
         """Send `NOTIFY baton, app_name` soon (in the background); with `run_goes_on`,
@@ -162,9 +172,10 @@ class Announcer:
             self._start()
 
     async def flush(self) -> None:
-        """Wait until every announcement made so far is sent (or failed)."""
+        """Send every announcement made so far now (each sent or failed on return)."""
         self._start()
         if self._task is not None:
+            self._hurry.set()
             await self._task
 
     def _start(self) -> None:
@@ -172,6 +183,7 @@ class Announcer:
             self._deadline.cancel()
             self._deadline = None
         if self._pending and (self._task is None or self._task.done()):
+            self._hurry.clear()
             self._task = asyncio.get_running_loop().create_task(self._send_pending())
 
     async def _send_pending(self) -> None:
@@ -183,3 +195,6 @@ class Announcer:
                 _log.debug("baton: NOTIFY of %s failed (%s)", app_names, error)
             except Exception:
                 _log.warning("baton: NOTIFY of %s failed", app_names, exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_SPACING):
+                    await self._hurry.wait()
