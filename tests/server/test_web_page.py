@@ -29,6 +29,10 @@ ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(os.environ.get("BATON_SCREENSHOTS", "/tmp/baton-screenshots"))
+# How long an expectation on a page waits for it to come true. Playwright's 5 s default
+# was once too short for a page to render under a loaded machine's scheduling (the
+# whole suite beside other work); a page that never gets there still fails.
+expect.set_options(timeout=30_000)
 
 pytestmark = pytest.mark.browser
 
