@@ -170,19 +170,24 @@ async def test_a_person_at_a_terminal_can_retry_and_fill_fields_one_by_one() -> 
     assert "Type the answer as JSON" not in text
 
 
-async def wait_then_a(node_input: object) -> str:
-    await asyncio.sleep(0.3)
-    return "a"
-
-
-async def wait_then_b(node_input: object) -> str:
-    await asyncio.sleep(0.3)
-    return "b"
-
-
 async def test_a_terminal_shows_progress_while_nodes_run() -> None:
     written = io.StringIO()
     console = Console(file=written, force_terminal=True, width=100, color_system=None)
+
+    async def shown(line: str) -> None:
+        """Wait until the spinner has drawn `line` (its thread redraws ~12 times a second)."""
+        async with asyncio.timeout(10):
+            while line not in written.getvalue():  # noqa: ASYNC110 - rich's thread draws it
+                await asyncio.sleep(0.01)
+
+    async def wait_then_a(node_input: object) -> str:
+        await shown("running slow…")
+        return "a"
+
+    async def wait_then_b(node_input: object) -> str:
+        await shown("running slow: after wait_then_a…")
+        return "b"
+
     terminal = Terminal(console, lambda _: None, interactive=False)
     service = InMemorySessionService()
     workflow = Workflow(name="wf", edges=[("START", wait_then_a, wait_then_b)])
