@@ -316,3 +316,68 @@ async def test_the_agents_writes_and_saves_are_on_its_callers_result_event_after
     assert session.state["seen"] == "yes"
     assert ran == ["note"]
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_the_agent_reads_neither_its_callers_temp_nor_adk_keys_and_its_temp_ones_end(
+    stores: StoreFactory,
+) -> None:
+    seen_by: dict[str, dict[str, JsonValue]] = {}
+    keys = ["temp:mine", "_adk_mine", "temp:boss", "_adk_boss", "shared"]
+
+    def look(who: str, tool_context: ToolContext) -> None:
+        seen_by[who] = {k: tool_context.state.get(k) for k in keys}
+
+    def boss_writes(tool_context: ToolContext) -> str:
+        """Writes the caller's keys."""
+        tool_context.state.update({"temp:boss": 1, "_adk_boss": 2, "shared": 3})
+        return "ok"
+
+    def helper_writes(tool_context: ToolContext) -> str:
+        """Writes the helper's keys."""
+        look("helper before", tool_context)
+        tool_context.state.update({"temp:mine": 4, "_adk_mine": 5})
+        return "ok"
+
+    def helper_reads(tool_context: ToolContext) -> str:
+        """Reads them back."""
+        look("helper after", tool_context)
+        return "ok"
+
+    def boss_reads(tool_context: ToolContext) -> str:
+        """Reads after the call."""
+        look("boss after", tool_context)
+        return "ok"
+
+    helper_model = ScriptedModel(
+        responses=[call("helper_writes", "w1"), call("helper_reads", "r1"), "helped"]
+    )
+    helper = LlmAgent(name="helper", model=helper_model, tools=[helper_writes, helper_reads])
+    turns: list[ScriptItem] = [
+        call("boss_writes", "b1"),
+        call("helper", "h1", request="x"),
+        call("boss_reads", "b2"),
+        "done",
+    ]
+    boss_model = ScriptedModel(responses=turns)
+    boss = LlmAgent(
+        name="boss", model=boss_model, tools=[boss_writes, AgentTool(helper), boss_reads]
+    )
+    h = await harness(stores, boss)
+
+    events = await h.start("go")
+
+    # As google-adk 2.13.0's agent sees them: its caller's state but `temp:` and `_adk`
+    # keys, and its own writes; its `temp:` ones end with the call, the rest are its
+    # caller's (on the call's result event too).
+    assert seen_by == {
+        "helper before": {**dict.fromkeys(keys), "shared": 3},
+        "helper after": {**dict.fromkeys(keys), "temp:mine": 4, "_adk_mine": 5, "shared": 3},
+        "boss after": {
+            **dict.fromkeys(keys),
+            "temp:boss": 1,
+            "_adk_boss": 2,
+            "_adk_mine": 5,
+            "shared": 3,
+        },
+    }
+    assert result_of(events, "h1").actions.state_delta == {"_adk_mine": 5}

@@ -167,6 +167,8 @@ class AgentContext(InvocationContext):
         # For an agent called as a tool: the id of its caller's turn that made the call.
         # Its conversation begins after it (see `for_call`).
         self.call_turn: str | None = None
+        # The state as an agent called as a tool sees it (None: the run's, see `state`).
+        self.call_state: State | None = None
 
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
@@ -174,15 +176,20 @@ class AgentContext(InvocationContext):
         child.replays = self.replays
         child.node_agent = self.node_agent
         child.call_turn = self.call_turn
+        child.call_state = self.call_state
         return child
 
-    def for_call(self, branch: str, request: str | None, turn: str) -> AgentContext:
+    def for_call(
+        self, branch: str, request: str | None, turn: str, *, state: State | None = None
+    ) -> AgentContext:
         """The run as an agent called as a tool sees it: on a branch of its own, with the
         call's `request` as its input. Its conversation begins after its caller's `turn`
         (the event with the call), as in the reference, which runs it in a session of its
-        own holding only the request: its model does not see the caller's conversation."""
+        own holding only the request: its model does not see the caller's conversation.
+        `state`: the state it sees (its caller's when None)."""
         child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
         child.call_turn = turn
+        child.call_state = self.call_state if state is None else state
         return child
 
     def for_task(self, branch: str, call_id: str, request: str) -> AgentContext:
@@ -193,6 +200,7 @@ class AgentContext(InvocationContext):
         child.task_call = call_id
         child.node_agent = self.node_agent
         child.call_turn = self.call_turn
+        child.call_state = self.call_state
         return child
 
     @property
@@ -207,8 +215,9 @@ class AgentContext(InvocationContext):
 
     @property
     def state(self) -> State:
-        """Session state: committed values overlaid with this run's pending writes."""
-        return self.run.state
+        """Session state: committed values overlaid with this run's pending writes (as an
+        agent called as a tool sees them, see `call_state`)."""
+        return self.run.state if self.call_state is None else self.call_state
 
     @property
     def resume_inputs(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import final
 from pydantic import JsonValue, ValidationError
 
 from baton.agents.base_agent import BaseAgent
+from baton.agents.call_state import CallState
 from baton.agents.context import AgentContext
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration
@@ -111,6 +112,12 @@ class SingleTurnAgentTool(BaseTool):
         del ctx, call
         return {}, {}
 
+    async def state_for(self, ctx: AgentContext, call: FunctionCall) -> CallState | None:
+        """The state the agent sees on `call`: its caller's (None), as a single-turn
+        sub-agent's in the reference, which runs it in its caller's session."""
+        del ctx, call
+        return None
+
     async def run_agent(self, ctx: AgentContext, call: FunctionCall) -> AsyncGenerator[Event, None]:
         """Run (or resume) the sub-agent on `call`'s request, yielding its events."""
         events = await ctx.log.invocation_events()
@@ -119,8 +126,11 @@ class SingleTurnAgentTool(BaseTool):
         )
         turn = next(made, events[-1].id)  # the caller's turn, committed before its calls run
         branch = call_branch(ctx.branch, self.agent.name, call.id or "")
-        sub_ctx = ctx.for_call(branch, self.request(call.args or {}), turn)
+        state = await self.state_for(ctx, call)
+        sub_ctx = ctx.for_call(branch, self.request(call.args or {}), turn, state=state)
         async for event in self.agent.run_async(sub_ctx):
+            if state is not None:
+                event.actions.state_delta = state.record_writes(event.actions.state_delta)
             yield event
 
 
@@ -175,6 +185,13 @@ class AgentTool(SingleTurnAgentTool):
         self.skip_summarization = skip_summarization
         self.include_plugins = include_plugins
         self.propagate_grounding_metadata = propagate_grounding_metadata
+
+    async def state_for(self, ctx: AgentContext, call: FunctionCall) -> CallState:
+        """The state the agent sees on `call`: its caller's but `temp:` and `_adk` keys,
+        its own `temp:` writes ending with the call (see `CallState`); resumed, it sees
+        the keys it wrote before."""
+        written, _ = await self.forwarded_writes(ctx, call)
+        return CallState(ctx.state, written=written)
 
     async def forwarded_writes(
         self, ctx: AgentContext, call: FunctionCall
