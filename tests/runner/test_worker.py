@@ -272,7 +272,9 @@ async def test_a_deadline_answers_with_on_timeout_and_the_run_goes_on(store: Sto
     assert session is not None
     assert [e.output for e in session.events if e.output is not None][-1] == "escalated"
     assert row.answered_at is not None
-    assert row.answered_at - pending.expires_at < 1.5  # fired within about a second
+    # Fired soon after the deadline: within about a second, or as soon as the worker (started
+    # once the run paused) took its first look. A loaded machine adds seconds to either.
+    assert row.answered_at - pending.expires_at < WITHIN
 
 
 async def test_a_deadline_without_on_timeout_fails_the_node(store: Store) -> None:
