@@ -381,3 +381,27 @@ async def test_the_agent_reads_neither_its_callers_temp_nor_adk_keys_and_its_tem
         },
     }
     assert result_of(events, "h1").actions.state_delta == {"_adk_mine": 5}
+
+
+async def test_a_task_agents_question_is_the_calls_result_and_the_users_reply_goes_to_the_caller(
+    stores: StoreFactory,
+) -> None:
+    helper_model = ScriptedModel(responses=["What is your name?"])
+    helper = LlmAgent(name="helper", mode="task", model=helper_model)
+    boss_model = ScriptedModel(
+        responses=[call("helper", "h1", request="x"), "Helper asks your name.", "Hi Bob"]
+    )
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)]))
+
+    await h.start("go")
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+    events = await h.start("Bob")
+
+    # As in google-adk 2.13.0, which runs the agent with no user to answer it: its
+    # question is the call's result, the run goes on, and the user's reply is the caller's.
+    assert (
+        seen(boss_model.requests[1])[-1] == "user: result helper={'result': 'What is your name?'}"
+    )
+    assert seen(boss_model.requests[2])[-1] == "user: Bob"
+    assert shown(events) == [("boss", ["Hi Bob"])]
+    assert len(helper_model.requests) == 1

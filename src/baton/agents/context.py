@@ -204,6 +204,13 @@ class AgentContext(InvocationContext):
         return child
 
     @property
+    def answers_a_call(self) -> bool:
+        """Whether the agent runs for an `AgentTool`'s call (in its own state view): what
+        it says ends its run as the call's result, a task agent's question too, as in the
+        reference, which runs it without a user to answer."""
+        return self.call_state is not None
+
+    @property
     def invocation_context(self) -> InvocationContext:
         """The invocation's own context (shared by every node run)."""
         return self.run.invocation_context

@@ -1181,7 +1181,7 @@ class LlmAgent(BaseAgent):
             usage_metadata=response.usage_metadata,
         )
         _declare_answers(event, tools)
-        if not calls and self.effective_mode(ctx) == "task":
+        if not calls and self.effective_mode(ctx) == "task" and not ctx.answers_a_call:
             # A question to the user: the run waits for their next message.
             event.long_running_tool_ids = {task_question_id(event.id)}
         elif not calls and self.output_key:
