@@ -30,7 +30,8 @@ json_values: st.SearchStrategy[JsonValue] = st.recursive(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(value=json_values, text=st.text())
 # Bare integers beyond 64 bits: SQLite's numeric affinity once stored them as rounded REALs.
