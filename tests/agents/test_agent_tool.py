@@ -9,10 +9,12 @@ sent its models for the same agents (probed with models that record their reques
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 
 import pytest
 from pydantic import JsonValue
 
+from baton import BaseAgent, InvocationContext
 from baton.agents import LlmAgent, SequentialAgent
 from baton.events import Event
 from baton.models import LlmResponse, ScriptedModel
@@ -23,6 +25,7 @@ from baton.tools import BaseTool, FunctionTool, LongRunningFunctionTool, ToolCon
 from baton.tools.agent_tool import AgentTool
 from baton.tools.base_toolset import BaseToolset
 from baton.types import Content, FunctionCall, Part
+from tests.agents.agents import Runs, Step
 from tests.agents.conftest import runner_with_artifacts
 from tests.agents.quoting import PREAMBLE, called, returned
 from tests.agents.test_single_turn_node import seen
@@ -405,3 +408,43 @@ async def test_a_task_agents_question_is_the_calls_result_and_the_users_reply_go
     assert seen(boss_model.requests[2])[-1] == "user: Bob"
     assert shown(events) == [("boss", ["Hi Bob"])]
     assert len(helper_model.requests) == 1
+
+
+class Pair(BaseAgent):
+    """Runs its sub-agents one after the other, with no checkpoint of its own."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        for sub in self.sub_agents:
+            async for event in sub.run_async(ctx):
+                yield event
+
+
+async def test_an_agent_resumed_in_another_process_runs_its_ended_sub_agents_once(
+    stores: StoreFactory,
+) -> None:
+    runs = Runs()
+
+    def boss(*, resumed: bool) -> LlmAgent:
+        def ticket(reason: str) -> None:
+            """Files a ticket; a person answers it."""
+            del reason
+
+        asks: list[ScriptItem] = [call("ticket", "t1", reason="r")]
+        model = ScriptedModel(responses=["filed"] if resumed else asks)
+        second = LlmAgent(name="second", model=model, tools=[LongRunningFunctionTool(ticket)])
+        pair = Pair(name="pair", sub_agents=[Step(name="first", runs=runs), second])
+        boss_model = ScriptedModel(
+            responses=["done"] if resumed else [call("pair", "p1", request="x")]
+        )
+        return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(pair)])
+
+    first = await harness(stores, boss(resumed=False))
+    await first.start("go")
+    assert (await first.invocation()).status == InvocationStatus.PAUSED
+    runner = runner_with_artifacts(stores, boss(resumed=True))
+    again = Harness(runner, runner.session_service, first.session_id)
+
+    await again.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+
+    assert runs.count == {"first": 1}
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED

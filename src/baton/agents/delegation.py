@@ -29,6 +29,7 @@ from pydantic import JsonValue, ValidationError
 from baton.agents.base_agent import BaseAgent
 from baton.agents.call_state import CallState
 from baton.agents.context import AgentContext
+from baton.agents.replay import count_replays
 from baton.events import Event
 from baton.models.llm import FunctionDeclaration
 from baton.sessions.store import strip_temp_state
@@ -128,6 +129,10 @@ class SingleTurnAgentTool(BaseTool):
         branch = call_branch(ctx.branch, self.agent.name, call.id or "")
         state = await self.state_for(ctx, call)
         sub_ctx = ctx.for_call(branch, self.request(call.args or {}), turn, state=state)
+        # Resumed, the agent re-executes its code from its last checkpoint: the runs of
+        # its sub-agents that ended since are not run again (see baton.agents.replay).
+        ran = [e for e in events if _ran_below(e, branch)]
+        sub_ctx.replays.update(count_replays(self.agent, ctx.ended_agents, ran))
         async for event in self.agent.run_async(sub_ctx):
             if state is not None:
                 event.actions.state_delta = state.record_writes(event.actions.state_delta)
@@ -141,6 +146,11 @@ def _ran_for_call(event: Event, branch: str) -> bool:
         return True
     below = (event.branch or "").removeprefix(f"{branch}.")
     return below != (event.branch or "") and "@" not in below
+
+
+def _ran_below(event: Event, branch: str) -> bool:
+    """Whether `event` is of a call's run on `branch`: on it or on a branch below it."""
+    return event.branch == branch or (event.branch or "").startswith(f"{branch}.")
 
 
 def call_branch(branch: str | None, agent: str, call_id: str) -> str:
@@ -204,7 +214,7 @@ class AgentTool(SingleTurnAgentTool):
         state: dict[str, JsonValue] = {}
         artifacts: dict[str, int] = {}
         for event in await ctx.log.invocation_events():
-            if event.branch == branch or (event.branch or "").startswith(f"{branch}."):
+            if _ran_below(event, branch):
                 state.update(event.actions.state_delta)
                 artifacts.update(event.actions.artifact_delta)
         return strip_temp_state(state), artifacts
