@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import sys
+from asyncio.subprocess import PIPE
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,21 @@ async def _running(store: Store, invocation_id: str = "inv-1", session_id: str =
         await store.create_session(APP, USER, session_id=SessionId(session_id), state={"n": 0})
     await store.commit_step(step(key(session_id), invocation_id, 0, checkpoint={"at": 0}))
     await store.commit_step(step(key(session_id), invocation_id, 1, events=(event("one"),)))
+
+
+@contextmanager
+def sqlite_statements() -> Iterator[list[str]]:
+    """The first word of every statement SQLite connections opened meanwhile run."""
+    sent: list[str] = []
+
+    def trace(connection: sqlite3.Connection, _record: object) -> None:
+        connection.set_trace_callback(lambda sql: sent.append(sql.split(None, 1)[0].upper()))
+
+    sql_events.listen(Pool, "connect", trace)
+    try:
+        yield sent
+    finally:
+        sql_events.remove(Pool, "connect", trace)
 
 
 @pytest.mark.parametrize("expected", [1, 3, 9])
@@ -190,27 +209,84 @@ async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> N
 async def test_a_plain_step_on_sqlite_reads_nothing_back(
     tmp_path: Path,
 ) -> None:
-    sent: list[str] = []
-
-    def trace(connection: sqlite3.Connection, _record: object) -> None:
-        connection.set_trace_callback(lambda sql: sent.append(sql.split(None, 1)[0].upper()))
-
-    sql_events.listen(Pool, "connect", trace)
-    store = SqlStore(sqlite_url(tmp_path))
-    try:
-        await _running(store)
-        before = len(sent)
-        assert await store.commit_step(step(key(), "inv-1", 2, events=(event("x"),))) == 3
-        landed = sent[before:]
-        with pytest.raises(StaleVersionError, match="'inv-1' is at version 3, not 2"):
-            await store.commit_step(step(key(), "inv-1", 2, events=(event("late"),)))
-    finally:
-        sql_events.remove(Pool, "connect", trace)
-        await store.close()
+    with sqlite_statements() as sent:
+        store = SqlStore(sqlite_url(tmp_path))
+        try:
+            await _running(store)
+            before = len(sent)
+            assert await store.commit_step(step(key(), "inv-1", 2, events=(event("x"),))) == 3
+            landed = sent[before:]
+            with pytest.raises(StaleVersionError, match="'inv-1' is at version 3, not 2"):
+                await store.commit_step(step(key(), "inv-1", 2, events=(event("late"),)))
+        finally:
+            await store.close()
 
     # The session's update, by the primary key its earlier steps read; the invocation's
     # update, whose count says it advanced (its new version is known); the event.
     assert landed == ["BEGIN", "UPDATE", "UPDATE", "INSERT", "COMMIT"]
+
+
+_CREATE_AND_RUN = """
+import asyncio, sys
+from baton.sessions.sql import SqlStore
+from tests.store.builders import APP, USER, event, key, step
+
+async def main():
+    store = SqlStore(sys.argv[1])
+    try:
+        await store.create_session(APP, USER, session_id="s1")
+        await store.commit_step(step(key(), "inv-1", 0, checkpoint={"at": 0}))
+        await store.commit_step(step(key(), "inv-1", 1, events=(event("one"),)))
+    finally:
+        await store.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_step_after_reading_a_session_another_process_made_reads_nothing_back(
+    tmp_path: Path,
+) -> None:
+    # Two server processes share a SQLite file; requests go to them in turn: one
+    # creates the session and starts the run, the other reads it and steps it on.
+    url = sqlite_url(tmp_path)
+    other = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _CREATE_AND_RUN, url, stdout=PIPE, stderr=PIPE
+    )
+    _, errors = await other.communicate()
+    assert other.returncode == 0, errors.decode()
+    with sqlite_statements() as sent:
+        store = SqlStore(url)
+        try:
+            assert await store.get_session(key(), with_events=False) is not None
+            before = len(sent)
+            assert await store.commit_step(step(key(), "inv-1", 2, events=(event("x"),))) == 3
+            landed = sent[before:]
+            found = await store.get_session(key())
+        finally:
+            await store.close()
+
+    # The session's row read told its primary key: the step reads nothing back.
+    assert landed == ["BEGIN", "UPDATE", "UPDATE", "INSERT", "COMMIT"]
+    assert found is not None
+    assert texts(found.events) == ["one", "x"]
+
+
+async def test_the_first_step_in_a_session_this_store_created_reads_nothing_back(
+    tmp_path: Path,
+) -> None:
+    with sqlite_statements() as sent:
+        store = SqlStore(sqlite_url(tmp_path))
+        try:
+            await store.create_session(APP, USER, session_id=SessionId("s1"))
+            before = len(sent)
+            await store.commit_step(step(key(), "inv-1", 0, checkpoint={"at": 0}))
+            landed = sent[before:]
+        finally:
+            await store.close()
+
+    # The new row's key came back with its insert: the session is touched by it.
+    assert "SELECT" not in landed, landed
 
 
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(

@@ -59,6 +59,7 @@ __all__ = [
     "recent_sessions",
     "session_from",
     "session_interrupts_from",
+    "session_pk",
 ]
 
 _SESSION_ROW = (*sessions.c, *SHARED_OF_SESSION)
@@ -160,7 +161,7 @@ def get_session(
         return None
     session = session_from(rows[0])
     if with_events:
-        pk = rows[0][_SESSION_COLUMNS.index("pk")]
+        pk = session_pk(rows[0])
         session.events = _load_events(connection, pk, event_limit, events_after)
     return session
 
@@ -168,6 +169,14 @@ def get_session(
 def events_from(rows: list[tuple[Any, ...]]) -> list[Event]:
     """The events in rows of `INVOCATION_EVENTS`."""
     return [event_from_row(*row) for row in rows]
+
+
+def session_pk(row: tuple[Any, ...]) -> int:
+    """The primary key in a row of `SESSION`."""
+    return row[_SESSION_PK_AT]
+
+
+_SESSION_PK_AT = _SESSION_COLUMNS.index("pk")
 
 
 def session_from(row: tuple[Any, ...]) -> Session:

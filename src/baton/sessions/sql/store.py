@@ -211,6 +211,10 @@ class SqlStore:
             rows = await self._one(statement, params, write=True)
             if not rows:
                 raise writes.session_taken(session)
+            # The new row's key: the run's first step touches the session by it.
+            self._session_keys.remember(
+                SessionKey(app_name, user_id, SessionId(session.id)), rows[0][0]
+            )
             shared = rows[0][1:]  # after the new row's key: its app's and user's keys
         app, user = shared
         session.state = merge_shared_state(session.state, app or {}, user or {})
@@ -236,7 +240,12 @@ class SqlStore:
                 reads.get_session, self._dialect, key, True, event_limit, events_after
             )
         rows = await self._one(reads.SESSION, session_params(key), write=False)
-        return reads.session_from(rows[0]) if rows else None
+        if not rows:
+            return None
+        # Its key, for the steps that follow (a session another process created or
+        # stepped: requests of one run spread over server processes).
+        self._session_keys.remember(key, reads.session_pk(rows[0]))
+        return reads.session_from(rows[0])
 
     async def list_question_checkpoints(self, key: SessionKey) -> dict[tuple[str, str], JsonValue]:
         """(invocation id, interrupt id) -> the invocation's checkpoint when it asked that."""
