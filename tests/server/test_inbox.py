@@ -16,7 +16,7 @@ from tests.server.conftest import Live
 
 async def next_frame(lines: Any) -> dict[str, Any]:
     """The next `data:` frame of an SSE line iterator (keep-alive comments skipped)."""
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(20):
         async for line in lines:
             if line.startswith("data: "):
                 frame: dict[str, Any] = json.loads(line.removeprefix("data: "))
@@ -212,7 +212,7 @@ async def test_streams_end_when_the_server_drains(start_live: Any) -> None:
         await next_frame(pending_lines)
         assert live.app is not None
         live.app.state.drain()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(20):
             assert [line async for line in inbox_lines if line.startswith("data:")] == []
             assert [line async for line in pending_lines if line.startswith("data:")] == []
 
