@@ -152,7 +152,13 @@ class Announcer:
         self._send = send
         self._pending: set[str] = set()
         self._task: asyncio.Task[None] | None = None
-        self._deadline: asyncio.TimerHandle | None = None  # of the announcements held
+        self._held = False  # the pending ones wait for the next statement
+        # Armed when one is held and none is armed, never cancelled: asyncio keeps a
+        # cancelled timer in its heap until its time, and one armed and cancelled per
+        # answer cost a resume ~90 Python calls (TimerHandle.__lt__ on every heap
+        # operation), more than the NOTIFY it moved. It fires for whatever is held
+        # then, sooner than `_ANNOUNCE_WITHIN` for what was held last.
+        self._deadline: asyncio.TimerHandle | None = None
         self._hurry = asyncio.Event()  # set by `flush`: send what is pending without a pause
 
     def announce(self, app_name: str, *, run_goes_on: bool = False) -> None:
@@ -161,14 +167,16 @@ class Announcer:
         self._pending.add(app_name)
         if not run_goes_on:
             self._start()
-        elif self._deadline is None:
+            return
+        self._held = True
+        if self._deadline is None:
             loop = asyncio.get_running_loop()
-            self._deadline = loop.call_later(_ANNOUNCE_WITHIN, self._start)
+            self._deadline = loop.call_later(_ANNOUNCE_WITHIN, self._on_deadline)
 
     def next_statement(self) -> None:
         """A statement is about to be sent: what is held goes once it is on its way (the
         sending task starts when the caller awaits the statement's reply)."""
-        if self._deadline is not None:
+        if self._held:
             self._start()
 
     async def flush(self) -> None:
@@ -178,10 +186,12 @@ class Announcer:
             self._hurry.set()
             await self._task
 
+    def _on_deadline(self) -> None:
+        self._deadline = None
+        self._start()
+
     def _start(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._held = False
         if self._pending and (self._task is None or self._task.done()):
             self._hurry.clear()
             self._task = asyncio.get_running_loop().create_task(self._send_pending())
