@@ -9,7 +9,7 @@ sent its models for the same agents (probed with models that record their reques
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 import pytest
 from pydantic import JsonValue
@@ -271,6 +271,20 @@ def helper_tools(ran: list[str]) -> list[BaseTool]:
     return [FunctionTool(note), LongRunningFunctionTool(ticket)]
 
 
+async def answered_after_a_restart(
+    stores: StoreFactory, boss: Callable[..., LlmAgent]
+) -> tuple[Harness, list[Event]]:
+    """Start `boss(resumed=False)`, whose call's agent asks ticket "t1"; answer it from
+    another process running `boss(resumed=True)`: that process and what it streamed."""
+    first = await harness(stores, boss(resumed=False))
+    await first.start("go")
+    assert (await first.invocation()).status == InvocationStatus.PAUSED
+    runner = runner_with_artifacts(stores, boss(resumed=True))
+    again = Harness(runner, runner.session_service, first.session_id)
+    events = await again.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+    return again, events
+
+
 def result_of(events: list[Event], call_id: str) -> Event:
     [event] = [
         e
@@ -293,22 +307,16 @@ async def test_the_agents_writes_and_saves_are_on_its_callers_result_event_after
         boss_model = ScriptedModel(responses=["done"] if resumed else boss_turns)
         return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)])
 
-    first = await harness(stores, boss(resumed=False))
-    await first.start("go")
-    assert (await first.invocation()).status == InvocationStatus.PAUSED
     # Another process answers: the helper continues after its question, once.
-    runner = runner_with_artifacts(stores, boss(resumed=True))
-    again = Harness(runner, runner.session_service, first.session_id)
-
-    events = await again.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+    again, events = await answered_after_a_restart(stores, boss)
 
     # As google-adk 2.13.0 shows them: the agent's writes but `temp:` ones, and its
     # saves, on the caller's result event (streamed and stored alike).
     result = result_of(events, "h1")
     assert result.actions.state_delta == {"seen": "yes"}
     assert result.actions.artifact_delta == {"note.txt": 0}
-    session = await runner.session_service.get_session(
-        app_name="app", user_id="u", session_id=first.session_id
+    session = await again.runner.session_service.get_session(
+        app_name="app", user_id="u", session_id=again.session_id
     )
     assert session is not None
     stored = result_of(session.events, "h1")
@@ -438,13 +446,7 @@ async def test_an_agent_resumed_in_another_process_runs_its_ended_sub_agents_onc
         )
         return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(pair)])
 
-    first = await harness(stores, boss(resumed=False))
-    await first.start("go")
-    assert (await first.invocation()).status == InvocationStatus.PAUSED
-    runner = runner_with_artifacts(stores, boss(resumed=True))
-    again = Harness(runner, runner.session_service, first.session_id)
-
-    await again.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
+    again, _ = await answered_after_a_restart(stores, boss)
 
     assert runs.count == {"first": 1}
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
