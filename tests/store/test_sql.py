@@ -6,7 +6,6 @@ import asyncio
 import sqlite3
 import sys
 import threading
-import time
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -14,7 +13,6 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
@@ -954,8 +952,8 @@ async def test_sqlite_transactions_run_inline_again_once_the_worker_is_done(
     tmp_path: Path,
 ) -> None:
     """Transactions arriving while one waits out another process's write lock wait for
-    it, then run on the event loop's thread again, though more keep arriving: they do not
-    stay queued on the worker, a thread hop each, for as long as the load lasts."""
+    it, then run on the event loop's thread, though more keep arriving: none goes to a
+    thread, a hop each, for as long as the load lasts."""
     path = tmp_path / "convoy.db"
 
     def thread(connection: Connection) -> int:
@@ -980,10 +978,51 @@ async def test_sqlite_transactions_run_inline_again_once_the_worker_is_done(
         assert not waiting.done()
         other.execute("COMMIT")
         other.close()
-        assert await waiting != threading.get_ident()  # it waited on the worker
+        assert await waiting == threading.get_ident()  # it waited on the loop
         await asyncio.gather(*clients)
     assert len(after) > 8 * 25
     assert set(after) == {threading.get_ident()}
+
+
+_HOLD_THE_WRITE_LOCK = """
+import sqlite3, sys
+other = sqlite3.connect(sys.argv[1], isolation_level=None)
+other.execute("BEGIN IMMEDIATE")
+print("holding", flush=True)
+sys.stdin.readline()
+other.execute("COMMIT")
+"""
+
+
+async def test_sqlite_waits_for_another_process_lock_on_the_event_loop(tmp_path: Path) -> None:
+    """A commit finding another server process holding the write lock is tried again on
+    the event loop's thread, which keeps serving meanwhile: no thread, whose every try
+    waited for the busy loop to hand over the GIL (up to 5 ms each)."""
+    path = tmp_path / "two.db"
+
+    def thread(connection: Connection) -> int:
+        connection.execute(text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+        return threading.get_ident()
+
+    async with _database(f"sqlite:///{path}") as database:
+        await database.transact(thread, write=True)  # the file is in WAL mode
+        other = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(path), stdin=PIPE, stdout=PIPE
+        )
+        assert other.stdin is not None
+        assert other.stdout is not None
+        try:
+            assert await other.stdout.readline() == b"holding\n"
+            waiting = asyncio.create_task(database.transact(thread, write=True))
+            for _ in range(5):
+                await asyncio.sleep(0.005)  # the loop runs while the commit waits
+            assert not waiting.done()
+            other.stdin.write(b"release\n")
+            await other.stdin.drain()
+            assert await waiting == threading.get_ident()
+        finally:
+            other.stdin.close()
+            assert await other.wait() == 0
 
 
 async def test_sqlite_takes_the_write_lock_within_a_millisecond_of_its_release(
@@ -1001,12 +1040,12 @@ async def test_sqlite_takes_the_write_lock_within_a_millisecond_of_its_release(
     pauses: list[tuple[float, bool]] = []  # each pause between tries; after the release?
     tried, released = threading.Event(), threading.Event()
 
-    def pause(seconds: float) -> None:
+    async def pause(seconds: float) -> None:
         pauses.append((seconds, released.is_set()))
         tried.set()
-        time.sleep(seconds)
+        await asyncio.sleep(seconds)
 
-    monkeypatch.setattr(executors, "time", SimpleNamespace(monotonic=time.monotonic, sleep=pause))
+    monkeypatch.setattr(executors, "_pause", pause)
     async with _database(f"sqlite:///{path}") as database:
         await database.transact(_nothing, write=False)  # the file is in WAL mode
         other = sqlite3.connect(path, isolation_level=None)

@@ -1,4 +1,4 @@
-"""Running one transaction on each database: the caller's thread or a worker for SQLite,
+"""Running one transaction on each database: the event loop's thread for SQLite,
 asyncpg for PostgreSQL.
 
 The store's SQL is synchronous functions over a `Connection` (one code path for both
@@ -9,11 +9,11 @@ On SQLite a transaction runs right on the event loop's thread when it can: the d
 is synchronous and a step's transaction takes tens of microseconds, less than handing
 it to another thread and back. It must never wait there, so that connection has no
 busy timeout: when another process holds the write lock, BEGIN fails at once, before
-anything ran, and the transaction goes to a worker thread, which waits out the lock
-(`_begin_waiting`, in steps of at most a millisecond). WAL checkpoints, which sync the
-file to disk, run on the worker too. Transactions arriving while the worker waits for
-the lock, or while it finishes a checkpoint holding writers off, wait for it, then run
-inline again.
+anything ran, and the transaction is tried again on the loop after a pause
+(`_wait_for_lock`, pauses of at most a millisecond). WAL checkpoints, which sync the
+file to disk, run on a worker thread. Transactions arriving while one waits for the
+lock, or while the worker finishes a checkpoint holding writers off, wait for it, then
+run inline again.
 
 On PostgreSQL the function runs through the asyncpg engine's `run_sync`, and a
 single statement on the hot path (`one`) goes straight to asyncpg (see `postgres`).
@@ -92,7 +92,7 @@ class Executor(Protocol):
 
 @final
 class SqliteExecutor:
-    """Transactions inline on the event loop's thread, or on one worker when they must wait.
+    """Transactions inline on the event loop's thread; WAL checkpoints on one worker.
 
     Two connections: the inline one (busy_timeout 0, no automatic WAL checkpoints) is
     used only on the loop's thread; the worker's only on the worker thread, which starts
@@ -109,8 +109,9 @@ class SqliteExecutor:
         self._connection: Connection | None = None
         self._commits = 0  # inline write commits since the last WAL checkpoint
         self._copying: asyncio.Future[None] | None = None  # a checkpoint's first part
-        # The worker's latest job: a WAL checkpoint, or a transaction waiting out another
-        # process's write lock. While it runs, this store's other transactions wait.
+        # The latest job others wait for: a WAL checkpoint on the worker, or a transaction
+        # waiting out another process's write lock on the loop. While it runs, this store's
+        # other transactions wait.
         self._busy: asyncio.Future[Any] | None = None
 
     async def transact(self, fn: Callable[[Connection, *Ts], T], *args: *Ts, write: bool) -> T:
@@ -125,13 +126,46 @@ class SqliteExecutor:
             if write:
                 self._after_commit()
             return result
-        job = self._start_on_worker(self._run, fn, args, write)
+        job = asyncio.ensure_future(self._wait_for_lock(fn, args, write))
+        self._busy = job
         return await job
 
+    async def _wait_for_lock(
+        self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool
+    ) -> T:
+        """`fn` inline once another process's write lock is released: tried again after
+        pauses that start at 0.1 ms and grow to 1 ms, for up to BUSY_TIMEOUT_MS.
+
+        SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... 100 ms between
+        tries: a lock held 4 ms cost 8 ms of waiting, and meanwhile every other
+        transaction of this store waits for this one (`_worker_done`). Waiting on a
+        worker thread instead cost each try a hand-over of the GIL, which a busy event
+        loop gives up only every 5 ms (`sys.getswitchinterval`): two server processes
+        on one file (bench/http_bench.py, 16 clients) each spent 2.6-3.9 ms per wait, and
+        the requests queued meanwhile cost CPU to suspend and resume.
+
+        Raises:
+            DBAPIError: the lock was still held when the time was up ("database is locked").
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        pause = _FIRST_PAUSE
+        while True:
+            await _pause(pause)
+            try:
+                result = self._run_inline(fn, args, write)
+            except _LockedError as locked:
+                if time.monotonic() >= deadline:
+                    begin = _begin(write)
+                    raise DBAPIError.instance(begin, None, locked.busy, sqlite3.Error) from locked
+                pause = min(pause * 2, _LONGEST_PAUSE)
+                continue
+            if write:
+                self._after_commit()
+            return result
+
     async def _worker_done(self) -> None:
-        """Wait until the worker's job is done: its transaction holds the write lock, or
-        its checkpoint needs the writers held off, and this store's transactions stay in
-        order.
+        """Wait until the busy job is done: a transaction waiting for the write lock
+        (`_wait_for_lock`), or a checkpoint that needs the writers held off.
 
         Waiting here, rather than queueing every later transaction on the worker,
         costs no thread hop: a queue that new transactions keep joining under load
@@ -190,7 +224,7 @@ class SqliteExecutor:
             cursor.execute(_begin(write))
         except sqlite3.OperationalError as error:
             if error.sqlite_errorname == "SQLITE_BUSY":
-                raise _LockedError from error
+                raise _LockedError(error) from error
             raise
         return _run_begun(connection, cursor, fn, args)
 
@@ -241,12 +275,6 @@ class SqliteExecutor:
             self._connection = self._engine.connect()
         return self._connection
 
-    def _run(self, fn: Callable[[Connection, *Ts], T], args: tuple[*Ts], write: bool) -> T:
-        connection = self._worker_connection()
-        cursor = sqlite_driver(connection).cursor()
-        _begin_waiting(cursor, _begin(write))
-        return _run_begun(connection, cursor, fn, args)
-
     def _dispose(self) -> None:
         if self._connection is not None:
             self._connection.close()
@@ -264,6 +292,10 @@ it has until `_CHECKPOINT_EVERY` to finish before the store's transactions wait 
 
 class _LockedError(Exception):
     """Another connection holds the SQLite write lock: the transaction must wait for it."""
+
+    def __init__(self, busy: sqlite3.OperationalError) -> None:
+        super().__init__(str(busy))
+        self.busy = busy
 
 
 def _begin(write: bool) -> str:
@@ -292,42 +324,10 @@ def _run_begun(
     return result
 
 
-def _begin_waiting(cursor: sqlite3.Cursor, begin: str) -> None:
-    """`begin` by a cursor of the worker's connection, retried while another process
-    holds the lock, for up to BUSY_TIMEOUT_MS.
-
-    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ... 100 ms between tries: a
-    lock held 4 ms cost 8 ms of waiting, one held 12 ms cost 18, and meanwhile every
-    other transaction of this store waits for this one (`_worker_done`). Two server
-    processes on one file took turns that way, and each turn's lost milliseconds landed
-    in the answers' 99th percentile. Here the pauses start at 0.1 ms and grow to 1 ms,
-    so the lock is taken within a millisecond of its release.
-
-    Raises:
-        DBAPIError: the lock was still held when the time was up ("database is locked").
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    pause = _FIRST_PAUSE
-    cursor.execute("PRAGMA busy_timeout = 0")
-    try:
-        while True:
-            try:
-                cursor.execute(begin)
-                return
-            except sqlite3.OperationalError as error:
-                if error.sqlite_errorname != "SQLITE_BUSY":
-                    raise
-                if time.monotonic() >= deadline:
-                    raise DBAPIError.instance(begin, None, error, sqlite3.Error) from error
-            time.sleep(pause)
-            pause = min(pause * 2, _LONGEST_PAUSE)
-    finally:
-        # Its WAL checkpoints wait for other processes' writers with SQLite's own handler.
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
+_pause = asyncio.sleep  # a waiting transaction's pauses (tests watch them)
 
 _FIRST_PAUSE = 0.0001
-"""Seconds between the first two tries of a BEGIN waiting for the write lock."""
+"""Seconds before the second try of a transaction waiting for the write lock."""
 
 _LONGEST_PAUSE = 0.001
 """Seconds between tries at most, however long the lock stays held."""
