@@ -11,7 +11,7 @@ import asyncio
 import enum
 import types
 from collections import deque
-from collections.abc import Generator, Iterable
+from collections.abc import Awaitable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -802,6 +802,13 @@ class _Renewal:
 
 
 @types.coroutine
+def _pass_nothing() -> Generator[None, None, None]:
+    """Done as soon as awaited: a hand-over with nothing to wait for."""
+    return
+    yield  # a generator, so that `types.coroutine` makes it awaitable
+
+
+@types.coroutine
 def _pass_turn() -> Generator[None, None, None]:
     """Let every other ready task run once, as `asyncio.sleep(0)` does (its own bare
     yield), without the `sleep` coroutine around it: one frame fewer on every step."""
@@ -845,13 +852,23 @@ class _Outbox:
         self.put_all(())
         self._release()
 
-    async def handed_over(self) -> None:
-        """Wait until the caller has taken every buffered event and asked for more."""
+    def handed_over(self) -> Awaitable[None]:
+        """Await the result to wait until the caller has taken every buffered event and
+        asked for more.
+
+        Speed: not a coroutine of its own. In the caller's task (the common case) the
+        engine awaits `park` itself: a frame fewer to make on every step, and for the
+        step's hand-over to pass through twice.
+        """
         if not self._attached or self._closed or not self._items:
-            return
+            return _pass_nothing()
         if parks():
-            await park()  # in the caller's task: back when the caller asks for more
-            return
+            return park()  # in the caller's task: back when the caller asks for more
+        return self._taken_by_caller()
+
+    async def _taken_by_caller(self) -> None:
+        """Wait, in a task of the engine's own, until the caller has taken every buffered
+        event and asked for more."""
         # Speed: one bare yield first. `put_all` already scheduled a waiting caller, so it
         # runs ahead of this step in the next loop iteration; when it has taken everything
         # and waits again by then (the common case), the step goes on in that same
@@ -868,7 +885,9 @@ class _Outbox:
         driver = self._driver
         if not self._items and driver is not None and driver.task is None and not driver.done():
             # The caller asks for more: the engine goes on, here, to the next hand-over.
-            await driver.advance()
+            waiting = driver.advance()
+            if waiting is not None:
+                await waiting
         if not self._items and not self._closed:
             self._release()  # the caller asks for more: whatever it was given is taken
             # Speed: one bare yield before a future, as `handed_over` does. The step that

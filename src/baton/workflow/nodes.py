@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from functools import cached_property, partial
 from typing import (
     TYPE_CHECKING,
@@ -400,12 +400,29 @@ class FunctionNode(BaseNode):
         register with the loop, drive and close on every run."""
         return self._calling[1] in _RETURNS_ONCE
 
-    async def call(self, ctx: Context, node_input: NodeInput) -> object:
+    def call(self, ctx: Context, node_input: NodeInput) -> Awaitable[object]:
         """Run a function that returns once (see `returns_once`): an `async def` one on the
         loop, a plain one in a worker thread (`baton.threads`), so one that blocks never
-        holds the event loop."""
+        holds the event loop. Await the result for the function's.
+
+        Speed: an `async def` function that needs no confirmation is awaited as it is,
+        without a coroutine of this method's around it (every run of such a node).
+        """
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
+        if kind == "coroutine" and self.require_confirmation is False:
+            return func(**kwargs)
+        return self._call_gated(ctx, node_input, kwargs, kind, func)
+
+    async def _call_gated(
+        self,
+        ctx: Context,
+        node_input: NodeInput,
+        kwargs: dict[str, Any],
+        kind: str,
+        func: Callable[..., Any],
+    ) -> object:
+        """`call` for a function that may need confirmation, or runs in a worker thread."""
         if self.require_confirmation is not False:
             instead = await confirmation_gate(
                 self.name, self.require_confirmation, ctx, node_input, kwargs
