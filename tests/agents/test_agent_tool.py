@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 
 import pytest
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from baton import BaseAgent, InvocationContext
 from baton.agents import LlmAgent, SequentialAgent
@@ -449,4 +449,64 @@ async def test_an_agent_resumed_in_another_process_runs_its_ended_sub_agents_onc
     again, _ = await answered_after_a_restart(stores, boss)
 
     assert runs.count == {"first": 1}
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+class Booking(BaseModel):
+    room: str
+    nights: int
+
+
+async def test_a_task_agents_finish_task_result_is_the_calls_result_not_its_earlier_text(
+    stores: StoreFactory,
+) -> None:
+    said = LlmResponse(
+        content=Content(
+            role="model",
+            parts=[
+                Part(text="Booking it."),
+                Part(function_call=FunctionCall(id="f1", name="finish_task", args={})),
+            ],
+        )
+    )
+    finish = call("finish_task", "f2", room="blue", nights=2)
+    helper_model = ScriptedModel(responses=[said, finish])
+    helper = LlmAgent(name="helper", mode="task", model=helper_model, output_schema=Booking)
+    boss_model = ScriptedModel(responses=[call("helper", "h1", request="x"), "Booked."])
+    h = await harness(stores, LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)]))
+
+    await h.start("go")
+
+    # google-adk 2.13.0 gives "" (the task's result is lost); baton gives what the agent
+    # gave finish_task, not the text of one of its earlier turns.
+    assert seen(boss_model.requests[1])[-1] == "user: result helper={'room': 'blue', 'nights': 2}"
+
+
+async def test_a_task_agent_resumed_in_another_process_gives_its_result_to_its_caller_once(
+    stores: StoreFactory,
+) -> None:
+    ran: list[str] = []
+    boss_models: list[ScriptedModel] = []
+
+    def boss(*, resumed: bool) -> LlmAgent:
+        asks: list[ScriptItem] = [call("ticket", "t1", reason="r")]
+        finish = call("finish_task", "f1", result="ticket filed")
+        helper_model = ScriptedModel(responses=[finish] if resumed else asks)
+        helper = LlmAgent(
+            name="helper", mode="task", model=helper_model, tools=helper_tools(ran)[1:]
+        )
+        boss_model = ScriptedModel(
+            responses=["done"] if resumed else [call("helper", "h1", request="x")]
+        )
+        boss_models.append(boss_model)
+        return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(helper)])
+
+    again, events = await answered_after_a_restart(stores, boss)
+
+    assert result_of(events, "h1").get_function_responses()[0].response == {
+        "result": "ticket filed"
+    }
+    assert [seen(r)[-1] for r in boss_models[1].requests] == [
+        "user: result helper={'result': 'ticket filed'}"
+    ]
     assert (await again.invocation()).status == InvocationStatus.COMPLETED

@@ -87,22 +87,31 @@ class SingleTurnAgentTool(BaseTool):
             f"sub-agent tool '{self.name}' runs through its parent LlmAgent."
         )
 
-    async def progress(self, ctx: AgentContext, call: FunctionCall) -> tuple[bool, str | None]:
+    async def progress(self, ctx: AgentContext, call: FunctionCall) -> tuple[bool, JsonValue]:
         """Whether the sub-agent's run for `call` began, and its reply once it ended (None
-        before), read from the call's branch: the last text of the agents that ran there
+        before), read from the call's branch: the last reply of the agents that ran there
         (its own, or its sub-agents': a sequence's last, one it transferred to), its text
-        parts but thoughts joined by newlines, as the reference's; "" for none."""
+        parts but thoughts joined by newlines, as the reference's; "" for none. A task
+        agent's reply is the result it gave `finish_task` (the reference's is "": the
+        result would be lost to the caller's model)."""
         branch = call_branch(ctx.branch, self.agent.name, call.id or "")
         events = await ctx.log.invocation_events()
         below = [e for e in events if _ran_for_call(e, branch)]
         mine = [e for e in below if e.author == self.agent.name and e.branch == branch]
         if not any(e.actions.end_of_agent for e in mine):
             return bool(mine), None
-        replies = (e.content for e in reversed(below) if e.content and e.content.role == "model")
-        texts = (
-            "\n".join(p.text for p in c.parts or [] if p.text and not p.thought) for c in replies
-        )
-        return True, next((t for t in texts if t), "")
+        for index in reversed(range(len(below))):
+            event = below[index]
+            content = event.content
+            if content is not None and content.role == "model":
+                text = "\n".join(p.text for p in content.parts or [] if p.text and not p.thought)
+                if text:
+                    return True, text
+            agent = self.agent.find_agent(event.author) or self.agent
+            result = agent.task_result(event, below[:index]) if agent.name == event.author else None
+            if result is not None:
+                return True, result[0]
+        return True, ""
 
     async def forwarded_writes(
         self, ctx: AgentContext, call: FunctionCall
