@@ -159,7 +159,11 @@ class Announcer:
         # operation), more than the NOTIFY it moved. It fires for whatever is held
         # then, sooner than `_ANNOUNCE_WITHIN` for what was held last.
         self._deadline: asyncio.TimerHandle | None = None
-        self._hurry = asyncio.Event()  # set by `flush`: send what is pending without a pause
+        # The pause after a NOTIFY (`_SPACING`): a future its timer completes, or `flush`
+        # sooner. Speed: cheaper than `asyncio.timeout` around an `asyncio.Event`, whose
+        # expiry cancels the task and raises through it after every NOTIFY.
+        self._pause: asyncio.Future[None] | None = None
+        self._hurried = False  # `flush` was called: no pause until the sending task ends
 
     def announce(self, app_name: str, *, run_goes_on: bool = False) -> None:
         """Send `NOTIFY baton, app_name` soon (in the background); with `run_goes_on`,
@@ -183,7 +187,9 @@ class Announcer:
         """Send every announcement made so far now (each sent or failed on return)."""
         self._start()
         if self._task is not None:
-            self._hurry.set()
+            self._hurried = True
+            if self._pause is not None and not self._pause.done():
+                self._pause.set_result(None)
             await self._task
 
     def _on_deadline(self) -> None:
@@ -193,7 +199,7 @@ class Announcer:
     def _start(self) -> None:
         self._held = False
         if self._pending and (self._task is None or self._task.done()):
-            self._hurry.clear()
+            self._hurried = False
             self._task = asyncio.get_running_loop().create_task(self._send_pending())
 
     async def _send_pending(self) -> None:
@@ -205,6 +211,15 @@ class Announcer:
                 _log.debug("baton: NOTIFY of %s failed (%s)", app_names, error)
             except Exception:
                 _log.warning("baton: NOTIFY of %s failed", app_names, exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_SPACING):
-                    await self._hurry.wait()
+            if self._hurried:
+                continue
+            loop = asyncio.get_running_loop()
+            self._pause = pause = loop.create_future()
+            loop.call_later(_SPACING, _end_pause, pause)
+            await pause
+            self._pause = None
+
+
+def _end_pause(pause: asyncio.Future[None]) -> None:
+    if not pause.done():  # `flush` may have ended it sooner
+        pause.set_result(None)
