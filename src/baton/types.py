@@ -54,12 +54,15 @@ __all__ = [
 
 
 class WireModel(BaseModel):
-    """Base of every serialized model: camelCase on the wire, either case accepted."""
+    """Base of every serialized model: camelCase on the wire (`to_json`, `to_wire`,
+    `by_alias=True`), either case accepted. `model_dump()` and `model_dump_json()` give
+    the field names, as pydantic's and the reference's do, so code reading
+    `event.model_dump()["actions"]["state_delta"]` works."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        serialize_by_alias=True,
+        serialize_by_alias=False,
         extra="ignore",
     )
 

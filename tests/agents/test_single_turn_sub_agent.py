@@ -74,7 +74,7 @@ async def test_the_parent_calls_the_sub_agent_as_a_tool_and_sees_its_reply(
     first = parent_model.requests[0]
     assert [t.model_dump(exclude_none=True) for t in first.config.tools or []] == [
         {
-            "functionDeclarations": [
+            "function_declarations": [
                 {
                     "name": "helper",
                     "description": "Summarizes things.",
