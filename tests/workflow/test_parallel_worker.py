@@ -18,7 +18,7 @@ import pytest
 from pydantic import JsonValue, ValidationError
 
 from baton import Context, Event, Node, RequestInput, Workflow, node
-from baton.errors import WorkflowChangedError
+from baton.errors import WorkflowChangedError, WorkflowConfigurationError
 from baton.sessions.services import BaseSessionService
 from baton.workflow import RetryConfig
 from baton.workflow.binding import NodeInput
@@ -178,13 +178,16 @@ def test_max_parallel_workers_without_a_parallel_worker_is_refused() -> None:
     def f(node_input: int) -> int:
         return node_input
 
-    with pytest.raises(ValueError, match="max_parallel_workers=2 needs parallel_worker=True"):
+    # The reference's WorkflowConfigurationError (a ValueError), which its users catch.
+    needs = "max_parallel_workers=2 needs parallel_worker=True"
+    with pytest.raises(WorkflowConfigurationError, match=needs):
         node(max_parallel_workers=2)(f)
     # 1.5 or True would pass a `< 1` check and leave the semaphore no bound at all.
     for most in (0, 1.5, True, "2"):
         problem = "node 'f' max_parallel_workers must be a whole number of at least 1 "
         with pytest.raises(
-            ValueError, match=re.escape(f"{problem}(or None for all items at once), got {most!r}")
+            WorkflowConfigurationError,
+            match=re.escape(f"{problem}(or None for all items at once), got {most!r}"),
         ):
             node(parallel_worker=True, max_parallel_workers=most)(f)  # pyright: ignore[reportArgumentType] -- the wrong types are the point
 

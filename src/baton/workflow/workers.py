@@ -17,6 +17,7 @@ from typing import Any, Literal, TypedDict, Unpack, final, overload
 from pydantic import Field, JsonValue, PrivateAttr, model_validator
 
 from baton.context import Context
+from baton.errors import WorkflowConfigurationError
 from baton.schemas import SchemaType
 from baton.types import Content
 from baton.workflow.binding import NodeInput
@@ -50,7 +51,7 @@ class ParallelWorker(BaseNode):
         most = max_parallel_workers
         # A float or bool would pass `< 1` and leave asyncio.Semaphore no bound at all.
         if most is not None and (type(most) is not int or most < 1):
-            raise ValueError(
+            raise WorkflowConfigurationError(
                 f"node '{node.name}' max_parallel_workers must be a whole number of at "
                 f"least 1 (or None for all items at once), got {most!r}."
             )
@@ -200,13 +201,14 @@ def node(
 
     Raises:
         TypeError: an option `node()` does not take (a misspelling, say), named.
-        ValueError: `max_parallel_workers` without `parallel_worker=True`, or below 1.
+        WorkflowConfigurationError: `max_parallel_workers` without `parallel_worker=True`,
+            or not a whole number of at least 1 (a ValueError, as the reference's).
     """
     _check_options(dict(options))
     parallel = options.get("parallel_worker", False)
     most = options.get("max_parallel_workers")
     if most is not None and not parallel:
-        raise ValueError(
+        raise WorkflowConfigurationError(
             f"max_parallel_workers={most} needs parallel_worker=True: pass both, or neither."
         )
     retry_config, timeout = options.get("retry_config"), options.get("timeout")
