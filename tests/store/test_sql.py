@@ -8,7 +8,7 @@ import sys
 import threading
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
@@ -994,6 +994,29 @@ other.execute("COMMIT")
 """
 
 
+@asynccontextmanager
+async def _holding_the_write_lock(path: Path) -> AsyncIterator[Callable[[], Any]]:
+    """Another real process holds the file's write lock until the yielded `release()`
+    is awaited (or the block ends)."""
+    other = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(path), stdin=PIPE, stdout=PIPE
+    )
+    assert other.stdin is not None
+    assert other.stdout is not None
+    stdin = other.stdin
+
+    async def release() -> None:
+        stdin.write(b"release\n")
+        await stdin.drain()
+
+    try:
+        assert await other.stdout.readline() == b"holding\n"
+        yield release
+    finally:
+        stdin.close()
+        assert await other.wait() == 0
+
+
 async def test_sqlite_waits_for_another_process_lock_on_the_event_loop(tmp_path: Path) -> None:
     """A commit finding another server process holding the write lock is tried again on
     the event loop's thread, which keeps serving meanwhile: no thread, whose every try
@@ -1006,23 +1029,41 @@ async def test_sqlite_waits_for_another_process_lock_on_the_event_loop(tmp_path:
 
     async with _database(f"sqlite:///{path}") as database:
         await database.transact(thread, write=True)  # the file is in WAL mode
-        other = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _HOLD_THE_WRITE_LOCK, str(path), stdin=PIPE, stdout=PIPE
-        )
-        assert other.stdin is not None
-        assert other.stdout is not None
-        try:
-            assert await other.stdout.readline() == b"holding\n"
+        async with _holding_the_write_lock(path) as release:
             waiting = asyncio.create_task(database.transact(thread, write=True))
             for _ in range(5):
                 await asyncio.sleep(0.005)  # the loop runs while the commit waits
             assert not waiting.done()
-            other.stdin.write(b"release\n")
-            await other.stdin.drain()
+            await release()
             assert await waiting == threading.get_ident()
-        finally:
-            other.stdin.close()
-            assert await other.wait() == 0
+
+
+async def test_sqlite_close_lets_a_commit_waiting_for_another_process_lock_end_first(
+    tmp_path: Path,
+) -> None:
+    """Closing while a commit waits out another process's write lock: the commit ends
+    (here it lands, the lock being released meanwhile) before `close` returns, and
+    nothing of the closed store touches the file afterwards."""
+    path = tmp_path / "closing.db"
+
+    def insert(connection: Connection) -> None:
+        connection.execute(text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
+        connection.execute(text("INSERT INTO t VALUES (1)"))
+
+    executor = open_dialect(f"sqlite:///{path}").open_executor()
+    await executor.transact(insert, write=True)  # the file is in WAL mode
+    async with _holding_the_write_lock(path) as release:
+        waiting = asyncio.create_task(executor.transact(insert, write=True))
+        await asyncio.sleep(0)  # it met the lock and waits
+        store_closed = asyncio.create_task(executor.close())
+        await asyncio.sleep(0)
+        await release()
+        await store_closed
+        ended_before_close = waiting.done()
+        await waiting
+    assert ended_before_close
+    with closing(sqlite3.connect(path)) as reader:
+        assert reader.execute("SELECT count(*) FROM t").fetchone() == (2,)
 
 
 async def test_sqlite_takes_the_write_lock_within_a_millisecond_of_its_release(

@@ -201,7 +201,9 @@ class SqliteExecutor:
         return await self.transact(_run_one, statement, params, write=write)
 
     async def close(self) -> None:
-        """Close both connections and stop the worker thread."""
+        """Close both connections and stop the worker thread, once a transaction waiting
+        for another process's write lock has ended (it would open the file again)."""
+        await self._worker_done()
         if self._inline is not None:
             self._inline_cursor = None
             self._inline.close()
