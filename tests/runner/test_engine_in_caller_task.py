@@ -15,11 +15,17 @@ from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.types import InvocationId
 from tests.conftest import StoreFactory
-from tests.harness import MakeHarness, build_harness
+from tests.harness import Harness, MakeHarness, build_harness
 
 
 def _go() -> types.Content:
     return types.Content(role="user", parts=[types.Part(text="go")])
+
+
+async def _outputs_of_a_new_run(h: Harness) -> list[object]:
+    """The outputs a new run in `h`'s session streams, read to its end."""
+    stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go())
+    return [e.output async for e in stream if e.output is not None]
 
 
 async def test_a_chain_of_functions_runs_in_the_callers_task_one_step_per_read(
@@ -77,11 +83,7 @@ async def test_the_callers_cancellation_stops_the_node_under_way_which_runs_agai
 
     h = await make_harness(Workflow(name="wf", edges=[("START", a, b)]))
 
-    async def read() -> list[object]:
-        stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go())
-        return [e.output async for e in stream if e.output is not None]
-
-    reading = asyncio.create_task(read())
+    reading = asyncio.create_task(_outputs_of_a_new_run(h))
     await blocked.wait()
     reading.cancel()
     await asyncio.wait({reading})
@@ -126,11 +128,7 @@ async def test_the_callers_cancellation_during_a_steps_commit_waits_for_it_then_
     service = BaseSessionService(store)
     h = await build_harness(Workflow(name="wf", edges=[("START", a, b)]), service, resumable=True)
 
-    async def read() -> list[object]:
-        stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=_go())
-        return [e.output async for e in stream if e.output is not None]
-
-    reading = asyncio.create_task(read())
+    reading = asyncio.create_task(_outputs_of_a_new_run(h))
     await committing.wait()
     reading.cancel()
     for _ in range(20):  # turns of the loop: a cancellation not held back would land
