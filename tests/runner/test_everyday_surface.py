@@ -113,6 +113,27 @@ async def test_a_workflow_waiting_for_output_triggers_its_successor_only_once_it
     assert after_inputs == ["kept b"]
 
 
+def test_retry_config_keeps_what_was_given_and_dumps_as_the_reference() -> None:
+    assert RetryConfig().model_dump() == {
+        "max_attempts": None,
+        "initial_delay": None,
+        "max_delay": None,
+        "backoff_factor": None,
+        "jitter": None,
+        "exceptions": None,
+    }
+    config = RetryConfig(initial_delay=0.5, exceptions=[ValueError])
+    assert config.model_dump(exclude_none=True) == {
+        "initial_delay": 0.5,
+        "exceptions": ["ValueError"],
+    }
+    config.max_attempts = 3  # a plain pydantic model, as the reference's
+    assert RetryConfig.model_validate(config.model_dump()) == config
+    assert config.should_retry(ValueError(), 2)
+    assert not config.should_retry(ValueError(), 3)
+    assert not config.should_retry(KeyError(), 1)
+
+
 async def test_retry_config_takes_exception_classes_in_a_list_and_none_for_defaults() -> None:
     calls: list[int] = []
 
@@ -124,8 +145,8 @@ async def test_retry_config_takes_exception_classes_in_a_list_and_none_for_defau
         return "up"
 
     config = RetryConfig(max_attempts=None, exceptions=[ConnectionError, "TimeoutError"])
-    assert config.max_attempts == 5
-    assert config.exceptions == ("ConnectionError", "TimeoutError")
+    assert config.max_attempts is None  # 5 when retrying, as in the reference
+    assert config.exceptions == ["ConnectionError", "TimeoutError"]
     assert not RetryConfig(max_attempts=1).should_retry(ValueError(), 1)
     runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", flaky)]))
     session = runner.session_service.create_session_sync(app_name=runner.app_name, user_id="u")

@@ -52,19 +52,11 @@ __all__ = [
 ]
 
 
-_RETRY_DEFAULTS: Final = {
-    "max_attempts": 5,
-    "initial_delay": 1.0,
-    "max_delay": 60.0,
-    "backoff_factor": 2.0,
-    "jitter": 1.0,
-}
-
-
 class RetryConfig(BaseModel):
     """How often and how patiently a failing node run is retried in-process.
 
-    Every field may be None (or left out) for its default, as in the reference.
+    A field left out (or None) keeps None, as in the reference, and its default applies
+    when the node is retried: `RetryConfig().model_dump()` is all None.
 
     Args:
         max_attempts: attempts in all, the first included (0 or 1: no retries; 5).
@@ -74,24 +66,24 @@ class RetryConfig(BaseModel):
         jitter: each wait moves at random by up to this fraction of it, either way, and
             stays within max_delay (1.0, as in the reference; 0.0 for exact waits).
         exceptions: exception classes or class names worth retrying, a subclass
-            matching its base; all when None.
+            matching its base; all when None. Kept as a list of class names.
 
     Raises:
-        pydantic.ValidationError: a negative number, or an `exceptions` item that is
-            neither an exception class nor a class name.
+        pydantic.ValidationError: a negative number, an unknown field, or an
+            `exceptions` item that is neither an exception class nor a class name.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
-    max_attempts: int = Field(default=5, ge=0)
-    initial_delay: float = Field(default=1.0, ge=0)
-    max_delay: float = Field(default=60.0, ge=0)
-    backoff_factor: float = Field(default=2.0, ge=0)
-    jitter: float = Field(default=1.0, ge=0)
-    # Stored as class names (a tuple of str); classes are accepted and named.
-    exceptions: Sequence[str | type[BaseException]] | None = None
+    max_attempts: int | None = Field(default=None, ge=0)
+    initial_delay: float | None = Field(default=None, ge=0)
+    max_delay: float | None = Field(default=None, ge=0)
+    backoff_factor: float | None = Field(default=None, ge=0)
+    jitter: float | None = Field(default=None, ge=0)
+    # Classes are accepted and kept by name, as the reference keeps them.
+    exceptions: list[str] | None = None
 
-    if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see: None for a default
+    if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see: classes too
 
         def __init__(
             self,
@@ -104,22 +96,11 @@ class RetryConfig(BaseModel):
             exceptions: Sequence[str | type[BaseException]] | None = None,
         ) -> None: ...
 
-    @model_validator(mode="before")
-    @classmethod
-    def _defaults_for_none(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        given = cast(dict[str, Any], data)
-        return {
-            key: _RETRY_DEFAULTS[key] if value is None and key in _RETRY_DEFAULTS else value
-            for key, value in given.items()
-        }
-
     @field_validator("exceptions", mode="before")
     @classmethod
     def _exception_names(cls, value: Any) -> Any:
         if value is None or isinstance(value, str):
-            return value if value is None else (value,)
+            return value if value is None else [value]
         names: list[str] = []
         for item in cast(Iterable[object], value):
             if isinstance(item, str):
@@ -131,26 +112,33 @@ class RetryConfig(BaseModel):
                     f"RetryConfig.exceptions holds exception classes or class names, got "
                     f"{item!r}; write e.g. exceptions=[ConnectionError, 'TimeoutError']."
                 )
-        return tuple(names)
+        return names
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
         """True when `error` on attempt number `attempt` (1-based) deserves another try."""
-        if attempt >= self.max_attempts:
+        if attempt >= _given_or(self.max_attempts, 5):
             return False
         if self.exceptions is None:
             return True
         names = {c.__name__ for c in type(error).__mro__ if c is not object}
-        return any(e in names for e in self.exceptions if isinstance(e, str))
+        return any(e in names for e in self.exceptions)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt`."""
-        wait = self.initial_delay * self.backoff_factor ** (attempt - 1)
-        if self.jitter > 0:
+        longest, jitter = _given_or(self.max_delay, 60.0), _given_or(self.jitter, 1.0)
+        wait = _given_or(self.initial_delay, 1.0) * _given_or(self.backoff_factor, 2.0) ** (
+            attempt - 1
+        )
+        if jitter > 0:
             # Capped before the jitter so that the longest draw reaches max_delay, and
             # draws do not pile up on max_delay itself (as the reference does).
-            wait = min(wait, self.max_delay / (1 + self.jitter))
-            wait = max(0.0, wait + random.uniform(-self.jitter * wait, self.jitter * wait))
-        return min(wait, self.max_delay)
+            wait = min(wait, longest / (1 + jitter))
+            wait = max(0.0, wait + random.uniform(-jitter * wait, jitter * wait))
+        return min(wait, longest)
+
+
+def _given_or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 @runtime_checkable
