@@ -18,7 +18,11 @@ import pytest
 from pydantic import JsonValue, ValidationError
 
 from baton import Context, Event, Node, RequestInput, Workflow, node
-from baton.errors import WorkflowChangedError, WorkflowConfigurationError
+from baton.errors import (
+    NoCredentialServiceError,
+    WorkflowChangedError,
+    WorkflowConfigurationError,
+)
 from baton.sessions.services import BaseSessionService
 from baton.workflow import RetryConfig
 from baton.workflow.binding import NodeInput
@@ -328,3 +332,13 @@ def test_a_run_recorded_before_workers_named_their_item_still_resumes(
     assert resumes_into(recorded, current)
     named = recorded.replace("ParallelWorker(rerun)", "ParallelWorker(rerun) of FunctionNode")
     assert resumes_into(named, current) == (options == {})
+
+
+def test_node_takes_auth_config_none_and_refuses_a_credential_request() -> None:
+    def f(node_input: int) -> int:
+        return node_input
+
+    # The reference's signature default, which code spelling every option passes.
+    assert node(auth_config=None)(f).name == "f"
+    with pytest.raises(NoCredentialServiceError, match="no credential service"):
+        node(f, auth_config={"auth_scheme": "oauth2"})

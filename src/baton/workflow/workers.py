@@ -17,7 +17,7 @@ from typing import Any, Literal, TypedDict, Unpack, final, overload
 from pydantic import Field, JsonValue, PrivateAttr, model_validator
 
 from baton.context import Context
-from baton.errors import WorkflowConfigurationError
+from baton.errors import NoCredentialServiceError, WorkflowConfigurationError
 from baton.schemas import SchemaType
 from baton.types import Content
 from baton.workflow.binding import NodeInput
@@ -164,6 +164,9 @@ class NodeOptions(TypedDict, total=False):
     max_parallel_workers: int | None
     require_confirmation: Confirmation | None
     parameter_binding: Literal["state", "node_input"]
+    # The reference's option to ask the user for a credential first: only None is taken
+    # (baton has no credential service).
+    auth_config: object | None
 
 
 def _or_false(require: Confirmation | None) -> Confirmation:
@@ -185,6 +188,10 @@ def _check_options(options: dict[str, object]) -> None:
 def node(func: Callable[..., Any], /) -> FunctionNode: ...
 @overload
 def node(
+    func: Callable[..., Any], /, **options: Unpack[NodeOptions]
+) -> FunctionNode | ParallelWorker: ...
+@overload
+def node(
     func: None = None, /, **options: Unpack[NodeOptions]
 ) -> Callable[[Callable[..., Any]], FunctionNode | ParallelWorker]: ...
 def node(
@@ -203,8 +210,15 @@ def node(
         TypeError: an option `node()` does not take (a misspelling, say), named.
         WorkflowConfigurationError: `max_parallel_workers` without `parallel_worker=True`,
             or not a whole number of at least 1 (a ValueError, as the reference's).
+        NoCredentialServiceError: an `auth_config` other than None.
     """
     _check_options(dict(options))
+    if options.get("auth_config") is not None:
+        raise NoCredentialServiceError(
+            "node(auth_config=...) asks the user for a credential before the node runs, "
+            "and baton has no credential service: leave auth_config out and let the node "
+            "read its credential itself (an environment variable, the session state)."
+        )
     parallel = options.get("parallel_worker", False)
     most = options.get("max_parallel_workers")
     if most is not None and not parallel:
