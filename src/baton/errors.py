@@ -48,6 +48,7 @@ __all__ = [
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionOptionsError",
+    "StaleSessionError",
     "StaleVersionError",
     "StateSchemaError",
     "StoreUnavailableError",
@@ -66,6 +67,11 @@ class SessionNotFoundError(BatonError, LookupError, ValueError):
     """The session does not exist (or belongs to another user).
 
     A ValueError too, as the reference's: code written for it catches `ValueError`."""
+
+
+class StaleSessionError(BatonError, ValueError):
+    """`append_event` was given a `Session` read before the session last changed (the
+    reference's name; a ValueError, as there): read it again and append to that."""
 
 
 class AlreadyExistsError(BatonError):

@@ -408,3 +408,38 @@ async def test_after_timestamp_keeps_what_follows_the_last_older_event_among_man
         older = [n for n in recent if stamps[n] < after]
         expected = [str(n) for n in recent if not older or n > older[-1]]
         assert texts(got.events) == expected, (after, limit)
+
+
+async def test_append_event_refuses_a_session_read_before_its_last_change(
+    store: Store, clock: FakeClock
+) -> None:
+    from baton.errors import StaleSessionError
+    from baton.sessions.services import BaseSessionService, InMemorySessionService
+
+    service = BaseSessionService(store, clock=clock)
+    mine = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    theirs = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert theirs is not None
+    clock.advance(1)
+    await service.append_event(theirs, Event(author="user", content=types.UserContent("first")))
+    clock.advance(1)
+    await service.append_event(theirs, Event(author="user", content=types.UserContent("second")))
+    before = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+
+    late = Event(author="user", content=types.UserContent("late"))
+    with pytest.raises(StaleSessionError, match=f"session '{APP}/{USER}/s1' changed") as refused:
+        await service.append_event(mine, late)
+    assert isinstance(refused.value, ValueError)  # as the reference's
+    assert await service.get_session(app_name=APP, user_id=USER, session_id="s1") == before
+    assert mine.events == []
+
+    # The reference's in-memory service takes a stale Session, and so does baton's.
+    memory = InMemorySessionService()
+    old = await memory.create_session(app_name=APP, user_id=USER, session_id="s1")
+    fresh = await memory.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert fresh is not None
+    await memory.append_event(fresh, Event(author="user", content=types.UserContent("one")))
+    await memory.append_event(old, late)
+    stored = await memory.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stored is not None
+    assert texts(stored.events) == ["one", "late"]

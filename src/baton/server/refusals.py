@@ -51,6 +51,7 @@ from baton.errors import (
     SessionExistsError,
     SessionNotFoundError,
     SessionOptionsError,
+    StaleSessionError,
     StaleVersionError,
     StateSchemaError,
     StoreUnavailableError,
@@ -91,6 +92,7 @@ STATUS: Final[dict[type[BatonError], int]] = {
     CheckpointNotFoundError: 404,
     CheckpointUnavailableError: 409,
     StaleVersionError: 409,
+    StaleSessionError: 409,  # the session changed between reading and appending: retry
     WorkflowChangedError: 409,
     InvalidResponseError: 422,
     InvalidIdError: 422,

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
-from baton.errors import SessionNotFoundError
+from baton.errors import SessionNotFoundError, StaleSessionError
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
@@ -195,8 +195,14 @@ class BaseSessionService:
     async def append_event(self, session: Session, event: Event) -> Event:
         """Append an event outside any run (partial events are skipped).
 
+        `session` must be as fresh as the stored session (its `last_update_time` not
+        older), as the reference's database services require; the in-memory service
+        takes any, as the reference's does. The event and its state delta are added
+        to `session`, whose `last_update_time` becomes the stored one.
+
         Raises:
             SessionNotFoundError: the session does not exist.
+            StaleSessionError: the session changed since `session` was read.
             InvalidIdError: the session's ids, the event's invocation id or author are too
                 long or hold control characters.
             InvalidMessageError: the event nests JSON too deep.
@@ -205,8 +211,7 @@ class BaseSessionService:
             return event
         check_key(session.key)
         check_event(event)
-        if await self.store.get_session(session.key, with_events=False) is None:
-            raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
+        self._check_fresh(session, await self._stored_time(session))
         await self.store.commit_step(
             StepCommit(
                 session=session.key,
@@ -218,7 +223,23 @@ class BaseSessionService:
         )
         session.events.append(event)
         session.state.update(event.actions.state_delta)
+        session.last_update_time = await self._stored_time(session)
         return event
+
+    async def _stored_time(self, session: Session) -> float:
+        stored = await self.store.get_session(session.key, with_events=False)
+        if stored is None:
+            raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
+        return stored.last_update_time
+
+    def _check_fresh(self, session: Session, stored_time: float) -> None:
+        if stored_time > session.last_update_time:
+            raise StaleSessionError(
+                f"session '{session.key}' changed at {stored_time} after the Session given "
+                f"to append_event was read (its last_update_time is "
+                f"{session.last_update_time}); read it again with get_session and append "
+                "to that."
+            )
 
     async def close(self) -> None:
         """Release the store's connections."""
@@ -240,6 +261,9 @@ class InMemorySessionService(BaseSessionService):
 
     def __init__(self) -> None:
         super().__init__(MemoryStore())
+
+    def _check_fresh(self, session: Session, stored_time: float) -> None:
+        """Any `Session` may be appended to, as with the reference's in-memory service."""
 
     def create_session_sync(
         self,
