@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+
+import pytest
+
 import baton
 
 
@@ -32,3 +36,60 @@ def test_seed_names_are_importable() -> None:
     assert missing == []
     for name in ("Content", "Part", "FunctionCall", "FunctionResponse"):
         assert hasattr(baton.types, name)
+
+
+# The reference's names, by the module its users import them from, and baton's module
+# for it (README "Imports from the reference"). Names left out are listed in the README.
+REFERENCE_NAMES = {
+    "baton": [  # google.adk.workflow
+        "BaseNode", "DEFAULT_ROUTE", "Edge", "FunctionNode", "JoinNode", "Node",
+        "NodeTimeoutError", "RetryConfig", "START", "Workflow", "node",
+    ],
+    "baton.workflow": [
+        "BaseNode", "DEFAULT_ROUTE", "Edge", "FunctionNode", "JoinNode", "Node",
+        "NodeTimeoutError", "RetryConfig", "START", "Workflow", "node",
+    ],
+    "baton.agents": [
+        "Agent", "BaseAgent", "Context", "InvocationContext", "LlmAgent", "LoopAgent",
+        "ParallelAgent", "RunConfig", "SequentialAgent",
+    ],
+    "baton.sessions": [
+        "BaseSessionService", "DatabaseSessionService", "InMemorySessionService", "Session",
+        "State", "StateSchemaError",
+    ],
+    "baton.tools": [
+        "AgentTool", "BaseTool", "FunctionTool", "LongRunningFunctionTool", "McpToolset",
+        "MCPToolset", "ToolContext", "TransferToAgentTool", "enterprise_web_search",
+        "exit_loop", "get_user_choice", "google_search", "load_artifacts", "load_memory",
+        "preload_memory", "transfer_to_agent", "url_context",
+    ],
+    "baton.memory": ["BaseMemoryService", "InMemoryMemoryService", "SqliteMemoryService"],
+    "baton.errors": ["StaleSessionError", "InvocationNotFoundError", "SessionNotFoundError"],
+}  # fmt: skip
+
+
+def test_the_references_names_import_from_batons_module_for_them() -> None:
+    missing = [
+        f"{module}.{name}"
+        for module, names in REFERENCE_NAMES.items()
+        for name in names
+        if not hasattr(importlib.import_module(module), name)
+    ]
+    assert missing == []
+
+
+def test_the_references_session_names_are_batons_own() -> None:
+    from baton.sessions import InMemorySessionService, Session, State
+    from baton.sessions.store import Session as StoredSession
+    from baton.tools import ToolState
+
+    assert InMemorySessionService is baton.InMemorySessionService
+    assert Session is StoredSession
+    assert (State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX) == ("app:", "user:", "temp:")
+    written = ToolState({"a": 1}, {})
+    assert written.TEMP_PREFIX == "temp:"
+    assert not written.has_delta()
+    written[f"{State.TEMP_PREFIX}seen"] = True
+    assert written.has_delta()
+    with pytest.raises(AttributeError, match="module 'baton.sessions' has no attribute 'Nope'"):
+        importlib.import_module("baton.sessions").Nope  # noqa: B018 -- the lookup is the point

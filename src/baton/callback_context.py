@@ -18,13 +18,13 @@ from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.readonly_context import ReadonlyContext, refuse_credentials
-from baton.sessions.store import Session
+from baton.sessions.store import Session, StatePrefixes
 from baton.types import Content
 
 __all__ = ["CallbackContext", "ToolState"]
 
 
-class ToolState(MutableMapping[str, JsonValue]):
+class ToolState(StatePrefixes, MutableMapping[str, JsonValue]):
     """Session state as a tool or callback sees it: the state it was given, overlaid with
     its writes.
 
@@ -75,6 +75,10 @@ class ToolState(MutableMapping[str, JsonValue]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._written or key in self._delta or key in self._base
+
+    def has_delta(self) -> bool:
+        """Whether the call (or callback) wrote any key."""
+        return bool(self._delta)
 
 
 class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):

@@ -22,7 +22,7 @@ from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.readonly_context import ReadonlyContext
 from baton.run_config import RunConfig, check_run_config
 from baton.schemas import check_state_write
-from baton.sessions.store import Interrupt, Session, SessionKey
+from baton.sessions.store import Interrupt, Session, SessionKey, StatePrefixes
 from baton.types import Content, InvocationId
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 __all__ = ["ChildRuns", "CommitFn", "Context", "InvocationContext", "State", "StepParts"]
 
 
-class State(MutableMapping[str, Any]):
+class State(StatePrefixes, MutableMapping[str, Any]):
     """Session state as a node sees it: committed values overlaid with this run's writes."""
 
     def __init__(
@@ -71,6 +71,10 @@ class State(MutableMapping[str, Any]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._writes or key in self._committed
+
+    def has_delta(self) -> bool:
+        """Whether this view holds writes not yet attached to an event."""
+        return bool(self._pending)
 
     def take_pending(self) -> dict[str, JsonValue]:
         """Writes not yet attached to an event; they stay visible to the node."""

@@ -351,3 +351,13 @@ def no_memory() -> MemoryScope:
         raise ValueError("this context belongs to no session.")
 
     return MemoryScope(None, app_name="", user_id="", session_id="", load_session=nothing)
+
+
+def __getattr__(name: str) -> object:
+    """`SqliteMemoryService`, where the reference's users import it from, read on first
+    use: it lives with the SQL store (`baton.database_memory`), which imports this module."""
+    if name == "SqliteMemoryService":
+        from baton.database_memory import SqliteMemoryService
+
+        return SqliteMemoryService
+    raise AttributeError(f"module 'baton.memory' has no attribute {name!r}")

@@ -14,6 +14,7 @@ from baton.agents.state import (
     ParallelAgentState,
     SequentialAgentState,
 )
+from baton.context import Context, InvocationContext
 from baton.run_config import RunConfig, StreamingMode
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "BaseAgent",
     "BaseAgentState",
     "CallbackContext",
+    "Context",
+    "InvocationContext",
     "LlmAgent",
     "LlmAgentState",
     "LoopAgent",

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias
 
 from pydantic import Field, JsonValue, computed_field
 
@@ -23,6 +23,7 @@ from baton.types import InterruptId, InvocationId, SessionId, WireModel
 
 __all__ = [
     "APP_PREFIX",
+    "TEMP_PREFIX",
     "TIMEOUT_ANSWERER",
     "USER_PREFIX",
     "AnswerClaim",
@@ -40,6 +41,7 @@ __all__ = [
     "SessionActivity",
     "SessionKey",
     "SharedState",
+    "StatePrefixes",
     "StepCommit",
     "Store",
     "Subscription",
@@ -656,13 +658,24 @@ def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
 
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Drop `temp:` keys, which live only for the current invocation and are never stored."""
-    return {k: v for k, v in delta.items() if not k.startswith("temp:")}
+    return {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
 
 
 APP_PREFIX = "app:"
 """State keys shared by every session of the app (kept when sessions are deleted)."""
 USER_PREFIX = "user:"
 """State keys shared by every session of the same user in the app."""
+TEMP_PREFIX = "temp:"
+"""State keys that live only for the current invocation and are never stored."""
+
+
+class StatePrefixes:
+    """The state key prefixes as class constants of a state view, where the reference's
+    users read them (`State.TEMP_PREFIX`)."""
+
+    APP_PREFIX: ClassVar[str] = APP_PREFIX
+    USER_PREFIX: ClassVar[str] = USER_PREFIX
+    TEMP_PREFIX: ClassVar[str] = TEMP_PREFIX
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def __getattr__(name: str) -> Any:
         from baton.agents.delegation import AgentTool
 
         return AgentTool
-    if name == "McpToolset":
+    if name in ("McpToolset", "MCPToolset"):  # the second, the reference's older name
         from baton.tools.mcp_tool import McpToolset
 
         return McpToolset

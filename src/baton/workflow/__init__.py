@@ -1,5 +1,6 @@
 """Workflow graphs: nodes, edges, and the scheduler that runs them."""
 
+from baton.errors import NodeTimeoutError
 from baton.workflow.graph import DEFAULT_ROUTE, Edge
 from baton.workflow.nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig
 from baton.workflow.scheduler import Workflow
@@ -13,6 +14,7 @@ __all__ = [
     "FunctionNode",
     "JoinNode",
     "Node",
+    "NodeTimeoutError",
     "RetryConfig",
     "Workflow",
     "node",
