@@ -1155,6 +1155,7 @@ class LlmAgent(BaseAgent):
             branch=ctx.branch,
             content=content,
             partial=True,
+            turn_complete=chunk.turn_complete,
             custom_metadata=chunk.custom_metadata,
         )
 
@@ -1176,6 +1177,7 @@ class LlmAgent(BaseAgent):
             long_running_tool_ids={c.id for c in calls if c.id and _pauses(c, tools)} or None,
             error_code=response.error_code,
             error_message=response.error_message,
+            turn_complete=response.turn_complete,
             custom_metadata=response.custom_metadata,
             finish_reason=response.finish_reason,
             usage_metadata=response.usage_metadata,

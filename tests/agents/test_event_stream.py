@@ -1,0 +1,112 @@
+"""The events an agent's run yields and stores, field by field, as google-adk 2.13.0's
+(probed with the same scenario and a scripted model through its Runner and session
+services): what a client reading `run_async` or `get_session` sees."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from baton import App, ResumabilityConfig, Runner, RunConfig, StreamingMode, types
+from baton.agents import LlmAgent
+from baton.events import Event
+from baton.models import BaseLlm, LlmRequest, LlmResponse
+from baton.sessions.services import BaseSessionService
+from baton.types import Content, FunctionCall, Part
+from tests.conftest import StoreFactory
+
+
+class TwoPieceModel(BaseLlm):
+    """Says `reply`, in two pieces before the whole when asked to stream; the whole is
+    marked `turn_complete` as a model ends its turn."""
+
+    model: str = "two-piece"
+    reply: str = "hello"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        del llm_request
+        if stream:
+            for piece in (self.reply[:2], self.reply[2:]):
+                yield LlmResponse(content=_model_says(Part(text=piece)), partial=True)
+        yield LlmResponse(content=_model_says(Part(text=self.reply)), turn_complete=True)
+
+
+class CallingModel(BaseLlm):
+    """Calls `add` in its first turn and says "three" in its second, each turn complete."""
+
+    model: str = "calling"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        del stream
+        answered = any(c.function_responses for c in llm_request.contents)
+        part = (
+            Part(text="three")
+            if answered
+            else Part(function_call=FunctionCall(id="c1", name="add", args={"a": 1, "b": 2}))
+        )
+        yield LlmResponse(content=_model_says(part), turn_complete=True)
+
+
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+def _model_says(part: Part) -> Content:
+    return Content(role="model", parts=[part])
+
+
+async def _run(
+    stores: StoreFactory, agent: LlmAgent, *, resumable: bool, stream: bool = False
+) -> tuple[list[Event], list[Event]]:
+    """The events `run_async` yields for "go", and the session's events after it."""
+    service = BaseSessionService(stores.open())
+    app = App(
+        name="app",
+        root_agent=agent,
+        resumability_config=ResumabilityConfig(is_resumable=resumable),
+    )
+    runner = Runner(app=app, session_service=service)
+    session = await service.create_session(app_name="app", user_id="u")
+    config = RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE)
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    yielded = [
+        e
+        async for e in runner.run_async(
+            user_id="u", session_id=session.id, new_message=message, run_config=config
+        )
+    ]
+    stored = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+    assert stored is not None
+    return yielded, stored.events
+
+
+def _said(events: list[Event]) -> list[tuple[str, bool, bool]]:
+    """(what, partial, turn_complete) of the events with content."""
+    return [
+        (e.content.text or e.content.function_calls[0].name, bool(e.partial), bool(e.turn_complete))
+        for e in events
+        if e.content and (e.content.text or e.content.function_calls)
+    ]
+
+
+async def test_a_model_turn_s_turn_complete_reaches_its_event(stores: StoreFactory) -> None:
+    for resumable in (False, True):
+        agent = LlmAgent(name="a", model=CallingModel(), tools=[add])
+        yielded, stored = await _run(stores, agent, resumable=resumable)
+        turns = [("add", False, True), ("three", False, True)]
+        assert _said(yielded) == turns
+        assert _said(stored) == [("go", False, False), *turns]
+
+
+async def test_a_streamed_reply_s_pieces_and_whole_keep_the_model_s_turn_complete(
+    stores: StoreFactory,
+) -> None:
+    yielded, stored = await _run(
+        stores, LlmAgent(name="a", model=TwoPieceModel()), resumable=False, stream=True
+    )
+    assert _said(yielded) == [("he", True, False), ("llo", True, False), ("hello", False, True)]
+    assert _said(stored) == [("go", False, False), ("hello", False, True)]
