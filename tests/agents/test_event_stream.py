@@ -110,3 +110,14 @@ async def test_a_streamed_reply_s_pieces_and_whole_keep_the_model_s_turn_complet
     )
     assert _said(yielded) == [("he", True, False), ("llo", True, False), ("hello", False, True)]
     assert _said(stored) == [("go", False, False), ("hello", False, True)]
+
+
+async def test_a_streamed_reply_s_pieces_name_the_agent_s_node_run(stores: StoreFactory) -> None:
+    agent = LlmAgent(name="a", model=TwoPieceModel())
+    yielded, _ = await _run(stores, agent, resumable=False, stream=True)
+    pieces = [e for e in yielded if e.partial]
+    assert len(pieces) == 2
+    assert [(e.node_info.path, e.node_info.run_id) for e in pieces if e.node_info] == [
+        ("a@1", "1"),
+        ("a@1", "1"),
+    ]

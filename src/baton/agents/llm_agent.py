@@ -1147,12 +1147,14 @@ class LlmAgent(BaseAgent):
 
     def _partial_event(self, ctx: AgentContext, chunk: LlmResponse) -> Event:
         """A streamed chunk as the caller sees it: its calls are not run (the complete
-        response's are), as in the reference."""
+        response's are), and it names its node run as the whole turn will, as in the
+        reference."""
         content = chunk.content.model_copy(update={"role": "model"}) if chunk.content else None
         return Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
             branch=ctx.branch,
+            node_info=NodeInfo(path=ctx.node_path, run_id=ctx.run_id),
             content=content,
             partial=True,
             turn_complete=chunk.turn_complete,
