@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
-from baton import App, ResumabilityConfig, Runner, RunConfig, StreamingMode, types
+from baton import App, ResumabilityConfig, RunConfig, Runner, StreamingMode, types
 from baton.agents import LlmAgent
 from baton.events import Event
 from baton.models import BaseLlm, LlmRequest, LlmResponse
@@ -84,7 +84,7 @@ async def _run(
     return yielded, stored.events
 
 
-def _said(events: list[Event]) -> list[tuple[str, bool, bool]]:
+def _said(events: list[Event]) -> list[tuple[str | None, bool, bool]]:
     """(what, partial, turn_complete) of the events with content."""
     return [
         (e.content.text or e.content.function_calls[0].name, bool(e.partial), bool(e.turn_complete))
