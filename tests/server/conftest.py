@@ -185,16 +185,20 @@ _GRACE = 30.0  # create_app's default: runs still going at a server's stop may p
 _TLS = httpx.create_ssl_context()
 
 
-@pytest.fixture
-async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
-    """Start a server: `await start_live(apps=..., keys=..., web=..., db_url=...)`.
+class Servers:
+    """Servers started on demand (`start(apps=..., keys=..., web=..., db_url=...)`) and
+    stopped together by `close()`.
 
-    Each server gets its own SQLite file (already migrated: see `migrated_sqlite`) unless
-    `db_url` names a shared database.
+    Each server gets its own SQLite file in `folder` (already migrated: see
+    `migrated_sqlite`) unless `db_url` names a shared database.
     """
-    stack: list[tuple[Serving, Live, FastAPI]] = []
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.stack: list[tuple[Serving, Live, FastAPI]] = []
 
     async def start(
+        self,
         apps: list[App] | None = None,
         *,
         keys: list[str] | None = None,
@@ -213,7 +217,7 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
             DatabaseSessionService(db_url)
             if db_url
             else SqliteSessionService(
-                str(await migrated_sqlite(tmp_path / f"sessions{len(stack)}.db"))
+                str(await migrated_sqlite(self.folder / f"sessions{len(self.stack)}.db"))
             )
         )
         apps = apps if apps is not None else [approval_app(), form_app()]
@@ -234,22 +238,32 @@ async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
         serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10, verify=_TLS)
         live = Live(serving.url, client, service, app)
-        stack.append((serving, live, app))
+        self.stack.append((serving, live, app))
         return live
 
-    yield start
-    for _, live, _ in stack:
-        await live.client.aclose()
-    # As `baton api_server` stops on SIGTERM: the drain starts at once, so the worker and
-    # live streams wind down while uvicorn closes connections (a drain that waited for
-    # uvicorn's shutdown would add the worker's poll, 0.2 s, to every server's stop); and
-    # the servers stop together, each paying uvicorn's fixed 0.1-0.2 s at the same time.
-    async with asyncio.TaskGroup() as group:
-        for serving, _, app in stack:
-            drain_server(app, _GRACE)
-            group.create_task(serving.stop())
-    for _, live, _ in stack:
-        await live.service.close()
+    async def close(self) -> None:
+        for _, live, _ in self.stack:
+            await live.client.aclose()
+        # As `baton api_server` stops on SIGTERM: the drain starts at once, so the worker
+        # and live streams wind down while uvicorn closes connections (a drain that waited
+        # for uvicorn's shutdown would add the worker's poll, 0.2 s, to every server's
+        # stop); and the servers stop together, each paying uvicorn's fixed 0.1-0.2 s at
+        # the same time.
+        async with asyncio.TaskGroup() as group:
+            for serving, _, app in self.stack:
+                drain_server(app, _GRACE)
+                group.create_task(serving.stop())
+        for _, live, _ in self.stack:
+            await live.service.close()
+
+
+@pytest.fixture
+async def start_live(tmp_path: Path) -> AsyncIterator[StartLive]:
+    """Start a server: `await start_live(apps=..., keys=..., web=..., db_url=...)`; see
+    `Servers`. They stop when the test ends."""
+    servers = Servers(tmp_path)
+    yield servers.start
+    await servers.close()
 
 
 @pytest.fixture

@@ -4,15 +4,22 @@ Two servers over their own databases get the same requests in the same order: on
 serves a run's requests through `HotRoutes`, the other through FastAPI alone. Every
 reply must match: status, headers and body bytes, once the values each server
 generates (ids, times) are masked.
+
+Most tests share one such pair (the module's), each test as its own user, so no test
+sees another's sessions; the tests that change how the servers run start their own.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
+import pytest_asyncio
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,11 +30,10 @@ from baton.server.guard import BodyGuard
 from baton.server.hot_routes import HotRoute, HotRoutes
 from baton.server.security import ApiKeys
 from baton.server.settings import Limits
-from tests.server.conftest import Live, StartLive
+from tests.server.conftest import Live, Servers, StartLive
 
 JSON = {"content-type": "application/json"}
 STREAM = {**JSON, "accept": "text/event-stream"}
-SESSIONS = "/apps/approval/users/u/sessions"
 LIMITS = Limits(max_body=4096)
 
 # What differs between two servers given the same requests: generated ids and times.
@@ -39,15 +45,11 @@ _GENERATED = re.compile(
 _SERVER = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
-def respond(session: str, interrupt: str = "approve") -> str:
-    return f"{SESSIONS}/{session}/interrupts/{interrupt}/respond"
-
-
-def run_body(session: str, text: str = "go") -> bytes:
+def run_body(session: str, text: str = "go", user: str = "u") -> bytes:
     return (
-        b'{"appName": "approval", "userId": "u", "sessionId": "%s", '
+        b'{"appName": "approval", "userId": "%s", "sessionId": "%s", '
         b'"newMessage": {"role": "user", "parts": [{"text": "%s"}]}}'
-        % (session.encode(), text.encode())
+        % (user.encode(), session.encode(), text.encode())
     )
 
 
@@ -69,10 +71,27 @@ def comparable(response: httpx.Response) -> Reply:
 
 @dataclass
 class Pair:
-    """A server with the hot routes and one without, sent the same requests."""
+    """A server with the hot routes and one without, sent the same requests, by `user`."""
 
     hot: Live
     plain: Live
+    user: str = "u"
+
+    @property
+    def sessions(self) -> str:
+        return f"/apps/approval/users/{self.user}/sessions"
+
+    def respond(self, session: str, interrupt: str = "approve") -> str:
+        return f"{self.sessions}/{session}/interrupts/{interrupt}/respond"
+
+    def run_body(self, session: str, text: str = "go") -> bytes:
+        return run_body(session, text, self.user)
+
+    def as_user(self, content: bytes | None) -> bytes | None:
+        """`content` with its `"userId": "u"` made this pair's user."""
+        if content is None:
+            return None
+        return content.replace(b'"userId": "u"', b'"userId": "%s"' % self.user.encode())
 
     async def same(
         self,
@@ -99,11 +118,27 @@ async def pair_of(start_live: StartLive, **options: object) -> Pair:
     return Pair(hot, plain)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")  # pyright: ignore[reportUnknownMemberType, reportUntypedFunctionDecorator] -- pytest-asyncio 0.25 types it partly
+async def shared_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pair]:
+    """One pair for the module's tests (starting two servers costs more than most tests)."""
+    servers = Servers(Path(tmp_path_factory.mktemp("hot_routes")))
+    try:
+        yield await pair_of(servers.start)
+    finally:
+        await servers.close()
+
+
 @pytest.fixture
-async def pair(start_live: StartLive) -> Pair:
-    return await pair_of(start_live)
+def pair(shared_pair: Pair) -> Pair:
+    """The shared pair, used by a user of this test's own."""
+    return Pair(shared_pair.hot, shared_pair.plain, f"u-{uuid.uuid4().hex[:12]}")
 
 
+# Tests on the shared pair run in the module's event loop, the one its servers run in.
+shared = pytest.mark.asyncio(loop_scope="module")
+
+
+@shared
 @pytest.mark.parametrize(
     ("content", "headers", "status"),
     [
@@ -136,23 +171,27 @@ async def pair(start_live: StartLive) -> Pair:
 async def test_creating_a_session_replies_as_fastapi_does(
     pair: Pair, content: bytes | None, headers: dict[str, str] | None, status: int
 ) -> None:
-    await pair.same(SESSIONS, content, headers, status=status)
+    await pair.same(pair.sessions, content, headers, status=status)
 
 
+@shared
 async def test_session_routes_refuse_as_fastapi_does(pair: Pair) -> None:
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=200)
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=409)  # exists
-    await pair.same("/apps/nope/users/u/sessions", b"{}", JSON, status=404)
+    sessions = pair.sessions
+    await pair.same(sessions, b'{"sessionId": "s1"}', JSON, status=200)
+    await pair.same(sessions, b'{"sessionId": "s1"}', JSON, status=409)  # exists
+    await pair.same(f"/apps/nope/users/{pair.user}/sessions", b"{}", JSON, status=404)
     await pair.same("/apps/approval/users/u%01/sessions", b"{}", JSON, status=422)
     await pair.same(f"/apps/approval/users/{'u' * 300}/sessions", b"{}", JSON, status=422)
-    await pair.same(f"{SESSIONS}?session_id=a%00b", b"{}", JSON, status=422)
-    await pair.same(f"{SESSIONS}?x=1", b'{"sessionId": "s2"}', JSON, status=200)
-    await pair.same(f"{SESSIONS}/", b"{}", JSON, status=307)  # FastAPI's redirect
+    await pair.same(f"{sessions}?session_id=a%00b", b"{}", JSON, status=422)
+    await pair.same(f"{sessions}?x=1", b'{"sessionId": "s2"}', JSON, status=200)
+    await pair.same(f"{sessions}/", b"{}", JSON, status=307)  # FastAPI's redirect
 
 
+@shared
 async def test_a_whole_run_replies_as_fastapi_does(pair: Pair) -> None:
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=200)
-    asked = await pair.same("/run", run_body("s1"), JSON, status=200)
+    respond = pair.respond
+    await pair.same(pair.sessions, b'{"sessionId": "s1"}', JSON, status=200)
+    asked = await pair.same("/run", pair.run_body("s1"), JSON, status=200)
     assert asked.json()[-1]["longRunningToolIds"] == ["approve"]
     await pair.same(respond("s1"), b'{"response": {"approved": "maybe"}}', JSON, status=422)
     await pair.same(
@@ -163,15 +202,16 @@ async def test_a_whole_run_replies_as_fastapi_does(pair: Pair) -> None:
     await pair.same(respond("s1", "nope"), b'{"response": 1}', JSON, status=404)
     await pair.same(respond("nope"), b'{"response": 1}', JSON, status=404)
     await pair.same(respond("s1", "a%09b"), b'{"response": 1}', JSON, status=422)
-    answer = b'{"response": {"approved": true}, "answeredBy": "u"}'
+    answer = b'{"response": {"approved": true}, "answeredBy": "%s"}' % pair.user.encode()
     keyed = {**JSON, "idempotency-key": "k1"}
     done = await pair.same(respond("s1"), answer, keyed, status=200)
     assert done.json()[-1]["output"].startswith("done:")
     await pair.same(respond("s1"), answer, keyed, status=200)  # the same reply again
     await pair.same(respond("s1"), answer, JSON, status=409)  # already answered
-    await pair.same("/run", run_body("s1", "again"), JSON, status=200)  # a second run asks
+    await pair.same("/run", pair.run_body("s1", "again"), JSON, status=200)  # a second run asks
 
 
+@shared
 @pytest.mark.parametrize(
     ("content", "headers", "status"),
     [
@@ -196,15 +236,17 @@ async def test_refused_runs_reply_as_fastapi_does(
     headers: dict[str, str] | None,
     status: int,
 ) -> None:
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=200)
-    await pair.same(route, content, {**(headers or {}), "accept": accept}, status=status)
+    await pair.same(pair.sessions, b'{"sessionId": "s1"}', JSON, status=200)
+    asked = {**(headers or {}), "accept": accept}
+    await pair.same(route, pair.as_user(content), asked, status=status)
 
 
+@shared
 async def test_a_streamed_run_replies_as_fastapi_does(pair: Pair) -> None:
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=200)
-    streamed = await pair.same("/run_sse", run_body("s1"), STREAM, status=200)
+    await pair.same(pair.sessions, b'{"sessionId": "s1"}', JSON, status=200)
+    streamed = await pair.same("/run_sse", pair.run_body("s1"), STREAM, status=200)
     assert streamed.text.startswith("data: ")
-    await pair.same("/run_sse", run_body("s1", "again"), STREAM, status=200)
+    await pair.same("/run_sse", pair.run_body("s1", "again"), STREAM, status=200)
 
 
 async def test_keys_are_checked_as_fastapi_checks_them(start_live: StartLive) -> None:
@@ -214,7 +256,7 @@ async def test_keys_are_checked_as_fastapi_checks_them(start_live: StartLive) ->
     await pair.same(alices, b'{"sessionId": "s1"}', JSON, status=401)
     await pair.same(alices, b'{"sessionId": "s1"}', bob, status=403)
     await pair.same(alices, b'{"sessionId": "s1"}', alice, status=200)
-    body = run_body("s1").replace(b'"u"', b'"alice"')
+    body = run_body("s1", user="alice")
     await pair.same("/run", body, bob, status=403)
     await pair.same("/run", body, {**JSON, "x-api-key": "op"}, status=200)
     answer = b'{"response": {"approved": true}}'
@@ -227,16 +269,17 @@ async def test_keys_are_checked_as_fastapi_checks_them(start_live: StartLive) ->
     await pair.same(url, answer, alice, status=200)
 
 
-async def test_a_draining_server_refuses_runs_as_fastapi_does(pair: Pair) -> None:
-    await pair.same(SESSIONS, b'{"sessionId": "s1"}', JSON, status=200)
-    await pair.same("/run", run_body("s1"), JSON, status=200)
+async def test_a_draining_server_refuses_runs_as_fastapi_does(start_live: StartLive) -> None:
+    pair = await pair_of(start_live)  # its own: a drained server serves no other test
+    await pair.same(pair.sessions, b'{"sessionId": "s1"}', JSON, status=200)
+    await pair.same("/run", pair.run_body("s1"), JSON, status=200)
     for live in (pair.hot, pair.plain):
         assert live.app is not None
         drain_server(live.app, 0.0)
-    await pair.same("/run", run_body("s1"), JSON, status=503)
-    await pair.same("/run_sse", run_body("s1"), STREAM, status=503)
-    await pair.same(respond("s1"), b'{"response": {"approved": true}}', JSON, status=503)
-    await pair.same(SESSIONS, b'{"sessionId": "s2"}', JSON, status=200)
+    await pair.same("/run", pair.run_body("s1"), JSON, status=503)
+    await pair.same("/run_sse", pair.run_body("s1"), STREAM, status=503)
+    await pair.same(pair.respond("s1"), b'{"response": {"approved": true}}', JSON, status=503)
+    await pair.same(pair.sessions, b'{"sessionId": "s2"}', JSON, status=200)
 
 
 class Thing(BaseModel):
