@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,10 +58,12 @@ class Receiver:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async def start(self, port: int = 0) -> str:
-        config = uvicorn.Config(self, host="127.0.0.1", port=port, log_level="warning")
+    async def start(self, held: socket.socket | None = None) -> str:
+        """Listen on a new port, or on `held` (see `held_port`); return the hook's URL."""
+        config = uvicorn.Config(self, host="127.0.0.1", port=0, log_level="warning")
         self.server = uvicorn.Server(config)
-        self.task = asyncio.create_task(self.server.serve())
+        sockets = None if held is None else [held]
+        self.task = asyncio.create_task(self.server.serve(sockets))
         async with asyncio.timeout(10):
             while not self.server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await asyncio.sleep(0.01)
@@ -79,3 +82,19 @@ class Receiver:
                 self.arrived.clear()
                 await self.arrived.wait()
         return self.accepted
+
+
+def held_port(port: int = 0) -> socket.socket:
+    """A socket bound to a loopback port (a new one, or `port`) and not listening, for a
+    `Receiver` to start on later (`start(held)`).
+
+    Meanwhile a connection to the port is refused, as by a receiver that is down, and no
+    other process can take the port, as it could in the moment between closing a socket
+    and binding the port again (outgoing connections take ports of the same range).
+    SO_REUSEPORT lets it be bound where another socket of this process still listens,
+    if that one set it too.
+    """
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    held.bind(("127.0.0.1", port))
+    return held

@@ -31,8 +31,7 @@ from baton.sessions.services import BaseSessionService
 from baton.sessions.store import Store
 from baton.types import Content, Part
 from baton.worker import Worker
-from tests.receiver import Delivery, Receiver
-from tests.server.processes import free_port
+from tests.receiver import Delivery, Receiver, held_port
 
 SECRET = "s3cret"
 
@@ -135,8 +134,8 @@ async def test_a_receiver_that_is_down_holds_back_only_its_own_notifications(
 ) -> None:
     other = Receiver()
     up = await other.start()
-    port = free_port()
-    down = f"http://127.0.0.1:{port}/hook"
+    held = held_port()  # nothing listens there until the receiver starts on it
+    down = f"http://127.0.0.1:{held.getsockname()[1]}/hook"
     expected = ["question.opened", "question.answered", "run.completed"]
     try:
         async with _notifying(live_store, _settings(up, down)):
@@ -146,10 +145,12 @@ async def test_a_receiver_that_is_down_holds_back_only_its_own_notifications(
             # Kept for the one that is down, and nothing else is: a receiver added now
             # (its place starts before everything kept) would get exactly these three.
             assert len(await _held(live_store)) == 3
-            await receiver.start(port)
+            await receiver.start(held)
             accepted = await receiver.wait_for(3)
             await _until_empty(live_store)
     finally:
+        if receiver.task is None:  # it never started on the port: nothing closes it
+            held.close()
         await other.stop()
     assert _types(accepted) == expected
     # The live receiver got each once: what it accepted is not sent to it again.

@@ -26,7 +26,7 @@ from tests.operation.processes import (
     waits_for_approval,
     write_app,
 )
-from tests.receiver import Receiver
+from tests.receiver import Receiver, held_port
 
 SECRET = "takeover-secret"
 
@@ -35,8 +35,7 @@ SECRET = "takeover-secret"
 def black_hole() -> Iterator[socket.socket]:
     """A socket on a loopback port that accepts connections (the backlog) and never
     answers."""
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
+    with held_port() as listening:
         listening.listen(16)
         yield listening
 
@@ -60,8 +59,9 @@ async def test_a_killed_servers_notifications_are_sent_by_another_process(
         await running
         server.signal(signal.SIGKILL)
         await server.exit_code(WITHIN)
+        back = held_port(port)  # the port, held while the black hole closes
         black_hole.close()
-        await receiver.start(port)  # the receiver is back, at the URL the claim is on
+        await receiver.start(back)  # the receiver is back, at the URL the claim is on
         worker = await start_baton("worker", str(agents), *notify, log=log)
         # The dead server's claim lapses (its 2 s timeout + 5 s), then the worker sends.
         [opened] = await receiver.wait_for(1, within=WITHIN + 7)
