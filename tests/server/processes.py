@@ -16,6 +16,10 @@ BATON = Path(sys.executable).parent / "baton"
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/")
 
 
+class PortTakenError(AssertionError):
+    """The server could not listen: another process took its port first."""
+
+
 @contextmanager
 def serving(args: list[str], *, timeout: float = 30) -> Iterator[str]:
     """Start `args`, wait for the URL it prints first, yield it; stop it with SIGINT."""
@@ -30,7 +34,10 @@ def serving(args: list[str], *, timeout: float = 30) -> Iterator[str]:
             if found is None:
                 proc.kill()
                 _, err = proc.communicate(timeout=timeout)
-                raise AssertionError(f"{args[0]} did not start: {line}{err}")
+                taken = "Address already in use" in err
+                raise (PortTakenError if taken else AssertionError)(
+                    f"{args[0]} did not start: {line}{err}"
+                )
             yield found.group(0).rstrip("/")
         finally:
             if proc.poll() is None:
@@ -42,7 +49,8 @@ def serving(args: list[str], *, timeout: float = 30) -> Iterator[str]:
 
 
 def free_port() -> int:
-    """A port nothing listens on now (for a server whose URL must be known in advance)."""
+    """A port nothing listens on now (for a server whose URL must be known in advance);
+    another process may take it before the server does (`PortTakenError`)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.server.conftest import EXAMPLES
-from tests.server.processes import BATON, free_port, serving
+from tests.server.processes import BATON, PortTakenError, free_port, serving
 from tests.server.test_web_page import browser as browser
 from tests.server.test_web_page import screenshot
 
@@ -64,53 +65,73 @@ async def test_the_reference_ui_answers_shows_refusals_graph_and_traces(
     browser: Browser,  # noqa: F811 - the fixture imported above
     tmp_path: Path,
 ) -> None:
-    ui_port = free_port()
-    api = [str(BATON), "api_server", str(EXAMPLES), "--port", "0", "--trace-to-ui"]
-    api += ["--db", str(tmp_path / "ui.db"), "--allow-origin", f"http://127.0.0.1:{ui_port}"]
-    with serving(api) as backend:
-        ui = [sys.executable, str(ROOT / "scripts" / "adk_ui.py"), "--port", str(ui_port)]
-        with serving([*ui, "--backend", backend]) as front:
-            page = await browser.new_page(viewport={"width": 1400, "height": 900})
-            await page.goto(f"{front}/?app=expense_approval")
-            message = page.locator("textarea").first
-            await message.fill("120.50 taxi to the airport")
-            await message.press("Enter")
+    with ExitStack() as stack:
+        backend, front = _backend_and_ui(stack, tmp_path)
+        page = await browser.new_page(viewport={"width": 1400, "height": 900})
+        await page.goto(f"{front}/?app=expense_approval")
+        message = page.locator("textarea").first
+        await message.fill("120.50 taxi to the airport")
+        await message.press("Enter")
 
-            # A refused answer is shown (the 422 arrives as an SSE error frame).
-            await answer_form(page, adjusted_amount="-5")
-            snack = page.locator("mat-snack-bar-container")
-            await expect(snack).to_contain_text("InvalidResponseError")
-            await expect(snack).to_contain_text("adjusted_amount: -5 is less than the minimum")
-            await screenshot(page, "adk-ui-refusal")
+        # A refused answer is shown (the 422 arrives as an SSE error frame).
+        await answer_form(page, adjusted_amount="-5")
+        snack = page.locator("mat-snack-bar-container")
+        await expect(snack).to_contain_text("InvalidResponseError")
+        await expect(snack).to_contain_text("adjusted_amount: -5 is less than the minimum")
+        await screenshot(page, "adk-ui-refusal")
 
-            # The session reloads with the question still open; only the required field set.
-            await page.reload()
-            await answer_form(page, adjusted_amount=None)
-            paid = "paid 120.50 for 'taxi to the airport' via payroll (other)"
-            await expect(page.get_by_text(paid)).to_be_visible()
+        # The session reloads with the question still open; only the required field set.
+        await page.reload()
+        await answer_form(page, adjusted_amount=None)
+        paid = "paid 120.50 for 'taxi to the airport' via payroll (other)"
+        await expect(page.get_by_text(paid)).to_be_visible()
 
-            # The graph, drawn by the UI from baton's DOT: the workflow's nodes and routes.
-            graph = page.locator("svg").filter(has_text="revise")
-            await expect(graph.first).to_be_visible()
-            await expect(graph.first).to_contain_text("approved")
-            await expect(graph.first).to_contain_text("END")
-            await screenshot(page, "adk-ui-answered")
+        # The graph, drawn by the UI from baton's DOT: the workflow's nodes and routes.
+        graph = page.locator("svg").filter(has_text="revise")
+        await expect(graph.first).to_be_visible()
+        await expect(graph.first).to_contain_text("approved")
+        await expect(graph.first).to_contain_text("END")
+        await screenshot(page, "adk-ui-answered")
 
-            await page.get_by_text("Traces", exact=True).click()
-            await expect(page.get_by_text("baton.invocation").first).to_be_visible()
-            await expect(page.get_by_text("baton.node").first).to_be_visible()
-            await screenshot(page, "adk-ui-traces")
-            sid = page.url.split("session=")[1].split("&")[0]
-            async with httpx.AsyncClient(base_url=backend) as client:
-                session = (await client.get(f"{SESSIONS}/{sid}")).json()
-                outputs = [e.get("output") for e in session["events"] if "output" in e]
-                assert outputs[-1] == paid
-                exported = await paused_export(client, tmp_path)
-            await import_and_see_what_cannot_go_on(page, exported)
-            await page.close()
+        await page.get_by_text("Traces", exact=True).click()
+        await expect(page.get_by_text("baton.invocation").first).to_be_visible()
+        await expect(page.get_by_text("baton.node").first).to_be_visible()
+        await screenshot(page, "adk-ui-traces")
+        sid = page.url.split("session=")[1].split("&")[0]
+        async with httpx.AsyncClient(base_url=backend) as client:
+            session = (await client.get(f"{SESSIONS}/{sid}")).json()
+            outputs = [e.get("output") for e in session["events"] if "output" in e]
+            assert outputs[-1] == paid
+            exported = await paused_export(client, tmp_path)
+        await import_and_see_what_cannot_go_on(page, exported)
+        await page.close()
 
 
 SESSIONS = "/apps/expense_approval/users/user/sessions"
+
+
+def _backend_and_ui(stack: ExitStack, folder: Path) -> tuple[str, str]:
+    """Start baton's api_server and the reference UI it allows; their URLs.
+
+    baton must know the UI's origin when it starts, so the UI's port is chosen before
+    the UI listens on it; when another process took it meanwhile, both start again on
+    another port.
+    """
+    for _ in range(3):
+        ui_port = free_port()
+        api = [str(BATON), "api_server", str(EXAMPLES), "--port", "0", "--trace-to-ui"]
+        api += ["--db", str(folder / f"ui{ui_port}.db")]
+        api += ["--allow-origin", f"http://127.0.0.1:{ui_port}"]
+        ui = [sys.executable, str(ROOT / "scripts" / "adk_ui.py"), "--port", str(ui_port)]
+        with ExitStack() as attempt:
+            backend = attempt.enter_context(serving(api))
+            try:
+                front = attempt.enter_context(serving([*ui, "--backend", backend]))
+            except PortTakenError:
+                continue  # leaving the attempt stops its backend
+            stack.enter_context(attempt.pop_all())
+            return backend, front
+    raise AssertionError("the reference UI found its port taken three times")
 
 
 async def paused_export(client: httpx.AsyncClient, folder: Path) -> Path:
