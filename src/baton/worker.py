@@ -64,7 +64,8 @@ class Worker:
         concurrency: most runs this worker continues at once.
 
     Use as `async with Worker(runners): ...`, or `await worker.run()` in a task and
-    `worker.drain()` to stop it.
+    `worker.drain()` to stop it. `rounds` counts the rounds it completed (each looked
+    for orphans and due deadlines once): what a health check or a test can wait on.
     """
 
     def __init__(
@@ -100,6 +101,7 @@ class Worker:
         self._draining = False
         self._task: asyncio.Task[None] | None = None
         self._grace = 30.0
+        self.rounds = 0
 
     @property
     def app_names(self) -> list[str]:
@@ -144,6 +146,7 @@ class Worker:
                 await self._expire_due(group)
                 first = False
                 wait = await self._time_to_next()
+                self.rounds += 1
             except Exception as error:  # the database is away: look again shortly
                 _log.warning("baton worker %s: %s", self.worker_id, error)
                 wait = self._poll

@@ -106,6 +106,13 @@ async def _status_becomes(
             await asyncio.sleep(0.02)
 
 
+async def _rounds_done(worker: Worker, rounds: int) -> None:
+    """Wait until `worker` completed `rounds` rounds of looking for work."""
+    async with asyncio.timeout(WITHIN):
+        while worker.rounds < rounds:  # noqa: ASYNC110 - a counter, not an event
+            await asyncio.sleep(0.01)
+
+
 @asynccontextmanager
 async def _working(*runners: Runner, worker_id: str = "here") -> AsyncIterator[Worker]:
     async with Worker(runners, worker_id=worker_id, poll=0.2) as worker:
@@ -134,8 +141,8 @@ async def test_an_idle_worker_still_continues_a_run_that_started_after_it_looked
     counts: dict[str, int] = {}
     runner = _runner(store, _chain(counts))
 
-    async with Worker([runner], worker_id="here", poll=0.2, idle_check=3600):
-        await asyncio.sleep(0.3)  # it looked, found nothing due, and sleeps
+    async with Worker([runner], worker_id="here", poll=0.2, idle_check=3600) as worker:
+        await _rounds_done(worker, 1)  # it looked, found nothing due, and sleeps
         key = await _left_by_a_dead_process(runner, "dead-host:1/abc")
         await _status_becomes(store, key, InvocationStatus.COMPLETED)  # not in an hour
 
@@ -151,8 +158,8 @@ async def test_a_lease_taken_while_the_worker_sleeps_is_seen_before_it_lapses(
     counts: dict[str, int] = {}
     runner = _runner(here, _chain(counts))
     try:
-        async with Worker([runner], worker_id="here", idle_check=3600):
-            await asyncio.sleep(0.3)  # its first round is over: it sleeps
+        async with Worker([runner], worker_id="here", idle_check=3600) as worker:
+            await _rounds_done(worker, 1)  # its first round is over: it sleeps
             dead = _runner(there, _chain(counts), worker_id="dead-host:2")
             key = await _left_by_a_dead_process(dead, "dead-host:2/abc")
             await _status_becomes(here, key, InvocationStatus.COMPLETED, within=60)
@@ -181,8 +188,8 @@ async def test_runs_of_apps_this_process_does_not_serve_are_left_alone(store: St
     key = await _left_by_a_dead_process(theirs, "dead/1", ttl=timedelta(milliseconds=1))
     ours = _runner(store, _chain(counts), name="ours")
 
-    async with _working(ours):
-        await asyncio.sleep(0.5)
+    async with _working(ours) as worker:
+        await _rounds_done(worker, 2)  # the second comes after the 1 ms lease lapsed
 
     (invocation,) = await store.list_invocations(key)
     assert invocation.status is InvocationStatus.RUNNING
@@ -370,8 +377,8 @@ async def test_a_worker_never_takes_back_the_runs_its_own_process_is_running(
         await started.wait()
     # The worker's first round reclaims runs of this worker id's earlier incarnations
     # (a restart); this process's own live run is not one of them.
-    async with _working(runner, worker_id="same"):
-        await asyncio.sleep(0.5)
+    async with _working(runner, worker_id="same") as worker:
+        await _rounds_done(worker, 1)  # the round that takes back an earlier incarnation's
         gate.set()
         events = await holder
 
