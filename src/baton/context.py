@@ -28,7 +28,16 @@ from baton.types import Content, InvocationId
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Tracer
 
-__all__ = ["ChildRuns", "CommitFn", "Context", "InvocationContext", "State", "StepParts"]
+__all__ = [
+    "ChildRuns",
+    "CommitFn",
+    "Context",
+    "InvocationContext",
+    "NamedOutcome",
+    "NamedRun",
+    "State",
+    "StepParts",
+]
 
 
 class State(StatePrefixes, MutableMapping[str, Any]):
@@ -319,6 +328,31 @@ async def _store_nothing(parts: StepParts, mutate: Callable[[], None]) -> None:
     mutate()
 
 
+@dataclass(frozen=True, slots=True)
+class NamedRun:
+    """What a `NodeRunner` asks of one child run (see `ChildRuns.run_named`)."""
+
+    node_input: Any = None
+    resume_inputs: dict[str, Any] = field(default_factory=dict)
+    prior_output: Any = None
+    prior_interrupt_ids: frozenset[str] = frozenset()
+    use_as_output: bool = False
+    use_sub_branch: bool = False
+    override_branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NamedOutcome:
+    """Where a `NodeRunner`'s child run stands once brought forward."""
+
+    path: str
+    output: JsonValue
+    routes: list[RouteValue]
+    interrupts: list[str]  # empty once it completed
+    answers: dict[str, JsonValue]
+    branch: str | None
+
+
 class ChildRuns(Protocol):
     """Runs a node run's dynamic children (the engine's `baton.workflow.dynamic`)."""
 
@@ -334,6 +368,11 @@ class ChildRuns(Protocol):
         raise_on_wait: bool = False,
     ) -> Any:
         """Run `node` as a checkpointed child run and return its output."""
+        ...
+
+    async def run_named(self, node: Any, run_id: str, request: NamedRun) -> NamedOutcome:
+        """Run `node` as the child `<name>@<run_id>`, found again by that key (see
+        `baton.workflow.node_runner.NodeRunner`)."""
         ...
 
     @property
@@ -357,6 +396,12 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     `get_artifact_version`) reach the Runner's artifact service in this session, its
     memory methods (`search_memory`, `add_session_to_memory`, ...) its memory service.
     """
+
+    # Set only on the context a `NodeRunner` returns for a child run that failed: the
+    # child's exception and the path of the run it failed in (class defaults, so the
+    # engine's contexts cost nothing more to make).
+    error: BaseException | None = None
+    error_node_path: str = ""
 
     def __init__(
         self,
@@ -451,6 +496,12 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     def interrupt_ids(self) -> set[str]:
         """Ids of this run's interrupts that still wait for an answer."""
         return set(self.open_interrupts)
+
+    @property
+    def child_runs(self) -> ChildRuns | None:
+        """The engine's keeper of this run's child runs; None for a context the engine did
+        not make for a node run."""
+        return self._children
 
     @property
     def delegates_output(self) -> bool:

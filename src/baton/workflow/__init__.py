@@ -2,6 +2,7 @@
 
 from baton.errors import NodeTimeoutError
 from baton.workflow.graph import DEFAULT_ROUTE, Edge
+from baton.workflow.node_runner import NodeRunner
 from baton.workflow.nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig
 from baton.workflow.scheduler import Workflow
 from baton.workflow.workers import Node, node
@@ -14,6 +15,7 @@ __all__ = [
     "FunctionNode",
     "JoinNode",
     "Node",
+    "NodeRunner",
     "NodeTimeoutError",
     "RetryConfig",
     "Workflow",

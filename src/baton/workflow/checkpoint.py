@@ -252,14 +252,30 @@ class DynamicCall:
     """One `ctx.run_node` call of a node run, in the order the node issued it.
 
     `digest` identifies the called node and its input (see `replay_key`); once the
-    child completed, `done` is set and its output kept, so a rerun of the caller
-    returns it without running the child again.
+    child completed, `done` is set and its output and routes kept, so a rerun of the
+    caller returns them without running the child again. A `named` call (a
+    `NodeRunner`'s) is found by its key, not by its position among the calls.
     """
 
     key: str
     digest: str
     done: bool = False
     output: _DecodedJson = None
+    routes: list[RouteValue] = field(default_factory=list)
+    named: bool = False
+
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {
+            "key": self.key,
+            "digest": self.digest,
+            "done": self.done,
+            "output": self.output,
+        }
+        if self.routes:
+            data["routes"] = list(self.routes)
+        if self.named:
+            data["named"] = True
+        return data
 
 
 @dataclass(slots=True)
@@ -321,6 +337,15 @@ class WorkflowState:
         """Ids still waiting anywhere below this workflow."""
         return [iid for run in self.runs.values() for iid in run.interrupts]
 
+    def answers_below(self) -> dict[str, JsonValue]:
+        """The answers its unfinished runs (and theirs, all the way down) were given."""
+        found: dict[str, JsonValue] = {}
+        for run in self.runs.values():
+            if run.child is not None:
+                found.update(run.child.answers_below())
+            found.update(run.answers)
+        return found
+
     def to_json(self) -> dict[str, JsonValue]:
         data: dict[str, JsonValue] = {"started": self.started}
         if self.counters:
@@ -339,10 +364,7 @@ class WorkflowState:
                 key: [_outcome_json(o) for o in outcomes] for key, outcomes in self.recorded.items()
             }
         if self.calls:
-            data["calls"] = [
-                {"key": c.key, "digest": c.digest, "done": c.done, "output": c.output}
-                for c in self.calls
-            ]
+            data["calls"] = [c.to_json() for c in self.calls]
         if self.forked:
             data["forked"] = {
                 node: [run.to_json() for run in runs] for node, runs in self.forked.items()

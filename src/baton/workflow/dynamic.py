@@ -14,13 +14,18 @@ checkpoint, so a checkpoint holds only the calls of runs still in progress.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
-from baton.context import InvocationContext
-from baton.errors import WorkflowChangedError
+from baton.context import InvocationContext, NamedOutcome, NamedRun
+from baton.errors import (
+    AlreadyAnsweredError,
+    OutputAlreadySetError,
+    UnknownInterruptError,
+    WorkflowChangedError,
+)
 from baton.events import to_json_value
 from baton.workflow.checkpoint import (
     DynamicCall,
@@ -85,6 +90,7 @@ class DynamicRuns:
         self._invocation = invocation
         self._run = run
         self._issued = 0
+        self._cursor = 0  # the index in the recorded calls of the next positional one
         self._inflight: set[asyncio.Task[None]] = set()
         self._delegate: str | None = None  # the child whose output stands for this run's
         self._waiting = False  # a raise_on_wait call stopped the run at a waiting child
@@ -129,24 +135,123 @@ class DynamicRuns:
             return self._settled(child, call.output, [], call.key, raise_on_wait)
         record = state.runs.get(call.key)
         if record is None:
-            parent = self._record
-            record = RunRecord(
-                node=child.name,
-                path=f"{parent.path}/{call.key}",
-                run_id=call.key.rpartition("@")[2],
-                input=value,
-                branch=override_branch or _sub_branch(parent.branch, call.key, use_sub_branch),
-                output_for=[parent.path, *parent.stands_for] if use_as_output else [],
-                output_branch=_claimer_branch(parent) if use_as_output else None,
+            record = self._new_record(
+                child, call.key, value, use_as_output, use_sub_branch, override_branch
             )
-            state.runs[call.key] = record
+        await self._bring_forward(child, record)
+        if record.status is RunStatus.COMPLETED:
+            return self._settled(child, record.output, record.routes, record.path, raise_on_wait)
+        raise ChildInterrupted(record.path, list(record.interrupts))
+
+    async def run_named(self, node: Node, run_id: str, request: NamedRun) -> NamedOutcome:
+        """Run `node` as this run's child `<name>@<run_id>` (a `NodeRunner`'s run): the
+        same child each time the key is given, whatever the order of the calls.
+
+        A call that completed before returns its recorded result without running; a
+        waiting child resumes with the answers it was given (all of them answered, or a
+        `rerun_on_resume` node); a new one starts with `request.prior_output` as its output.
+
+        Raises:
+            WorkflowChangedError: the key was run before with another input.
+            ValueError: the key belongs to a `ctx.run_node` call; a second use_as_output.
+            UnknownInterruptError: `request` names a question the run did not ask, or one
+                that has no answer yet.
+            OutputAlreadySetError: `request.prior_output` is not the output it recorded.
+            NodeRunFailedError (the engine's): the child failed for good.
+        """
+        key = f"{node.name}@{run_id}"
+        value = to_json_value(request.node_input, what=f"the input of node '{node.name}'")
+        prior = to_json_value(request.prior_output, what=f"the prior output of node '{key}'")
+        path = f"{self._record.path}/{key}"
+        digest = replay_key(node.name, value)
+        call = self._named_call(key, digest, value)
+        state = self._record.child
+        record = state.runs.get(key) if call is not None and state is not None else None
+        _check_named(path, call, record, request, prior)
+        if request.use_as_output:
+            self._claim_output(node.name)
+        if call is not None and call.done:
+            return NamedOutcome(path, call.output, list(call.routes), [], {}, None)
+        if record is None:
+            state = self._state()
+            if call is None:
+                state.calls.append(DynamicCall(key=key, digest=digest, named=True))
+            record = self._new_record(
+                node,
+                key,
+                value,
+                request.use_as_output,
+                request.use_sub_branch,
+                request.override_branch,
+            )
+            record.output = prior
+        await self._bring_forward(node, record)
+        done = record.status is RunStatus.COMPLETED
+        return NamedOutcome(
+            path,
+            record.output,
+            list(record.routes),
+            [] if done else list(record.interrupts),
+            dict(record.answers),
+            record.branch,
+        )
+
+    def _named_call(self, key: str, digest: str, value: JsonValue) -> DynamicCall | None:
+        """The named call recorded with `key`, or None.
+
+        Raises:
+            ValueError: a `ctx.run_node` call of this run has that key.
+            WorkflowChangedError: it was recorded with another input.
+        """
+        state = self._record.child
+        call = next((c for c in state.calls if c.key == key), None) if state else None
+        if call is None:
+            return None
+        if not call.named:
+            raise ValueError(
+                f"run_id {key.rpartition('@')[2]!r} of node '{key.rpartition('@')[0]}' is "
+                f"taken by the ctx.run_node call {key} of node run '{self._record.path}'; "
+                "give the NodeRunner another run_id."
+            )
+        if call.digest != digest:
+            raise WorkflowChangedError(
+                f"node run '{self._record.path}/{key}' was started with another input "
+                f"than {value!r} in invocation '{self._invocation.invocation_id}'; a run_id "
+                "names one run: reuse it only to resume that run, and give a new run a new "
+                "run_id."
+            )
+        return call
+
+    def _new_record(
+        self,
+        child: Node,
+        key: str,
+        value: JsonValue,
+        use_as_output: bool,
+        use_sub_branch: bool,
+        override_branch: str | None,
+    ) -> RunRecord:
+        """A new child run, kept in this run's checkpoint."""
+        parent = self._record
+        record = RunRecord(
+            node=child.name,
+            path=f"{parent.path}/{key}",
+            run_id=key.rpartition("@")[2],
+            input=value,
+            branch=override_branch or _sub_branch(parent.branch, key, use_sub_branch),
+            output_for=[parent.path, *parent.stands_for] if use_as_output else [],
+            output_branch=_claimer_branch(parent) if use_as_output else None,
+        )
+        self._state().runs[key] = record
+        return record
+
+    async def _bring_forward(self, child: Node, record: RunRecord) -> None:
+        """Execute the child, complete it from its answers or leave it waiting, as a task
+        this run's end settles."""
         task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
         await task
-        if record.status is RunStatus.COMPLETED:
-            return self._settled(child, record.output, record.routes, record.path, raise_on_wait)
-        raise ChildInterrupted(record.path, list(record.interrupts))
 
     def _settled(
         self, child: Node, output: Any, routes: list[Any], path: str, raise_on_wait: bool
@@ -187,8 +292,8 @@ class DynamicRuns:
         position = self._issued
         self._issued += 1
         digest = replay_key(name, value)
-        if position < len(state.calls):
-            recorded = state.calls[position]
+        recorded = self._next_recorded(state)
+        if recorded is not None:
             wanted = f"{name}@{run_id}" if run_id else None
             if recorded.digest != digest or (wanted is not None and recorded.key != wanted):
                 raise self._changed(position, recorded, name, value)
@@ -198,11 +303,27 @@ class DynamicRuns:
             _check_run_id(name, run_id, state, key)
         call = DynamicCall(key=key, digest=digest)
         state.calls.append(call)
+        self._cursor = len(state.calls)
         return call
+
+    def _next_recorded(self, state: WorkflowState) -> DynamicCall | None:
+        """The recorded `ctx.run_node` call at this execution's next position (named
+        calls, a NodeRunner's, hold no position), or None past the last."""
+        calls = state.calls
+        while self._cursor < len(calls) and calls[self._cursor].named:
+            self._cursor += 1
+        if self._cursor == len(calls):
+            return None
+        self._cursor += 1
+        return calls[self._cursor - 1]
 
     @staticmethod
     def _next_number(state: WorkflowState, name: str) -> int:
-        return 1 + sum(1 for c in state.calls if c.key.rpartition("@")[0] == name)
+        taken = {c.key for c in state.calls}
+        number = 1 + sum(1 for c in state.calls if not c.named and c.key.rpartition("@")[0] == name)
+        while f"{name}@{number}" in taken:  # a NodeRunner's run of it took the number
+            number += 1
+        return number
 
     def _changed(
         self, position: int, recorded: DynamicCall, name: str, value: JsonValue
@@ -231,6 +352,7 @@ class DynamicRuns:
             if call.key == child.key:
                 call.done = True
                 call.output = child.output
+                call.routes = list(child.routes)
 
     @property
     def idle(self) -> bool:
@@ -250,6 +372,75 @@ class DynamicRuns:
             await asyncio.gather(*self._inflight, return_exceptions=True)
         state = self._record.child
         return state.open_interrupts() if state is not None else []
+
+
+def _check_named(
+    path: str,
+    call: DynamicCall | None,
+    record: RunRecord | None,
+    request: NamedRun,
+    prior: JsonValue,
+) -> None:
+    """Refuse what a NodeRunner's run was given that its record contradicts, before
+    anything changes.
+
+    Raises:
+        UnknownInterruptError: an answer or a carried interrupt the run never asked, or an
+            answer to a question still unanswered.
+        AlreadyAnsweredError: an answer other than the one the run was given.
+        OutputAlreadySetError: a prior output other than the one the run recorded.
+    """
+    if call is None:
+        asked = request.prior_interrupt_ids | set(request.resume_inputs)
+        if asked:
+            raise UnknownInterruptError(
+                f"node run '{path}' has not run before, so it asked nothing, but it was "
+                f"given {_ids(asked)} (resume_inputs / prior_interrupt_ids); pass a new run "
+                "neither, or pass the run_id of the run that asked them."
+            )
+        return
+    recorded = call.output if record is None else record.output
+    if prior is not None and prior != recorded:
+        raise OutputAlreadySetError(
+            f"node run '{path}' recorded the output {recorded!r}, but prior_output is "
+            f"{prior!r}; pass the output it recorded (child_ctx.output), or None."
+        )
+    open_ids: set[str] = set() if record is None else set(record.interrupts)
+    not_open = request.prior_interrupt_ids - open_ids
+    if not_open:
+        raise UnknownInterruptError(
+            f"prior_interrupt_ids names {_ids(not_open)}, which node run '{path}' does not "
+            f"wait for (open: {_ids(open_ids) or 'none'}); pass only the ids it still waits for."
+        )
+    if record is not None:
+        _check_answers(path, record, request.resume_inputs)
+
+
+def _check_answers(path: str, record: RunRecord, resume_inputs: dict[str, Any]) -> None:
+    for iid, value in resume_inputs.items():
+        if iid in record.answers:
+            if value != record.answers[iid]:
+                raise AlreadyAnsweredError(
+                    f"interrupt '{iid}' of node run '{path}' was answered with "
+                    f"{record.answers[iid]!r}, but resume_inputs gives {value!r}; pass the "
+                    "answer it was given (the caller's ctx.resume_inputs)."
+                )
+        elif iid in record.interrupts:
+            raise UnknownInterruptError(
+                f"interrupt '{iid}' of node run '{path}' has no answer yet; answers reach a "
+                "run through the Runner (a FunctionResponse with its id): pass only the "
+                "answers the caller's ctx.resume_inputs holds."
+            )
+        else:
+            asked = sorted({*record.interrupts, *record.answers})
+            raise UnknownInterruptError(
+                f"interrupt '{iid}' was not asked by node run '{path}' (it asked: "
+                f"{_ids(asked) or 'nothing'}); pass a run only the answers to its own questions."
+            )
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(f"'{iid}'" for iid in sorted(ids))
 
 
 def _sub_branch(branch: str | None, key: str, use_sub_branch: bool) -> str | None:

@@ -468,7 +468,11 @@ def _context_for(
         node_path=record.path,
         run_id=record.run_id,
         node_name=node.name,
-        resume_inputs=record.answers,
+        # A run that runs children sees the answers they were given too, as in the
+        # reference, so it can hand them on (a NodeRunner's resume_inputs).
+        resume_inputs=record.answers
+        if record.child is None or not record.child.calls
+        else {**record.child.answers_below(), **record.answers},
         open_interrupts={
             iid: carried_interrupt(invocation, record, iid) for iid in record.interrupts
         }
