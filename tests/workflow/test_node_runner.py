@@ -88,18 +88,19 @@ async def test_the_seed_example_carries_prior_output_and_open_interrupts_across_
     assert (await last.invocation()).status == InvocationStatus.COMPLETED
 
 
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
 async def test_a_finished_child_is_not_redone_and_a_waiting_child_completes_from_its_answer(
-    stores: StoreFactory,
+    stores: StoreFactory, resumable: bool
 ) -> None:
     runs: list[str] = []
     h = await build_harness(
-        pipeline(runs.append), BaseSessionService(stores.open()), resumable=True
+        pipeline(runs.append), BaseSessionService(stores.open()), resumable=resumable
     )
     first = await h.start()
     assert outputs(first) == [("step_a", "A(x)")]
     assert asked(first) == ["fc-b"]
     again = attach_harness(
-        pipeline(runs.append), BaseSessionService(stores.open()), h.session_id, resumable=True
+        pipeline(runs.append), BaseSessionService(stores.open()), h.session_id, resumable=resumable
     )
 
     second = await again.answer(("fc-b", "yes"))
