@@ -49,6 +49,7 @@ REFERENCE_NAMES = {
         "BaseNode", "DEFAULT_ROUTE", "Edge", "FunctionNode", "JoinNode", "Node",
         "NodeTimeoutError", "RetryConfig", "START", "Workflow", "node",
     ],
+    "baton.workflow.node_runner": ["NodeRunner"],  # google.adk.workflow._node_runner
     "baton.agents": [
         "Agent", "BaseAgent", "Context", "InvocationContext", "LlmAgent", "LoopAgent",
         "ParallelAgent", "RunConfig", "SequentialAgent",
