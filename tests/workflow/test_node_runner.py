@@ -373,3 +373,27 @@ async def test_bad_inputs_are_refused_with_specific_errors_and_change_nothing(
     ]
     assert outputs(second)[-1] == ("parent", "yes")
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_one_run_asked_for_twice_at_once_runs_once() -> None:
+    runs: list[str] = []
+
+    async def slow(node_input: str) -> str:
+        runs.append(node_input)
+        await asyncio.sleep(0)  # the second call arrives while this run is under way
+        return node_input.upper()
+
+    child = FunctionNode(slow, name="slow")
+
+    async def script(ctx: Context) -> JsonValue:
+        first, second = await asyncio.gather(
+            NodeRunner(node=child, parent_ctx=ctx).run("x"),
+            NodeRunner(node=child, parent_ctx=ctx).run("x"),
+        )
+        return [first.output, second.output]
+
+    h = await build_harness(root(script), InMemorySessionService(), resumable=True)
+    events = await h.start()
+
+    assert outputs(events) == [("slow", "X"), ("parent", ["X", "X"])]
+    assert runs == ["x"]

@@ -92,6 +92,8 @@ class DynamicRuns:
         self._issued = 0
         self._cursor = 0  # the index in the recorded calls of the next positional one
         self._inflight: set[asyncio.Task[None]] = set()
+        # NodeRunner runs under way, by key; made by the first (most runs make none).
+        self._named: dict[str, asyncio.Task[None]] | None = None
         self._delegate: str | None = None  # the child whose output stands for this run's
         self._waiting = False  # a raise_on_wait call stopped the run at a waiting child
 
@@ -138,7 +140,7 @@ class DynamicRuns:
             record = self._new_record(
                 child, call.key, value, use_as_output, use_sub_branch, override_branch
             )
-        await self._bring_forward(child, record)
+        await self._start(child, record)
         if record.status is RunStatus.COMPLETED:
             return self._settled(child, record.output, record.routes, record.path, raise_on_wait)
         raise ChildInterrupted(record.path, list(record.interrupts))
@@ -185,7 +187,16 @@ class DynamicRuns:
                 request.override_branch,
             )
             record.output = prior
-        await self._bring_forward(node, record)
+        if self._named is None:
+            self._named = {}
+        running = self._named.get(key)
+        if running is not None and not running.done():
+            # The same run asked for again while it runs (asyncio.gather): it runs once.
+            await asyncio.wait((running,))
+            running.result()  # its failure, raised to this caller too
+        else:
+            self._named[key] = task = self._start(node, record)
+            await task
         done = record.status is RunStatus.COMPLETED
         return NamedOutcome(
             path,
@@ -245,13 +256,13 @@ class DynamicRuns:
         self._state().runs[key] = record
         return record
 
-    async def _bring_forward(self, child: Node, record: RunRecord) -> None:
-        """Execute the child, complete it from its answers or leave it waiting, as a task
-        this run's end settles."""
+    def _start(self, child: Node, record: RunRecord) -> asyncio.Task[None]:
+        """Execute the child, complete it from its answers or leave it waiting: a task
+        this run's end settles; await it."""
         task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
-        await task
+        return task
 
     def _settled(
         self, child: Node, output: Any, routes: list[Any], path: str, raise_on_wait: bool
