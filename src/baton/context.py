@@ -196,6 +196,9 @@ class InvocationContext:
         self.session_service = session_service
         self.resumability_config = resumability_config
         self.run_config = check_run_config(run_config)
+        # Set by an agent's own code, a tool or a callback to end the running agent's run
+        # where the reference ends it (see `BaseAgent.run_async`); its parent goes on.
+        self.end_invocation = False
         self.custom_metadata: dict[str, JsonValue] = dict(self.run_config.custom_metadata or {})
         # Model calls made so far by this call (see `count_llm_call`).
         self.llm_calls = 0

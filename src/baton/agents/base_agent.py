@@ -268,7 +268,20 @@ class BaseAgent(BaseModel):
                 yield event
 
     async def _run_in(self, ctx: AgentContext) -> AsyncGenerator[Event, None]:
-        """Run this agent inside a node run (or a direct run), as `run_async` describes."""
+        """Run this agent inside a node run (or a direct run), as `run_async` describes.
+
+        `ctx.end_invocation` set while it runs ends this agent only, as the reference's
+        copy of the context for each agent does: its parent reads the value it had.
+        """
+        inherited = ctx.end_invocation
+        try:
+            async with aclosing(self._run_ending_here(ctx)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            ctx.end_invocation = inherited
+
+    async def _run_ending_here(self, ctx: AgentContext) -> AsyncGenerator[Event, None]:
         if self.name in ctx.ended_agents:
             if ctx.replays[self.name] > 0:
                 ctx.replays[self.name] -= 1
@@ -278,7 +291,7 @@ class BaseAgent(BaseModel):
         if before is not None:
             yield before
             if before.actions.end_of_agent:
-                return  # the callback answered for the agent
+                return  # the callback answered for the agent, or ended its run
         try:
             async with aclosing(self._run_async_impl(ctx)) as events:
                 async for item in events:
@@ -314,7 +327,7 @@ class BaseAgent(BaseModel):
                 # Stored (the agent resumes from it), not shown: see `ends_quietly`.
                 ctx.invocation_context.private_checkpoints.add(end.id)
             return end
-        callbacks = self._after_callbacks(ctx)
+        callbacks = None if ctx.end_invocation else self._after_callbacks(ctx)
         if callbacks is None:
             return None
         # The agent ended itself: the callback's reply follows in an event of its own.
@@ -342,9 +355,12 @@ class BaseAgent(BaseModel):
         )
         reply = await run_callbacks(callbacks, callback_context=callback_context)
         actions = callback_context.actions
+        ended = ends and ctx.end_invocation
         if reply is None and not actions.state_delta and not actions.artifact_delta:
-            return None
-        event = self._create_agent_state_event(ctx, end_of_agent=ends and reply is not None)
+            return self._quiet_end(ctx) if ended else None
+        event = self._create_agent_state_event(
+            ctx, end_of_agent=ends and (reply is not None or ended)
+        )
         event.actions.state_delta = dict(actions.state_delta)
         event.actions.artifact_delta = dict(actions.artifact_delta)
         if reply is not None:
@@ -362,10 +378,17 @@ class BaseAgent(BaseModel):
             invocation_context=ctx,
         )
 
-    async def _end_event(self, ctx: AgentContext) -> Event:
-        """The event ending the agent, with its after-callback's reply and writes."""
+    def _quiet_end(self, ctx: AgentContext) -> Event:
+        """The end of the agent, stored (it resumes from it) but not shown."""
         end = self._create_agent_state_event(ctx, end_of_agent=True)
-        callbacks = self._after_callbacks(ctx)
+        ctx.invocation_context.private_checkpoints.add(end.id)
+        return end
+
+    async def _end_event(self, ctx: AgentContext) -> Event:
+        """The event ending the agent, with its after-callback's reply and writes (none
+        when the agent's run set `end_invocation`)."""
+        end = self._create_agent_state_event(ctx, end_of_agent=True)
+        callbacks = None if ctx.end_invocation else self._after_callbacks(ctx)
         if callbacks is not None:
             after = await self._callback_event(ctx, callbacks, ends=False)
             if after is not None:

@@ -602,8 +602,10 @@ class LlmAgent(BaseAgent):
                     )
                     async for event in calls_run:
                         yield event
-                    if waiting:
-                        return  # a sub-agent it called as a tool waits for input
+                    # A sub-agent it called as a tool waits for input, or a tool ended the
+                    # agent's run (`end_invocation`): no model turn follows.
+                    if waiting or agent_ctx.end_invocation:
+                        return
                     state = self._load_agent_state(ctx, LlmAgentState) or state
                     continue
                 if pending and not progress.has_interim_result(lro_ids):
