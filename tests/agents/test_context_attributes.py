@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from baton import InMemorySessionService, Runner, types
-from baton.agents import LlmAgent
+from baton.agents import LlmAgent, SequentialAgent
 from baton.agents.callbacks import CallbackContext
 from baton.errors import NoCredentialServiceError
 from baton.models import ScriptedModel
@@ -159,3 +159,30 @@ async def test_credential_methods_name_the_missing_credential_service() -> None:
     for name, said in failures.items():
         assert said.startswith(f"{name} needs a credential service, which baton does not have")
     assert isinstance(NoCredentialServiceError("x"), ValueError)
+
+
+async def test_the_invocation_context_names_the_running_agent() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def look(tool_context: ToolContext) -> str:
+        """Looks around."""
+        agent = tool_context._invocation_context.agent  # pyright: ignore[reportPrivateUsage] -- as the reference's users read it
+        seen.append(("tool", getattr(agent, "name", "")))
+        return "ok"
+
+    def before(callback_context: CallbackContext) -> None:
+        agent = callback_context._invocation_context.agent  # pyright: ignore[reportPrivateUsage] -- likewise
+        seen.append(("before", getattr(agent, "name", "")))
+
+    def looker(name: str) -> LlmAgent:
+        model = ScriptedModel([FunctionCall(name="look", args={}, id="c1"), "done"])
+        return LlmAgent(name=name, model=model, tools=[look], before_agent_callback=before)
+
+    sequence = SequentialAgent(name="s", sub_agents=[looker("one"), looker("two")])
+    service = InMemorySessionService()
+    runner = Runner(app_name="x", agent=sequence, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
+        pass
+    assert seen == [("before", "one"), ("tool", "one"), ("before", "two"), ("tool", "two")]

@@ -270,16 +270,18 @@ class BaseAgent(BaseModel):
     async def _run_in(self, ctx: AgentContext) -> AsyncGenerator[Event, None]:
         """Run this agent inside a node run (or a direct run), as `run_async` describes.
 
-        `ctx.end_invocation` set while it runs ends this agent only, as the reference's
-        copy of the context for each agent does: its parent reads the value it had.
+        While it runs, `ctx.agent` is this agent; `ctx.end_invocation` set then ends this
+        agent only, as the reference's copy of the context for each agent does: its parent
+        reads the values it had.
         """
-        inherited = ctx.end_invocation
+        inherited, parent = ctx.end_invocation, ctx.agent
+        ctx.agent = self
         try:
             async with aclosing(self._run_ending_here(ctx)) as events:
                 async for event in events:
                     yield event
         finally:
-            ctx.end_invocation = inherited
+            ctx.end_invocation, ctx.agent = inherited, parent
 
     async def _run_ending_here(self, ctx: AgentContext) -> AsyncGenerator[Event, None]:
         if self.name in ctx.ended_agents:
