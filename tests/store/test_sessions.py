@@ -443,3 +443,32 @@ async def test_append_event_refuses_a_session_read_before_its_last_change(
     stored = await memory.get_session(app_name=APP, user_id=USER, session_id="s1")
     assert stored is not None
     assert texts(stored.events) == ["one", "late"]
+
+
+async def test_append_event_lands_one_of_many_sessions_read_together_and_appended_at_once(
+    store: Store, clock: FakeClock
+) -> None:
+    from baton.errors import StaleSessionError
+    from baton.sessions.services import BaseSessionService
+
+    service = BaseSessionService(store, clock=clock)
+    await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    readers = [
+        await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+        for _ in range(RACERS)
+    ]
+    clock.advance(1)
+
+    said = [Event(author="user", content=types.UserContent(f"from {n}")) for n in range(RACERS)]
+    results = await asyncio.gather(
+        *(service.append_event(cast(Session, s), e) for s, e in zip(readers, said, strict=True)),
+        return_exceptions=True,
+    )
+
+    refused = [r for r in results if isinstance(r, BaseException)]
+    landed = [t for t, r in zip(texts(said), results, strict=True) if isinstance(r, Event)]
+    assert len(landed) == 1, results
+    assert all(isinstance(r, StaleSessionError) for r in refused), refused
+    stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stored is not None
+    assert texts(stored.events) == landed

@@ -56,6 +56,7 @@ from baton.sessions.store import (
     lost_error,
     merge_shared_state,
     split_state,
+    stale_session_error,
 )
 from baton.sessions.wakeups import Wakeups
 from baton.types import InterruptId, InvocationId, SessionId
@@ -234,6 +235,9 @@ class MemoryStore:
 
     async def commit_step(self, commit: StepCommit) -> int:
         data = self._require(commit.session)
+        read_at = commit.unchanged_since
+        if read_at is not None and data.last_update_time > read_at:
+            raise stale_session_error(commit.session, data.last_update_time, read_at)
         # The invocation's row looked up once, for the version check and the write.
         row = None if commit.invocation_id is None else data.invocations.get(commit.invocation_id)
         version = self._check_version(row, commit)

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
-from baton.errors import SessionNotFoundError, StaleSessionError
+from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
@@ -63,6 +63,9 @@ class ListSessionsResponse(BaseModel):
 
 class BaseSessionService:
     """Session CRUD in the reference system's shape, over any `Store`."""
+
+    # `append_event` refuses a `Session` read before the session's last change.
+    _requires_fresh = True
 
     def __init__(self, store: Store, *, clock: Clock = time.time) -> None:
         self.store = store
@@ -211,7 +214,6 @@ class BaseSessionService:
             return event
         check_key(session.key)
         check_event(event)
-        self._check_fresh(session, await self._stored_time(session))
         await self.store.commit_step(
             StepCommit(
                 session=session.key,
@@ -219,6 +221,7 @@ class BaseSessionService:
                 expected_version=0,
                 events=(event,),
                 state_delta=dict(event.actions.state_delta),
+                unchanged_since=session.last_update_time if self._requires_fresh else None,
             )
         )
         session.events.append(event)
@@ -231,15 +234,6 @@ class BaseSessionService:
         if stored is None:
             raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
         return stored.last_update_time
-
-    def _check_fresh(self, session: Session, stored_time: float) -> None:
-        if stored_time > session.last_update_time:
-            raise StaleSessionError(
-                f"session '{session.key}' changed at {stored_time} after the Session given "
-                f"to append_event was read (its last_update_time is "
-                f"{session.last_update_time}); read it again with get_session and append "
-                "to that."
-            )
 
     async def close(self) -> None:
         """Release the store's connections."""
@@ -262,8 +256,8 @@ class InMemorySessionService(BaseSessionService):
     def __init__(self) -> None:
         super().__init__(MemoryStore())
 
-    def _check_fresh(self, session: Session, stored_time: float) -> None:
-        """Any `Session` may be appended to, as with the reference's in-memory service."""
+    # Any `Session` may be appended to, as with the reference's in-memory service.
+    _requires_fresh = False
 
     def create_session_sync(
         self,

@@ -15,7 +15,7 @@ from typing import ClassVar, Protocol, TypeAlias
 
 from pydantic import Field, JsonValue, computed_field
 
-from baton.errors import InvocationBusyError, LeaseLostError
+from baton.errors import InvocationBusyError, LeaseLostError, StaleSessionError
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION, Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
@@ -51,6 +51,7 @@ __all__ = [
     "lost_error",
     "merge_shared_state",
     "split_state",
+    "stale_session_error",
     "strip_temp_state",
 ]
 
@@ -220,6 +221,10 @@ class StepCommit:
     # History copied from another session (a fork): a run landing already ended did
     # not end now, so no run notification is recorded for it.
     copied: bool = False
+    # The session's last change as the writer read it: the step lands only if the
+    # session has not changed since (checked in the step's transaction, so two writers
+    # that read it together cannot both land), else StaleSessionError and nothing lands.
+    unchanged_since: float | None = None
 
 
 @dataclass(slots=True)
@@ -605,6 +610,16 @@ def busy_error(
     return InvocationBusyError(
         f"invocation '{invocation_id}' is being run by '{owner}' (its lease runs {left:.0f} s "
         f"more, until {until}, unless renewed); wait for that run to pause or finish, then retry."
+    )
+
+
+def stale_session_error(key: SessionKey, changed_at: float, read_at: float) -> StaleSessionError:
+    """The refusal of a step written from a session read at `read_at`, before its last
+    change at `changed_at`."""
+    return StaleSessionError(
+        f"session '{key}' changed at {changed_at} after the Session given to append_event "
+        f"was read (its last_update_time is {read_at}); read it again with get_session "
+        "and append to that."
     )
 
 

@@ -66,6 +66,7 @@ from baton.sessions.store import (
     StepCommit,
     lost_error,
     split_state,
+    stale_session_error,
     strip_temp_state,
 )
 
@@ -98,6 +99,13 @@ TOUCH_KNOWN = update(sessions).where(sessions.c.pk == bindparam("key_pk"), IS_SE
 `session_params`): its row by key and primary key at once, so nothing is read back. A
 row that no longer has both (the session was deleted, and perhaps created again)
 matches nothing, and the step takes it by key."""
+# The same, where the writer read the session at `key_read_at` and must not land on a
+# later change (`StepCommit.unchanged_since`): the UPDATE's WHERE is checked under the
+# row's lock, so of writers that read the session together one lands.
+_TOUCH_UNCHANGED = update(sessions).where(
+    IS_SESSION, sessions.c.updated_at <= bindparam("key_read_at")
+)
+_CHANGED_AT = select(sessions.c.updated_at).where(IS_SESSION)
 # The state is read (under that lock) only by a step that changes it: a step costs the
 # same whatever the state's size, unless it writes to it.
 _READ_STATE = select(sessions.c.state).where(sessions.c.pk == bindparam("key_pk"))
@@ -163,6 +171,8 @@ def write_step(
         SessionNotFoundError: the session does not exist.
         StaleVersionError: `expected_version` is not the invocation's version.
     """
+    if commit.unchanged_since is not None:
+        _touch_unchanged(connection, dialect, commit.session, now, commit.unchanged_since)
     pk = _touch_session(connection, dialect, commit.session, now, known)
     version = 0
     if commit.invocation_id is not None:
@@ -207,6 +217,24 @@ def _touch_session(
     pk = touched[0][0]
     known.remember(key, pk)
     return pk
+
+
+def _touch_unchanged(
+    connection: Connection, dialect: SqlDialect, key: SessionKey, now: float, read_at: float
+) -> None:
+    """Lock the session's row if it has not changed since `read_at`, as `_touch_session`.
+
+    Raises:
+        SessionNotFoundError: the session does not exist.
+        StaleSessionError: the session changed after `read_at`.
+    """
+    parameters = {"updated_at": now, "key_read_at": read_at, **session_params(key)}
+    if dialect.count_updated(connection, _TOUCH_UNCHANGED, parameters):
+        return
+    changed_at = connection.scalar(_CHANGED_AT, session_params(key))
+    if changed_at is None:
+        raise SessionNotFoundError(f"session '{key}' does not exist; create it first.")
+    raise stale_session_error(key, changed_at, read_at)
 
 
 def _append_events(
