@@ -397,3 +397,28 @@ async def test_one_run_asked_for_twice_at_once_runs_once() -> None:
 
     assert outputs(events) == [("slow", "X"), ("parent", ["X", "X"])]
     assert runs == ["x"]
+
+
+async def test_a_child_s_route_is_on_its_context_also_when_its_result_is_recorded() -> None:
+    routes: list[object] = []
+
+    def pick(node_input: str) -> Event:
+        return Event(output=node_input, route="left")
+
+    picker = FunctionNode(pick, name="pick")
+    asker = FunctionNode(lambda: RequestInput(interrupt_id="q", message="?"), name="asker")
+
+    async def script(ctx: Context) -> JsonValue:
+        picked = await NodeRunner(node=picker, parent_ctx=ctx).run("p")
+        routes.append(picked.route)
+        waited = await NodeRunner(node=asker, parent_ctx=ctx).run(
+            resume_inputs=answers_to(ctx, "q")
+        )
+        return None if waited.interrupt_ids else [picked.output, waited.output]
+
+    h = await build_harness(root(script), InMemorySessionService(), resumable=True)
+    await h.start()
+    events = await h.answer(("q", "A"))
+
+    assert outputs(events)[-1] == ("parent", ["p", "A"])
+    assert routes == ["left", "left"]  # run, then its recorded result
