@@ -295,7 +295,7 @@ async def test_migration_15_drops_postgresqls_keys_to_sessions_and_deletes_still
         await _migrate(database, up_to=14)
         await database.transact(_seed_events_13, write=True)
         await database.transact(_seed_question_14, write=True)
-        assert await _migrate(database) == [15, 16, 17, 18, 19]
+        assert await _migrate(database) == ALL_STEPS[14:]
         keys = await database.transact(_session_keys, write=False)
         shape = await database.transact(_schema_shape, write=False)
     expected = [] if store_url.startswith("postgresql") else ["baton_sessions"]
@@ -319,7 +319,7 @@ async def test_migration_16_leaves_half_of_each_page_of_steps_rows_on_postgresql
     async with _database(store_url) as database:
         await _migrate(database, up_to=15)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [16, 17, 18, 19]
+        assert await _migrate(database) == ALL_STEPS[15:]
         shape = await database.transact(_schema_shape, write=False)
         kept = await _scalar(database, "SELECT count(*) FROM baton_invocations")
         options = await database.transact(_fillfactors, write=False)
@@ -353,7 +353,7 @@ async def test_migration_17_shares_prefixed_keys_from_then_on_and_keeps_earlier_
     async with _database(store_url) as database:
         await _migrate(database, up_to=16)
         await database.transact(_seed_prefixed_state_16, write=True)
-        assert await _migrate(database) == [17, 18, 19]
+        assert await _migrate(database) == ALL_STEPS[16:]
         shape = await database.transact(_schema_shape, write=False)
     assert shape == _declared_shape(store_url)
     store = SqlStore(store_url)
@@ -382,7 +382,7 @@ async def test_migration_18_moves_prefixed_keys_kept_in_sessions_to_the_shared_r
     async with _database(store_url) as database:
         await _migrate(database, up_to=17)
         await database.transact(_seed_prefixed_state_17, write=True)
-        assert await _migrate(database) == [18, 19]
+        assert await _migrate(database) == ALL_STEPS[17:]
         shape = await database.transact(_schema_shape, write=False)
         rows = await database.transact(_state_rows, write=False)
     assert shape == _declared_shape(store_url)
@@ -417,7 +417,7 @@ async def test_migration_19_leaves_no_notify_inside_a_step_and_other_processes_s
     process, now told after the commit."""
     async with _database(store_url) as database:
         await _migrate(database, up_to=18)
-        assert await _migrate(database) == [19]
+        assert await _migrate(database) == ALL_STEPS[18:]
         shape = await database.transact(_schema_shape, write=False)
         triggers = await database.transact(_interrupt_triggers, write=False)
     assert shape == _declared_shape(store_url)
@@ -435,6 +435,90 @@ async def test_migration_19_leaves_no_notify_inside_a_step_and_other_processes_s
         await writer.close()
         await watcher.close()
     assert woken is listens
+
+
+async def test_migration_20_keeps_leases_and_unneeded_keys_out_of_the_indexes(
+    store_url: str, clock: FakeClock
+) -> None:
+    """A database of step 19 ends with today's shape: on PostgreSQL no index of
+    invocations holds a lease's column (a claim changes no indexed column: a HOT update)
+    and the assignee's and the deadline's indexes hold only rows that have one; outside
+    SQLite notification ids carry no unique index. Its lapsed run, a question
+    with an assignee and a deadline, and the outbox still read back through them."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=19)
+        await database.transact(_seed_version_8, write=True)
+        assert await _migrate(database) == [20]
+        shape = await database.transact(_schema_shape, write=False)
+        indexes = await database.transact(_index_definitions, write=False)
+        unique = await database.transact(_notification_uniques, write=False)
+    assert shape == _declared_shape(store_url)
+    dialect = open_dialect(store_url).name
+    if dialect == "postgresql":
+        assert "lease" not in " ".join(indexes["baton_invocations"].values())
+        partial = indexes["baton_interrupts"]
+        assert "WHERE (assignee IS NOT NULL)" in partial["ix_baton_interrupts_assignee_listing"]
+        assert "WHERE (expires_at IS NOT NULL)" in partial["ix_baton_interrupts_status_expires"]
+    assert unique == ([["id"]] if dialect == "sqlite" else [])
+
+    store = SqlStore(store_url, clock=clock)
+    try:
+        asked = question(key(), "inv-1", "q1").model_copy(
+            update={"assignee": "bob", "timeout": 1.0}
+        )
+        await store.commit_step(step(key(), "inv-1", 0, opened=(asked,)))
+        clock.advance(2)
+        orphans = await store.claim_orphans([APP], "w/1", timedelta(seconds=5), limit=5)
+        assigned = await store.list_interrupts(APP, assignee="bob")
+        due = await store.due_interrupts([APP], limit=5)
+        delivery = await store.claim_notifications(
+            "http://receiver", "w/1", ttl=timedelta(seconds=5), limit=5
+        )
+    finally:
+        await store.close()
+    assert {c.lease.invocation_id for c in orphans} == {"inv-old", "inv-1"}
+    assert [q.interrupt_id for q in assigned] == [q.interrupt_id for q in due] == ["q1"]
+    assert delivery is not None
+    assert [n.body["type"] for n in delivery.notifications] == ["question.opened"]
+
+
+def _index_definitions(connection: Connection) -> dict[str, dict[str, str]]:
+    """Each baton table's indexes by name: PostgreSQL's definition (with a partial
+    index's WHERE), elsewhere the columns."""
+    if connection.dialect.name == "postgresql":
+        rows = connection.execute(
+            text(
+                "SELECT tablename, indexname, indexdef FROM pg_indexes "
+                "WHERE schemaname = current_schema() AND tablename LIKE 'baton%'"
+            )
+        )
+        found: dict[str, dict[str, str]] = {}
+        for table, name, definition in rows:
+            found.setdefault(str(table), {})[str(name)] = str(definition)
+        return found
+    inspector = inspect(connection)
+    return {
+        table: {
+            str(i["name"]): " ".join(map(str, i["column_names"]))
+            for i in inspector.get_indexes(table)
+        }
+        for table in inspector.get_table_names()
+        if table.startswith("baton")
+    }
+
+
+def _notification_uniques(connection: Connection) -> list[list[str]]:
+    """The columns of each unique constraint or index on the outbox, but its key."""
+    inspector = inspect(connection)
+    constraints = inspector.get_unique_constraints("baton_notifications")
+    uniques = [[str(c) for c in u["column_names"]] for u in constraints]
+    # PostgreSQL and MySQL list a UNIQUE constraint as an index too
+    indexes = [
+        [str(c) for c in i["column_names"]]
+        for i in inspector.get_indexes("baton_notifications")
+        if i["unique"]
+    ]
+    return uniques + [columns for columns in indexes if columns not in uniques]
 
 
 def _interrupt_triggers(connection: Connection) -> list[str]:
