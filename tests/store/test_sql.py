@@ -482,6 +482,34 @@ async def test_migration_20_keeps_leases_and_unneeded_keys_out_of_the_indexes(
     assert [n.body["type"] for n in delivery.notifications] == ["question.opened"]
 
 
+async def test_an_outbox_row_holds_its_id_and_time_once_and_delivers_the_whole_body(
+    store_url: str,
+) -> None:
+    """A notification's id and time are columns of its row, not repeated in its stored
+    body; the body claimed is the whole one, its keys in their documented order."""
+    store = SqlStore(store_url)
+    try:
+        await store.create_session(APP, USER, session_id=SessionId("s1"))
+        await store.commit_step(step(key(), "inv-1", 0, opened=(question(key(), "inv-1", "q1"),)))
+        delivery = await store.claim_notifications(
+            "http://receiver", "w/1", ttl=timedelta(seconds=5), limit=5
+        )
+    finally:
+        await store.close()
+    async with _database(store_url) as database:
+        stored = await database.transact(_stored_bodies, write=False)
+    assert delivery is not None
+    [sent] = delivery.notifications
+    assert list(sent.body)[:4] == ["id", "type", "createdAt", "appName"]
+    assert (sent.body["id"], sent.body["createdAt"]) == (sent.id, sent.created_at)
+    assert stored == [{k: v for k, v in sent.body.items() if k not in ("id", "createdAt")}]
+
+
+def _stored_bodies(connection: Connection) -> list[Any]:
+    bodies = connection.scalars(select(schema.notifications.c.body).order_by("seq"))
+    return list(bodies)
+
+
 def _index_definitions(connection: Connection) -> dict[str, dict[str, str]]:
     """Each baton table's indexes by name: PostgreSQL's definition (with a partial
     index's WHERE), elsewhere the columns."""

@@ -43,7 +43,7 @@ from baton.events import Event
 from baton.sessions.notifications import notifications_of
 from baton.sessions.sql.dialect import EncodedJson, OneStatementStep, SqlDialect, json_text
 from baton.sessions.sql.direct import UpdateReturning
-from baton.sessions.sql.outbox import record_notifications
+from baton.sessions.sql.outbox import record_notifications, stored_body
 from baton.sessions.sql.schema import (
     IS_SESSION,
     events,
@@ -572,7 +572,7 @@ def step_at_once(commit: StepCommit, now: float) -> OneStatementStep:
     notes = notifications_of(commit, now)
     if notes:
         parameters["key_note_fields"] = json_text([(n.id, n.created_at) for n in notes])
-        parameters["key_note_bodies"] = json_text([n.body for n in notes])
+        parameters["key_note_bodies"] = json_text([stored_body(n) for n in notes])
     # Positional: a cached call's keyword arguments cost a dict and its items a step.
     statement = _step_at_once(
         tuple(changes),
