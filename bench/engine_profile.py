@@ -1,11 +1,12 @@
 """The engine's own cost per node, measured in a way that holds under load.
 
-    .venv/bin/python bench/engine_profile.py [--runs N] [--backend B] [--cprofile]
+    .venv/bin/python bench/engine_profile.py [--runs N] [--backend B] [--plain] [--cprofile]
 
 B is memory (the default), sqlite or postgres.
 
 Runs baton_bench.py's chain-async workload (a 100-node linear workflow of `async def`
-nodes, a fresh session per run) `--runs` times after two warm-up runs, and prints the
+nodes, a fresh session per run; with `--plain` its chain workload of plain `def` nodes,
+each run in a worker thread) `--runs` times after two warm-up runs, and prints the
 median µs per node. Wall time is noisy on a shared machine; instruction counts are not.
 Count them with callgrind, once with few runs and once with more, and divide the
 difference by the extra nodes (this cancels start-up, imports and the warm-up):
@@ -16,6 +17,11 @@ difference by the extra nodes (this cancels start-up, imports and the warm-up):
         .venv/bin/python bench/engine_profile.py --runs 12
     # instructions per node = (Ir of cg.12 - Ir of cg.2) / (10 x 100)
     # (callgrind_annotate FILE | head prints the "PROGRAM TOTALS" Ir)
+
+With `--plain` the caller's quick wait for a node's thread (`baton.threads.HANDOFF_WAIT`)
+is lengthened to 2 s: under valgrind a thread runs ~50x slower, so each call would
+outlast the usual wait and take the path through the event loop that real runs rarely
+take.
 
 `--backend postgres` runs on `BATON_BENCH_POSTGRES_URL` (baton_bench's, in a schema of
 its own): callgrind then counts this process's side of each step (building and
@@ -44,22 +50,24 @@ import time
 from baton_bench import (
     CHAIN_NODES,
     async_chain_workflow,
+    chain_workflow,
     drain,
     open_service,
     runner_for,
     text_message,
 )
 
+from baton import threads
 from baton.sessions.services import BaseSessionService
 
 WARM_UP_RUNS = 2
 
 
 async def run_chains(
-    service: BaseSessionService, runs: int, profiler: cProfile.Profile | None
+    service: BaseSessionService, runs: int, profiler: cProfile.Profile | None, *, plain: bool
 ) -> list[float]:
-    """Seconds of each measured run of the async chain."""
-    runner = runner_for(async_chain_workflow(), service)
+    """Seconds of each measured run of the async (or the plain) chain."""
+    runner = runner_for(chain_workflow() if plain else async_chain_workflow(), service)
     seconds: list[float] = []
     for attempt in range(WARM_UP_RUNS + runs):
         session = await service.create_session(app_name="bench", user_id="u")
@@ -80,22 +88,28 @@ async def run_chains(
     return seconds
 
 
-async def measure(backend: str, runs: int, profiler: cProfile.Profile | None) -> list[float]:
+async def measure(
+    backend: str, runs: int, profiler: cProfile.Profile | None, *, plain: bool
+) -> list[float]:
     async with open_service(backend) as service:
-        return await run_chains(service, runs, profiler)
+        return await run_chains(service, runs, profiler, plain=plain)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20, help="measured runs (after 2 warm-up)")
     parser.add_argument("--backend", choices=("memory", "sqlite", "postgres"), default="memory")
+    parser.add_argument("--plain", action="store_true", help="the chain of plain `def` nodes")
     parser.add_argument("--cprofile", action="store_true", help="print where the time goes")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.cprofile else None
-    seconds = asyncio.run(measure(args.backend, args.runs, profiler))
+    if args.plain:
+        threads.HANDOFF_WAIT = 2.0
+    seconds = asyncio.run(measure(args.backend, args.runs, profiler, plain=args.plain))
     if seconds:
         per_node = statistics.median(seconds) / CHAIN_NODES * 1e6
-        print(f"chain-async {args.backend}: {per_node:.1f} us/node (median of {len(seconds)})")
+        workload = "chain" if args.plain else "chain-async"
+        print(f"{workload} {args.backend}: {per_node:.1f} us/node (median of {len(seconds)})")
     if profiler is not None:
         print_profile(profiler)
 

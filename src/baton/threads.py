@@ -21,13 +21,14 @@ its end (Python cannot stop a thread); its result is discarded.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from contextlib import suppress
 from contextvars import Context, ContextVar, copy_context
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 __all__ = ["HANDOFF_WAIT", "IDLE_SECONDS", "SyncSteps", "bound_run_threads", "run_sync"]
 
@@ -120,7 +121,8 @@ class _Worker(threading.Thread):
 
     def run(self) -> None:
         while True:
-            if not self._ready.acquire(timeout=IDLE_SECONDS):
+            # Positional: a keyword argument costs a dict and a string lookup per call.
+            if not self._ready.acquire(True, IDLE_SECONDS):
                 if self._pool.retire(self):
                     return
                 self._ready.acquire()  # handed a job while retiring
@@ -138,40 +140,41 @@ class _Worker(threading.Thread):
 
 
 class _Pool:
-    """Idle workers; a new one starts when every worker is busy."""
+    """Idle workers; a new one starts when every worker is busy.
+
+    Speed: no lock of its own. `list.append`, `list.pop` and `list.remove` each change
+    the list at once for every other thread, and that is all the pool needs: a worker
+    either is taken (popped) by one caller or removes itself to retire, never both.
+    """
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
-        self._lock = threading.Lock()
-        self._started = 0
+        self._numbers = itertools.count(1)
 
     def submit(self, job: _Job) -> None:
-        with self._lock:
-            fresh = not self._idle
-            if fresh:
-                self._started += 1
-                worker = _Worker(self, self._started)
-            else:
-                worker = self._idle.pop()  # the one that rested last: likely still on a core
-        worker.give(job)
-        if fresh:
+        try:
+            worker = self._idle.pop()  # the one that rested last: likely still on a core
+        except IndexError:
+            worker = _Worker(self, next(self._numbers))
+            worker.give(job)
             worker.start()
+            return
+        worker.give(job)
 
     def forget(self) -> None:
         """In a forked child: the parent's threads do not exist here."""
         self._idle = []
-        self._lock = threading.Lock()
 
     def rest(self, worker: _Worker) -> None:
-        with self._lock:
-            self._idle.append(worker)
+        self._idle.append(worker)
 
     def retire(self, worker: _Worker) -> bool:
-        with self._lock:
-            if worker in self._idle:
-                self._idle.remove(worker)
-                return True
+        """Take an idle worker out for good; False if a caller took it meanwhile."""
+        try:
+            self._idle.remove(worker)
+        except ValueError:
             return False
+        return True
 
 
 _POOL: Final = _Pool()
@@ -189,29 +192,36 @@ def _carry_back(ran: Context) -> None:
             var.set(value)
 
 
-async def _outcome(job: _Job) -> object:
-    if not job.done.acquire(timeout=HANDOFF_WAIT):
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-
-        def settle() -> None:
-            if not future.done():
-                future.set_result(None)
-
-        def wake() -> None:
-            with suppress(RuntimeError):  # the loop closed while the call ran: nobody waits
-                loop.call_soon_threadsafe(settle)
-
-        if job.notify(wake):
-            await future
-    return job.outcome()
-
-
 async def _hand_off(job: _Job) -> object:
+    """Run the job in a worker thread; its result, once the caller's context has what
+    the call set in its copy.
+
+    Speed: the caller first waits for a quick call's result with the GIL released
+    (`HANDOFF_WAIT`), then, only if the call is still running, through the loop.
+    """
     _POOL.submit(job)
-    result = await _outcome(job)
+    if not job.done.acquire(True, HANDOFF_WAIT):  # positional: see `_Worker.run`
+        await _woken(job)
+    result = job.outcome()
     _carry_back(job.context)
     return result
+
+
+async def _woken(job: _Job) -> None:
+    """Wait through the event loop for a job still running after the quick wait."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    def wake() -> None:
+        with suppress(RuntimeError):  # the loop closed while the call ran: nobody waits
+            loop.call_soon_threadsafe(settle)
+
+    if job.notify(wake):
+        await future
 
 
 # Set for a run whose RunConfig bounds its threads (`tool_thread_pool_config`): its calls
@@ -225,17 +235,27 @@ def bound_run_threads(max_workers: int) -> None:
     _RUN_BOUND.set(asyncio.Semaphore(max_workers))
 
 
-async def run_sync(call: Callable[[], T]) -> T:
-    """Run `call()` in a worker thread with the caller's context variables; its result.
+def run_sync(call: Callable[[], T]) -> Coroutine[Any, Any, T]:
+    """Run `call()` in a worker thread with the caller's context variables; await the
+    result for its result.
+
+    Speed: the hand-off's own coroutine, not one more of this function's around it
+    (every plain node's run and sync tool's call).
 
     Raises:
         Exception: whatever `call` raises.
     """
+    job = _Job(call, copy_context())
     bound = _RUN_BOUND.get()
     if bound is None:
-        return cast(T, await _hand_off(_Job(call, copy_context())))
+        return cast(Coroutine[Any, Any, T], _hand_off(job))
+    return cast(Coroutine[Any, Any, T], _bounded(bound, job))
+
+
+async def _bounded(bound: asyncio.Semaphore, job: _Job) -> object:
+    """`_hand_off` once the run's bound on its threads gives a slot."""
     async with bound:
-        return cast(T, await _hand_off(_Job(call, copy_context())))
+        return await _hand_off(job)
 
 
 _END: Final = object()

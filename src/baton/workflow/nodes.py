@@ -393,13 +393,14 @@ class FunctionNode(BaseNode):
         loop, a plain one in a worker thread (`baton.threads`), so one that blocks never
         holds the event loop. Await the result for the function's.
 
-        Speed: an `async def` function that needs no confirmation is awaited as it is,
-        without a coroutine of this method's around it (every run of such a node).
+        Speed: a function that needs no confirmation is awaited as it is (`async def`) or
+        through the thread hand-off's coroutine (plain), without a coroutine of this
+        method's around it (every run of such a node).
         """
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
-        if kind == "coroutine" and self.require_confirmation is False:
-            return func(**kwargs)
+        if self.require_confirmation is False:
+            return func(**kwargs) if kind == "coroutine" else run_sync(partial(func, **kwargs))
         return self._call_gated(ctx, node_input, kwargs, kind, func)
 
     async def _call_gated(
@@ -410,13 +411,12 @@ class FunctionNode(BaseNode):
         kind: str,
         func: Callable[..., Any],
     ) -> object:
-        """`call` for a function that may need confirmation, or runs in a worker thread."""
-        if self.require_confirmation is not False:
-            instead = await confirmation_gate(
-                self.name, self.require_confirmation, ctx, node_input, kwargs
-            )
-            if instead is not None:
-                return instead
+        """`call` for a function that may need confirmation."""
+        instead = await confirmation_gate(
+            self.name, self.require_confirmation, ctx, node_input, kwargs
+        )
+        if instead is not None:
+            return instead
         if kind == "coroutine":
             return await func(**kwargs)
         return await run_sync(partial(func, **kwargs))
