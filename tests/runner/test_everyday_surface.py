@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from baton import (
     App,
@@ -132,6 +132,20 @@ def test_retry_config_keeps_what_was_given_and_dumps_as_the_reference() -> None:
     assert config.should_retry(ValueError(), 2)
     assert not config.should_retry(ValueError(), 3)
     assert not config.should_retry(KeyError(), 1)
+
+
+def test_retry_config_checks_what_is_assigned_as_what_is_given() -> None:
+    config = RetryConfig()
+    # Kept by name, as given to the constructor (the field reads back as names only).
+    config.exceptions = [ConnectionError]  # pyright: ignore[reportAttributeAccessIssue]
+
+    assert config.exceptions == ["ConnectionError"]
+    assert config.should_retry(ConnectionRefusedError(), 1)
+    with pytest.raises(ValidationError, match="max_attempts"):
+        config.max_attempts = -1
+    with pytest.raises(ValidationError, match="exceptions"):
+        config.exceptions = [42]  # pyright: ignore[reportAttributeAccessIssue] -- bad on purpose
+    assert config.model_dump(exclude_none=True) == {"exceptions": ["ConnectionError"]}
 
 
 async def test_retry_config_takes_exception_classes_in_a_list_and_none_for_defaults() -> None:

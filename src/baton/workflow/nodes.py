@@ -73,7 +73,8 @@ class RetryConfig(BaseModel):
             `exceptions` item that is neither an exception class nor a class name.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # Assignments are checked (and classes named) as the constructor checks its arguments.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     max_attempts: int | None = Field(default=None, ge=0)
     initial_delay: float | None = Field(default=None, ge=0)
