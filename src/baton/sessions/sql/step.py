@@ -537,6 +537,17 @@ def step_at_once(commit: StepCommit, now: float) -> OneStatementStep:
     """The one PostgreSQL statement landing a commit that `fits_one_statement`, with its
     parameters. It returns no row when the session does not exist, and fails with an
     error `is_stale_step` recognizes when the commit is stale (nothing landed then)."""
+    lease = commit.lease
+    if (
+        lease is not None
+        and commit.expected_version
+        and commit.status is None
+        and not commit.release
+        and not commit.answered
+        and not commit.opened
+        and len(commit.events) == 1
+    ):
+        return _plain_step(commit, now, lease.token)
     creating = commit.expected_version == 0
     if creating:
         changes = _new_invocation(0, commit, now)
@@ -585,6 +596,45 @@ def step_at_once(commit: StepCommit, now: float) -> OneStatementStep:
         creating,
     )
     return statement, parameters
+
+
+def _plain_step(commit: StepCommit, now: float, token: int) -> OneStatementStep:
+    """`step_at_once` of the step a running node commits most often: one event, the
+    new checkpoint (or none), under its lease, nothing asked, answered or ended (so no
+    notification either). Its parameters are written in one dict, its statement is
+    built once: what the general path decides condition by condition (the changed
+    columns, the flags keying `_step_at_once`) is known here. About a microsecond of a
+    chain step's client CPU."""
+    (event,) = commit.events
+    key = commit.session
+    version = commit.expected_version
+    parameters: dict[str, Any] = {
+        "key_invocation_id": event.invocation_id,
+        "key_author": event.author,
+        "key_timestamp": event.timestamp,
+        "key_event": stored_event(event),
+        "key_id": commit.invocation_id,
+        "key_version": version,
+        "key_app_name": key.app_name,
+        "key_user_id": key.user_id,
+        "key_session_id": key.session_id,
+        "new_version": version + 1,
+        "new_updated_at": now,
+        "key_token": token,
+    }
+    checkpoint = commit.checkpoint
+    if checkpoint is None:
+        return _plain_statement(False), parameters
+    parameters["new_checkpoint"] = checkpoint
+    return _plain_statement(True), parameters
+
+
+@cache
+def _plain_statement(checkpoint: bool, /) -> Select[Any] | Insert:
+    """The statement of `_plain_step`: `_step_at_once`'s for the same step, as the
+    general path would key it (`invocation_changes`'s order of the changed columns)."""
+    changed = ("version", "updated_at", "checkpoint") if checkpoint else ("version", "updated_at")
+    return _step_at_once(changed, True, False, True, False, False, False, False)
 
 
 def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
