@@ -224,6 +224,8 @@ class StepCommit:
     # The session's last change as the writer read it: the step lands only if the
     # session has not changed since (checked in the step's transaction, so two writers
     # that read it together cannot both land), else StaleSessionError and nothing lands.
+    # For commits outside any run (`invocation_id=None`, `append_event`'s): a run's steps
+    # are fenced by its version and lease, and PostgreSQL's one-statement step skips it.
     unchanged_since: float | None = None
 
 
