@@ -14,9 +14,9 @@ _SESSIONS = "/apps/approval/users/u/sessions"
 
 @pytest.mark.parametrize("options", [None, {}])
 async def test_empty_options_are_accepted(
-    start_live: StartLive, store_url: str, options: JsonValue
+    start_live: StartLive, emptied_store_url: str, options: JsonValue
 ) -> None:
-    live = await start_live(db_url=store_url)
+    live = await start_live(db_url=emptied_store_url)
     r = await live.client.post(_SESSIONS, json={"sessionId": "s1", "options": options})
     assert r.status_code == 200, r.text
     assert r.json()["id"] == "s1"
@@ -31,9 +31,9 @@ async def test_empty_options_are_accepted(
     ids=["unsupported", "bound-by-the-route"],
 )
 async def test_options_are_refused_by_name_and_make_no_session(
-    start_live: StartLive, store_url: str, options: JsonValue, named: str
+    start_live: StartLive, emptied_store_url: str, options: JsonValue, named: str
 ) -> None:
-    live = await start_live(db_url=store_url)
+    live = await start_live(db_url=emptied_store_url)
     body = {"sessionId": "s1", "state": {"a": 1}, "options": options}
     r = await live.client.post(_SESSIONS, json=body)
     assert r.status_code == 400, r.text

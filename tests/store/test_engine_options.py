@@ -65,32 +65,34 @@ async def test_connect_args_reach_the_postgres_connections(postgres_url: str) ->
         await service.close()
 
 
-async def test_options_baton_sets_itself_are_refused_by_name(store_url: str) -> None:
+async def test_options_baton_sets_itself_are_refused_by_name(emptied_store_url: str) -> None:
     with pytest.raises(
         EngineOptionsError,
         match=r"db_engine \(not an option baton knows\), isolation_level \(baton's reads",
     ):
-        DatabaseSessionService(store_url, isolation_level="SERIALIZABLE", db_engine=object())
+        DatabaseSessionService(
+            emptied_store_url, isolation_level="SERIALIZABLE", db_engine=object()
+        )
     with pytest.raises(EngineOptionsError, match="json_serializer"):
-        DatabaseSessionService(store_url, json_serializer=str, pool_size=3)
+        DatabaseSessionService(emptied_store_url, json_serializer=str, pool_size=3)
     with pytest.raises(EngineOptionsError, match="connect_args must be a dict"):
-        DatabaseSessionService(store_url, connect_args=["timeout"])
+        DatabaseSessionService(emptied_store_url, connect_args=["timeout"])
     # Driver settings that would change how a step commits are refused on every backend.
     with pytest.raises(
         EngineOptionsError,
         match=r"connect_args autocommit \(a committed step must be durable",
     ):
-        DatabaseSessionService(store_url, connect_args={"autocommit": True})
+        DatabaseSessionService(emptied_store_url, connect_args={"autocommit": True})
     with pytest.raises(EngineOptionsError, match=r"connect_args isolation_level \("):
-        DatabaseSessionService(store_url, connect_args={"isolation_level": None})
+        DatabaseSessionService(emptied_store_url, connect_args={"isolation_level": None})
     settings = {"synchronous_commit": "off", "default_transaction_isolation": "serializable"}
     with pytest.raises(
         EngineOptionsError,
         match=r"server_settings default_transaction_isolation \(.*server_settings "
         r"synchronous_commit \(",
     ):
-        DatabaseSessionService(store_url, connect_args={"server_settings": settings})
-    service = DatabaseSessionService(store_url)  # without options, the same URL serves
+        DatabaseSessionService(emptied_store_url, connect_args={"server_settings": settings})
+    service = DatabaseSessionService(emptied_store_url)  # without options, the same URL serves
     try:
         made = await service.create_session(app_name="a", user_id="u", session_id="s1")
         assert made.id == "s1"

@@ -764,11 +764,11 @@ async def test_processes_starting_at_once_apply_each_step_once(store_url: str) -
     )
 
 
-async def test_a_newer_schema_is_refused(store_url: str) -> None:
+async def test_a_newer_schema_is_refused(emptied_store_url: str) -> None:
     def set_version_99(connection: Connection) -> None:
         connection.execute(schema.schema_version.update().values(version=99))
 
-    async with _database(store_url) as database:
+    async with _database(emptied_store_url) as database:
         await _migrate(database)
         await database.transact(set_version_99, write=True)
 
