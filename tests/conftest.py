@@ -11,6 +11,8 @@
   PostgreSQL and MySQL ones are reused (see `_reused_database_url`). Pass it on as
   is: the PostgreSQL URL carries its schema as `?search_path=...`, which `SqlStore`
   understands.
+- `emptied_postgres_url`: `emptied_store_url`'s PostgreSQL database alone, for tests of
+  what only PostgreSQL does (`postgres_url` is a new schema, never migrated).
 - `store_url`: like `emptied_store_url`, but a new, empty database, never migrated: for
   tests of what a store does to a new or old database (its migrations). Migrating one
   costs 2-4 s on MariaDB (every DDL statement commits and syncs), 0.3-0.4 s on
@@ -151,6 +153,14 @@ async def emptied_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> A
 async def postgres_url(tmp_path: Path) -> AsyncIterator[str]:
     """A new PostgreSQL schema's URL, for tests of what only PostgreSQL does."""
     async with _database_url("postgres", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=[_POSTGRES])
+async def emptied_postgres_url(tmp_path: Path) -> AsyncIterator[str]:
+    """A PostgreSQL schema's URL with no rows, at the latest schema: like `postgres_url`,
+    but a schema an earlier test left, emptied (see `_reused_database_url`)."""
+    async with _reused_database_url("postgres", tmp_path) as url:
         yield url
 
 

@@ -212,9 +212,9 @@ async def test_a_single_turn_workflow_node_resumes_reading_only_its_run(
 
 
 async def test_an_agent_resume_sends_postgres_the_same_statements_after_any_history(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     seen: list[list[str]] = []
     for history in (0, HISTORY):
         model = ScriptedModel(responder=_respond)

@@ -49,10 +49,10 @@ async def _drain(runner: Runner, session_id: str, message: types.Content) -> Non
 
 
 async def _paused(
-    postgres_url: str, last: FunctionNode | None = None
+    emptied_postgres_url: str, last: FunctionNode | None = None
 ) -> tuple[Runner, str, SqlStore]:
     """A runner on PostgreSQL and a session whose run waits at `ask` (then runs `last`)."""
-    service = DatabaseSessionService(postgres_url)
+    service = DatabaseSessionService(emptied_postgres_url)
     app = App(
         name="app",
         root_agent=_ask_workflow(last),
@@ -76,10 +76,10 @@ async def _status(runner: Runner, session_id: str) -> InvocationStatus:
 
 
 async def test_a_resume_is_single_statements_straight_to_asyncpg(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
-    runner, session_id, store = await _paused(postgres_url)
+    runner, session_id, store = await _paused(emptied_postgres_url)
 
     with traffic(store) as seen:
         await _drain(runner, session_id, _answer())
@@ -100,7 +100,7 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(
 
 
 async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
     """Held for the run's next statement, the NOTIFY of an answer still goes when that
     statement is long in coming (here, a node waiting for the test)."""
@@ -110,7 +110,7 @@ async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
         await go_on.wait()
         return node_input
 
-    runner, session_id, store = await _paused(postgres_url, FunctionNode(b))
+    runner, session_id, store = await _paused(emptied_postgres_url, FunctionNode(b))
 
     with traffic(store) as seen:
         answering = asyncio.create_task(_drain(runner, session_id, _answer()))
@@ -125,8 +125,8 @@ async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
     assert seen.announced_after == [2]
 
 
-async def test_runner_answer_sends_what_run_async_does(postgres_url: str) -> None:
-    runner, session_id, store = await _paused(postgres_url)
+async def test_runner_answer_sends_what_run_async_does(emptied_postgres_url: str) -> None:
+    runner, session_id, store = await _paused(emptied_postgres_url)
 
     with traffic(store) as seen:
         async for _ in runner.answer(user_id="u", session_id=session_id, answers={"ask": True}):

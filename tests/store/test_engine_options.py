@@ -41,19 +41,20 @@ async def test_pool_and_logging_options_apply(
     assert any("sessions" in r.getMessage() for r in logged)
 
 
-async def test_connect_args_reach_the_postgres_connections(postgres_url: str) -> None:
+async def test_connect_args_reach_the_postgres_connections(emptied_postgres_url: str) -> None:
     import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- looking at the server beside the store
 
     name = f"baton-{uuid.uuid4().hex[:8]}"
     service = DatabaseSessionService(
-        postgres_url, connect_args={"server_settings": {"application_name": name}}
+        emptied_postgres_url, connect_args={"server_settings": {"application_name": name}}
     )
     try:
         await service.create_session(app_name="a", user_id="u", session_id="s1")
         session = await service.get_session(app_name="a", user_id="u", session_id="s1")
         assert session is not None
         # The URL's search_path stays beside the caller's settings: the tables were found.
-        other: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(postgres_url).url))  # pyright: ignore[reportUnknownMemberType]
+        connecting = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
+        other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
         try:
             count = await other.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name

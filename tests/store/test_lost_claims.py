@@ -126,11 +126,11 @@ async def test_a_holder_whose_claim_was_lost_writes_nothing_while_nobody_holds_t
 
 
 async def test_the_steps_after_an_answers_claim_wait_for_their_flush_again(
-    postgres_url: str, clock: FakeClock
+    emptied_postgres_url: str, clock: FakeClock
 ) -> None:
     """The claim turns the flush wait off for its own transaction only: the connection it
     ran on commits the run's steps durably."""
-    async with _paused(postgres_url, clock) as opened:
+    async with _paused(emptied_postgres_url, clock) as opened:
         claim = AnswerClaim(InterruptId("q1"), "answerer", TTL)
         assert (await opened.claim_answering(key(), claim)).claimed is not None
 
@@ -180,19 +180,19 @@ the deferred trigger runs at COMMIT."""
 
 
 async def test_a_resume_claim_commits_without_its_flush_wait_and_the_steps_after_with_it(
-    postgres_url: str, clock: FakeClock
+    emptied_postgres_url: str, clock: FakeClock
 ) -> None:
     """`synchronous_commit` as each transaction commits (a deferred trigger reads it at
     COMMIT): off for a resume's claim alone, on for the steps after it on its connection."""
-    async with _paused(postgres_url, clock) as opened:
-        await _run_sql(postgres_url, *_COMMITS_SEEN)
+    async with _paused(emptied_postgres_url, clock) as opened:
+        await _run_sql(emptied_postgres_url, *_COMMITS_SEEN)
 
         lease, invocation = await opened.claim_loaded(key(), INV, "resumer", TTL)
         answered = step(key(), INV, invocation.version, answered={"q1": True})
         answered.lease = lease
         await opened.commit_step(answered)
 
-        seen = await _run_sql(postgres_url, "SELECT * FROM commits_seen ORDER BY seq")
+        seen = await _run_sql(emptied_postgres_url, "SELECT * FROM commits_seen ORDER BY seq")
         assert seen == [(1, "resumer", "off"), (2, "resumer", "on")]
 
 

@@ -190,8 +190,8 @@ async def test_concurrent_invocations_in_one_session_keep_every_state_key(
         assert mine == [f"{invocation_id}/{n}" for n in range(6)]
 
 
-async def test_a_plain_step_is_one_statement_on_postgres(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_a_plain_step_is_one_statement_on_postgres(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _running(store)
 
     with traffic(store) as seen:
@@ -290,9 +290,9 @@ async def test_the_first_step_in_a_session_this_store_created_reads_nothing_back
 
 
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     await _running(store)
     # What a server restart or an idle-connection timeout does to the pooled connections.
     await _terminate_idle_connections()

@@ -15,17 +15,18 @@ from tests.store.builders import APP, USER, event, key, step
 
 
 async def test_a_statement_prepared_before_its_table_changed_type_runs_again(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
     """A column's type changes under a connection that has prepared a statement reading
     it (another process's ALTER TABLE): the server refuses the prepared statement, and
     the store prepares it again and answers, as asyncpg's `fetch` does."""
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     try:
         await store.create_session(APP, USER, session_id=SessionId("s1"))
         await store.commit_step(step(key(), "inv-1", 0, events=(event("a"),), checkpoint={"at": 1}))
         before = await store.load_invocation(key(), InvocationId("inv-1"))
-        other: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(postgres_url).url))  # pyright: ignore[reportUnknownMemberType]
+        connecting = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
+        other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
         try:
             await other.execute("ALTER TABLE baton_invocations ALTER COLUMN error TYPE varchar")
         finally:
@@ -46,12 +47,12 @@ def test_only_the_asyncpg_releases_whose_internals_were_read_skip_fetch() -> Non
 
 
 async def test_the_store_answers_the_same_through_fetch(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With an asyncpg release the direct path does not know, every statement goes
     through the public `fetch` and the store works as before."""
     monkeypatch.setattr(postgres, "_through_protocol", lambda: False)
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     try:
         await store.create_session(APP, USER, session_id=SessionId("s1"))
         landed = [

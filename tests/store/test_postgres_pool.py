@@ -11,8 +11,10 @@ from sqlalchemy.engine import make_url
 from baton.sessions.sql.dialect_postgres import POOLED_CONNECTIONS, create_postgres_engine
 
 
-async def test_concurrent_transactions_reuse_the_pooled_connections(postgres_url: str) -> None:
-    engine = create_postgres_engine(make_url(postgres_url))
+async def test_concurrent_transactions_reuse_the_pooled_connections(
+    emptied_postgres_url: str,
+) -> None:
+    engine = create_postgres_engine(make_url(emptied_postgres_url))
     opened: list[object] = []
 
     def count(connection: Any, _record: Any) -> None:

@@ -31,8 +31,8 @@ async def _paused(store: SqlStore) -> None:
     await store.commit_step(step(key(), "inv-1", 1, opened=(question(key(), "inv-1", "q"),)))
 
 
-async def test_reads_of_one_statement_send_no_begin_or_commit(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_reads_of_one_statement_send_no_begin_or_commit(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
 
     with traffic(store) as seen:
@@ -57,8 +57,10 @@ async def test_reads_of_one_statement_send_no_begin_or_commit(postgres_url: str)
     assert [s.id for s in sessions] == [key().session_id]
 
 
-async def test_a_session_with_its_events_is_read_in_one_transaction(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_a_session_with_its_events_is_read_in_one_transaction(
+    emptied_postgres_url: str,
+) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
 
     with traffic(store) as seen:
@@ -77,8 +79,8 @@ async def test_a_session_with_its_events_is_read_in_one_transaction(postgres_url
     assert none.events == []
 
 
-async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_lease_calls_are_one_statement_each(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
     inv = InvocationId("inv-1")
 
@@ -102,8 +104,8 @@ async def test_lease_calls_are_one_statement_each(postgres_url: str) -> None:
     await store.close()
 
 
-async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_a_step_answering_interrupts_is_one_statement(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
 
     with traffic(store) as seen:
@@ -123,12 +125,12 @@ async def test_a_step_answering_interrupts_is_one_statement(postgres_url: str) -
 
 
 async def test_a_step_opening_or_answering_questions_is_announced_after_its_commit(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
     """Other processes hear of a step's questions through a NOTIFY of its own, sent once
     the step committed: inside the step, PostgreSQL's lock for notifications would be
     held through the step's WAL flush, and every notifying commit wait for it."""
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
     announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
     assert announcer is not None
@@ -145,12 +147,12 @@ async def test_a_step_opening_or_answering_questions_is_announced_after_its_comm
 
 
 async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_sent(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The NOTIFY of an answer whose run goes on (its lease kept) waits for the run's next
     statement and goes while that one waits for its commit, not between the two."""
     monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     await _paused(store)
     announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
     assert announcer is not None
@@ -173,18 +175,19 @@ async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_se
 
 
 async def test_questions_changed_soon_after_an_announcement_go_together_in_the_next(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under load nearly every step changes a question: a NOTIFY each (a transaction,
     and a delivery to every listening process) was a tenth of the statements of a HITL
     run. The first goes at once; what follows within the pause after it goes as one,
     and closing the store sends it without waiting the pause out."""
     monkeypatch.setattr(listener, "_SPACING", 60.0)  # longer than this test
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     session = key(app=f"app-{uuid.uuid4().hex[:8]}")  # its NOTIFYs are this test's alone
     await store.create_session(session.app_name, USER, session_id=session.session_id)
     await store.commit_step(step(session, "inv-1", 0, events=(event("hi"),)))
-    other: Any = await asyncpg.connect(**asyncpg_connect_args(open_dialect(postgres_url).url))  # pyright: ignore[reportUnknownMemberType]
+    connecting = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
+    other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
     heard: asyncio.Queue[str] = asyncio.Queue()
 
     def hear(*notification: object) -> None:  # connection, pid, channel, payload
@@ -212,8 +215,8 @@ async def test_questions_changed_soon_after_an_announcement_go_together_in_the_n
     assert seen.announcements == 2  # r and s together, sent by the close
 
 
-async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_creating_a_session_is_one_statement(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await store.create_session(APP, "someone else", session_id=key().session_id)
 
     with traffic(store) as seen:
@@ -233,8 +236,8 @@ async def test_creating_a_session_is_one_statement(postgres_url: str) -> None:
     assert read.last_update_time == created.last_update_time
 
 
-async def test_creating_an_invocation_is_one_statement(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_creating_an_invocation_is_one_statement(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await store.create_session(APP, USER, session_id=key().session_id)
 
     with traffic(store) as seen:
@@ -255,8 +258,8 @@ async def test_creating_an_invocation_is_one_statement(postgres_url: str) -> Non
     assert texts(session.events) == ["hi"]
 
 
-async def test_a_step_asking_questions_is_one_statement(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_a_step_asking_questions_is_one_statement(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await store.create_session(APP, USER, session_id=key().session_id)
     await store.commit_step(step(key(), "inv-1", 0, events=(event("hi"),)))
 

@@ -35,9 +35,9 @@ async def _earlier_runs(store: SqlStore, runs: int) -> None:
 
 
 async def test_a_step_reads_its_own_invocation_not_its_sessions_earlier_runs(
-    postgres_url: str,
+    emptied_postgres_url: str,
 ) -> None:
-    store = await _store_with_earlier_runs(postgres_url)
+    store = await _store_with_earlier_runs(emptied_postgres_url)
     # The next step of the running invocation, as the store sends it in one statement.
     commit = step(key("s1"), "run", 1, events=(Event(invocation_id="run", author="a"),))
     statement, params = step_at_once(commit, 1.0)
@@ -53,8 +53,10 @@ async def test_a_step_reads_its_own_invocation_not_its_sessions_earlier_runs(
     assert _blocks(advanced) < 20, advanced
 
 
-async def test_a_step_changing_state_reads_its_own_invocation_only(postgres_url: str) -> None:
-    store = await _store_with_earlier_runs(postgres_url)
+async def test_a_step_changing_state_reads_its_own_invocation_only(
+    emptied_postgres_url: str,
+) -> None:
+    store = await _store_with_earlier_runs(emptied_postgres_url)
     # The invocation's advance of a step that changes state (`write_step`'s UPDATE).
     executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- the store's own statement
     async with executor._engine.connect() as connection:
@@ -75,10 +77,10 @@ async def test_a_step_changing_state_reads_its_own_invocation_only(postgres_url:
     assert _blocks(found) < 20, found
 
 
-async def _store_with_earlier_runs(postgres_url: str) -> SqlStore:
+async def _store_with_earlier_runs(emptied_postgres_url: str) -> SqlStore:
     """A store whose session s1 holds `EARLIER_RUNS` completed runs and a running one,
     'run', at version 1."""
-    store = SqlStore(postgres_url)
+    store = SqlStore(emptied_postgres_url)
     session = key("s1")
     await store.create_session(APP, USER, session_id=session.session_id)
     await _earlier_runs(store, EARLIER_RUNS)

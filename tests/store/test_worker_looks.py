@@ -40,8 +40,8 @@ async def _ended_run(store: SqlStore, n: int) -> None:
     await store.release(lease)
 
 
-async def test_a_workers_looks_read_only_the_running_invocations(postgres_url: str) -> None:
-    store = SqlStore(postgres_url)
+async def test_a_workers_looks_read_only_the_running_invocations(emptied_postgres_url: str) -> None:
+    store = SqlStore(emptied_postgres_url)
     await _ended_runs(store, ENDED_RUNS)
     executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- reading the worker's SQL
     engine: Any = executor._engine
