@@ -45,7 +45,7 @@ EXECUTIONS = Counter(
         "last": 1,
     }
 )
-COMMITS = 24  # an uninterrupted run's step commits (checked below)
+COMMITS = 23  # an uninterrupted run's step commits (checked below)
 PARALLEL = {"p1", "p2"}  # a branch in flight at the kill runs again
 KILL_POINTS = range(1, COMMITS)
 
@@ -53,7 +53,7 @@ KILL_POINTS = range(1, COMMITS)
 STORY_EXECUTIONS = Counter(
     {"StoryGenerator": 1, "Critic": 2, "Reviser": 2, "GrammarCheck": 1, "ToneCheck": 1}
 )
-STORY_COMMITS = 29
+STORY_COMMITS = 28
 
 
 def run_child(
@@ -220,7 +220,7 @@ async def test_a_turn_killed_between_its_calls_ends_with_the_state_of_an_uninter
     assert code == 0
     assert await outcome(url, key) == (InvocationStatus.COMPLETED, SHARED_WRITES)
     commits = int((tmp_path / "commits").read_text())
-    assert commits == 8
+    assert commits == 7
 
     problems: list[str] = []
     for kill_at in range(1, commits):

@@ -47,21 +47,21 @@ ROOTS = [
     # the start, two turns (the first with the agent's checkpoint), the tool result, the
     # end, the node run
     pytest.param("callbacks", CALLBACKS, 6, COMPLETED, id="callbacks"),
-    # the start, triage's turn and transfer, refunds' two turns, the tool result, the two
-    # ends, the node run
-    pytest.param("transfer", TRANSFER, 9, COMPLETED, id="transfer"),
+    # the start, triage's turn and transfer, refunds' two turns, the tool result, refunds'
+    # end, triage's end with the node run
+    pytest.param("transfer", TRANSFER, 8, COMPLETED, id="transfer"),
     # the start; triage's turn and transfer; refunds' turn, transfer and end; sales' turn,
-    # tool result, turn, transfer and end; triage's second turn and end; the node run
-    pytest.param("handback", HANDBACK, 14, COMPLETED, id="handback"),
+    # tool result, turn, transfer and end; triage's second turn; its end with the node run
+    pytest.param("handback", HANDBACK, 13, COMPLETED, id="handback"),
     # the start; boss's turn; helper's turn, tool result, turn and end; boss's tool
-    # result, turn and end; the node run
-    pytest.param("delegation", DELEGATION, 10, COMPLETED, id="delegation"),
+    # result and turn; its end with the node run
+    pytest.param("delegation", DELEGATION, 9, COMPLETED, id="delegation"),
     # the start; the turn; job's result as it ends (t2 still runs); the turn's results
     # (job's interim one and t2's); the model's reply; the pause. It waits for the job.
     pytest.param("long_running", LONG_RUNNING, 6, PAUSED, id="long_running"),
     # the start; the turn calling t1; its result; the turn calling set_model_response;
-    # its answer; the structured reply; the end; the node run
-    pytest.param("structured", STRUCTURED, 8, COMPLETED, id="structured"),
+    # its answer; the structured reply; the end with the node run
+    pytest.param("structured", STRUCTURED, 7, COMPLETED, id="structured"),
 ]
 
 

@@ -31,15 +31,16 @@ DELEGATION = Counter({"delegate": 1, "question": 1, "lookup": 1, "t1": 1, "finis
 # (root, executions, commits of an uninterrupted conversation)
 ROOTS = [
     # the start; the question (with the agent's checkpoint), the node's wait; the reply;
-    # the lookup, t1's result, finish_task, its result (the output), the end, after, the run
-    pytest.param("task_node", NODE, 11, id="node"),
+    # the lookup, t1's result, finish_task, its result (the output), the end with the node
+    # run, after, the run
+    pytest.param("task_node", NODE, 10, id="node"),
     # as "node", the task agent inside a sequence (two more commits: the sequence's
     # checkpoint and its end): what follows gets the task's result
-    pytest.param("task_sequence", SEQUENCE, 13, id="sequence"),
+    pytest.param("task_sequence", SEQUENCE, 12, id="sequence"),
     # the start; coord's call (its checkpoint); asker's question (its checkpoint); the
     # wait; the reply; the lookup, t1's result, finish_task, its result, asker's end; the
-    # call's answer; coord's reply, its end and the run
-    pytest.param("task_delegation", DELEGATION, 14, id="delegation"),
+    # call's answer; coord's reply, its end with the node run, and the run
+    pytest.param("task_delegation", DELEGATION, 13, id="delegation"),
 ]
 MOST_PROCESSES = 6
 

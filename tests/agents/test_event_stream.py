@@ -121,3 +121,23 @@ async def test_a_streamed_reply_s_pieces_name_the_agent_s_node_run(stores: Store
         ("a@1", "1"),
         ("a@1", "1"),
     ]
+
+
+def _shape(events: list[Event]) -> list[tuple[str, str | None, bool]]:
+    """(author, text, end_of_agent) of each event."""
+    return [
+        (e.author, e.content.text if e.content else None, bool(e.actions.end_of_agent))
+        for e in events
+    ]
+
+
+async def test_a_non_resumable_run_stores_no_end_mark_of_its_agent(stores: StoreFactory) -> None:
+    yielded, stored = await _run(stores, LlmAgent(name="a", model=TwoPieceModel()), resumable=False)
+    assert _shape(yielded) == [("a", "hello", False)]
+    assert _shape(stored) == [("user", "go", False), ("a", "hello", False)]
+
+
+async def test_a_resumable_run_stores_and_shows_its_agent_s_end_mark(stores: StoreFactory) -> None:
+    yielded, stored = await _run(stores, LlmAgent(name="a", model=TwoPieceModel()), resumable=True)
+    assert _shape(yielded) == [("a", "hello", False), ("a", None, True)]
+    assert _shape(stored) == [("user", "go", False), ("a", "hello", False), ("a", None, True)]

@@ -158,8 +158,25 @@ class _Collector:
     carried_route: RouteValue | list[RouteValue] | None = None
 
     async def take(self, item: object) -> None:
-        if self.add(item) and self.commits_each_event:
-            await self.flush()
+        if not self.add(item) or not self.commits_each_event:
+            return
+        if type(item) is Event and self._ends_the_nodes_agent(item):
+            # The agent's last event: it lands with the run's end, one write for both.
+            # A non-resumable run keeps it in the checkpoint only, as the reference's
+            # sessions hold no end marks then (the caller is not shown it either).
+            if not self.invocation.is_resumable:
+                self.events.pop()
+            return
+        await self.flush()
+
+    def _ends_the_nodes_agent(self, event: Event) -> bool:
+        """Whether `event` is the bare end mark of the agent this node runs (not one of
+        its sub-agents', which its later steps read back)."""
+        return bool(
+            event.actions.end_of_agent
+            and event.author == self.node.name
+            and event.is_checkpoint_only()
+        )
 
     def add(self, item: object) -> bool:
         """Normalize and keep one yielded item; False if it was nothing to keep."""
