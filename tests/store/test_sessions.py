@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from pydantic import JsonValue
@@ -12,7 +12,7 @@ from pydantic import JsonValue
 from baton import types
 from baton.errors import SessionExistsError, SessionNotFoundError
 from baton.events import Event, NodeInfo
-from baton.sessions.store import InterruptStatus, Session, Store
+from baton.sessions.store import InterruptStatus, Session, SessionKey, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
 from tests.store.builders import APP, USER, event, key, question, snapshot, step, texts
@@ -443,6 +443,48 @@ async def test_append_event_refuses_a_session_read_before_its_last_change(
     stored = await memory.get_session(app_name=APP, user_id=USER, session_id="s1")
     assert stored is not None
     assert texts(stored.events) == ["one", "late"]
+
+
+async def test_append_event_on_a_session_another_writer_appends_to_right_after_is_stale_next(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton.errors import StaleSessionError
+    from baton.sessions.services import BaseSessionService
+
+    service = BaseSessionService(store, clock=clock)
+    mine = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    read = store.get_session
+    landed: list[bool] = []
+
+    async def append_theirs() -> None:
+        if landed:  # once, right after my write
+            return
+        landed.append(True)
+        theirs = await read(key("s1"))
+        assert theirs is not None
+        await service.append_event(
+            theirs, Event(author="user", content=types.UserContent("theirs"))
+        )
+
+    # Another writer's append lands right after mine: inside my append_event when it
+    # reads the session back (as it did), else as soon as it returns.
+
+    async def read_after_theirs(session: SessionKey, **options: Any) -> Session | None:
+        await append_theirs()
+        return await read(session, **options)
+
+    monkeypatch.setattr(store, "get_session", read_after_theirs)
+    clock.advance(1)
+    await service.append_event(mine, Event(author="user", content=types.UserContent("mine")))
+    monkeypatch.undo()
+    await append_theirs()
+
+    late = Event(author="user", content=types.UserContent("late"))
+    with pytest.raises(StaleSessionError):
+        await service.append_event(mine, late)
+    stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stored is not None
+    assert texts(stored.events) == ["mine", "theirs"]
 
 
 async def test_append_event_lands_one_of_many_sessions_read_together_and_appended_at_once(

@@ -273,6 +273,10 @@ class MemoryStore:
                 self._outbox.record(notification)
         return version
 
+    async def commit_session_events(self, commit: StepCommit) -> float:
+        await self.commit_step(commit)  # never suspends: nothing lands in between
+        return self._require(commit.session).last_update_time
+
     async def claim_notifications(
         self, receiver: str, owner: str, *, ttl: timedelta, limit: int
     ) -> Delivery | None:

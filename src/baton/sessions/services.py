@@ -14,7 +14,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
-from baton.errors import SessionNotFoundError
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
@@ -214,7 +213,7 @@ class BaseSessionService:
             return event
         check_key(session.key)
         check_event(event)
-        await self.store.commit_step(
+        written_at = await self.store.commit_session_events(
             StepCommit(
                 session=session.key,
                 invocation_id=None,
@@ -226,14 +225,10 @@ class BaseSessionService:
         )
         session.events.append(event)
         session.state.update(event.actions.state_delta)
-        session.last_update_time = await self._stored_time(session)
+        # The time this write set, not a re-read's: a change landing in between would
+        # pass for ours, and our next append on a stale Session would not be refused.
+        session.last_update_time = written_at
         return event
-
-    async def _stored_time(self, session: Session) -> float:
-        stored = await self.store.get_session(session.key, with_events=False)
-        if stored is None:
-            raise SessionNotFoundError(f"session '{session.key}' does not exist; create it first.")
-        return stored.last_update_time
 
     async def close(self) -> None:
         """Release the store's connections."""

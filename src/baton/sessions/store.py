@@ -395,6 +395,17 @@ class Store(Protocol):
         """
         ...
 
+    async def commit_session_events(self, commit: StepCommit) -> float:
+        """Land a commit outside any run (`invocation_id=None`) atomically and return the
+        time it set as the session's last change: what the writer's `Session` holds next,
+        so a change landing after this one is not taken for this writer's own.
+
+        Raises:
+            SessionNotFoundError: the session does not exist.
+            StaleSessionError: the session changed after `commit.unchanged_since`.
+        """
+        ...
+
     async def load_invocation(
         self, key: SessionKey, invocation_id: InvocationId
     ) -> Invocation | None:

@@ -298,6 +298,12 @@ class SqlStore:
                 self._announcer.announce(commit.session.app_name, run_goes_on=going_on)
         return version
 
+    async def commit_session_events(self, commit: StepCommit) -> float:
+        """Land a commit outside any run; the time it set as the session's last change."""
+        now = self._clock()
+        await self._write(self._dialect.write_step, commit, now, self._session_keys)
+        return now
+
     async def _commit_at_once(
         self, commit: StepCommit, statement: OneStatement, parameters: dict[str, Any]
     ) -> int:
