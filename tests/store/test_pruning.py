@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from baton.sessions.services import BaseSessionService
-from baton.sessions.store import InvocationStatus, Session, Store
-from baton.types import SessionId
+from baton.sessions.store import InvocationStatus, Lease, Session, Store
+from baton.types import InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
-from tests.store.builders import APP, USER, event, key, snapshot, step
+from tests.store.builders import APP, USER, event, key, snapshot, step, texts
 
 DAY = 24 * 3600.0
 
@@ -100,3 +102,62 @@ async def test_prune_refuses_an_age_that_is_not_positive(
 
     assert str(older_than) in str(caught.value)
     assert len(await store.list_sessions(APP)) == 1
+
+
+async def _prune_after(
+    service: BaseSessionService,
+    monkeypatch: pytest.MonkeyPatch,
+    meanwhile: Callable[[], Awaitable[object]],
+    *,
+    include_unfinished: bool,
+) -> list[Session]:
+    """Prune, with `meanwhile` landing right after the old sessions are listed."""
+    store = service.store
+    listed = store.list_sessions
+
+    async def list_then_change(*args: Any, **options: Any) -> list[Session]:
+        sessions = await listed(*args, **options)
+        monkeypatch.undo()
+        await meanwhile()
+        return sessions
+
+    monkeypatch.setattr(store, "list_sessions", list_then_change)
+    return await service.prune_sessions(
+        app_name=APP, older_than=timedelta(days=30), include_unfinished=include_unfinished
+    )
+
+
+async def test_prune_keeps_an_old_session_appended_to_while_it_prunes(
+    stores: StoreFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = await _aged(stores, clock)
+    later = step(
+        key("old-done"), "inv-later", 0, events=(event("later"),), status=InvocationStatus.COMPLETED
+    )
+
+    pruned = await _prune_after(
+        service, monkeypatch, lambda: service.store.commit_step(later), include_unfinished=False
+    )
+
+    assert _ids(pruned) == ["old-empty"]
+    left = await service.store.get_session(key("old-done"))
+    assert left is not None
+    assert texts(left.events) == ["old-done", "later"]
+
+
+async def test_prune_keeps_an_old_session_whose_run_executes_even_with_unfinished_included(
+    stores: StoreFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = await _aged(stores, clock)
+    store = service.store
+    # A run claimed before the prune (executing for longer than `older_than`, say).
+    await store.claim(InvocationId("inv-old-failed"), "worker-1", timedelta(hours=1))
+
+    # and a resume claiming its paused run while the prune runs
+    async def resume() -> Lease:
+        return await store.claim(InvocationId("inv-old-paused"), "worker-2", timedelta(hours=1))
+
+    pruned = await _prune_after(service, monkeypatch, resume, include_unfinished=True)
+
+    assert _ids(pruned) == ["old-done", "old-empty"]
+    assert _ids(await store.list_sessions(APP)) == ["old-failed", "old-paused", "recent-done"]

@@ -46,6 +46,7 @@ from baton.sessions.store import (
     Invocation,
     InvocationStatus,
     Lease,
+    Pruning,
     Session,
     SessionActivity,
     SessionKey,
@@ -215,6 +216,14 @@ class MemoryStore:
             self._rows.pop(invocation_id, None)
         self._artifacts.drop_session(key)
         return True
+
+    async def delete_old_session(self, key: SessionKey, pruning: Pruning) -> bool:
+        data = self._sessions.get(key)
+        if data is None or data.last_update_time >= pruning.changed_before:
+            return False
+        now = self._clock()
+        runs = [(row.invocation.status, _is_live(row, now)) for row in data.invocations.values()]
+        return pruning.deletes(runs) and await self.delete_session(key)
 
     async def save_artifact(self, save: ArtifactSave) -> int:
         return self._artifacts.save(save)
@@ -650,6 +659,11 @@ def _is_held(row: _InvocationRow, owner: str, now: float) -> bool:
     """Whether someone other than `owner` holds an unexpired lease on the invocation."""
     held = row.lease
     return held is not None and held.owner != owner and held.expires_at > now
+
+
+def _is_live(row: _InvocationRow, now: float) -> bool:
+    """Whether anyone holds an unexpired lease on the invocation."""
+    return row.lease is not None and row.lease.expires_at > now
 
 
 def _latest_run(data: _SessionData) -> InvocationStatus | None:

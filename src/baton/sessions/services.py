@@ -20,13 +20,13 @@ from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import (
     Clock,
-    InvocationStatus,
+    Pruning,
     Session,
     SessionKey,
     StepCommit,
     Store,
 )
-from baton.types import SessionId
+from baton.types import InvocationId, SessionId
 
 __all__ = [
     "BaseSessionService",
@@ -156,13 +156,16 @@ class BaseSessionService:
 
         A session whose runs have not all completed (one waits for an answer, failed,
         or was cut off) is kept unless `include_unfinished`: someone may still answer
-        or resume it.
+        or resume it. A session one of whose runs executes now (holds its lease) is
+        always kept. Each delete checks its session again in the transaction that deletes
+        it: one changed or claimed since it was listed is kept (and not returned).
 
         Args:
             app_name: the app whose sessions to prune.
             older_than: how long since a session's last change makes it old.
             user_id: only this user's sessions.
-            include_unfinished: delete old sessions with unfinished runs too.
+            include_unfinished: delete old sessions with unfinished runs too (not one
+                executing now).
             dry_run: delete nothing; return what would be deleted.
 
         Returns:
@@ -178,21 +181,24 @@ class BaseSessionService:
                 f"older_than must be positive, got {older_than}; pass how long a session "
                 "must have been untouched, e.g. timedelta(days=30)."
             )
-        cutoff = self.clock() - older_than.total_seconds()
+        pruning = Pruning(self.clock() - older_than.total_seconds(), include_unfinished)
         doomed: list[Session] = []
         for session in await self.store.list_sessions(app_name, user_id):
-            if session.last_update_time >= cutoff:
+            if session.last_update_time >= pruning.changed_before:
                 continue
-            if include_unfinished or await self._all_runs_completed(session):
+            if not await self._would_delete(pruning, session):
+                continue
+            # Checked again as it is deleted: it may have changed or been claimed since.
+            if dry_run or await self.store.delete_old_session(session.key, pruning):
                 doomed.append(session)
-        if not dry_run:
-            for session in doomed:
-                await self.store.delete_session(session.key)
         return doomed
 
-    async def _all_runs_completed(self, session: Session) -> bool:
-        invocations = await self.store.list_invocations(session.key)
-        return all(i.status is InvocationStatus.COMPLETED for i in invocations)
+    async def _would_delete(self, pruning: Pruning, session: Session) -> bool:
+        runs = [
+            (i.status, await self.store.holder(InvocationId(i.id)) is not None)
+            for i in await self.store.list_invocations(session.key)
+        ]
+        return pruning.deletes(runs)
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Append an event outside any run (partial events are skipped).

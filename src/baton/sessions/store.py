@@ -190,6 +190,23 @@ class SessionActivity:
     latest_run: InvocationStatus | None
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """Which old sessions `Store.delete_old_session` deletes: those unchanged since before
+    `changed_before`, no run of which holds a live lease (one executes now), and, unless
+    `include_unfinished`, whose runs all completed."""
+
+    changed_before: float
+    include_unfinished: bool
+
+    def deletes(self, runs: Sequence[tuple[InvocationStatus, bool]]) -> bool:
+        """Whether a session old enough, with these runs (status, lease live), goes."""
+        if any(live for _, live in runs):
+            return False
+        done = InvocationStatus.COMPLETED
+        return self.include_unfinished or all(status is done for status, _ in runs)
+
+
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
 class StepCommit:
     """Everything one step lands, atomically.
@@ -384,6 +401,12 @@ class Store(Protocol):
 
     async def delete_session(self, key: SessionKey) -> bool:
         """Delete a session and everything in it; False when there was none."""
+        ...
+
+    async def delete_old_session(self, key: SessionKey, pruning: Pruning) -> bool:
+        """Delete a session and everything in it if `pruning` still picks it, checked in
+        the same transaction (a session changed or claimed meanwhile stays); False when
+        it stays or there was none."""
         ...
 
     async def commit_step(self, commit: StepCommit) -> int:

@@ -62,6 +62,7 @@ from baton.sessions.store import (
     Invocation,
     InvocationStatus,
     Lease,
+    Pruning,
     Session,
     SessionActivity,
     SessionKey,
@@ -297,6 +298,10 @@ class SqlStore:
                 going_on = commit.lease is not None and not commit.release
                 self._announcer.announce(commit.session.app_name, run_goes_on=going_on)
         return version
+
+    async def delete_old_session(self, key: SessionKey, pruning: Pruning) -> bool:
+        """Delete a session if `pruning` still picks it (see `Store`)."""
+        return await self._write(writes.delete_old_session, key, pruning, self._clock())
 
     async def commit_session_events(self, commit: StepCommit) -> float:
         """Land a commit outside any run; the time it set as the session's last change."""

@@ -57,6 +57,7 @@ from baton.sessions.store import (
     Claimed,
     InvocationStatus,
     Lease,
+    Pruning,
     Session,
     SessionKey,
     SharedState,
@@ -76,6 +77,7 @@ __all__ = [
     "OrphanClaim",
     "claim_orphans",
     "claim_params",
+    "delete_old_session",
     "delete_session",
     "holder_from",
     "insert_session",
@@ -201,6 +203,11 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
     pk = connection.scalar(_SESSION_PK, session_params(key))
     if pk is None:
         return False
+    _delete_rows(connection, key, pk)
+    return True
+
+
+def _delete_rows(connection: Connection, key: SessionKey, pk: int) -> None:
     # On SQLite and MySQL its rows go with it (ON DELETE CASCADE: the deletes below find
     # none); PostgreSQL has no foreign keys to sessions (see `schema._session_key`): they
     # are deleted after the session's row, so a step that held it and committed first
@@ -209,6 +216,35 @@ def delete_session(connection: Connection, key: SessionKey) -> bool:
     for table in _SESSION_ROWS:
         connection.execute(delete(table).where(table.c.session_pk == pk))
     delete_session_artifacts(connection, key)
+
+
+# Locking reads (FOR UPDATE, which SQLite has no need of: its writers take turns): a
+# step or claim landing meanwhile waits for the delete, or the delete sees what it did.
+_OLD_SESSION = (
+    select(sessions.c.pk)
+    .where(IS_SESSION, sessions.c.updated_at < bindparam("key_changed_before"))
+    .with_for_update()
+)
+_RUNS = (
+    select(invocations.c.status, invocations.c.lease_expires_at)
+    .where(invocations.c.session_pk == bindparam("key_pk"))
+    .with_for_update()
+)
+
+
+def delete_old_session(
+    connection: Connection, key: SessionKey, pruning: Pruning, now: float
+) -> bool:
+    """Delete a session if `pruning` picks it as it stands under the row locks; False
+    when it stays or there was none."""
+    parameters = {"key_changed_before": pruning.changed_before, **session_params(key)}
+    pk = connection.scalar(_OLD_SESSION, parameters)
+    if pk is None:
+        return False
+    rows = connection.execute(_RUNS, {"key_pk": pk}).all()
+    if not pruning.deletes([(InvocationStatus(status), until > now) for status, until in rows]):
+        return False
+    _delete_rows(connection, key, pk)
     return True
 
 
