@@ -9,7 +9,7 @@ callback shapes), artifacts and memory.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import JsonValue
 
@@ -17,9 +17,13 @@ from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
-from baton.readonly_context import ReadonlyContext, refuse_credentials
+from baton.readonly_context import ReadonlyContext, refuse_confirmation, refuse_credentials
 from baton.sessions.store import Session, StatePrefixes
 from baton.types import Content
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    # Only a type here: baton.tools builds on this module.
+    from baton.tools.confirmation import ToolConfirmation
 
 __all__ = ["CallbackContext", "ToolState"]
 
@@ -98,6 +102,10 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
         shared_writes: see `ToolState`'s `shared`.
     """
 
+    # An agent or model callback answers no function call (a `ToolContext` does).
+    function_call_id: str | None = None
+    tool_confirmation: ToolConfirmation | None = None
+
     def __init__(
         self,
         *,
@@ -149,6 +157,46 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
     def branch(self) -> str | None:
         """The conversation branch of the run."""
         return self.invocation_context.branch
+
+    @property
+    def node_path(self) -> str:
+        """The path of the node run executing the agent ("" outside one)."""
+        run = self._invocation_context.node_run
+        return run.node_path if run is not None else ""
+
+    @property
+    def run_id(self) -> str:
+        """The run id of the node run executing the agent ("" outside one)."""
+        run = self._invocation_context.node_run
+        return run.run_id if run is not None else ""
+
+    @property
+    def attempt_count(self) -> int:
+        """Which attempt of the node run executing the agent this is (1 for the first)."""
+        run = self._invocation_context.node_run
+        return run.attempt_count if run is not None else 1
+
+    @property
+    def event_author(self) -> str:
+        """Always "": the agent signs its events with its own name."""
+        return ""
+
+    def get_invocation_context(self) -> InvocationContext:
+        """The invocation as the agent sees it (`invocation_context`).
+
+        Raises:
+            ValueError: the context was made by hand, outside a run.
+        """
+        return self.invocation_context
+
+    def request_confirmation(self, *, hint: str | None = None, payload: JsonValue = None) -> None:
+        """Ask a person to confirm the function call this context belongs to; only a
+        `ToolContext` belongs to one.
+
+        Raises:
+            ValueError: this context belongs to no function call.
+        """
+        refuse_confirmation(type(self).__name__)
 
     @property
     def memory_scope(self) -> MemoryScope:

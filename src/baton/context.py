@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias
 
 from pydantic import BaseModel, JsonValue
 
@@ -19,7 +20,7 @@ from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue, to_json_value
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
-from baton.readonly_context import ReadonlyContext
+from baton.readonly_context import ReadonlyContext, refuse_confirmation
 from baton.run_config import RunConfig, check_run_config
 from baton.schemas import check_state_write
 from baton.sessions.store import Interrupt, Session, SessionKey, StatePrefixes
@@ -27,6 +28,9 @@ from baton.types import Content, InvocationId
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Tracer
+
+    # Only a type here: baton.tools builds on this module.
+    from baton.tools.confirmation import ToolConfirmation
 
 __all__ = [
     "ChildRuns",
@@ -37,7 +41,12 @@ __all__ = [
     "NamedRun",
     "State",
     "StepParts",
+    "current_workflow",
 ]
+
+current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
+"""The name of the workflow whose children run in this task (None outside any workflow):
+the author of their events, which a node's `ctx.event_author` reads."""
 
 
 class State(StatePrefixes, MutableMapping[str, Any]):
@@ -261,6 +270,33 @@ class InvocationContext:
                 "max_llm_calls (0 or less: no limit), then resume the invocation by its id."
             )
 
+    def increment_llm_call_count(self) -> None:
+        """The reference's name for counting one model call (see `count_llm_call`): code
+        that calls a model itself counts it against the same `run_config.max_llm_calls`
+        as the agents' calls.
+
+        Raises:
+            LlmCallsLimitExceededError: the call would pass `run_config.max_llm_calls`.
+        """
+        self.count_llm_call(self.agent_name or "unknown")
+
+    @property
+    def plugin_manager(self) -> PluginManager:
+        """The reference's name for the Runner's plugins (`plugins`)."""
+        return self.plugins
+
+    @property
+    def node_path(self) -> str | None:
+        """The path of the node run this context belongs to (an agent's context has one;
+        the invocation's own has none)."""
+        return None
+
+    @property
+    def node_run(self) -> Context | None:
+        """The node run this context belongs to (an agent's context has one; the
+        invocation's own has none)."""
+        return None
+
     @property
     def is_aborted(self) -> bool:
         """Whether the caller set the run's abort signal (the run stops at its next step)."""
@@ -405,6 +441,9 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # engine's contexts cost nothing more to make).
     error: BaseException | None = None
     error_node_path: str = ""
+    # A node run answers no function call: the reference's tool fields are empty here.
+    function_call_id: str | None = None
+    tool_confirmation: ToolConfirmation | None = None
 
     def __init__(
         self,
@@ -490,6 +529,26 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     @property
     def app_name(self) -> str:
         return self._invocation_context.app_name
+
+    @property
+    def event_author(self) -> str:
+        """The author of this run's events when it is not the node's own name: the
+        enclosing workflow's ("" at the top, where the node signs its events itself)."""
+        return current_workflow.get() or ""
+
+    def get_invocation_context(self) -> InvocationContext:
+        """The invocation this run belongs to (shared by all its node runs)."""
+        return self._invocation_context
+
+    def request_confirmation(
+        self, *, hint: str | None = None, payload: JsonValue = None
+    ) -> NoReturn:
+        """Only a tool call can ask for confirmation; a node run answers no call.
+
+        Raises:
+            ValueError: always.
+        """
+        refuse_confirmation(type(self).__name__)
 
     @property
     def is_resumable(self) -> bool:

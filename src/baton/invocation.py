@@ -140,6 +140,8 @@ class RunSettings:
     artifact_service: BaseArtifactService | None = None
     memory_service: BaseMemoryService | None = None
     plugins: PluginManager = NO_PLUGINS
+    # The Runner's, for the reference's `ctx._invocation_context.session_service`.
+    session_service: object = None
 
 
 class InvocationRun:
@@ -193,6 +195,7 @@ class InvocationRun:
             artifact_service=settings.artifact_service,
             memory_service=settings.memory_service,
             plugins=settings.plugins,
+            session_service=settings.session_service,
             run_config=run_config,
         )
         self.invocation.stream_partial = self._stream_partial

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: baton.context's Context is itself a ReadonlyContext.
     from baton.context import InvocationContext
 
-__all__ = ["ReadonlyContext", "refuse_credentials"]
+__all__ = ["ReadonlyContext", "refuse_confirmation", "refuse_credentials"]
 
 
 class ReadonlyContext:
@@ -120,4 +120,13 @@ def refuse_credentials(method: str) -> NoReturn:
         f"{method} needs a credential service, which baton does not have (the reference's "
         "BaseCredentialService and auth flow are not supported); pass the credential to the "
         "tool yourself, e.g. from an environment variable or the session state."
+    )
+
+
+def refuse_confirmation(context: str) -> NoReturn:
+    """Raise the error `request_confirmation` raises outside a tool call."""
+    raise ValueError(
+        f"request_confirmation needs the function call it belongs to, and this {context} "
+        "has none; call it from a tool the model called (its tool_context has a "
+        "function_call_id)."
     )

@@ -774,6 +774,7 @@ class Runner:
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
             plugins=self.plugin_manager,
+            session_service=self.session_service,
         )
 
     def _check_fingerprint(self, invocation: Invocation) -> None:

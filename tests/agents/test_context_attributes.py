@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from baton import InMemorySessionService, Runner, types
+from baton import Context, InMemorySessionService, Runner, Workflow, types
 from baton.agents import LlmAgent, SequentialAgent
 from baton.agents.callbacks import CallbackContext
-from baton.errors import NoCredentialServiceError
+from baton.errors import LlmCallsLimitExceededError, NoCredentialServiceError
 from baton.models import ScriptedModel
 from baton.run_config import RunConfig
 from baton.tools import ToolContext
@@ -82,7 +82,6 @@ async def run_once(agent: Any, *, abort_signal: asyncio.Event | None = None) -> 
 async def test_every_context_is_a_readonly_context_as_in_the_reference() -> None:
     from baton.agents.callback_context import CallbackContext as AgentsCallbackContext
     from baton.agents.readonly_context import ReadonlyContext as AgentsReadonlyContext
-    from baton.context import Context
     from baton.readonly_context import ReadonlyContext
     from baton.tools.tool_context import ToolContext as ToolsToolContext
     from baton.workflow import Workflow
@@ -186,3 +185,85 @@ async def test_the_invocation_context_names_the_running_agent() -> None:
     async for _ in runner.run_async(user_id="ann", session_id=session.id, new_message=message):
         pass
     assert seen == [("before", "one"), ("tool", "one"), ("before", "two"), ("tool", "two")]
+
+
+def reference_fields(ctx: Any) -> tuple[Any, ...]:
+    """What the reference's users read of any context, in one tuple."""
+    invocation = ctx.get_invocation_context()
+    return (
+        ctx.function_call_id,
+        ctx.tool_confirmation,
+        ctx.node_path,
+        ctx.run_id,
+        ctx.event_author,
+        ctx.attempt_count,
+        invocation.node_path,
+        invocation.session is ctx.session,
+    )
+
+
+async def test_callback_and_tool_contexts_carry_the_reference_fields() -> None:
+    seen: dict[str, Any] = {}
+
+    def look(tool_context: ToolContext) -> str:
+        """Looks around."""
+        seen["tool"] = reference_fields(tool_context)
+        return "ok"
+
+    def before_agent(callback_context: CallbackContext) -> None:
+        seen["agent"] = reference_fields(callback_context)
+        with pytest.raises(ValueError, match="CallbackContext has none; call it from a tool"):
+            callback_context.request_confirmation(hint="sure?")
+        assert callback_context.actions.requested_tool_confirmations is None
+
+    def before_model(callback_context: CallbackContext, llm_request: Any) -> None:
+        seen.setdefault("model", reference_fields(callback_context))
+
+    model = ScriptedModel([FunctionCall(name="look", args={}, id="c1"), "done"])
+    agent = LlmAgent(
+        name="a",
+        model=model,
+        tools=[look],
+        before_agent_callback=before_agent,
+        before_model_callback=before_model,
+    )
+    await run_once(Workflow(name="wf", edges=[("START", agent)]))
+    called = (None, None, "wf@1/a@1", "1", "", 1, "wf@1/a@1", True)
+    assert seen == {"agent": called, "model": called, "tool": ("c1", *called[1:])}
+
+
+async def test_a_node_reads_its_run_and_the_runners_services_as_the_reference_does() -> None:
+    seen: dict[str, Any] = {}
+
+    def count_my_model_call(ctx: Context) -> str:
+        invocation = ctx.get_invocation_context()
+        seen["node"] = (
+            ctx.function_call_id,
+            ctx.tool_confirmation,
+            ctx.node_path,
+            ctx.run_id,
+            ctx.event_author,
+            ctx.attempt_count,
+        )
+        seen["services"] = (invocation.session_service, invocation.plugin_manager.plugins)
+        with pytest.raises(ValueError, match="Context has none; call it from a tool"):
+            ctx.request_confirmation(hint="sure?")
+        invocation.increment_llm_call_count()
+        return "go"
+
+    agent = LlmAgent(name="a", model=ScriptedModel(["done"]))
+    service = InMemorySessionService()
+    root = Workflow(name="wf", edges=[("START", count_my_model_call, agent)])
+    runner = Runner(app_name="x", agent=root, session_service=service)
+    session = await service.create_session(app_name="x", user_id="ann")
+    message = types.Content(role="user", parts=[types.Part(text="hi")])
+    config = RunConfig(max_llm_calls=1)
+    run = runner.run_async(
+        user_id="ann", session_id=session.id, new_message=message, run_config=config
+    )
+    with pytest.raises(LlmCallsLimitExceededError, match="model call 2"):
+        _ = [event async for event in run]
+    assert seen == {
+        "node": (None, None, "wf@1/count_my_model_call@1", "1", "wf", 1),
+        "services": (service, ()),
+    }

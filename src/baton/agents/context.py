@@ -147,6 +147,7 @@ class AgentContext(InvocationContext):
             artifact_service=ic.artifact_service,
             memory_service=ic.memory_service,
             plugins=ic.plugins,
+            session_service=ic.session_service,
             run_config=ic.run_config,
         )
         self.stream_partial = ic.stream_partial
@@ -263,6 +264,10 @@ class AgentContext(InvocationContext):
     @property
     def run_id(self) -> str:
         return self.run.run_id
+
+    @property
+    def node_run(self) -> Context:
+        return self.run
 
     async def artifacts_for(self, saver: str) -> ArtifactScope:
         """The artifacts a callback of this run reaches. Its saves are keyed by `saver`

@@ -20,6 +20,7 @@ from baton.callback_context import CallbackContext, ToolState
 from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryScope
+from baton.readonly_context import refuse_confirmation
 from baton.tools.confirmation import ToolConfirmation
 from baton.types import Content
 
@@ -131,10 +132,7 @@ class ToolContext(CallbackContext):
             ValueError: this context belongs to no function call.
         """
         if not self.function_call_id:
-            raise ValueError(
-                "request_confirmation needs the function call it belongs to; call it from a "
-                "tool the model called (its tool_context has a function_call_id)."
-            )
+            refuse_confirmation(type(self).__name__)
         asked = ToolConfirmation(hint=hint or "", payload=to_json_value(payload, what="payload"))
         requested = dict(self.actions.requested_tool_confirmations or {})
         requested[self.function_call_id] = asked.to_json()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from pydantic import JsonValue
 
-from baton.context import Context, InvocationContext, StepParts
+from baton.context import Context, InvocationContext, StepParts, current_workflow
 from baton.errors import (
     InputTimeoutError,
     LeaseLostError,
@@ -71,9 +71,6 @@ __all__ = [
 current_record: Final[ContextVar[RunRecord]] = ContextVar("baton_current_record")
 """The record of the workflow run executing in this task (read by workflows for their
 state; set for the runs of nodes that only schedule children, see `_execute`)."""
-
-current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
-"""The name of the workflow whose children run in this task (None outside any workflow)."""
 
 Finish = Callable[[RunRecord], None]
 
