@@ -245,7 +245,11 @@ async def test_a_node_reads_its_run_and_the_runners_services_as_the_reference_do
             ctx.event_author,
             ctx.attempt_count,
         )
-        seen["services"] = (invocation.session_service, invocation.plugin_manager.plugins)
+        seen["services"] = (
+            invocation.session_service,
+            invocation.plugin_manager.plugins,
+            invocation.node_path,
+        )
         with pytest.raises(ValueError, match="Context has none; call it from a tool"):
             ctx.request_confirmation(hint="sure?")
         invocation.increment_llm_call_count()
@@ -265,5 +269,19 @@ async def test_a_node_reads_its_run_and_the_runners_services_as_the_reference_do
         _ = [event async for event in run]
     assert seen == {
         "node": (None, None, "wf@1/count_my_model_call@1", "1", "wf", 1),
-        "services": (service, ()),
+        "services": (service, (), None),
     }
+
+
+def test_a_tool_context_made_by_hand_belongs_to_no_node_run_nor_call() -> None:
+    context = ToolContext()
+    assert (context.node_path, context.run_id, context.attempt_count, context.event_author) == (
+        "",
+        "",
+        1,
+        "",
+    )
+    with pytest.raises(ValueError, match="ToolContext has none; call it from a tool"):
+        context.request_confirmation(hint="sure?")
+    with pytest.raises(ValueError, match="made outside a run and has no invocation"):
+        context.get_invocation_context()
