@@ -42,6 +42,7 @@ from pydantic import (
 
 from baton.agents.artifact_text import artifact_texts
 from baton.agents.base_agent import BaseAgent, answer_text
+from baton.agents.call_relay import CallRelay
 from baton.agents.callbacks import (
     CallbackContext,
     Callbacks,
@@ -516,8 +517,9 @@ class LlmAgent(BaseAgent):
                     yield event
                 if not handover.came_back:
                     return
-        async for event in self._runs(ctx, agent_ctx, state):
-            yield event
+        async with aclosing(self._runs(ctx, agent_ctx, state)) as events:
+            async for event in events:
+                yield event
 
     async def _owner(self, ctx: AgentContext) -> BaseAgent:
         """The agent a new message goes to: the one the conversation was left with.
@@ -553,11 +555,12 @@ class LlmAgent(BaseAgent):
                 fresh = LlmAgentState(run_start=await self._run_start(agent_ctx))
                 state, checkpoint = fresh, fresh.model_dump(mode="json")
             transfer = _Transfer()
-            async for event in self._turns(ctx, agent_ctx, state, transfer):
-                if checkpoint is not None and event.author == self.name:
-                    event.actions.agent_state, checkpoint = checkpoint, None
-                    agent_ctx.invocation_context.private_checkpoints.add(event.id)
-                yield event
+            async with aclosing(self._turns(ctx, agent_ctx, state, transfer)) as events:
+                async for event in events:
+                    if checkpoint is not None and event.author == self.name:
+                        event.actions.agent_state, checkpoint = checkpoint, None
+                        agent_ctx.invocation_context.private_checkpoints.add(event.id)
+                    yield event
             if transfer.handover is None:
                 return
             async for event in transfer.handover.run():
@@ -600,8 +603,9 @@ class LlmAgent(BaseAgent):
                     calls_run = self._run_calls(
                         agent_ctx, state, pending, lro_ids, waiting, progress.tools, keys=keys
                     )
-                    async for event in calls_run:
-                        yield event
+                    async with aclosing(calls_run) as events:
+                        async for event in events:
+                            yield event
                     # A sub-agent it called as a tool waits for input, or a tool ended the
                     # agent's run (`end_invocation`): no model turn follows.
                     if waiting or agent_ctx.end_invocation:
@@ -1213,35 +1217,32 @@ class LlmAgent(BaseAgent):
         *,
         keys: dict[int, str],
     ) -> AsyncGenerator[Event, None]:
-        """Run the calls without a result: first each single-turn sub-agent called as a
-        tool, one after another, its events as they come; then the tools' calls at once
-        (a long-running tool's unless it started). Their results are one event, in the
-        turn's order (see `_Batch`), as the reference's, which runs them all at once.
+        """Run the calls without a result at once, as the reference does: the tools'
+        (a long-running tool's unless it started) and the single-turn sub-agents' (an
+        `AgentTool`'s among them), whose events come as they are committed (see
+        `CallRelay`). Their results are one event, in the turn's order (see `_Batch`).
         Then each task agent's call, its events, then its result. The ids of those whose
         sub-agent waits for input (a task agent: for the user's reply) go to `waiting`.
         `keys` names each call of the turn (see `_call_keys`).
 
-        A sub-agent waiting for input (a task agent for the user's reply) holds the
-        sub-agent calls after it, which run in the turn's order once it is done: the user
-        talks with one task at a time (each reply goes to the one question open), and two
-        calls of one agent would share its state."""
-        answered: dict[int, Event] = {}  # the sub-agents' results, by id() of their call
-        unrecorded = [c for c in pending if keys[id(c)] not in state.finished_calls]
-        async for event in self._delegate_all(ctx, unrecorded, waiting, tools, answered):
-            yield event
+        A sub-agent waiting for input holds the later calls of the same agent, which run
+        once it is done (two calls of one agent would share its checkpoint), and the task
+        agents' calls: the user talks with one task at a time (each reply goes to the one
+        question open)."""
         together = [
             c
             for c in pending
-            if id(c) in answered
-            or keys[id(c)] in state.finished_calls
+            if keys[id(c)] in state.finished_calls
             or (_runs_together(c, tools) and not self._started(ctx, state, c, lro_ids))
         ]
+        relay = CallRelay()
 
         async def run_call(
             call: FunctionCall, key: str, writes: MutableMapping[str, JsonValue], sync: asyncio.Lock
-        ) -> Event:
-            if id(call) in answered:
-                return answered[id(call)]
+        ) -> Event | None:
+            tool = tools.get(call.name or "")
+            if isinstance(tool, SingleTurnAgentTool):
+                return await self._delegate(ctx, call, tool, waiting, relay)
             return await self._call_tool(
                 ctx,
                 call,
@@ -1257,31 +1258,15 @@ class LlmAgent(BaseAgent):
             batch = _Batch(
                 ctx, state, together, keyed, run_call, author=self.name, long_running=lro_ids
             )
-            async for event in batch.run():
-                yield event
+            # Closed with the run: the calls still running are cancelled then and there.
+            async with aclosing(batch.run(relay)) as events:
+                async for event in events:
+                    yield event
         if waiting:
             return
         tasks = [c for c in pending if isinstance(tools.get(c.name or ""), TaskAgentTool)]
         async for event in self._delegate_tasks(ctx, tasks, waiting, tools):
             yield event
-
-    async def _delegate_all(
-        self,
-        ctx: AgentContext,
-        calls: list[FunctionCall],
-        waiting: set[str],
-        tools: dict[str, BaseTool],
-        answered: dict[int, Event],
-    ) -> AsyncGenerator[Event, None]:
-        """Run the calls of single-turn sub-agents among `calls`, one after another, until
-        one waits for input (see `_run_calls`); their results go to `answered`."""
-        for call in calls:
-            tool = tools.get(call.name or "")
-            if isinstance(tool, SingleTurnAgentTool):
-                async for event in self._delegate(ctx, call, tool, waiting, answered):
-                    yield event
-                if waiting:
-                    return
 
     async def _delegate_tasks(
         self,
@@ -1309,12 +1294,28 @@ class LlmAgent(BaseAgent):
         call: FunctionCall,
         tool: SingleTurnAgentTool,
         waiting: set[str],
-        answered: dict[int, Event],
-    ) -> AsyncGenerator[Event, None]:
-        """A call of a single-turn sub-agent: the before-tool callbacks (a result of theirs
-        stands for the sub-agent's run), the sub-agent's events, then the result through
-        the after-tool callbacks, as an event put in `answered` (by id() of the call). The
-        call's id goes to `waiting` while the sub-agent waits for input."""
+        relay: CallRelay,
+    ) -> Event | None:
+        """A call of a single-turn sub-agent, run as one of its turn's calls: its events
+        go through `relay`, its result is returned (see `_delegated`). None while it waits
+        for input (its id goes to `waiting`), or while an earlier call of the same agent in
+        the turn waits (it runs once that one is done, see `CallRelay`)."""
+        async with relay.gate(tool.agent.name):
+            if tool.agent.name in relay.waiting_agents:
+                return None
+            event = await self._delegated(ctx, call, tool, relay)
+            if event is None:
+                waiting.add(call.id or "")
+                relay.waiting_agents.add(tool.agent.name)
+            return event
+
+    async def _delegated(
+        self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, relay: CallRelay
+    ) -> Event | None:
+        """The before-tool callbacks (a result of theirs stands for the sub-agent's run),
+        the sub-agent's run, its events sent through `relay` (resumed where it was, or
+        not run again once it ended), then its reply through the after-tool callbacks, as
+        the call's result event; None while the sub-agent waits for input."""
         tool_context = self._tool_context(ctx, call)
         args = call.args or {}
         started, reply = await tool.progress(ctx, call)
@@ -1324,18 +1325,29 @@ class LlmAgent(BaseAgent):
             result = tool.unfit(args)  # arguments its input_schema refuses: the model retries
         if result is None:
             if reply is None:
-                async for event in tool.run_agent(ctx, call):
-                    yield event
+                async with aclosing(tool.run_agent(ctx, call)) as events:
+                    async for event in events:
+                        await relay.send(event)
                 _, reply = await tool.progress(ctx, call)
             if reply is None:
-                waiting.add(call.id or "")
-                return
+                return None
             result = reply
             state, artifacts = await tool.forwarded_writes(ctx, call)
             tool_context.actions.state_delta.update(state)
             tool_context.actions.artifact_delta.update(artifacts)
         after = chain(ctx.plugins.tool_hooks("after"), self.after_tool_callback)
         result = await result_after_tool(after, tool, args, tool_context, result)
+        return self._delegated_result(ctx, call, tool, tool_context, result)
+
+    def _delegated_result(
+        self,
+        ctx: AgentContext,
+        call: FunctionCall,
+        tool: SingleTurnAgentTool,
+        tool_context: ToolContext,
+        result: JsonValue,
+    ) -> Event:
+        """The result event of a sub-agent's call."""
         response = to_function_response(call, result)
         parts = [Part(function_response=response)]
         if tool.skip_summarization:
@@ -1344,7 +1356,7 @@ class LlmAgent(BaseAgent):
             shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
             if shown and "error" not in (response.response or {}):
                 parts.append(Part(text=shown))
-        answered[id(call)] = Event(
+        return Event(
             invocation_id=ctx.invocation_id,
             author=self.name,
             branch=ctx.branch,
@@ -1476,21 +1488,23 @@ class LlmAgent(BaseAgent):
 
 
 class _Batch:
-    """A turn's tool calls, run at once, as the reference runs them.
+    """A turn's calls, run at once, as the reference runs them.
 
     The calls share their state writes as they make them (`writes`), as the reference's
     share the session's state: a call builds on what another wrote, and the turn's result
     holds a list or dict key's latest value (see `_with_latest_writes`). Sync (`def`) tools
     run one at a time (`sync_tools`), as the reference runs them on its event loop, so their
-    read-modify-writes of the state do not interleave in worker threads. A call that ends
-    while others still run is recorded in the agent's checkpoint (an event of baton's own,
-    not shown), so that neither a crash nor a sibling's failure runs it again; when a call
-    fails, the others still running are let end and are recorded too before the failure is
-    raised (the reference cancels them). Once every call has ended, their results are one
-    event in the turn's order (a long-running tool's interim result among them; one that
-    returned nothing has no part), and the requests of calls that wait for a person's
-    confirmation follow it. The first of these events carries the checkpoint that names the
-    long-running calls as started.
+    read-modify-writes of the state do not interleave in worker threads. A sub-agent's
+    call (an `AgentTool`'s) runs among them, its events yielded as it makes them (see
+    `CallRelay`). A call that ends while others still run is recorded in the agent's
+    checkpoint (an event of baton's own, not shown), so that neither a crash nor a
+    sibling's failure runs it again; when a call fails, the others still running are
+    cancelled, as in the reference, and the failure is raised once the calls that ended
+    are recorded. Once every call has ended, their results are one event in the turn's
+    order (a long-running tool's interim result among them; one that returned nothing
+    has no part, a sub-agent waiting for input none either), and the requests of calls
+    that wait for a person's confirmation follow it. The first of these events carries the
+    checkpoint that names the long-running calls as started.
     """
 
     def __init__(
@@ -1501,7 +1515,7 @@ class _Batch:
         keys: list[str],
         run_call: Callable[
             [FunctionCall, str, MutableMapping[str, JsonValue], asyncio.Lock],
-            Coroutine[Any, Any, Event],
+            Coroutine[Any, Any, Event | None],
         ],
         *,
         author: str,
@@ -1516,8 +1530,9 @@ class _Batch:
         self.finished = {i: unmarked(e) for i, e in recorded.items()}
         self.sync_tools = asyncio.Lock()  # the turn's sync (`def`) tools run one at a time
 
-    async def run(self) -> AsyncGenerator[Event, None]:
-        """The checkpoints of calls that end early, then the turn's results."""
+    async def run(self, relay: CallRelay) -> AsyncGenerator[Event, None]:
+        """The sub-agents' events (sent through `relay`) and the checkpoints of calls that
+        end early as they come, then the turn's results."""
         todo = [
             (k, c) for k, c in zip(self.keys, self.calls, strict=True) if k not in self.finished
         ]
@@ -1527,35 +1542,42 @@ class _Batch:
             asyncio.create_task(self.run_call(c, k, self.writes.of_call(k), self.sync_tools)): k
             for k, c in todo
         }
+        receiving = asyncio.create_task(relay.receive())
         try:
-            running = set(tasks)
+            running: set[asyncio.Task[Event | None]] = set(tasks)
             while running:
-                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                error = self._take(done, tasks)
+                done, _ = await asyncio.wait(
+                    {*running, receiving}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if receiving in done:
+                    event, yielded = receiving.result()
+                    yield event
+                    yielded.set_result(None)  # committed: its sender goes on
+                    receiving = asyncio.create_task(relay.receive())
+                ended = {t for t in running if t in done}
+                running -= ended
+                error = self._take(ended, tasks)
                 if error is not None:
-                    if running:
-                        # Let them end: a tool's work cannot be taken back (one in a
-                        # thread goes on even when cancelled), so its result is kept.
-                        ended, _ = await asyncio.wait(running)
-                        self._take(ended, tasks)
+                    await _cancel(running)
                     if self.finished.keys() != self.state.finished_calls.keys():
                         yield self._checkpoint()
                     raise error
-                if running:
+                if running and self.finished.keys() != self.state.finished_calls.keys():
                     yield self._checkpoint()
         finally:
-            await _cancel(set(tasks))
+            await _cancel({*tasks, receiving})
         async for event in self._results():
             yield event
 
     def _take(
-        self, done: set[asyncio.Task[Event]], tasks: dict[asyncio.Task[Event], str]
+        self, done: set[asyncio.Task[Event | None]], tasks: dict[asyncio.Task[Event | None], str]
     ) -> BaseException | None:
-        """Keep the results of the calls that ended; the first failure among them."""
+        """Keep the results of the calls that ended (a waiting sub-agent's call has none);
+        the first failure among them."""
         errors = [e for t in done if (e := t.exception()) is not None]
         for task in done:
-            if task.exception() is None:
-                self.finished[tasks[task]] = task.result()
+            if task.exception() is None and (result := task.result()) is not None:
+                self.finished[tasks[task]] = result
         return errors[0] if errors else None
 
     def _checkpoint(self) -> Event:
@@ -1570,7 +1592,7 @@ class _Batch:
         return event
 
     async def _results(self) -> AsyncGenerator[Event, None]:
-        ordered = [self.finished[k] for k in self.keys]
+        ordered = [self.finished[k] for k in self.keys if k in self.finished]
         requests = [e for e in ordered if e.function_calls]  # waiting for a confirmation
         results = [e for e in ordered if not e.function_calls]
         events = [self._with_latest_writes(_merged(results))] if results else []
@@ -1582,6 +1604,7 @@ class _Batch:
             for c, k in zip(self.calls, self.keys, strict=True)
             if c.id in self.long_running
             and c.id not in self.state.started_calls
+            and k in self.finished
             and not self.finished[k].function_calls
         ]
         if self.state.finished_calls or started:
@@ -1631,7 +1654,7 @@ def _call_keys(calls: list[FunctionCall]) -> dict[int, str]:
     return {id(call): key for call, key in zip(calls, call_keys(calls), strict=True)}
 
 
-async def _cancel(tasks: set[asyncio.Task[Event]]) -> None:
+async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -1806,10 +1829,10 @@ def _pauses(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
 
 
 def _runs_together(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
-    """A tool's call, long-running or not: the turn's tool calls run at once, as the
-    reference's (a sub-agent's call runs before them, see `LlmAgent._run_calls`)."""
-    tool = tools.get(call.name or "")
-    return not isinstance(tool, SingleTurnAgentTool | TaskAgentTool)
+    """A call of a tool (long-running or not) or of a single-turn sub-agent: the turn's
+    calls run at once, as the reference's; a task agent's runs after them (see
+    `LlmAgent._run_calls`)."""
+    return not isinstance(tools.get(call.name or ""), TaskAgentTool)
 
 
 async def _list_tools(

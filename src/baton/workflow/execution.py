@@ -761,8 +761,10 @@ async def _consume(items: AsyncIterator[object], collector: _Collector) -> None:
     try:
         async for item in items:
             await collector.take(item)
-    except (Exception, ChildInterrupted):
-        # Stopped at a yield by our own error: let the node's `finally` blocks run.
+    except (Exception, ChildInterrupted, asyncio.CancelledError):
+        # Stopped at a yield by our own error, or cancelled (the run's consumer closed
+        # it, a timeout): let the node's `finally` blocks run now, so the tasks it owns
+        # (a model turn's calls) end with it rather than when it is garbage collected.
         await _close(items)
         raise
 
