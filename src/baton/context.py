@@ -233,6 +233,10 @@ class InvocationContext:
         # end): stored with the event, since baton's agents resume from it, and left out
         # of what the caller is shown.
         self.private_checkpoints: set[str] = set()
+        # Ids of private checkpoints that carry nothing else, kept in the run's checkpoint
+        # only, not stored as events of their own: an LlmAgent's started long-running
+        # calls whose tools returned nothing (the reference stores no event then).
+        self.row_only_checkpoints: set[str] = set()
         # Artifact texts a new run's refusal check read for its first model request, set
         # by the Runner (see `take_first_artifacts`).
         self.first_artifacts: dict[str, str | None] = {}

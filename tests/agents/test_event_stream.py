@@ -11,6 +11,7 @@ from baton.agents import LlmAgent
 from baton.events import Event
 from baton.models import BaseLlm, LlmRequest, LlmResponse
 from baton.sessions.services import BaseSessionService
+from baton.tools import LongRunningFunctionTool
 from baton.types import Content, FunctionCall, Part
 from tests.conftest import StoreFactory
 
@@ -141,3 +142,95 @@ async def test_a_resumable_run_stores_and_shows_its_agent_s_end_mark(stores: Sto
     yielded, stored = await _run(stores, LlmAgent(name="a", model=TwoPieceModel()), resumable=True)
     assert _shape(yielded) == [("a", "hello", False), ("a", None, True)]
     assert _shape(stored) == [("user", "go", False), ("a", "hello", False), ("a", None, True)]
+
+
+class ApprovalModel(BaseLlm):
+    """Asks for approval (a long-running call) until it is answered, then says "approved"."""
+
+    model: str = "approval"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        del stream
+        answered = any(c.function_responses for c in llm_request.contents)
+        part = (
+            Part(text="approved")
+            if answered
+            else Part(function_call=FunctionCall(id="c1", name="ask_approval", args={"amount": 5}))
+        )
+        yield LlmResponse(content=_model_says(part), turn_complete=True)
+
+
+def _kinds(events: list[Event]) -> list[tuple[str, str, bool]]:
+    """(author, what it says: its text, "call", "response" or "", end_of_agent) of each event."""
+
+    def said(event: Event) -> str:
+        if event.content is None:
+            return ""
+        if event.content.function_calls:
+            return "call"
+        return "response" if event.content.function_responses else event.content.text or ""
+
+    return [(e.author, said(e), bool(e.actions.end_of_agent)) for e in events]
+
+
+async def test_a_long_running_call_that_returns_nothing_stores_no_checkpoint_event(
+    stores: StoreFactory,
+) -> None:
+    # As google-adk 2.13.0's, in both modes: the call, the user's answer and the reply
+    # (then the agent's end mark, when resumable); the tool runs once.
+    asked: list[int] = []
+
+    def ask_approval(amount: int) -> None:
+        """Asks a person to approve the amount."""
+        asked.append(amount)
+
+    for resumable in (False, True):
+        asked.clear()
+        agent = LlmAgent(
+            name="a", model=ApprovalModel(), tools=[LongRunningFunctionTool(ask_approval)]
+        )
+        service = BaseSessionService(stores.open())
+        app = App(
+            name="app",
+            root_agent=agent,
+            resumability_config=ResumabilityConfig(is_resumable=resumable),
+        )
+        runner = Runner(app=app, session_service=service)
+        session = await service.create_session(app_name="app", user_id="u")
+        go = types.Content(role="user", parts=[types.Part(text="go")])
+        first = [
+            e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=go)
+        ]
+        answer = types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id="c1", name="ask_approval", response={"ok": True}
+                    )
+                )
+            ],
+        )
+        invocation_id = first[0].invocation_id if resumable else None
+        second = [
+            e
+            async for e in runner.run_async(
+                user_id="u", session_id=session.id, new_message=answer, invocation_id=invocation_id
+            )
+        ]
+        stored = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert stored is not None
+        end = [("a", "", True)] if resumable else []
+        assert _kinds(first) == [("a", "call", False)]
+        assert _kinds(second) == [("a", "approved", False), *end]
+        assert _kinds(stored.events) == [
+            ("user", "go", False),
+            ("a", "call", False),
+            ("user", "response", False),
+            ("a", "approved", False),
+            *end,
+        ]
+        assert [e.actions.agent_state for e in first] == [None]
+        assert asked == [5]

@@ -1504,7 +1504,8 @@ class _Batch:
     order (a long-running tool's interim result among them; one that returned nothing
     has no part, a sub-agent waiting for input none either), and the requests of calls
     that wait for a person's confirmation follow it. The first of these events carries the
-    checkpoint that names the long-running calls as started.
+    checkpoint that names the long-running calls as started (when it holds only that, the
+    run's checkpoint keeps it, see `InvocationContext.row_only_checkpoints`).
     """
 
     def __init__(
@@ -1613,8 +1614,11 @@ class _Batch:
                 "started_calls": [*self.state.started_calls, *started],
             }
             self.state = self.state.model_copy(update=update)
-            events[0].actions.agent_state = self.state.model_dump(mode="json")
-            self.ctx.invocation_context.private_checkpoints.add(events[0].id)
+            first = events[0]
+            first.actions.agent_state = self.state.model_dump(mode="json")
+            self.ctx.invocation_context.private_checkpoints.add(first.id)
+            if first.is_checkpoint_only():
+                self.ctx.invocation_context.row_only_checkpoints.add(first.id)
         for event in events:
             yield event
 

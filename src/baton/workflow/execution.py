@@ -155,7 +155,12 @@ class _Collector:
     carried_route: RouteValue | list[RouteValue] | None = None
 
     async def take(self, item: object) -> None:
-        if not self.add(item) or not self.commits_each_event:
+        if not self.add(item):
+            return
+        if type(item) is Event and item.id in self.invocation.row_only_checkpoints:
+            # Its agent state is noted: the run's checkpoint keeps it, no event of its own.
+            self.events.remove(item)
+        if not self.commits_each_event:
             return
         if type(item) is Event and self._ends_the_nodes_agent(item):
             # The agent's last event: it lands with the run's end, one write for both.
