@@ -7,21 +7,25 @@ same guarantees as any step commit, checked on every backend.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import sys
+import uuid
 from asyncio.subprocess import PIPE
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
-from sqlalchemy import Pool, text
+from sqlalchemy import Pool, make_url, text
 from sqlalchemy import event as sql_events
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from baton.errors import SessionNotFoundError, StaleVersionError
 from baton.sessions.sql import SqlStore
+from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.store import InvocationStatus, Store
 from baton.types import InvocationId, SessionId
 from tests.conftest import POSTGRES_URL, FakeClock, StoreFactory, sqlite_url
@@ -229,6 +233,7 @@ async def test_a_plain_step_on_sqlite_reads_nothing_back(
 _CREATE_AND_RUN = """
 import asyncio, sys
 from baton.sessions.sql import SqlStore
+from baton.sessions.sql.postgres import has_unread_input
 from tests.store.builders import APP, USER, event, key, step
 
 async def main():
@@ -292,10 +297,14 @@ async def test_the_first_step_in_a_session_this_store_created_reads_nothing_back
 async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(
     emptied_postgres_url: str,
 ) -> None:
-    store = SqlStore(emptied_postgres_url)
+    name = f"baton-closed-{uuid.uuid4().hex[:8]}"  # ends this store's connections, no one else's
+    options = {"connect_args": {"server_settings": {"application_name": name}}}
+    store = SqlStore(emptied_postgres_url, engine_options=options)
     await _running(store)
     # What a server restart or an idle-connection timeout does to the pooled connections.
-    await _terminate_idle_connections()
+    ended = await _terminate(f"application_name = '{name}' AND state = 'idle'")
+    assert ended, "the store kept no idle connection to end"
+    await asyncio.sleep(0.05)  # the server closes the sockets after answering
 
     await store.commit_step(step(key(), "inv-1", 2, events=(event("after"),)))  # one statement
     session = await store.get_session(key())  # a read transaction
@@ -305,18 +314,108 @@ async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(
     assert texts(session.events) == ["one", "after"]
 
 
-async def _terminate_idle_connections() -> None:
+async def test_a_step_connection_the_server_ended_while_idle_is_replaced(
+    emptied_postgres_url: str,
+) -> None:
+    # The server's goodbye (an ErrorResponse, FATAL) reaches an idle step connection and
+    # is read, but its end of stream is not there yet: the connection looks open, and
+    # asyncpg, reading a message while idle, refuses the next statement ("cannot switch
+    # to state 12; another operation (2) is in progress") without sending it.
+    async with _Relay() as relay:
+        url = make_url(emptied_postgres_url).set(port=relay.port)
+        store = SqlStore(url.render_as_string(hide_password=False))
+        try:
+            await _running(store)
+            idle = _idle_step_connections(store)
+            assert idle, "the store kept no step connection"
+            ended = await _terminate(f"pid = ANY(ARRAY{[c.get_server_pid() for c in idle]})")
+            await relay.ends_held(ended)
+            for connection in idle:  # the goodbye read, as the event loop reads it
+                socket = connection._transport.get_extra_info("socket")
+                while has_unread_input(socket.fileno()):  # noqa: ASYNC110 - a socket, not an event
+                    await asyncio.sleep(0)
+
+            await store.commit_step(step(key(), "inv-1", 2, events=(event("after"),)))
+            session = await store.get_session(key())
+        finally:
+            relay.release()
+            await store.close()
+
+    assert session is not None
+    assert texts(session.events) == ["one", "after"]
+
+
+def _idle_step_connections(store: SqlStore) -> list[Any]:
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- its asyncpg connections
+    return [connection for connection, _ in executor._direct._idle]
+
+
+async def _terminate(which: str) -> int:
+    """End the server processes of the connections `which` (SQL on pg_stat_activity)
+    picks; return how many."""
     admin = create_async_engine(POSTGRES_URL)
     try:
         async with admin.connect() as connection:
-            ended = await connection.scalar(
-                text(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                    "AND state = 'idle'"
-                )
-            )
+            query = f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {which}"
+            return await connection.scalar(text(query)) or 0
     finally:
         await admin.dispose()
-    assert ended, "the store kept no idle connection to end"
-    await asyncio.sleep(0.05)  # the server closes the sockets after answering
+
+
+class _Relay:
+    """A TCP relay to the local PostgreSQL passing every byte on at once both ways, but
+    holding each server's end of stream from its client until `release`."""
+
+    def __init__(self) -> None:
+        self._ends = 0
+        self._ended = asyncio.Condition()
+        self._released = asyncio.Event()
+        self._streams: list[asyncio.StreamWriter] = []
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> _Relay:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port: int = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.release()
+        self._server.close()
+        for stream in self._streams:
+            stream.close()
+        await asyncio.gather(*self._handlers)
+
+    async def ends_held(self, count: int) -> None:
+        """Wait until `count` servers have ended their streams (their last bytes passed on)."""
+        async with self._ended:
+            await self._ended.wait_for(lambda: self._ends >= count)
+
+    def release(self) -> None:
+        self._released.set()
+
+    async def _serve(
+        self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter
+    ) -> None:
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._handlers.add(handler)
+        server = make_url(POSTGRES_URL)
+        server_in, server_out = await asyncio.open_connection(server.host, server.port)
+        self._streams += [client_out, server_out]
+        upward = asyncio.create_task(_pass_on(client_in, server_out))
+        await _pass_on(server_in, client_out)
+        async with self._ended:
+            self._ends += 1
+            self._ended.notify_all()
+        await self._released.wait()
+        client_out.close()
+        await upward
+        server_out.close()
+
+
+async def _pass_on(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """Copy `source` to `sink` until `source` ends or either is closed."""
+    with contextlib.suppress(ConnectionError):
+        while data := await source.read(65536):
+            sink.write(data)
+            await sink.drain()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- altering the schema beside the store
@@ -67,3 +68,38 @@ async def test_the_store_answers_the_same_through_fetch(
     assert landed == [1, 2, 3]
     assert loaded is not None
     assert loaded.checkpoint == {"at": 2}
+
+
+async def test_a_step_cancelled_mid_statement_leaves_no_busy_connection(
+    emptied_postgres_url: str,
+) -> None:
+    """A step cancelled while its statement is on the server (waiting behind another
+    transaction's lock here) takes its connection with it: the store's next statements,
+    sent at once, run on other connections and land."""
+    store = SqlStore(emptied_postgres_url)
+    connecting = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
+    other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        for name, invocation in (("s1", "inv-1"), ("s2", "inv-2")):
+            await store.create_session(APP, USER, session_id=SessionId(name))
+            await store.commit_step(step(key(name), invocation, 0, checkpoint={"at": 0}))
+        async with other.transaction():
+            await other.execute("SELECT 1 FROM baton_sessions WHERE session_id = 's1' FOR UPDATE")
+            blocked = asyncio.create_task(
+                store.commit_step(step(key("s1"), "inv-1", 1, checkpoint={"at": 1}))
+            )
+            blockers = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+            # Until the step's statement waits for the lock (another process's state).
+            while not await other.fetchval(blockers, other.get_server_pid()):  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+            blocked.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await blocked
+            landed = [
+                await store.commit_step(step(key("s2"), "inv-2", n, checkpoint={"at": n}))
+                for n in (1, 2)
+            ]
+    finally:
+        await other.close()
+        await store.close()
+    assert landed == [2, 3]

@@ -147,15 +147,16 @@ class DirectConnections:
             await self._wait_for_slot()
         try:
             connection = self._idle_connection() or await self._connect()
+            protocol = connection._protocol  # asyncpg lets go of it on closing
+            run = protocol.queries_count
             try:
-                rows = await _fetch(connection, plan.sql, arguments)
-            except Exception as error:
-                self._after_error(connection, error)
-                raise
-            except BaseException:
-                connection.terminate()  # cancelled mid-statement: in an unknown state
-                raise
-            self._give_back(connection)
+                rows = await self._fetch_on(connection, plan.sql, arguments)
+            except Exception:
+                if not _ended_before(connection, protocol, run):
+                    raise
+                # The server ended the connection while it was idle (see `_ended_before`):
+                # the statement never left, and goes on a new connection.
+                rows = await self._fetch_on(await self._connect(), plan.sql, arguments)
         finally:
             self._free_slot()
         # asyncpg's records as tuples: its plans convert no results (see `Plan.row`).
@@ -190,6 +191,19 @@ class DirectConnections:
                 waiter.set_result(None)
                 return
         self._free += 1
+
+    async def _fetch_on(self, connection: Any, sql: str, arguments: list[Any]) -> list[Any]:
+        """`_fetch` on `connection`, then give it back, or drop it when it may be unusable."""
+        try:
+            rows = await _fetch(connection, sql, arguments)
+        except Exception as error:
+            self._after_error(connection, error)
+            raise
+        except BaseException:
+            connection.terminate()  # cancelled mid-statement: in an unknown state
+            raise
+        self._give_back(connection)
+        return rows
 
     def _idle_connection(self) -> Any:
         """An idle connection the server has not closed, or None (then one is opened)."""
@@ -268,7 +282,8 @@ async def _fetch(connection: Any, sql: str, arguments: list[Any]) -> list[Any]:
 
 # The asyncpg releases whose private surface `_fetch` uses (`Connection._stmt_cache` keyed
 # as `_get_statement` keys it, `BaseProtocol.bind_execute(state, args, portal, limit,
-# return_extra, timeout)`) was read and found the same: 0.29 to 0.32. Another release
+# return_extra, timeout)`) was read and found the same: 0.29 to 0.32. (`fetch` reads
+# `BaseProtocol.queries_count` on every release: all of them count sent statements.) Another release
 # takes the public `fetch`, slower by 20k instructions a statement but never broken by a
 # change in asyncpg's internals.
 _PROTOCOL_SURFACE_READ = ((0, 29), (0, 32))
@@ -288,6 +303,23 @@ def protocol_surface_known(version: str) -> bool:
 def _through_protocol() -> bool:
     """Whether the installed asyncpg is one `_fetch` may bypass `fetch` on (asked once)."""
     return protocol_surface_known(importlib.metadata.version("asyncpg"))
+
+
+def _ended_before(connection: Any, protocol: Any, run: int) -> bool:
+    """Whether a statement that failed on `connection` (with asyncpg's `protocol`) failed
+    unsent, the connection closed under it, when `run` is how many statements the
+    connection had sent before.
+
+    A server ending a connection (a restart, `pg_terminate_backend`, an idle timeout)
+    first sends a goodbye, an error, then closes the socket. When the goodbye has been
+    read but the end of stream not yet, the connection looks open and its socket
+    quiet, so `_idle_connection` lends it; asyncpg, having read a message while idle,
+    refuses the next statement before sending anything ("cannot switch to state 12;
+    another operation (2) is in progress") and closes the connection. asyncpg counts a
+    statement once it is sent (`queries_count`), so an unchanged count says it never
+    reached the server, and running it on another connection runs it once.
+    """
+    return connection.is_closed() and protocol.queries_count == run
 
 
 def _is_usable(connection: Any) -> bool:
