@@ -94,3 +94,12 @@ def test_the_references_session_names_are_batons_own() -> None:
     assert written.has_delta()
     with pytest.raises(AttributeError, match="module 'baton.sessions' has no attribute 'Nope'"):
         importlib.import_module("baton.sessions").Nope  # noqa: B018 -- the lookup is the point
+
+
+@pytest.mark.parametrize("module", ["baton.sessions", "baton.memory"])
+def test_the_references_names_are_plain_imports_type_checkers_see(module: str) -> None:
+    # A module-level __getattr__ hands its names to type checkers as Any.
+    imported = importlib.import_module(module)
+    assert "__getattr__" not in vars(imported)
+    assert sorted(imported.__all__) == imported.__all__
+    assert all(name in vars(imported) for name in imported.__all__)

@@ -8,7 +8,7 @@ A node sees its Context: the session state, the answers to its interrupts
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias
@@ -17,13 +17,13 @@ from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.errors import LlmCallsLimitExceededError
-from baton.events import Event, RouteValue, to_json_value
+from baton.events import Event, RouteValue
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.readonly_context import ReadonlyContext, refuse_confirmation
 from baton.run_config import RunConfig, check_run_config
-from baton.schemas import check_state_write
-from baton.sessions.store import Interrupt, Session, SessionKey, StatePrefixes
+from baton.sessions.state import State
+from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -47,61 +47,6 @@ __all__ = [
 current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
 """The name of the workflow whose children run in this task (None outside any workflow):
 the author of their events, which a node's `ctx.event_author` reads."""
-
-
-class State(StatePrefixes, MutableMapping[str, Any]):
-    """Session state as a node sees it: committed values overlaid with this run's writes."""
-
-    def __init__(
-        self,
-        committed: dict[str, JsonValue],
-        *,
-        schema: type[BaseModel] | None = None,
-        writer: str = "a node",
-    ) -> None:
-        self._committed = committed
-        self._schema = schema
-        self._writer = writer
-        self._writes: dict[str, JsonValue] = {}
-        self._pending: dict[str, JsonValue] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._writes:
-            return self._writes[key]
-        return self._committed[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        converted = to_json_value(value, what=f"state value '{key}'")
-        if self._schema is not None:
-            check_state_write(self._schema, key, converted, self._writer)
-        self._writes[key] = converted
-        self._pending[key] = converted
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._writes
-        yield from (k for k in self._committed if k not in self._writes)
-
-    def __len__(self) -> int:
-        return len(self._committed.keys() | self._writes.keys())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._writes or key in self._committed
-
-    def has_delta(self) -> bool:
-        """Whether this view holds writes not yet attached to an event."""
-        return bool(self._pending)
-
-    def take_pending(self) -> dict[str, JsonValue]:
-        """Writes not yet attached to an event; they stay visible to the node."""
-        pending, self._pending = self._pending, {}
-        return pending
-
-    def to_dict(self) -> dict[str, JsonValue]:
-        """A plain copy of what this view shows."""
-        return {k: self[k] for k in self}
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step

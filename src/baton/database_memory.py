@@ -18,7 +18,7 @@ from typing import cast, final
 from pydantic import JsonValue
 
 from baton.events import Event
-from baton.memory import (
+from baton.memory_services import (
     MAX_RESULTS,
     BaseMemoryService,
     MemoryEntry,

@@ -1,0 +1,70 @@
+"""`State`: session state as a node sees it, where the reference keeps it
+(`google.adk.sessions.state`); `baton.context` hands it to nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from pydantic import BaseModel, JsonValue
+
+from baton.events import to_json_value
+from baton.schemas import check_state_write
+from baton.sessions.store import StatePrefixes
+
+__all__ = ["State"]
+
+
+class State(StatePrefixes, MutableMapping[str, Any]):
+    """Session state as a node sees it: committed values overlaid with this run's writes."""
+
+    def __init__(
+        self,
+        committed: dict[str, JsonValue],
+        *,
+        schema: type[BaseModel] | None = None,
+        writer: str = "a node",
+    ) -> None:
+        self._committed = committed
+        self._schema = schema
+        self._writer = writer
+        self._writes: dict[str, JsonValue] = {}
+        self._pending: dict[str, JsonValue] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._writes:
+            return self._writes[key]
+        return self._committed[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        converted = to_json_value(value, what=f"state value '{key}'")
+        if self._schema is not None:
+            check_state_write(self._schema, key, converted, self._writer)
+        self._writes[key] = converted
+        self._pending[key] = converted
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._writes
+        yield from (k for k in self._committed if k not in self._writes)
+
+    def __len__(self) -> int:
+        return len(self._committed.keys() | self._writes.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._writes or key in self._committed
+
+    def has_delta(self) -> bool:
+        """Whether this view holds writes not yet attached to an event."""
+        return bool(self._pending)
+
+    def take_pending(self) -> dict[str, JsonValue]:
+        """Writes not yet attached to an event; they stay visible to the node."""
+        pending, self._pending = self._pending, {}
+        return pending
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """A plain copy of what this view shows."""
+        return {k: self[k] for k in self}
