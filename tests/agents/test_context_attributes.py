@@ -237,14 +237,7 @@ async def test_a_node_reads_its_run_and_the_runners_services_as_the_reference_do
 
     def count_my_model_call(ctx: Context) -> str:
         invocation = ctx.get_invocation_context()
-        seen["node"] = (
-            ctx.function_call_id,
-            ctx.tool_confirmation,
-            ctx.node_path,
-            ctx.run_id,
-            ctx.event_author,
-            ctx.attempt_count,
-        )
+        seen["node"] = reference_fields(ctx)[:6]  # its invocation's node_path is read below
         seen["services"] = (
             invocation.session_service,
             invocation.plugin_manager.plugins,

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
+from pydantic import Field
+
 from baton import App, ResumabilityConfig, RunConfig, Runner, StreamingMode, types
 from baton.agents import LlmAgent
 from baton.events import Event
 from baton.models import BaseLlm, LlmRequest, LlmResponse
 from baton.sessions.services import BaseSessionService
+from baton.sessions.store import Session
 from baton.tools import LongRunningFunctionTool
 from baton.types import Content, FunctionCall, Part
 from tests.conftest import StoreFactory
@@ -34,9 +37,13 @@ class TwoPieceModel(BaseLlm):
 
 
 class CallingModel(BaseLlm):
-    """Calls `add` in its first turn and says "three" in its second, each turn complete."""
+    """Calls `call` with `args` in its first turn and says `then` once a function response
+    is in its request, each turn complete (by default: `add(1, 2)`, then "three")."""
 
     model: str = "calling"
+    call: str = "add"
+    args: dict[str, int] = Field(default_factory=lambda: {"a": 1, "b": 2})
+    then: str = "three"
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -44,9 +51,9 @@ class CallingModel(BaseLlm):
         del stream
         answered = any(c.function_responses for c in llm_request.contents)
         part = (
-            Part(text="three")
+            Part(text=self.then)
             if answered
-            else Part(function_call=FunctionCall(id="c1", name="add", args={"a": 1, "b": 2}))
+            else Part(function_call=FunctionCall(id="c1", name=self.call, args=dict(self.args)))
         )
         yield LlmResponse(content=_model_says(part), turn_complete=True)
 
@@ -60,10 +67,10 @@ def _model_says(part: Part) -> Content:
     return Content(role="model", parts=[part])
 
 
-async def _run(
-    stores: StoreFactory, agent: LlmAgent, *, resumable: bool, stream: bool = False
-) -> tuple[list[Event], list[Event]]:
-    """The events `run_async` yields for "go", and the session's events after it."""
+async def _start(
+    stores: StoreFactory, agent: LlmAgent, *, resumable: bool
+) -> tuple[Runner, BaseSessionService, Session]:
+    """A Runner of `agent` as app "app" on a store of `stores`, and a new session of "u"."""
     service = BaseSessionService(stores.open())
     app = App(
         name="app",
@@ -71,7 +78,14 @@ async def _run(
         resumability_config=ResumabilityConfig(is_resumable=resumable),
     )
     runner = Runner(app=app, session_service=service)
-    session = await service.create_session(app_name="app", user_id="u")
+    return runner, service, await service.create_session(app_name="app", user_id="u")
+
+
+async def _run(
+    stores: StoreFactory, agent: LlmAgent, *, resumable: bool, stream: bool = False
+) -> tuple[list[Event], list[Event]]:
+    """The events `run_async` yields for "go", and the session's events after it."""
+    runner, service, session = await _start(stores, agent, resumable=resumable)
     config = RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE)
     message = types.Content(role="user", parts=[types.Part(text="go")])
     yielded = [
@@ -144,24 +158,6 @@ async def test_a_resumable_run_stores_and_shows_its_agent_s_end_mark(stores: Sto
     assert _shape(stored) == [("user", "go", False), ("a", "hello", False), ("a", None, True)]
 
 
-class ApprovalModel(BaseLlm):
-    """Asks for approval (a long-running call) until it is answered, then says "approved"."""
-
-    model: str = "approval"
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        del stream
-        answered = any(c.function_responses for c in llm_request.contents)
-        part = (
-            Part(text="approved")
-            if answered
-            else Part(function_call=FunctionCall(id="c1", name="ask_approval", args={"amount": 5}))
-        )
-        yield LlmResponse(content=_model_says(part), turn_complete=True)
-
-
 def _kinds(events: list[Event]) -> list[tuple[str, str, bool]]:
     """(author, what it says: its text, "call", "response" or "", end_of_agent) of each event."""
 
@@ -189,16 +185,11 @@ async def test_a_long_running_call_that_returns_nothing_stores_no_checkpoint_eve
     for resumable in (False, True):
         asked.clear()
         agent = LlmAgent(
-            name="a", model=ApprovalModel(), tools=[LongRunningFunctionTool(ask_approval)]
+            name="a",
+            model=CallingModel(call="ask_approval", args={"amount": 5}, then="approved"),
+            tools=[LongRunningFunctionTool(ask_approval)],
         )
-        service = BaseSessionService(stores.open())
-        app = App(
-            name="app",
-            root_agent=agent,
-            resumability_config=ResumabilityConfig(is_resumable=resumable),
-        )
-        runner = Runner(app=app, session_service=service)
-        session = await service.create_session(app_name="app", user_id="u")
+        runner, service, session = await _start(stores, agent, resumable=resumable)
         go = types.Content(role="user", parts=[types.Part(text="go")])
         first = [
             e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=go)
