@@ -567,7 +567,7 @@ class MemoryStore:
 
     async def holder(self, invocation_id: InvocationId) -> Lease | None:
         row = self._invocation_row(invocation_id)
-        if row is None or row.lease is None or row.lease.expires_at <= self._clock():
+        if row is None or not _is_live(row, self._clock()):
             return None
         return row.lease
 
