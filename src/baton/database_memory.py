@@ -24,6 +24,7 @@ from baton.memory_services import (
     MemoryEntry,
     SearchMemoryResponse,
     check_entries,
+    check_events,
     check_query,
     check_session,
     words_of,
@@ -84,9 +85,7 @@ class SqlMemoryService(BaseMemoryService):
             TypeError: an item is not an Event.
             ValueError: a bad app or user id.
         """
-        bad = [type(e).__name__ for e in events if not isinstance(cast(object, e), Event)]
-        if bad:
-            raise TypeError(f"add_events_to_memory takes Event items, got {', '.join(bad)}.")
+        check_events(events)
         owner = _owner(app_name, user_id, session_id or _LOOSE_SESSION)
         await self.store.add_memories(owner, _rows(events), skip_known=True)
 

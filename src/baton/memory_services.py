@@ -34,6 +34,7 @@ __all__ = [
     "MemoryEntry",
     "SearchMemoryResponse",
     "check_entries",
+    "check_events",
     "check_query",
     "check_session",
     "words_of",
@@ -145,7 +146,12 @@ class InMemoryMemoryService(BaseMemoryService):
         session_id: str | None = None,
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Remember these events (those with a message) in addition to what is there."""
+        """Remember these events (those with a message) in addition to what is there.
+
+        Raises:
+            TypeError: an item is not an Event.
+        """
+        check_events(events)
         user = self._user(app_name, user_id)
         kept = user.by_session.setdefault(session_id or _LOOSE_SESSION, [])
         known = {entry.id for entry in kept}
@@ -214,6 +220,13 @@ def check_entries(memories: Sequence[object]) -> None:
     bad = [type(m).__name__ for m in memories if not isinstance(m, MemoryEntry)]
     if bad:
         raise TypeError(f"add_memory takes MemoryEntry items, got {', '.join(bad)}.")
+
+
+def check_events(events: Sequence[object]) -> None:
+    """Raises TypeError unless every item is an Event (naming the others)."""
+    bad = [type(e).__name__ for e in events if not isinstance(e, Event)]
+    if bad:
+        raise TypeError(f"add_events_to_memory takes Event items, got {', '.join(bad)}.")
 
 
 def check_query(query: object) -> None:

@@ -149,6 +149,9 @@ async def test_bad_memory_arguments_are_refused() -> None:
         await memory.search_memory(app_name="app", user_id="u", query=3)  # pyright: ignore[reportArgumentType] -- the refused value
     with pytest.raises(TypeError, match="MemoryEntry items, got str"):
         await memory.add_memory(app_name="app", user_id="u", memories=["hi"])  # pyright: ignore[reportArgumentType] -- the refused value
+    with pytest.raises(TypeError, match="Event items, got str"):
+        await memory.add_events_to_memory(app_name="app", user_id="u", events=["words"])  # pyright: ignore[reportArgumentType] -- the refused value
+    assert (await memory.search_memory(app_name="app", user_id="u", query="words")).memories == []
     with pytest.raises(ValueError, match="user_id"):
         await memory.search_memory(app_name="app", user_id="u\n", query="x")
     with pytest.raises(TypeError, match="memory_service must be"):
