@@ -188,6 +188,12 @@ class BaseAgent(BaseModel):
         del event, earlier
         return None
 
+    def tree_task_result(self, event: Event, earlier: Sequence[Event]) -> tuple[JsonValue] | None:
+        """The result `event` gives (in a 1-tuple) when it ends the task of its author, an
+        agent of this tree (see `task_result`); None otherwise."""
+        agent = self.find_agent(event.author)
+        return agent.task_result(event, earlier) if agent is not None else None
+
     def _last_given(self, events: Sequence[Event]) -> JsonValue:
         """The last reply given in `events` (the node run's), or task result of an agent
         of this tree (see `task_result`); None when there is none."""
@@ -195,8 +201,7 @@ class BaseAgent(BaseModel):
             event = events[index]
             if _is_final_text(event) and not is_task_question(event):
                 return answer_text(event)
-            agent = self.find_agent(event.author)
-            result = agent.task_result(event, events[:index]) if agent is not None else None
+            result = self.tree_task_result(event, events[:index])
             if result is not None:
                 return result[0]
         return None

@@ -107,8 +107,7 @@ class SingleTurnAgentTool(BaseTool):
                 text = "\n".join(p.text for p in content.parts or [] if p.text and not p.thought)
                 if text:
                     return True, text
-            agent = self.agent.find_agent(event.author) or self.agent
-            result = agent.task_result(event, below[:index]) if agent.name == event.author else None
+            result = self.agent.tree_task_result(event, below[:index])
             if result is not None:
                 return True, result[0]
         return True, ""
