@@ -41,8 +41,9 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     Store,
+    drop_temp_keys,
     ends_run,
-    strip_temp_state,
+    has_temp_keys,
 )
 from baton.threads import bound_run_threads
 from baton.tracing import end_invocation_span, invocation_span, is_tracing
@@ -101,20 +102,6 @@ _STATUS_OF: Final = {
     RunStatus.WAITING: InvocationStatus.PAUSED,
     RunStatus.FAILED: InvocationStatus.FAILED,
 }
-
-
-def _has_temp_keys(delta: dict[str, JsonValue]) -> bool:
-    return any(key.startswith("temp:") for key in delta)
-
-
-def _drop_temp_keys(events: Iterable[Event]) -> None:
-    """Take `temp:` keys out of the events' state deltas before they are stored and
-    handed over, as the reference's session service does: they live in the invocation's
-    state only (the step's own delta still carries them there)."""
-    for event in events:
-        delta = event.actions.state_delta
-        if delta and _has_temp_keys(delta):
-            event.actions.state_delta = strip_temp_state(delta)
 
 
 def _shown(event: Event, *, resumable: bool, private: set[str]) -> Event | None:
@@ -443,8 +430,8 @@ class InvocationRun:
         )
         if release and self._renewal is not None:
             await self._renewal.stop()  # a renewal must not find the lease given up
-        if parts.state_delta and _has_temp_keys(parts.state_delta):
-            _drop_temp_keys(parts.events)
+        if parts.state_delta and has_temp_keys(parts.state_delta):
+            drop_temp_keys(parts.events)
         # Positional, in StepCommit's field order: a class called with keywords packs them
         # into a dict and unpacks it again, a fifth of the cost of this call, every step.
         step = StepCommit(

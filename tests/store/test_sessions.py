@@ -445,6 +445,43 @@ async def test_append_event_refuses_a_session_read_before_its_last_change(
     assert texts(stored.events) == ["one", "late"]
 
 
+async def test_append_event_keeps_temp_writes_in_the_callers_session_only(
+    store: Store, clock: FakeClock
+) -> None:
+    from baton.errors import StaleSessionError
+    from baton.events import EventActions
+    from baton.sessions.services import BaseSessionService
+
+    service = BaseSessionService(store, clock=clock)
+    session = await service.create_session(app_name=APP, user_id=USER, session_id="s1")
+    writes: dict[str, JsonValue] = {"n": 1, "temp:scratch": 2, "user:seen": 3}
+    said = Event(
+        author="user", content=types.UserContent("hi"), actions=EventActions(state_delta=writes)
+    )
+
+    returned = await service.append_event(session, said)
+
+    # As the reference's: the caller's Session sees the temp: write, no stored event has it.
+    assert returned is said
+    assert said.actions.state_delta == {"n": 1, "user:seen": 3}
+    assert session.state == {"n": 1, "temp:scratch": 2, "user:seen": 3}
+    stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stored is not None
+    assert [e.actions.state_delta for e in stored.events] == [{"n": 1, "user:seen": 3}]
+    assert stored.state == {"n": 1, "user:seen": 3}
+
+    # A refused append stores nothing, its temp: write included.
+    stale = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    assert stale is not None
+    clock.advance(1)
+    await service.append_event(session, Event(author="user", content=types.UserContent("more")))
+    before = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
+    late = Event(author="user", actions=EventActions(state_delta={"temp:late": 1, "late": 1}))
+    with pytest.raises(StaleSessionError):
+        await service.append_event(stale, late)
+    assert await service.get_session(app_name=APP, user_id=USER, session_id="s1") == before
+
+
 async def test_append_event_on_a_session_another_writer_appends_to_right_after_is_stale_next(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

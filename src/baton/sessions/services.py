@@ -25,6 +25,7 @@ from baton.sessions.store import (
     SessionKey,
     StepCommit,
     Store,
+    drop_temp_keys,
 )
 from baton.types import InvocationId, SessionId
 
@@ -203,6 +204,9 @@ class BaseSessionService:
     async def append_event(self, session: Session, event: Event) -> Event:
         """Append an event outside any run (partial events are skipped).
 
+        The event's `temp:` state writes reach `session.state` but are taken out of the
+        event before it is stored, as in the reference.
+
         `session` must be as fresh as the stored session (its `last_update_time` not
         older), as the reference's database services require; the in-memory service
         takes any, as the reference's does. The event and its state delta are added
@@ -219,6 +223,10 @@ class BaseSessionService:
             return event
         check_key(session.key)
         check_event(event)
+        # `session` sees the event's `temp:` writes, the stored event does not: as in the
+        # reference, they live only as long as the caller's Session object.
+        written = dict(event.actions.state_delta)
+        drop_temp_keys((event,))
         written_at = await self.store.commit_session_events(
             StepCommit(
                 session=session.key,
@@ -230,7 +238,7 @@ class BaseSessionService:
             )
         )
         session.events.append(event)
-        session.state.update(event.actions.state_delta)
+        session.state.update(written)
         # The time this write set, not a re-read's: a change landing in between would
         # pass for ours, and our next append on a stale Session would not be refused.
         session.last_update_time = written_at

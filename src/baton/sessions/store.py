@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar, Protocol, TypeAlias
@@ -47,7 +47,9 @@ __all__ = [
     "Subscription",
     "answerable",
     "busy_error",
+    "drop_temp_keys",
     "ends_run",
+    "has_temp_keys",
     "lost_error",
     "merge_shared_state",
     "split_state",
@@ -710,6 +712,21 @@ def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Drop `temp:` keys, which live only for the current invocation and are never stored."""
     return {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
+
+
+def has_temp_keys(delta: dict[str, JsonValue]) -> bool:
+    """Whether `delta` writes a `temp:` key."""
+    return any(key.startswith(TEMP_PREFIX) for key in delta)
+
+
+def drop_temp_keys(events: Iterable[Event]) -> None:
+    """Take `temp:` keys out of the events' state deltas before they are stored and
+    handed over, as the reference's session service does: they live in the invocation's
+    state only, never in a stored event."""
+    for event in events:
+        delta = event.actions.state_delta
+        if delta and has_temp_keys(delta):
+            event.actions.state_delta = strip_temp_state(delta)
 
 
 APP_PREFIX = "app:"
