@@ -35,7 +35,8 @@ async def test_health_version_and_list_apps(live: Live) -> None:
     assert (await live.client.get("/health")).json() == {"status": "ok"}
     version = (await live.client.get("/version")).json()
     assert version["language"] == "python"
-    assert set(version) == {"version", "language", "languageVersion"}
+    # The reference's keys, snake_case: its web UI shows `language_version`.
+    assert set(version) == {"version", "language", "language_version"}
     assert (await live.client.get("/list-apps")).json() == ["approval", "form"]
     detailed = (await live.client.get("/list-apps", params={"detailed": "true"})).json()
     assert detailed["apps"][0] == {

@@ -128,13 +128,13 @@ def _add_name_routes(router: APIRouter, found: _Finder) -> None:
         scope = _scope(app_name, user_id, session_id, name)
         return await _load(service, scope, "latest" if version is None else str(version))
 
-    @router.delete(f"{_BASE}/{{name:path}}", status_code=204)
+    @router.delete(f"{_BASE}/{{name:path}}")
     async def delete(  # pyright: ignore[reportUnusedFunction] -- a route
         app_name: str, user_id: str, session_id: str, name: str
-    ) -> Response:
+    ) -> None:
+        # 200 with a JSON null, as the reference answers: its clients read the body.
         service = await found.service(app_name, user_id, session_id)
         await service.delete_artifact(**_scope(app_name, user_id, session_id, name))
-        return Response(status_code=204)
 
     @router.get(f"{_FILES}/{{name:path}}")
     async def download(  # pyright: ignore[reportUnusedFunction] -- a route

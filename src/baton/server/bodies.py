@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, JsonValue
+from pydantic import BaseModel, Field, JsonValue
 
 from baton.events import Event
 from baton.types import Content, WireModel
@@ -75,8 +75,8 @@ class ErrorBody(WireModel):
     error: str = "HTTPException"
 
 
-class VersionInfo(WireModel):
-    """`GET /version`."""
+class VersionInfo(BaseModel):
+    """`GET /version`, in the reference's snake_case (its web UI reads `language_version`)."""
 
     version: str
     language: str = "python"
