@@ -656,7 +656,7 @@ async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> 
     run_config = _run_config(body, streaming=body.streaming)
     feed = await _start(server, app_name, body, run_config, abort_signal=aborted)
     return StreamingResponse(
-        _frames(feed, server.keepalive),
+        _frames(feed, server.keepalive, split_artifacts=body.function_call_event_id is None),
         media_type="text/event-stream",
         # Runs once the stream ends, also when the client went away mid-run: the run then
         # stops where it is, sealed and resumable by id, as the reference's server stops
@@ -760,14 +760,35 @@ async def _invocation_meant(server: _Server, app_name: str, body: RunAgentReques
     return found
 
 
-async def _frames(feed: RunFeed, keepalive: float) -> AsyncIterator[bytes]:
+async def _frames(
+    feed: RunFeed, keepalive: float, *, split_artifacts: bool
+) -> AsyncIterator[bytes]:
     async for item in feed.items(idle_after=keepalive):
         if not is_shown(item):
             continue
         if item is None:
             yield keepalive_frame()
+        elif isinstance(item, Exception):
+            yield error_frame(item)
+        elif (
+            split_artifacts and item.actions.artifact_delta and item.content and item.content.parts
+        ):
+            for data in _artifact_split(item.to_wire()):
+                yield frame(data)
         else:
-            yield error_frame(item) if isinstance(item, Exception) else frame(item.to_wire())
+            yield frame(item.to_wire())
+
+
+def _artifact_split(wire: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An event with content that saved artifacts, as two frames, as the reference's
+    server streams it (not when the call answers a question): the event with an empty
+    `artifactDelta`, then a copy without content carrying it. The reference's web UI
+    reads a delta both where it shows an event's parts and where it shows its actions,
+    so a single frame would show the artifact twice."""
+    no_delta: dict[str, Any] = {}
+    with_content = {**wire, "actions": {**wire["actions"], "artifactDelta": no_delta}}
+    with_artifacts = {key: value for key, value in wire.items() if key != "content"}
+    return with_content, with_artifacts
 
 
 def _inbox_routes(server: _Server) -> APIRouter:
