@@ -4,15 +4,14 @@ frames, as the reference's server does; without it, and on `/run`, only whole tu
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from pydantic import JsonValue
 
 from baton import App, types
 from baton.agents import LlmAgent
-from baton.models import BaseLlm, LlmRequest, LlmResponse
 from baton.tools import FunctionTool, ToolContext
+from tests.agents.test_llm_agent import ReferenceStyleModel
 from tests.runner.test_run_config_streaming import STREAMED, ChunkedModel
 from tests.server.conftest import StartLive
 from tests.server.test_routes import read_sse
@@ -90,40 +89,19 @@ async def test_run_sse_without_streaming_and_run_never_stream(
     assert model.streamed == [False, False, False]
 
 
-class _SavingModel(BaseLlm):
-    """Calls `save` once, then says it is done."""
-
-    model: str = "saving"
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        last = llm_request.contents[-1].parts or []
-        if last and last[0].function_response:
-            reply = types.Part.from_text(text="saved")
-        else:
-            reply = types.Part.from_function_call(name="save", args={})
-        yield LlmResponse(content=types.Content(role="model", parts=[reply]))
-
-
 async def test_run_sse_sends_an_events_saved_artifacts_in_a_frame_of_their_own(
     start_live: StartLive, emptied_store_url: str
 ) -> None:
-    async def save(tool_context: ToolContext) -> str:
-        await tool_context.save_artifact("note.txt", types.Part(text="kept"))
+    async def save(x: int, tool_context: ToolContext) -> str:
+        await tool_context.save_artifact("note.txt", types.Part(text=f"kept {x}"))
         return "ok"
 
-    agent = LlmAgent(name="agent", model=_SavingModel(), tools=[FunctionTool(save)])
+    agent = LlmAgent(name="agent", model=ReferenceStyleModel(), tools=[FunctionTool(save)])
     live = await start_live(apps=[App(name="notes", root_agent=agent)], db_url=emptied_store_url)
     sid = await live.create("notes", "u")
-    body: dict[str, JsonValue] = {
-        "appName": "notes",
-        "userId": "u",
-        "sessionId": sid,
-        "newMessage": GO,
-    }
+    where = {"appName": "notes", "userId": "u", "sessionId": sid, "newMessage": GO}
 
-    async with live.client.stream("POST", "/run_sse", json=body) as response:
+    async with live.client.stream("POST", "/run_sse", json=where) as response:
         frames = await read_sse(response)
 
     # As the reference's server streams it (its web UI shows each artifact once so): the
@@ -133,7 +111,7 @@ async def test_run_sse_sends_an_events_saved_artifacts_in_a_frame_of_their_own(
         ("call:save", {}),
         ("result:save", {}),
         ("", {"note.txt": 0}),
-        ("saved", {}),
+        ("the tool said ok", {}),
     ]
     assert frames[2] == {
         key: value for key, value in frames[1].items() if key not in ("content", "actions")
