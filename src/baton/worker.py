@@ -13,11 +13,11 @@ loops over three kinds of work, all found through the store's indexes:
 - **deadlines**: open questions whose `timeout` passed are answered with their
   `on_timeout` (as `system:timeout`) or fail the node that asked.
 - **waiting**: between rounds it sleeps until the next thing falls due (a deadline,
-  a lease expiry), or until the store wakes it: an interrupt opened or was answered,
-  a running invocation was released. On PostgreSQL those wake-ups come from every
-  process (LISTEN/NOTIFY), so an idle worker does not poll; elsewhere it looks again
-  every `poll` seconds. Wake-ups that come within `_GATHER` of each other
-  make one round: a busy server's commits would otherwise each cost a round of queries.
+  a lease expiry), or until the store wakes it: a question with a deadline opened, or
+  a running invocation was released (answers and questions without a deadline do not
+  wake it). On PostgreSQL those wake-ups come from every process (LISTEN/NOTIFY), so an
+  idle worker does not poll; elsewhere it looks again every `poll` seconds. Wake-ups
+  that come within `_GATHER` of each other make one round.
 """
 
 from __future__ import annotations
@@ -130,7 +130,9 @@ class Worker:
 
     async def run(self) -> None:
         """Recover runs and enforce deadlines until `drain` (or cancellation)."""
-        subscription = self._store.subscribe()
+        # Work only: the answers of a busy server (its own or another process's) are none of
+        # a worker's business, and each wake-up cost it a round of queries.
+        subscription = self._store.subscribe(questions=False)
         try:
             async with asyncio.TaskGroup() as group:
                 await self._rounds(group, subscription)

@@ -286,3 +286,24 @@ async def test_streams_carry_every_open_question_a_page_a_frame_then_changes_pas
         assert r.status_code == 200, r.text
         answered = await frame_with(lines, view, every[:-1])
         assert [r["interruptId"] for r in answered["removed"]] == [f"q{MANY - 1}"]
+
+
+async def test_a_pending_stream_hears_another_servers_changes_on_postgres(
+    emptied_postgres_url: str, start_live: Any
+) -> None:
+    """A server asks its store for changes to questions only while a stream is live (on
+    PostgreSQL: it listens to them only then); a stream it opens still hears at once of
+    the question another server's run opens and of its answer, not at its keep-alive."""
+    first: Live = await start_live(db_url=emptied_postgres_url)
+    second: Live = await start_live(db_url=emptied_postgres_url, keepalive=600.0)
+    sid = await first.create("approval", "u")
+    async with second.client.stream("GET", "/apps/approval/users/u/pending/stream") as response:
+        lines = response.aiter_lines()
+        assert await next_frame(lines) == {"pending": []}
+        await first.start("approval", "u", sid)
+        opened = await next_frame(lines)
+        assert [p["interruptId"] for p in opened["changed"]] == ["approve"]
+        base = f"/apps/approval/users/u/sessions/{sid}/interrupts/approve/respond"
+        await first.client.post(base, json={"response": {"approved": True}})
+        removed = await next_frame(lines)
+        assert [p["interruptId"] for p in removed["removed"]] == ["approve"]

@@ -355,3 +355,46 @@ async def test_subscribers_wake_when_a_question_opens_or_is_answered_or_a_run_is
         assert await subscription.wait(5.0)
     finally:
         subscription.close()
+
+
+async def test_a_subscriber_of_work_only_sleeps_through_answers_and_wakes_for_deadlines(
+    stores: StoreFactory,
+) -> None:
+    """A worker subscribes to work only (`questions=False`): a question with a deadline and
+    a released running invocation wake it, from another process on PostgreSQL; a question
+    without one and an answer do not, while a subscriber of questions, even one that
+    starts after the others, hears every change."""
+    watcher = stores.open()
+    listens = stores.backend == "postgres"
+    writer = stores.open() if listens else watcher
+    work = watcher.subscribe(questions=False)
+    every = None
+    try:
+        if listens:
+            assert await work.wait(5.0)  # the listener's first look, before any change
+        every = watcher.subscribe()
+        if listens:
+            assert await every.wait(5.0)  # its first look at questions, once it listens
+        session = await _session(writer)
+        lease = await _start(writer, session)
+        for change in (
+            step(session, INV, 1, opened=(question(session, INV, "q1"),)),
+            step(session, INV, 2, answered={"q1": True}),
+        ):
+            change.lease = lease
+            await writer.commit_step(change)
+            assert await every.wait(5.0)
+            # Woken together or not at all: `work` would be by now.
+            assert not await work.wait(0)
+        timed = question(session, INV, "q2").model_copy(update={"timeout": 60.0})
+        deadline = step(session, INV, 3, opened=(timed,))
+        deadline.lease = lease
+        await writer.commit_step(deadline)
+        assert await work.wait(5.0)
+        assert await every.wait(5.0)
+        await writer.release(lease)
+        assert await work.wait(5.0)
+    finally:
+        work.close()
+        if every is not None:
+            every.close()

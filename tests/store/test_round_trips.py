@@ -193,7 +193,7 @@ async def test_questions_changed_soon_after_an_announcement_go_together_in_the_n
     def hear(*notification: object) -> None:  # connection, pid, channel, payload
         heard.put_nowait(str(notification[3]))
 
-    await other.add_listener(listener.CHANNEL, hear)
+    await other.add_listener(listener.QUESTIONS_CHANNEL, hear)
 
     with traffic(store) as seen:
         opened = (question(session, "inv-1", "q"),)

@@ -78,7 +78,14 @@ from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
 from baton.sessions.ids import check_event, check_id
 from baton.sessions.paging import DEFAULT_PAGE, MAX_PAGE, Page, read_every_page
-from baton.sessions.store import Interrupt, InterruptStatus, Invocation, Session, SessionKey
+from baton.sessions.store import (
+    Interrupt,
+    InterruptStatus,
+    Invocation,
+    Session,
+    SessionKey,
+    Subscription,
+)
 from baton.types import SessionId
 from baton.worker import Worker
 
@@ -108,6 +115,11 @@ class _Server:
     drain_ends: float = 0.0  # loop time when runs still going are cut off
     worker: Worker | None = None
     replies: IdempotentReplies[Response] = field(default_factory=IdempotentReplies[Response])
+    watchers: int = 0  # live streams (pending, inbox)
+    # The store's wake-ups about questions, and the task forwarding them to the streams,
+    # while any is live.
+    questions: Subscription | None = None
+    forwarding: asyncio.Task[None] | None = None
 
     @property
     def draining(self) -> bool:
@@ -165,12 +177,39 @@ class _Server:
         for that instead of polling.
         """
         pushes = self.catalog.session_service.store.wakes_other_processes
-        return watch(
+        frames = watch(
             lambda: self.read(read()),
             changes=self.changes,
             interval=self.keepalive if pushes else min(self.poll_interval, self.keepalive),
             stopping=self.stopping,
         )
+        return self._forwarding_while(frames)
+
+    async def _forwarding_while(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """`frames`, with the store's wake-ups about questions forwarded to the live
+        streams while any is live. Only then does this process ask for every change to
+        questions: on PostgreSQL, a server with no stream open is not woken by the other
+        processes' answers (see `baton.sessions.sql.listener`)."""
+        if self.questions is None:
+            # Subscribed before the stream's first read: no change after it goes unheard.
+            self.questions = self.catalog.session_service.store.subscribe(questions=True)
+            self.forwarding = self.spawn(_forward_wakeups(self, self.questions))
+        self.watchers += 1
+        try:
+            async for frame in frames:
+                yield frame
+        finally:
+            self.watchers -= 1
+            if self.watchers == 0:
+                self.stop_forwarding()
+
+    def stop_forwarding(self) -> None:
+        if self.questions is not None:
+            self.questions.close()
+            self.questions = None
+        if self.forwarding is not None:
+            self.forwarding.cancel()
+            self.forwarding = None
 
     def spawn(self, work: Coroutine[object, object, _T]) -> asyncio.Task[_T]:
         """Run `work` in the server's task group."""
@@ -250,14 +289,13 @@ def create_app(
             if recover and catalog.runners:
                 server.worker = Worker(catalog.runners.values(), poll=poll_interval)
                 group.create_task(server.worker.run())
-            forwarding = group.create_task(_forward_wakeups(server))
             store = catalog.session_service.store
             notifying = group.create_task(Notifier(store, notify).run()) if notify else None
             try:
                 yield
             finally:
                 server.drain(grace)
-                forwarding.cancel()
+                server.stop_forwarding()
                 await server.finish_runs()
                 if notifying is not None:
                     notifying.cancel()  # what is left waits in the outbox for any sender
@@ -310,16 +348,12 @@ def drain_server(app: FastAPI, grace: float) -> None:
     drain(grace)
 
 
-async def _forward_wakeups(server: _Server) -> None:
+async def _forward_wakeups(server: _Server, subscription: Subscription) -> None:
     """Wake the live streams when the store says something changed (in any process,
     where the store can tell)."""
-    subscription = server.catalog.session_service.store.subscribe()
-    try:
-        while True:
-            if await subscription.wait(_IDLE):
-                server.changes.notify()
-    finally:
-        subscription.close()
+    while True:
+        if await subscription.wait(_IDLE):
+            server.changes.notify()
 
 
 _IDLE: Final = 3600.0

@@ -56,6 +56,7 @@ from baton.sessions.store import (
     busy_error,
     lost_error,
     merge_shared_state,
+    opens_deadline,
     split_state,
     stale_session_error,
 )
@@ -274,7 +275,7 @@ class MemoryStore:
             self._write_invocation(data, row, commit, version, now)
             if commit.opened or commit.answered:
                 self._write_interrupts(data, commit, now)
-                self._wakeups.notify()
+                self._wakeups.notify(questions_only=not opens_deadline(commit))
             if commit.status is InvocationStatus.REWOUND:
                 self._close_rewound(data, commit.invocation_id)
         if may_notify(commit):
@@ -632,8 +633,8 @@ class MemoryStore:
         ]
         return min([*deadlines, *lapses], default=None)
 
-    def subscribe(self) -> Subscription:
-        return self._wakeups.subscribe()
+    def subscribe(self, *, questions: bool = True) -> Subscription:
+        return self._wakeups.subscribe(questions=questions)
 
     @property
     def wakes_other_processes(self) -> bool:

@@ -52,6 +52,7 @@ __all__ = [
     "has_temp_keys",
     "lost_error",
     "merge_shared_state",
+    "opens_deadline",
     "split_state",
     "stale_session_error",
     "strip_temp_state",
@@ -330,9 +331,10 @@ class Answering:
 
 
 class Subscription(Protocol):
-    """Wake-ups from the store: something a worker or a pending stream may act on happened
-    (an interrupt opened or was answered, a deadline moved, a running invocation's lease
-    was released), in this process or, where the database can say so, in another one."""
+    """Wake-ups from the store, in this process or, where the database can say so, in
+    another one: work a worker acts on happened (a question with a deadline opened, a
+    running invocation's lease was released) or, for a subscription made with
+    `questions`, any change to questions (one opened, answered, or closed by a rewind)."""
 
     async def wait(self, within: float) -> bool:
         """Wait for the next wake-up, at most `within` seconds; False when none came."""
@@ -562,8 +564,11 @@ class Store(Protocol):
         now). A worker sleeps until then unless woken."""
         ...
 
-    def subscribe(self) -> Subscription:
-        """Wake-ups about interrupts, deadlines and released leases (see `Subscription`)."""
+    def subscribe(self, *, questions: bool = True) -> Subscription:
+        """Wake-ups about work (deadlines, released leases) and, with `questions`, about
+        every change to questions (see `Subscription`). A worker asks for work only: on
+        PostgreSQL, a process none of whose subscribers asks for questions is not woken
+        by the other processes' answers."""
         ...
 
     async def claim_notifications(
@@ -707,6 +712,12 @@ def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
     if status is InvocationStatus.FAILED:
         return error is not None
     return status is InvocationStatus.COMPLETED
+
+
+def opens_deadline(commit: StepCommit) -> bool:
+    """Whether a step opens a question with a deadline: work for a worker, which must
+    expire it in time, where other changes to questions concern only their watchers."""
+    return any(row.timeout is not None for row in commit.opened)
 
 
 def strip_temp_state(delta: dict[str, JsonValue]) -> dict[str, JsonValue]:

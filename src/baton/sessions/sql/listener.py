@@ -1,10 +1,23 @@
 """PostgreSQL LISTEN and NOTIFY: wake-ups between processes sharing the database.
 
-A step that opens, answers or closes questions is announced (`Announcer`), and every
-release of a running invocation sends one itself: `NOTIFY baton, '<app>'`. One
-connection per store listens while anything subscribes, and turns each notification
-into a local wake-up. When the connection drops (a database restart) it reconnects
-with backoff and then wakes everyone once, since notifications sent meanwhile were lost.
+Two channels, one per kind of change (see `baton.sessions.wakeups`): `baton` carries
+work (a running invocation released, a question with a deadline opened), which wakes
+every subscriber; `baton_questions` carries every other change to questions, which
+only pending streams and webhook senders want. Each NOTIFY's payload is the app's name.
+A step that changes questions is announced (`Announcer`), and every release of a
+running invocation sends one itself. One connection per store listens to `baton` while
+anything subscribes, and to `baton_questions` too while a subscriber wants questions,
+and turns each notification into a local wake-up. When the connection drops (a database
+restart) it reconnects with backoff and then wakes everyone once, since notifications
+sent meanwhile were lost; it wakes the question subscribers once too when it starts
+listening to their channel.
+
+Why two: every NOTIFY wakes every process listening to its channel, and under load
+nearly every HTTP request answers or opens a question. On one channel, each server's
+worker woke for every other server's answers (and ran a round of queries four times a
+second), and every process took a wake-up per announcement it could not use:
+`bench/http_bench.py` with two server processes on PostgreSQL spent more CPU per
+request than with one, server and database alike.
 """
 
 from __future__ import annotations
@@ -16,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, final
 
-from sqlalchemy import Text, bindparam, func, literal, select
+from sqlalchemy import Text, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL
 
@@ -26,9 +39,12 @@ from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.sessions.wakeups import Wakeups
 
-__all__ = ["ANNOUNCE", "CHANNEL", "Announcer", "PostgresListener"]
+__all__ = ["ANNOUNCE", "CHANNEL", "QUESTIONS_CHANNEL", "Announcer", "PostgresListener"]
 
 CHANNEL = "baton"
+"""Work: a running invocation released, a question with a deadline opened."""
+QUESTIONS_CHANNEL = "baton_questions"
+"""Every other change to questions (opened, answered, closed by a rewind)."""
 _RETRY_FIRST = 0.2
 _RETRY_MOST = 5.0
 
@@ -37,12 +53,15 @@ _log = logging.getLogger("baton")
 
 @final
 class PostgresListener:
-    """Listens on `CHANNEL` for one store while `start`ed; `stop` ends it."""
+    """Listens on `CHANNEL` for one store while `start`ed, and on `QUESTIONS_CHANNEL`
+    while its subscribers want questions; `stop` ends it."""
 
     def __init__(self, url: URL, wakeups: Wakeups) -> None:
         self._url = url
         self._wakeups = wakeups
         self._task: asyncio.Task[None] | None = None
+        self._interest_changed = asyncio.Event()
+        wakeups.on_interest_change = self._interest_changed.set
 
     def start(self) -> None:
         """Begin listening in the background (once; later calls do nothing)."""
@@ -86,26 +105,54 @@ class PostgresListener:
 
         connection.add_termination_listener(on_close)
         try:
-            await connection.add_listener(CHANNEL, self._on_notify)
+            await connection.add_listener(CHANNEL, self._on_work)
+            listening = self._wakeups.wants_questions
+            if listening:
+                await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
             # Anything sent while we were not listening is lost: look once now.
             self._wakeups.notify()
-            await closed
+            await self._follow_interest(connection, closed, listening=listening)
         finally:
             with contextlib.suppress(Exception):
                 await connection.close(timeout=1)
 
-    def _on_notify(self, *_args: object) -> None:
+    async def _follow_interest(
+        self, connection: Any, closed: asyncio.Future[None], *, listening: bool
+    ) -> None:
+        """Listen to `QUESTIONS_CHANNEL` exactly while a subscriber wants questions,
+        until the connection closes."""
+        while not closed.done():
+            self._interest_changed.clear()
+            wanted = self._wakeups.wants_questions
+            if wanted and not listening:
+                await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
+                # Changes made before the LISTEN took effect went unheard: look once.
+                self._wakeups.notify(questions_only=True)
+            elif listening and not wanted:
+                await connection.remove_listener(QUESTIONS_CHANNEL, self._on_questions)
+            listening = wanted
+            changed = asyncio.ensure_future(self._interest_changed.wait())
+            try:
+                await asyncio.wait((closed, changed), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changed.cancel()
+
+    def _on_work(self, *_args: object) -> None:
         self._wakeups.notify()
 
+    def _on_questions(self, *_args: object) -> None:
+        self._wakeups.notify(questions_only=True)
 
-_APPS = (
-    func.unnest(bindparam("app_names", type_=ARRAY(Text)))
-    .table_valued("app_name")
-    .render_derived(name="apps")
+
+_NOTICES = (
+    func.unnest(bindparam("channels", type_=ARRAY(Text)), bindparam("app_names", type_=ARRAY(Text)))
+    .table_valued("channel", "app_name")
+    .render_derived(name="notices")
 )
-ANNOUNCE = select(func.pg_notify(literal(CHANNEL), _APPS.c.app_name), NO_FLUSH_WAIT)
-"""NOTIFY each of `app_names` (bind a list), in a transaction of its own that commits
-without waiting for a WAL flush: it writes nothing anyone needs after a crash."""
+ANNOUNCE = select(func.pg_notify(_NOTICES.c.channel, _NOTICES.c.app_name), NO_FLUSH_WAIT)
+"""NOTIFY each of `channels` with the app name beside it in `app_names` (bind two lists
+of one length), in a transaction of its own that commits without waiting for a WAL
+flush: it writes nothing anyone needs after a crash."""
 
 Send = Callable[[OneStatement, Mapping[str, Any]], Awaitable[object]]
 
@@ -150,7 +197,7 @@ class Announcer:
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._pending: set[str] = set()
+        self._pending: set[tuple[str, str]] = set()  # (channel, app name)
         self._task: asyncio.Task[None] | None = None
         self._held = False  # the pending ones wait for the next statement
         # Armed when one is held and none is armed, never cancelled: asyncio keeps a
@@ -165,10 +212,11 @@ class Announcer:
         self._pause: asyncio.Future[None] | None = None
         self._hurried = False  # `flush` was called: no pause until the sending task ends
 
-    def announce(self, app_name: str, *, run_goes_on: bool = False) -> None:
-        """Send `NOTIFY baton, app_name` soon (in the background); with `run_goes_on`,
-        along with the run's next statement (see the class docstring)."""
-        self._pending.add(app_name)
+    def announce(self, app_name: str, *, work: bool, run_goes_on: bool = False) -> None:
+        """Send `NOTIFY <channel>, app_name` soon (in the background), on `CHANNEL` when
+        the change is `work`, else on `QUESTIONS_CHANNEL`; with `run_goes_on`, along with
+        the run's next statement (see the class docstring)."""
+        self._pending.add((CHANNEL if work else QUESTIONS_CHANNEL, app_name))
         if not run_goes_on:
             self._start()
             return
@@ -204,9 +252,11 @@ class Announcer:
 
     async def _send_pending(self) -> None:
         while self._pending:
-            app_names, self._pending = sorted(self._pending), set()
+            notices, self._pending = sorted(self._pending), set()
+            channels = [channel for channel, _ in notices]
+            app_names = [app_name for _, app_name in notices]
             try:
-                await self._send(ANNOUNCE, {"app_names": app_names})
+                await self._send(ANNOUNCE, {"channels": channels, "app_names": app_names})
             except StoreUnavailableError as error:  # nobody is listening either
                 _log.debug("baton: NOTIFY of %s failed (%s)", app_names, error)
             except Exception:

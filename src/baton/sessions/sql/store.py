@@ -70,6 +70,7 @@ from baton.sessions.store import (
     Subscription,
     lost_error,
     merge_shared_state,
+    opens_deadline,
     split_state,
 )
 from baton.sessions.wakeups import Wakeups
@@ -293,10 +294,11 @@ class SqlStore:
                 self._dialect.write_step, commit, self._clock(), self._session_keys
             )
         if commit.opened or commit.answered or commit.status is InvocationStatus.REWOUND:
-            self._wakeups.notify()
+            work = opens_deadline(commit)
+            self._wakeups.notify(questions_only=not work)
             if self._announcer is not None:
                 going_on = commit.lease is not None and not commit.release
-                self._announcer.announce(commit.session.app_name, run_goes_on=going_on)
+                self._announcer.announce(commit.session.app_name, work=work, run_goes_on=going_on)
         return version
 
     async def delete_old_session(self, key: SessionKey, pruning: Pruning) -> bool:
@@ -563,11 +565,12 @@ class SqlStore:
         """Delete the user's memory with that id and keep it from coming back."""
         await self._write(memories.forget_memory, self._dialect, app_name, user_id, memory_id)
 
-    def subscribe(self) -> Subscription:
-        """Wake-ups from this store and, on PostgreSQL, from every process on the database."""
+    def subscribe(self, *, questions: bool = True) -> Subscription:
+        """Wake-ups from this store and, on PostgreSQL, from every process on the database
+        (see `Store.subscribe`)."""
         if self._listener is not None:
             self._listener.start()
-        return self._wakeups.subscribe()
+        return self._wakeups.subscribe(questions=questions)
 
     @property
     def wakes_other_processes(self) -> bool:
