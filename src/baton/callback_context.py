@@ -84,6 +84,10 @@ class ToolState(StatePrefixes, MutableMapping[str, JsonValue]):
         """Whether the call (or callback) wrote any key."""
         return bool(self._delta)
 
+    def to_dict(self) -> dict[str, JsonValue]:
+        """A plain copy of what this view shows, as the reference's `State.to_dict()`."""
+        return {key: self[key] for key in self}
+
 
 class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
     """What an agent or model callback sees: the run (as `ReadonlyContext`), the state

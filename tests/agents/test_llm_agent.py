@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 import pytest
+from pydantic import JsonValue
 
 from baton import Workflow, types
 from baton.agents import (
@@ -645,6 +646,23 @@ async def test_a_custom_model_written_for_the_reference_drives_an_agent(
 
     assert runs.count == {"a": 1}
     assert outputs(events)[-1][1] == "the tool said a(7) run 1"
+
+
+async def test_a_tool_reads_its_state_as_a_dict_as_in_the_reference(make: MakeRunner) -> None:
+    seen: list[dict[str, JsonValue]] = []
+
+    def note(x: int, tool_context: ToolContext) -> str:
+        tool_context.state["temp:x"] = x
+        tool_context.state["kind"] = "note"
+        seen.append(tool_context.state.to_dict())
+        return "noted"
+
+    agent = LlmAgent(name="agent", model=ReferenceStyleModel(), tools=[note])
+    h = await make(agent, state={"user:name": "ann"})
+
+    await h.start()
+
+    assert seen == [{"temp:x": 7, "kind": "note", "user:name": "ann"}]
 
 
 async def test_a_long_running_tool_declares_the_answer_it_waits_for(
