@@ -118,6 +118,11 @@ class RunRecord:
     # Set as the run completes, read as the workflow folds it in (so never stored): it
     # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
     waits_for_output: bool = False
+    # A run that waits and executes again on resume (`rerun_on_resume`): what its code
+    # yielded so far, in order, as digests of what each event says (questions left out:
+    # they are known by their ids). Its next execution, from the top, yields them again:
+    # those are replays, which the session holds already (see `baton.workflow.execution`).
+    yielded: list[str] = field(default_factory=list)
 
     @classmethod
     def dispatched(
@@ -137,7 +142,7 @@ class RunRecord:
         run.output = run.child = run.error = run.branch = run.moved_from = None
         run.output_branch = None
         run.routes, run.interrupts, run.fresh, run.expired = [], [], [], []
-        run.ended_agents, run.output_for, run.terminal_of = [], [], []
+        run.ended_agents, run.output_for, run.terminal_of, run.yielded = [], [], [], []
         run.answers, run.agent_states = {}, {}
         run.attempt = 0
         run.waits_for_output = False
@@ -201,6 +206,8 @@ class RunRecord:
         if self.moved_from is not None:
             data["moved_from"] = self.moved_from
         self._put_containers(data)
+        if self.yielded:  # not in `_put_containers`, which is at the complexity limit
+            data["yielded"] = list(self.yielded)
         if self.child is not None:
             data["child"] = self.child.to_json()
         return data

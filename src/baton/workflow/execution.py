@@ -10,6 +10,7 @@ finished tool call or sub-agent is durable before the next one starts.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar, Token
@@ -433,6 +434,37 @@ class _Collector:
             deferred.actions.state_delta = pending
         if route is not None:
             deferred.actions.route = route
+
+    def drop_replayed(self, earlier: list[str]) -> int:
+        """Leave out the events that replay what the run's earlier executions yielded
+        (`RunRecord.yielded`): the same event at the same place, counted from the first,
+        up to the first that differs; everything from there on is new. Return how many
+        of `earlier` were replayed.
+
+        The events' effects on the run (its output, route and state) were taken as they
+        came; the session holds them already from the execution that yielded them first.
+        """
+        replayed, matching = 0, True
+        kept: list[Event] = []
+        for event in self.events:
+            if event.long_running_tool_ids:
+                kept.append(event)  # a question: one already asked is not yielded again
+                continue
+            if matching and replayed < len(earlier) and _said(event) == earlier[replayed]:
+                replayed += 1
+                continue
+            matching = False
+            kept.append(event)
+        self.events = kept
+        return replayed
+
+    def said(self, earlier: list[str], replayed: int) -> list[str]:
+        """What the run's code yielded until now (see `RunRecord.yielded`): the replayed
+        part of `earlier`, then what this execution's events say, questions left out."""
+        return [
+            *earlier[:replayed],
+            *(_said(event) for event in self.events if not event.long_running_tool_ids),
+        ]
 
     def parts(self) -> StepParts:
         # Positional (events, state_delta, opened): keywords cost a dict, every step.
@@ -876,6 +908,15 @@ def _commit_end(
     if ctx.output is not None and not collector.has_output:
         ctx.output = to_json_value(ctx.output, what=f"the output of node '{node.name}'")
     carried = ctx.output == record.output  # an output from an earlier execution was emitted then
+    earlier = record.yielded
+    replayed = collector.drop_replayed(earlier) if earlier else 0
+    # Noted for a run that waits and executes again on resume, before the engine adds
+    # events of its own: what the node yielded.
+    yielded = (
+        collector.said(earlier, replayed)
+        if ctx.open_interrupts and _reruns(node, record, collector)
+        else None
+    )
     deferred: Event | None = None
     if (
         ctx.output is not None
@@ -908,10 +949,27 @@ def _commit_end(
         record.error = None
         record.agent_states = dict(ctx.agent_states)
         record.ended_agents = sorted(ctx.ended_agents)
+        if yielded is not None:
+            record.yielded = yielded
         finish(record)
 
     parts.joinable = True
     return collector.invocation.commit(parts, mutate)
+
+
+def _reruns(node: Node, record: RunRecord, collector: _Collector) -> bool:
+    """Whether the run, waiting, executes again from the top on resume (see
+    `wants_execution`), yielding again what it yielded: an agent, which commits each
+    event as it comes, goes on from its own checkpoint instead."""
+    return (node.rerun_on_resume or record.child is not None) and not collector.commits_each_event
+
+
+def _said(event: Event) -> str:
+    """A digest of what `event` says: all of it but what each execution makes anew (its
+    id and time), so a rerun's replay of an event has the digest the event had."""
+    data = event.model_dump(mode="json", exclude={"id", "timestamp"}, exclude_none=True)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _is_bare(event: Event) -> bool:
