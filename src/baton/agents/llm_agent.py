@@ -1553,7 +1553,11 @@ class _Batch:
                 if receiving in done:
                     event, yielded = receiving.result()
                     yield event
-                    yielded.set_result(None)  # committed: its sender goes on
+                    # Committed: its sender goes on. The future is still pending: only a
+                    # cancelled sender would have cancelled it, and only this generator
+                    # cancels the call tasks, past this line for good (it then raises, or
+                    # is closed at the `yield` above, which never comes back here).
+                    yielded.set_result(None)
                     receiving = asyncio.create_task(relay.receive())
                 ended = {t for t in running if t in done}
                 running -= ended
