@@ -205,3 +205,46 @@ async def test_a_node_that_asks_itself_stores_what_it_said_before_asking_once(
         ("done", {"output": "done reviewed: fine"}),
     ]
     assert shown(session) == shown(first) + shown(second)
+
+
+async def test_a_rerun_that_failed_stored_nothing_so_its_retry_replays_the_first_execution(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """The rerun after the answer fails once after yielding its replay: its step lands
+    whole or not at all, so the retry (by invocation id, in a fresh Runner) matches what
+    the first execution recorded, and the session holds each event once."""
+    counter = Counter()
+
+    @node(rerun_on_resume=True)
+    async def parent(ctx: Context) -> Any:
+        counter.bump("parent")
+        yield Event(message="asking the reviewer")
+        answer = await ctx.run_node(ask, "x")
+        if counter.runs["parent"] == 2:
+            raise RuntimeError("the rerun broke")
+        yield f"got {answer}"
+
+    root = Workflow(name="wf", edges=[("START", parent, done)])
+    h = await build_harness(root, BaseSessionService(stores.open()), resumable=resumable)
+    first = await h.start()
+    with pytest.raises(RuntimeError, match="the rerun broke"):
+        await h.answer(("q-x", "yes"))
+    invocation = await h.invocation()
+    again = attach_harness(
+        root, BaseSessionService(stores.open()), h.session_id, resumable=resumable
+    )
+
+    retried = await again.collect(invocation_id=invocation.id)
+
+    assert shown(first) == [("ask", "asks ['q-x']"), ("parent", "asking the reviewer")]
+    assert shown(retried) == [
+        ("parent", {"output": "got yes"}),
+        ("done", {"output": "done got yes"}),
+    ]
+    session = await again.service.store.get_session(again.key)
+    assert session is not None
+    assert [s for s in shown(session.events) if s[1] == "asking the reviewer"] == [
+        ("parent", "asking the reviewer")
+    ]
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
+    assert counter.runs == {"parent": 3}
