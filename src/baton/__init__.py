@@ -26,6 +26,7 @@ from baton.sessions.services import (
     SqliteSessionService,
 )
 from baton.tools import FunctionTool, LongRunningFunctionTool
+from baton.ui_widget import UiWidget
 from baton.workflow import (
     DEFAULT_ROUTE,
     START,
@@ -80,6 +81,7 @@ __all__ = [
     "SqliteSessionService",
     "StreamingMode",
     "ToolThreadPoolConfig",
+    "UiWidget",
     "Workflow",
     "node",
     "types",

@@ -20,6 +20,7 @@ from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.readonly_context import ReadonlyContext, refuse_confirmation, refuse_credentials
 from baton.sessions.store import Session, StatePrefixes
 from baton.types import Content
+from baton.ui_widget import UiWidget, add_ui_widget
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: baton.tools builds on this module.
@@ -201,6 +202,21 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
             ValueError: this context belongs to no function call.
         """
         refuse_confirmation(type(self).__name__)
+
+    def render_ui_widget(self, ui_widget: UiWidget) -> None:
+        """Show `ui_widget` beside the event this context's work lands in: a tool's
+        response, the model turn of a model callback, an agent callback's event.
+
+        Raises:
+            TypeError: `ui_widget` is not a UiWidget.
+            ValueError: a widget with its id was already rendered for that event.
+        """
+        actions = self.actions
+        widgets = actions.render_ui_widgets if actions.render_ui_widgets is not None else []
+        call = self.function_call_id
+        where = f"tool call '{call}'" if call else "a callback"
+        add_ui_widget(widgets, ui_widget, where=f"{where} of agent '{self.agent_name}'")
+        actions.render_ui_widgets = widgets
 
     @property
     def memory_scope(self) -> MemoryScope:

@@ -25,6 +25,7 @@ from baton.run_config import RunConfig, check_run_config
 from baton.sessions.state import State
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
+from baton.ui_widget import UiWidget, add_ui_widget
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Tracer
@@ -393,6 +394,10 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # A node run answers no function call: the reference's tool fields are empty here.
     function_call_id: str | None = None
     tool_confirmation: ToolConfirmation | None = None
+    # The widgets this run rendered, and how many of them went on its events already
+    # (class defaults: most runs render none, and a context is made for every run).
+    _ui_widgets: list[UiWidget] | None = None
+    _shown_widgets: int = 0
 
     def __init__(
         self,
@@ -468,6 +473,27 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
         """Versions saved since the last event (they go on the next one)."""
         scope = self._artifact_scope
         return scope.take_delta() if scope is not None and scope.delta else {}
+
+    def render_ui_widget(self, ui_widget: UiWidget) -> None:
+        """Show `ui_widget` beside this run's next event (its output, a message it
+        yields, or an event of its own when it yields none after this).
+
+        Raises:
+            TypeError: `ui_widget` is not a UiWidget.
+            ValueError: this run already rendered a widget with its id.
+        """
+        if self._ui_widgets is None:
+            self._ui_widgets = []
+        add_ui_widget(self._ui_widgets, ui_widget, where=f"node run '{self.node_path}'")
+
+    def take_ui_widgets(self) -> list[UiWidget]:
+        """Widgets rendered since the last event (they go on the next one)."""
+        widgets = self._ui_widgets
+        if widgets is None or len(widgets) == self._shown_widgets:
+            return []
+        new = widgets[self._shown_widgets :]
+        self._shown_widgets = len(widgets)
+        return new
 
     @property
     def custom_metadata(self) -> dict[str, JsonValue]:

@@ -36,6 +36,7 @@ from baton.types import (
     UsageMetadata,
     WireModel,
 )
+from baton.ui_widget import UiWidget
 
 __all__ = [
     "ASSIGNEES_KEY",
@@ -51,6 +52,7 @@ __all__ = [
     "NodeInfo",
     "RequestInput",
     "RouteValue",
+    "UiWidget",
     "assemble",
     "check_assignee",
     "is_task_question",
@@ -192,7 +194,8 @@ def _refuse_a_value(value: object, info: ValidationInfo) -> None:
         return None
     raise ValueError(
         f"EventActions.{info.field_name} is a field of the reference's EventActions that "
-        "baton does not support (auth requests, compaction, UI widgets); leave it out."
+        "baton does not support (auth requests, compaction, a forced model response); leave "
+        "it out."
     )
 
 
@@ -222,7 +225,8 @@ class EventActions(StrictWireModel):
     rewind_before_invocation_id: str | None = None
     requested_auth_configs: _ReferenceOnly = None
     compaction: _ReferenceOnly = None
-    render_ui_widgets: _ReferenceOnly = None
+    # Widgets a client shows beside the event (`render_ui_widget`), in the order rendered.
+    render_ui_widgets: list[UiWidget] | None = None
     set_model_response: _ReferenceOnly = None
 
 
@@ -463,6 +467,7 @@ class Event(WireModel):
             or actions.state_delta
             or actions.escalate
             or actions.transfer_to_agent
+            or actions.render_ui_widgets
         )
 
     def without_checkpoints(self) -> Event | None:

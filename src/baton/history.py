@@ -1,8 +1,8 @@
 """What an event means to a person, as data: one shape for the web page and the terminal.
 
 `describe_event` turns a stored event into entries (a message, a tool call, a tool's
-result, a question, an answer, an output, a state change, an error), each with a
-one-line `summary` written here, in Python. The web inbox, `baton inspect`, `baton
+result, a question, an answer, an output, a state change, a widget to show, an error),
+each with a one-line `summary` written here, in Python. The web inbox, `baton inspect`, `baton
 sessions show` and the live lines of `baton run` all render these entries, so a run's
 history reads the same everywhere.
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pydantic import JsonValue
 
 from baton.answers import unwrap_response
-from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.events import REQUEST_INPUT_FUNCTION, Event, UiWidget
 from baton.sessions.store import Interrupt, InterruptStatus
 from baton.types import FunctionCall, FunctionResponse, WireModel
 
@@ -34,6 +34,7 @@ class EntryKind(enum.StrEnum):
     ANSWERED = "answered"
     OUTPUT = "output"
     STATE = "state"
+    WIDGET = "widget"
     ERROR = "error"
 
 
@@ -106,7 +107,14 @@ def _describe(event: Event, index: AnswerIndex) -> list[_Found]:
     if not found and event.actions.state_delta:
         delta: JsonValue = dict(event.actions.state_delta)
         found.append((EntryKind.STATE, f"state {compact(delta)}", delta, None))
+    found.extend(_widget(w) for w in event.actions.render_ui_widgets or ())
     return found
+
+
+def _widget(widget: UiWidget) -> _Found:
+    resource = widget.payload.get("resource_uri")
+    shown = f"{widget.provider}: {resource}" if isinstance(resource, str) else widget.provider
+    return EntryKind.WIDGET, f"shows widget '{widget.id}' ({shown})", widget.to_wire(), None
 
 
 def _asked(call: FunctionCall) -> _Found:

@@ -125,6 +125,7 @@ _STYLES: Final = {
     EntryKind.ANSWERED: ("← ", "cyan"),
     EntryKind.OUTPUT: ("✓ ", "green"),
     EntryKind.STATE: ("· ", "dim"),
+    EntryKind.WIDGET: ("▣ ", ""),
     EntryKind.MESSAGE: ("", ""),
 }
 

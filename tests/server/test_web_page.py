@@ -18,6 +18,7 @@ from baton.tools.confirmation import REJECTED
 from baton.types import FunctionCall
 from tests.server.conftest import Live, StartLive, example_app
 from tests.server.test_artifacts import PDF, report_app
+from tests.server.test_ui_widgets import shop_app
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -648,3 +649,25 @@ async def test_a_reviewer_downloads_the_runs_files_from_the_card_and_the_session
         await files.locator("td[data-label=versions] a", has_text="v0").last.click()
     assert Path(await (await downloading.value).path()).read_text() == "remember"
     await screenshot(page, "session-files")
+
+
+async def test_a_sessions_history_names_the_widgets_its_events_show(
+    start_live: StartLive, browser: Browser
+) -> None:
+    """A widget (`ctx.render_ui_widget`) is listed in the history under its event: its
+    id, its provider and the resource it shows, its whole payload unfolding below."""
+    live: Live = await start_live(apps=[shop_app()], web=True)
+    sid = await live.create("shop", "ann")
+    await live.start("shop", "ann", sid)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(f"{live.url}/?user=ann#/session/shop/{sid}")
+
+    row = page.locator("#session-view tr", has_text="shows widget")
+    await expect(row).to_have_count(1)
+    await expect(row.locator(".kind.widget")).to_have_text("widget")
+    await expect(row.locator(".summary")).to_have_text("shows widget 'cart-0' (mcp: ui://cart/0)")
+    await expect(row).to_contain_text("pick")
+    await row.locator("details.value > summary").click()
+    uri = row.locator(".j-row", has_text="resource_uri").last
+    await expect(uri).to_have_text('resource_uri: "ui://cart/0"')
+    await screenshot(page, "session-widget")

@@ -363,13 +363,15 @@ class BaseAgent(BaseModel):
         reply = await run_callbacks(callbacks, callback_context=callback_context)
         actions = callback_context.actions
         ended = ends and ctx.end_invocation
-        if reply is None and not actions.state_delta and not actions.artifact_delta:
+        widgets = actions.render_ui_widgets
+        if reply is None and not actions.state_delta and not actions.artifact_delta and not widgets:
             return self._quiet_end(ctx) if ended else None
         event = self._create_agent_state_event(
             ctx, end_of_agent=ends and (reply is not None or ended)
         )
         event.actions.state_delta = dict(actions.state_delta)
         event.actions.artifact_delta = dict(actions.artifact_delta)
+        event.actions.render_ui_widgets = widgets
         if reply is not None:
             event.content = _reply_content(self.name, reply)
         return event
@@ -402,6 +404,7 @@ class BaseAgent(BaseModel):
                 end.content = after.content
                 end.actions.state_delta = after.actions.state_delta
                 end.actions.artifact_delta = after.actions.artifact_delta
+                end.actions.render_ui_widgets = after.actions.render_ui_widgets
         return end
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:

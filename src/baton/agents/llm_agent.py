@@ -938,6 +938,9 @@ class LlmAgent(BaseAgent):
             **callback_context.actions.artifact_delta,
             **event.actions.artifact_delta,
         }
+        widgets = callback_context.actions.render_ui_widgets
+        if widgets:
+            event.actions.render_ui_widgets = [*widgets, *(event.actions.render_ui_widgets or ())]
         return event
 
     async def _generate_or_recover(
@@ -1670,7 +1673,8 @@ async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
 
 def _merged(results: list[Event]) -> Event:
     """The results of one turn's calls as one event, as the reference merges them: their
-    parts in the turn's order, their actions merged (a later call's write wins), the
+    parts in the turn's order, their actions merged (a later call's write wins, their
+    widgets all kept), the
     first one's time; and a task's result, when finish_task was one of the calls. Calls
     without a result (long-running tools that returned nothing) add their actions only;
     with none, the event has no content."""
@@ -1680,6 +1684,10 @@ def _merged(results: list[Event]) -> Event:
     actions: dict[str, Any] = {}
     for event in results:
         actions = _deep_merged(actions, event.actions.model_dump(exclude_none=True))
+    # Every call's widgets, in the turn's order (a merge would keep the last call's list).
+    widgets = [w for e in results for w in e.actions.render_ui_widgets or ()]
+    if widgets:
+        actions["render_ui_widgets"] = widgets
     parts = [p for e in results if e.content for p in e.content.parts or ()]
     merged = Event(
         invocation_id=first.invocation_id,

@@ -51,6 +51,7 @@ def _as_history(event: Event) -> Event:
     actions = EventActions(
         state_delta=dict(event.actions.state_delta),
         artifact_delta=dict(event.actions.artifact_delta),
+        render_ui_widgets=event.actions.render_ui_widgets,
     )
     return event.model_copy(
         update={

@@ -41,6 +41,7 @@ from baton.events import (
     NodeInfo,
     RequestInput,
     RouteValue,
+    UiWidget,
     to_json_value,
 )
 from baton.schemas import SchemaType, check_node_data, current_state_schema
@@ -320,6 +321,9 @@ class _Collector:
         saved = ctx.take_artifact_delta()
         if saved:
             actions.artifact_delta = {**actions.artifact_delta, **saved}
+        widgets = ctx.take_ui_widgets()
+        if widgets:
+            _show_widgets(actions, widgets)
 
     def _take_output(self, event: Event) -> bool:
         """Record the event's output as the run's; False when the event is then left with
@@ -422,10 +426,13 @@ class _Collector:
     def flush_leftovers(self, deferred: Event | None) -> None:
         """Put what no event carried yet, state written after the node's last event and
         a route set on `ctx`, on the engine's output event (`deferred`) or on one event
-        of their own, as the reference does, so the session's events show every write."""
+        of their own, as the reference does, so the session's events show every write.
+        Widgets rendered after the last event go there too (the reference drops a node's
+        widgets)."""
         pending = self.ctx.state.take_pending()
         route = None if self.ctx.route == self.carried_route else self.ctx.route
-        if not pending and route is None:
+        widgets = self.ctx.take_ui_widgets()
+        if not pending and route is None and not widgets:
             return
         if deferred is None:
             deferred = self.state_event(pending)
@@ -434,6 +441,8 @@ class _Collector:
             deferred.actions.state_delta = pending
         if route is not None:
             deferred.actions.route = route
+        if widgets:
+            _show_widgets(deferred.actions, widgets)
 
     def drop_replayed(self, earlier: list[str]) -> int:
         """Leave out the events that replay what the run's earlier executions yielded
@@ -981,7 +990,13 @@ def _is_bare(event: Event) -> bool:
         and not actions.artifact_delta
         and actions.route is None
         and not event.long_running_tool_ids
+        and not actions.render_ui_widgets
     )
+
+
+def _show_widgets(actions: EventActions, widgets: list[UiWidget]) -> None:
+    """Put a node run's rendered widgets on one of its events, after any it carries."""
+    actions.render_ui_widgets = [*(actions.render_ui_widgets or ()), *widgets]
 
 
 def _declared_assignee(event: Event, call_id: str) -> str | None:
