@@ -53,6 +53,13 @@ def lookup(key: str) -> str:
     return TABLE[key]
 
 
+@server.tool(meta={"ui": {"resourceUri": "ui://cart/view"}})
+def cart(item: str) -> str:
+    """Put an item in the cart (an MCP App: the cart's view is ui://cart/view)."""
+    _log(f"cart {json.dumps({'item': item})}")
+    return f"{item} is in the cart"
+
+
 @server.tool()
 def whoami(ctx: Context) -> str:
     """The caller's x-user header (HTTP only)."""

@@ -31,7 +31,7 @@ from fastapi.openapi.models import (
     OAuthFlows,
     OpenIdConnect,
 )
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 import baton.tools
 from baton.auth import (
@@ -53,8 +53,9 @@ from baton.tools.mcp_tool import (
     StreamableHTTPConnectionParams,
 )
 from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[reportPrivateUsage]
-from baton.tools.mcp_tool.sdk import field, mcp_types
+from baton.tools.mcp_tool.sdk import dump, field, mcp_types
 from baton.types import FunctionDeclaration
+from baton.ui_widget import UiWidget
 from tests.tools.mcp_servers import (
     MCP_TESTS,
     CallLog,
@@ -88,6 +89,7 @@ async def mcp_tools(toolset: McpToolset) -> list[McpTool]:
 ALL_TOOLS = [
     "add",
     "approve",
+    "cart",
     "charge",
     "count",
     "credentials",
@@ -138,6 +140,33 @@ async def test_a_call_returns_the_servers_result_and_a_tool_error_is_the_models_
         "isError": True,
     }
     assert log.calls() == ['add {"a": 2, "b": 3}', 'lookup {"key": "zeta"}']
+    await toolset.close()
+
+
+async def test_an_mcp_app_tools_call_shows_its_view_as_a_widget(log: CallLog) -> None:
+    """A tool whose listing names a `ui://` view (`meta.ui.resourceUri`, the MCP Apps
+    extension) renders it beside its response, as the reference's McpTool does: the
+    call's id, provider "mcp", the view, the tool as listed and the call's arguments."""
+    toolset = McpToolset(connection_params=stdio(log))
+    tools = await mcp_tools(toolset)
+    cart = tool_named(tools, "cart")
+    context = ToolContext(function_call_id="c1")
+
+    assert await cart.run({"item": "hat"}, context) == result("hat is in the cart")
+
+    assert cart.mcp_app_resource_uri == "ui://cart/view"
+    listed = dump(cart.raw_mcp_tool)
+    assert listed["meta"] == {"ui": {"resourceUri": "ui://cart/view"}}
+    payload: dict[str, JsonValue] = {
+        "resource_uri": "ui://cart/view",
+        "tool": listed,
+        "tool_args": {"item": "hat"},
+    }
+    assert context.actions.render_ui_widgets == [UiWidget(id="c1", provider="mcp", payload=payload)]
+    plain = ToolContext(function_call_id="c2")
+    assert await tool_named(tools, "add").run({"a": 1, "b": 2}, plain) == result(3)
+    assert tool_named(tools, "add").mcp_app_resource_uri is None
+    assert plain.actions.render_ui_widgets is None
     await toolset.close()
 
 

@@ -35,6 +35,7 @@ from baton.tools.mcp_tool.mcp_session_manager import MCPSessionManager
 from baton.tools.mcp_tool.sdk import McpError, dump, field, mcp_types
 from baton.tools.tool_context import ToolContext
 from baton.types import FunctionDeclaration
+from baton.ui_widget import UiWidget
 
 __all__ = [
     "IDEMPOTENCY_META_KEY",
@@ -119,6 +120,27 @@ class McpTool(BaseTool):
         """The tool as the server listed it."""
         return self._mcp_tool
 
+    @property
+    def mcp_app_resource_uri(self) -> str | None:
+        """The `ui://` view the tool's listing names (MCP Apps: `meta.ui.resourceUri`,
+        or the older flat `meta["ui/resourceUri"]`), or None."""
+        meta: object = getattr(self._mcp_tool, "meta", None)
+        if not isinstance(meta, dict):
+            return None
+        listed = cast(dict[str, JsonValue], meta)
+        ui = listed.get("ui")
+        nested = ui.get("resourceUri") if isinstance(ui, dict) else None
+        for uri in (nested, listed.get("ui/resourceUri")):
+            if isinstance(uri, str) and uri.startswith("ui://"):
+                return uri
+        return None
+        ui = meta.get("ui")  # pyright: ignore[reportUnknownMemberType] -- the server's JSON
+        nested = ui.get("resourceUri") if isinstance(ui, dict) else None  # pyright: ignore[reportUnknownMemberType] -- likewise
+        for uri in (nested, meta.get("ui/resourceUri")):  # pyright: ignore[reportUnknownMemberType] -- likewise
+            if isinstance(uri, str) and uri.startswith("ui://"):
+                return uri
+        return None
+
     def declaration(self) -> FunctionDeclaration:
         """The server's name (with the toolset's prefix), description and input schema."""
         schema: dict[str, JsonValue] = field(self._mcp_tool, "inputSchema")
@@ -173,6 +195,16 @@ class McpTool(BaseTool):
         )
         response = dump(result)
         response.pop("resultType", None)  # 2.x's marker of a complete result
+        view = self.mcp_app_resource_uri
+        if view is not None:
+            # The client shows the tool's view beside the response, as the reference's does.
+            payload: dict[str, JsonValue] = {
+                "resource_uri": view,
+                "tool": dump(self._mcp_tool),
+                "tool_args": args,
+            }
+            call = tool_context.function_call_id or self.name
+            tool_context.render_ui_widget(UiWidget(id=call, provider="mcp", payload=payload))
         return response
 
     def _progress_for(self, tool_context: ToolContext) -> ProgressFn | None:
