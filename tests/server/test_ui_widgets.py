@@ -12,6 +12,7 @@ from pydantic import JsonValue
 
 from baton import App, Context, RequestInput, ResumabilityConfig, UiWidget, Workflow, node
 from tests.server.conftest import StartLive
+from tests.server.test_routes import read_sse
 
 BASE = "/apps/shop/users/u/sessions"
 
@@ -68,6 +69,14 @@ async def test_widgets_reach_http_clients_and_survive_a_server_restart(
 
     read = (await restarted.client.get(f"{BASE}/{session}")).json()
     assert widgets(read["events"]) == [[cart(0)], [cart(1)]]
+
+    # /run_sse (the reference's web UI streams runs there) sends the same JSON.
+    other = await restarted.create("shop", "u")
+    body: dict[str, JsonValue] = {"appName": "shop", "userId": "u", "sessionId": other}
+    body["newMessage"] = {"role": "user", "parts": [{"text": "go"}]}
+    async with restarted.client.stream("POST", "/run_sse", json=body) as streamed:
+        frames = await read_sse(streamed)
+    assert widgets(frames) == [[cart(0)]]
 
 
 @pytest.mark.parametrize(
