@@ -19,7 +19,7 @@ from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.services import DatabaseSessionService
 from baton.sessions.sql import SqlStore, listener
 from baton.sessions.store import InvocationStatus
-from tests.store.traffic import traffic
+from tests.store.traffic import traffic, watching
 
 
 def _ask_workflow(last: FunctionNode | None = None) -> Workflow:
@@ -79,6 +79,7 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(
     emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
+    other, _ = await watching(emptied_postgres_url)  # a process with a live stream
     runner, session_id, store = await _paused(emptied_postgres_url)
 
     with traffic(store) as seen:
@@ -97,6 +98,7 @@ async def test_a_resume_is_single_statements_straight_to_asyncpg(
     # The NOTIFY telling other processes of the answer goes once b's step is sent, while
     # it waits for its commit: not between the two steps, where the run waited for it.
     assert seen.announced_after == [3]
+    await other.close()
 
 
 async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
@@ -110,6 +112,7 @@ async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
         await go_on.wait()
         return node_input
 
+    other, _ = await watching(emptied_postgres_url)  # a process with a live stream
     runner, session_id, store = await _paused(emptied_postgres_url, FunctionNode(b))
 
     with traffic(store) as seen:
@@ -123,6 +126,7 @@ async def test_an_answer_is_announced_while_the_next_node_of_its_run_still_runs(
     assert await _status(runner, session_id) is InvocationStatus.COMPLETED
     assert sent == ["WITH", "WITH"]  # the claim and the answer's step; b's not yet
     assert seen.announced_after == [2]
+    await other.close()
 
 
 async def test_runner_answer_sends_what_run_async_does(emptied_postgres_url: str) -> None:

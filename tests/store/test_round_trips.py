@@ -8,18 +8,14 @@ import asyncio
 import uuid
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
-import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- another process's listener
 import pytest
 
 from baton.errors import InvocationBusyError, SessionExistsError, StaleVersionError
 from baton.sessions.sql import SqlStore, listener
-from baton.sessions.sql.backends import open_dialect
-from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.types import InterruptId, InvocationId
 from tests.store.builders import APP, USER, event, key, question, step, texts
-from tests.store.traffic import traffic
+from tests.store.traffic import traffic, watching
 
 TTL = timedelta(seconds=30)
 
@@ -130,6 +126,7 @@ async def test_a_step_opening_or_answering_questions_is_announced_after_its_comm
     """Other processes hear of a step's questions through a NOTIFY of its own, sent once
     the step committed: inside the step, PostgreSQL's lock for notifications would be
     held through the step's WAL flush, and every notifying commit wait for it."""
+    other, _ = await watching(emptied_postgres_url)  # a process with a live stream
     store = SqlStore(emptied_postgres_url)
     await _paused(store)
     announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
@@ -144,6 +141,7 @@ async def test_a_step_opening_or_answering_questions_is_announced_after_its_comm
 
     assert seen.statements == ["WITH", "WITH"]
     assert seen.announcements == 1  # the answer's; a plain step changes no question
+    await other.close()
 
 
 async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_sent(
@@ -152,6 +150,7 @@ async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_se
     """The NOTIFY of an answer whose run goes on (its lease kept) waits for the run's next
     statement and goes while that one waits for its commit, not between the two."""
     monkeypatch.setattr(listener, "_ANNOUNCE_WITHIN", 3600.0)  # only the next step sends it
+    other, _ = await watching(emptied_postgres_url)  # a process with a live stream
     store = SqlStore(emptied_postgres_url)
     await _paused(store)
     announcer = store._announcer  # pyright: ignore[reportPrivateUsage] -- q's own, sent first
@@ -172,6 +171,7 @@ async def test_an_answer_whose_run_goes_on_is_announced_once_its_next_step_is_se
     assert held == 0
     assert seen.statements == ["WITH", "WITH"]
     assert seen.announced_after == [2]  # the answer's, once the run's next step was sent
+    await other.close()
 
 
 async def test_questions_changed_soon_after_an_announcement_go_together_in_the_next(
@@ -186,14 +186,7 @@ async def test_questions_changed_soon_after_an_announcement_go_together_in_the_n
     session = key(app=f"app-{uuid.uuid4().hex[:8]}")  # its NOTIFYs are this test's alone
     await store.create_session(session.app_name, USER, session_id=session.session_id)
     await store.commit_step(step(session, "inv-1", 0, events=(event("hi"),)))
-    connecting = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
-    other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
-    heard: asyncio.Queue[str] = asyncio.Queue()
-
-    def hear(*notification: object) -> None:  # connection, pid, channel, payload
-        heard.put_nowait(str(notification[3]))
-
-    await other.add_listener(listener.QUESTIONS_CHANNEL, hear)
+    other, heard = await watching(emptied_postgres_url)
 
     with traffic(store) as seen:
         opened = (question(session, "inv-1", "q"),)
@@ -213,6 +206,43 @@ async def test_questions_changed_soon_after_an_announcement_go_together_in_the_n
 
     assert sent_meanwhile == 1  # r's and s's waited for the pause to end
     assert seen.announcements == 2  # r and s together, sent by the close
+
+
+async def test_questions_are_not_announced_while_no_process_listens_to_them(
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOTIFY nobody listens to is a transaction and a wake-up of every listening
+    backend for nothing: while no process of the schema listens to questions (no live
+    stream, no webhooks), a store's first NOTIFY finds so, and the question changes
+    after it within `_WATCHERS_FRESH` cost no statement; work (a deadline) is still
+    announced. Where a process listens, every change is announced to it."""
+    monkeypatch.setattr(listener, "_SPACING", 0.0)
+    monkeypatch.setattr(listener, "_WATCHERS_FRESH", 60.0)  # longer than this test
+    session = key(app=f"app-{uuid.uuid4().hex[:8]}")  # its NOTIFYs are this test's alone
+    store = SqlStore(emptied_postgres_url)
+    await store.create_session(session.app_name, USER, session_id=session.session_id)
+    await store.commit_step(step(session, "inv-1", 0, events=(event("hi"),)))
+    with traffic(store) as unwatched:
+        for version, asked in enumerate("qrs", start=1):
+            opened = (question(session, "inv-1", asked),)
+            await store.commit_step(step(session, "inv-1", version, opened=opened))
+        timed = question(session, "inv-1", "t").model_copy(update={"timeout": 60.0})
+        await store.commit_step(step(session, "inv-1", 4, opened=(timed,)))
+        await store.close()  # sends what is left to send
+
+    other, heard = await watching(emptied_postgres_url)
+    store = SqlStore(emptied_postgres_url)
+    with traffic(store) as watched:
+        for version, asked in enumerate("uvw", start=5):
+            opened = (question(session, "inv-1", asked),)
+            await store.commit_step(step(session, "inv-1", version, opened=opened))
+            async with asyncio.timeout(10):
+                assert await heard.get() == session.app_name
+        await store.close()
+    await other.close()
+
+    assert unwatched.announcements == 2  # q's, which found nobody listening, and t's
+    assert watched.announcements == 3
 
 
 async def test_creating_a_session_is_one_statement(emptied_postgres_url: str) -> None:
@@ -286,3 +316,33 @@ async def test_a_step_asking_questions_is_one_statement(emptied_postgres_url: st
         ("q", "answered"),
         ("r", "open"),
     ]
+
+
+async def test_a_process_that_starts_listening_to_questions_misses_no_change(
+    emptied_postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that found nobody listening to questions announces none for a while
+    (`_WATCHERS_FRESH`); a process that starts listening meanwhile still hears of a
+    change made then: it looks again once every store's look has seen it."""
+    monkeypatch.setattr(listener, "_WATCHERS_FRESH", 0.5)
+    writer = SqlStore(emptied_postgres_url)
+    session = key(app=f"app-{uuid.uuid4().hex[:8]}")
+    await writer.create_session(session.app_name, USER, session_id=session.session_id)
+    await writer.commit_step(step(session, "inv-1", 0, opened=(question(session, "inv-1", "q"),)))
+    announcer = writer._announcer  # pyright: ignore[reportPrivateUsage] -- q's: nobody listens
+    assert announcer is not None
+    await announcer.flush()
+    watcher = SqlStore(emptied_postgres_url)
+    subscription = watcher.subscribe(questions=True)
+    try:
+        assert await subscription.wait(10.0)  # its first look, once it listens
+        await writer.commit_step(
+            step(session, "inv-1", 1, opened=(question(session, "inv-1", "r"),))
+        )
+        assert await subscription.wait(10.0)  # r's NOTIFY, or the look again
+        rows = await watcher.find_interrupts(session, InterruptId("r"))
+    finally:
+        subscription.close()
+        await writer.close()
+        await watcher.close()
+    assert [row.interrupt_id for row in rows] == ["r"]

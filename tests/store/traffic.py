@@ -10,12 +10,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- another process's listener
 from sqlalchemy import event as sa_event
 
 from baton.sessions.sql import SqlStore
-from baton.sessions.sql.listener import ANNOUNCE
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.listener import ANNOUNCE, CHANNEL, MARK_WATCHING, QUESTIONS_CHANNEL
+from baton.sessions.sql.postgres import asyncpg_connect_args
 
-__all__ = ["Traffic", "traffic"]
+__all__ = ["Traffic", "traffic", "watching"]
 
 
 @dataclass
@@ -74,3 +77,20 @@ def traffic(store: SqlStore) -> Iterator[Traffic]:
     finally:
         for name, listener in listeners:
             sa_event.remove(target, name, listener)
+
+
+async def watching(url: str) -> tuple[Any, asyncio.Queue[str]]:
+    """Another process's connection listening to every channel, named as a store's
+    listener is while a stream is live (so stores announce questions to it), and the
+    payloads it hears; close it when done."""
+    connecting = asyncpg_connect_args(open_dialect(url).url)
+    other: Any = await asyncpg.connect(**connecting)  # pyright: ignore[reportUnknownMemberType]
+    await other.execute(MARK_WATCHING)
+    heard: asyncio.Queue[str] = asyncio.Queue()
+
+    def hear(*notification: object) -> None:  # connection, pid, channel, payload
+        heard.put_nowait(str(notification[3]))
+
+    await other.add_listener(QUESTIONS_CHANNEL, hear)
+    await other.add_listener(CHANNEL, hear)
+    return other, heard

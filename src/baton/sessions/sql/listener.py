@@ -7,7 +7,12 @@ only pending streams and webhook senders want. Each NOTIFY's payload is the app'
 A step that changes questions is announced (`Announcer`), and every release of a
 running invocation sends one itself. One connection per store listens to `baton` while
 anything subscribes, and to `baton_questions` too while a subscriber wants questions,
-and turns each notification into a local wake-up. When the connection drops (a database
+and turns each notification into a local wake-up. While it listens to questions its
+connection is named `WATCHING` (pg_stat_activity's `application_name`), and a store
+sends nothing on `baton_questions` while its last NOTIFY, at most `_WATCHERS_FRESH`
+ago, found no such connection: under load a process with no stream anywhere then sends
+one NOTIFY a second, not one every 10 ms (0.2-0.6 a HITL run, each a transaction and a
+wake-up of every listening backend). When the connection drops (a database
 restart) it reconnects with backoff and then wakes everyone once, since notifications
 sent meanwhile were lost; it wakes the question subscribers once too when it starts
 listening to their channel.
@@ -29,7 +34,18 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, final
 
-from sqlalchemy import Text, bindparam, func, select
+from sqlalchemy import (
+    Text,
+    bindparam,
+    case,
+    column,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    table,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL
 
@@ -39,7 +55,15 @@ from baton.sessions.sql.executors import OneStatement
 from baton.sessions.sql.postgres import asyncpg_connect_args
 from baton.sessions.wakeups import Wakeups
 
-__all__ = ["ANNOUNCE", "CHANNEL", "QUESTIONS_CHANNEL", "Announcer", "PostgresListener"]
+__all__ = [
+    "ANNOUNCE",
+    "CHANNEL",
+    "MARK_WATCHING",
+    "QUESTIONS_CHANNEL",
+    "WATCHING",
+    "Announcer",
+    "PostgresListener",
+]
 
 CHANNEL = "baton"
 """Work: a running invocation released, a question with a deadline opened."""
@@ -108,7 +132,7 @@ class PostgresListener:
             await connection.add_listener(CHANNEL, self._on_work)
             listening = self._wakeups.wants_questions
             if listening:
-                await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
+                await self._start_watching(connection)
             # Anything sent while we were not listening is lost: look once now.
             self._wakeups.notify()
             await self._follow_interest(connection, closed, listening=listening)
@@ -125,17 +149,28 @@ class PostgresListener:
             self._interest_changed.clear()
             wanted = self._wakeups.wants_questions
             if wanted and not listening:
-                await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
+                await self._start_watching(connection)
                 # Changes made before the LISTEN took effect went unheard: look once.
                 self._wakeups.notify(questions_only=True)
             elif listening and not wanted:
                 await connection.remove_listener(QUESTIONS_CHANNEL, self._on_questions)
+                await connection.execute("RESET application_name")
             listening = wanted
             changed = asyncio.ensure_future(self._interest_changed.wait())
             try:
                 await asyncio.wait((closed, changed), return_when=asyncio.FIRST_COMPLETED)
             finally:
                 changed.cancel()
+
+    async def _start_watching(self, connection: Any) -> None:
+        """Listen to `QUESTIONS_CHANNEL`, named `WATCHING` first so that every process's
+        `Announcer` sees someone listens; look again once each of them has seen it: a
+        change it did not announce, trusting an older look (`_WATCHERS_FRESH`), is then
+        committed."""
+        await connection.execute(MARK_WATCHING)
+        await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
+        loop = asyncio.get_running_loop()
+        loop.call_later(_WATCHERS_FRESH + _LOOK_AGAIN_AFTER, self._on_questions)
 
     def _on_work(self, *_args: object) -> None:
         self._wakeups.notify()
@@ -144,17 +179,59 @@ class PostgresListener:
         self._wakeups.notify(questions_only=True)
 
 
+WATCHING = func.concat("baton_questions ", func.md5(func.current_schema()))
+"""The `application_name` of a listener connection while it listens to
+`QUESTIONS_CHANNEL`: what an `Announcer` on the same schema looks for before it sends
+there (by the schema's hash: a name is cut at 63 bytes; deployments in other schemas
+of the database listen to the same channels, and their watchers do not count)."""
+
+MARK_WATCHING = (
+    "SELECT set_config('application_name', 'baton_questions ' || md5(current_schema()), false)"
+)
+
+_WATCHERS_FRESH = 1.0
+"""Seconds an `Announcer` trusts its last look that no process listens to questions."""
+
+_LOOK_AGAIN_AFTER = 0.25
+"""Seconds after `_WATCHERS_FRESH` a process that starts listening to questions looks
+once more (see `PostgresListener._start_watching`)."""
+
 _NOTICES = (
     func.unnest(bindparam("channels", type_=ARRAY(Text)), bindparam("app_names", type_=ARRAY(Text)))
     .table_valued("channel", "app_name")
     .render_derived(name="notices")
 )
-ANNOUNCE = select(func.pg_notify(_NOTICES.c.channel, _NOTICES.c.app_name), NO_FLUSH_WAIT)
+_ACTIVITY = table(
+    "pg_stat_activity",
+    column("application_name", Text),
+    column("datname", Text),
+    schema="pg_catalog",
+)
+_WATCHED = select(
+    exists()
+    .where(_ACTIVITY.c.application_name == WATCHING)
+    .where(_ACTIVITY.c.datname == func.current_database())
+    .label("watched")
+).cte("watched")
+ANNOUNCE = select(
+    _WATCHED.c.watched,
+    case(
+        (
+            _NOTICES.c.channel.is_not(None),
+            func.pg_notify(_NOTICES.c.channel, _NOTICES.c.app_name),
+        )
+    ),
+    NO_FLUSH_WAIT,
+).select_from(
+    _WATCHED.outerjoin(_NOTICES, or_(_NOTICES.c.channel == literal(CHANNEL), _WATCHED.c.watched))
+)
 """NOTIFY each of `channels` with the app name beside it in `app_names` (bind two lists
-of one length), in a transaction of its own that commits without waiting for a WAL
-flush: it writes nothing anyone needs after a crash."""
+of one length), those on `QUESTIONS_CHANNEL` only while some process listens there
+(a connection named `WATCHING`), in a transaction of its own that commits without
+waiting for a WAL flush: it writes nothing anyone needs after a crash. Its one row's
+first column: whether some process listens to questions."""
 
-Send = Callable[[OneStatement, Mapping[str, Any]], Awaitable[object]]
+Send = Callable[[OneStatement, Mapping[str, Any]], Awaitable[list[tuple[Any, ...]]]]
 
 
 _ANNOUNCE_WITHIN = 0.05
@@ -190,6 +267,12 @@ class Announcer:
     server's work on it delayed the run's next step (a resume's second step was sent
     after it, on another connection).
 
+    Changes to questions are sent only where some process listens to them (see
+    `ANNOUNCE`): each NOTIFY also says whether one did, and for `_WATCHERS_FRESH` after
+    a NOTIFY that found none, such changes are dropped without a statement (work still
+    goes). A process that starts listening looks again once that time has passed, so a
+    change dropped meanwhile is seen then.
+
     A process that dies between a step's commit and its announcement leaves the others
     unwoken: they find its questions at their next look, at most a lease TTL later, as
     they find a lease it took.
@@ -211,6 +294,10 @@ class Announcer:
         # expiry cancels the task and raises through it after every NOTIFY.
         self._pause: asyncio.Future[None] | None = None
         self._hurried = False  # `flush` was called: no pause until the sending task ends
+        # Whether some process listened to questions at the last NOTIFY, and when that
+        # was asked (loop time; trusted for `_WATCHERS_FRESH`).
+        self._watched = True
+        self._checked_at = float("-inf")
 
     def announce(self, app_name: str, *, work: bool, run_goes_on: bool = False) -> None:
         """Send `NOTIFY <channel>, app_name` soon (in the background), on `CHANNEL` when
@@ -251,19 +338,26 @@ class Announcer:
             self._task = asyncio.get_running_loop().create_task(self._send_pending())
 
     async def _send_pending(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._pending:
             notices, self._pending = sorted(self._pending), set()
+            if not self._watched and loop.time() < self._checked_at + _WATCHERS_FRESH:
+                notices = [notice for notice in notices if notice[0] == CHANNEL]
+                if not notices:
+                    continue  # nobody listens to questions: no statement at all
             channels = [channel for channel, _ in notices]
             app_names = [app_name for _, app_name in notices]
+            asked_at = loop.time()
             try:
-                await self._send(ANNOUNCE, {"channels": channels, "app_names": app_names})
+                rows = await self._send(ANNOUNCE, {"channels": channels, "app_names": app_names})
+                self._watched = bool(rows[0][0])
+                self._checked_at = asked_at
             except StoreUnavailableError as error:  # nobody is listening either
                 _log.debug("baton: NOTIFY of %s failed (%s)", app_names, error)
             except Exception:
                 _log.warning("baton: NOTIFY of %s failed", app_names, exc_info=True)
             if self._hurried:
                 continue
-            loop = asyncio.get_running_loop()
             self._pause = pause = loop.create_future()
             loop.call_later(_SPACING, _end_pause, pause)
             await pause
