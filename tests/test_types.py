@@ -309,6 +309,24 @@ def test_event_actions_take_the_reference_s_empty_fields_and_refuse_their_values
         EventActions.model_validate({"requestedAuthConfigs": {"c1": {}}})
 
 
+def test_event_code_written_for_the_reference_reads_its_empty_maps_and_helpers() -> None:
+    event = Event(author="a")
+
+    # As in the reference: {} (code iterates them), yet not written on the wire when empty.
+    assert list(event.actions.requested_tool_confirmations.items()) == []
+    assert event.actions.requested_auth_configs == {}
+    assert event.to_wire()["actions"] == {"stateDelta": {}, "artifactDelta": {}}
+    asked = EventActions(requested_tool_confirmations={"c1": {"hint": "sure?"}})
+    assert asked.to_wire()["requestedToolConfirmations"] == {"c1": {"hint": "sure?"}}
+    fresh = Event.new_id()
+    assert fresh != Event.new_id()
+    assert len(fresh) == len(event.id)
+    assert not event.has_trailing_code_execution_result()
+    ran = types.Part(code_execution_result={"outcome": "OUTCOME_OK", "output": "4"})
+    said = Event(author="a", content=types.ModelContent([types.Part(text="2+2"), ran]))
+    assert said.has_trailing_code_execution_result()
+
+
 def test_usage_exported_by_the_reference_keeps_every_count() -> None:
     # The reference's usage of a Gemini call, as its events carry it on the wire.
     wire = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import re
 import time
@@ -205,6 +206,12 @@ def _refuse_a_value(value: object, info: ValidationInfo) -> None:
 _ReferenceOnly: TypeAlias = Annotated[
     None, BeforeValidator(_refuse_a_value), Field(exclude=True, repr=False)
 ]
+# The same for a field the reference defaults to {} (code reading it gets {} too).
+_ReferenceOnlyMap: TypeAlias = Annotated[
+    dict[str, JsonValue],
+    BeforeValidator(lambda value, info: _refuse_a_value(value, info) or {}),  # pyright: ignore[reportUnknownLambdaType] -- pydantic's validator signature
+    Field(exclude=True, repr=False),
+]
 
 
 class EventActions(StrictWireModel):
@@ -219,11 +226,15 @@ class EventActions(StrictWireModel):
     end_of_agent: bool | None = None
     agent_state: dict[str, JsonValue] | None = None
     route: RouteValue | list[RouteValue] | None = None
-    requested_tool_confirmations: dict[str, JsonValue] | None = None
+    # {} when none was asked, as in the reference (code calls `.items()` on it); left out
+    # of the serialized event then, as before, so stored events do not grow.
+    requested_tool_confirmations: dict[str, JsonValue] = Field(
+        default_factory=dict[str, JsonValue], exclude_if=operator.not_
+    )
     # Set only on the event `Runner.rewind_async` appends: every event from this
     # invocation's first one up to the rewind event no longer counts (`live_events`).
     rewind_before_invocation_id: str | None = None
-    requested_auth_configs: _ReferenceOnly = None
+    requested_auth_configs: _ReferenceOnlyMap = Field(default_factory=dict[str, JsonValue])
     compaction: _ReferenceOnly = None
     # Widgets a client shows beside the event (`render_ui_widget`), in the order rendered.
     render_ui_widgets: list[UiWidget] | None = None
@@ -379,8 +390,8 @@ class Event(WireModel):
         # dict literal merged into the defaults (`{**defaults, ...}`) inserts every key
         # again, ~5k instructions more an event (callgrind); this runs once per node run.
         actions = _copy_dict(_NO_ACTIONS)
-        actions["state_delta"] = {}
-        actions["artifact_delta"] = {}
+        for name in _EMPTY_MAPS:
+            actions[name] = {}
         node_info = _copy_dict(_NO_NODE_INFO)
         node_info["path"] = path
         node_info["run_id"] = run_id
@@ -410,9 +421,10 @@ class Event(WireModel):
         Content, which validation would take as it is. tests/test_types.py checks that the
         result equals the validated construction.
         """
-        actions = assemble(
-            EventActions, {**_NO_ACTIONS, "state_delta": {}, "artifact_delta": {}}, {"state_delta"}
-        )
+        empty = _copy_dict(_NO_ACTIONS)
+        for name in _EMPTY_MAPS:
+            empty[name] = {}
+        actions = assemble(EventActions, empty, {"state_delta"})
         fields = {
             **_NO_FIELDS,
             "id": new_event_id(),
@@ -492,6 +504,17 @@ class Event(WireModel):
         if self.error_code and not self.partial and not self.function_calls:
             return True
         return not self.partial and not self.function_calls and not self.get_function_responses()
+
+    def has_trailing_code_execution_result(self) -> bool:
+        """Whether the content's last part is a code execution's result (the reference's
+        check; baton keeps such parts as a Gemini session recorded them)."""
+        parts = self.content.parts if self.content else None
+        return bool(parts) and parts[-1].code_execution_result is not None  # pyright: ignore[reportOptionalSubscript] -- bool(parts) checked it
+
+    @staticmethod
+    def new_id() -> str:
+        """A fresh event id, as `Event()` draws one."""
+        return new_event_id()
 
     def get_function_calls(self) -> list[FunctionCall]:
         """The function calls in this event's content (the reference's name for
@@ -693,6 +716,13 @@ def assemble(cls: type[_Model], fields: dict[str, Any], fields_set: set[str]) ->
 
 _NO_FIELDS: Final[dict[str, Any]] = dict.fromkeys(Event.model_fields)
 _NO_ACTIONS: Final[dict[str, Any]] = dict.fromkeys(EventActions.model_fields)
+# The EventActions fields whose default is a new empty dict.
+_EMPTY_MAPS: Final = (
+    "state_delta",
+    "artifact_delta",
+    "requested_tool_confirmations",
+    "requested_auth_configs",
+)
 _NO_NODE_INFO: Final[dict[str, Any]] = dict.fromkeys(NodeInfo.model_fields)
 # The fields an output event (`Event.of_output`) and its parts are made with.
 _OUTPUT_SET: Final[frozenset[str]] = frozenset(

@@ -214,7 +214,7 @@ async def test_callback_and_tool_contexts_carry_the_reference_fields() -> None:
         seen["agent"] = reference_fields(callback_context)
         with pytest.raises(ValueError, match="CallbackContext has none; call it from a tool"):
             callback_context.request_confirmation(hint="sure?")
-        assert callback_context.actions.requested_tool_confirmations is None
+        assert callback_context.actions.requested_tool_confirmations == {}  # as the reference
 
     def before_model(callback_context: CallbackContext, llm_request: Any) -> None:
         seen.setdefault("model", reference_fields(callback_context))
