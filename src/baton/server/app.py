@@ -12,7 +12,7 @@ import asyncio
 import platform
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -185,7 +185,7 @@ class _Server:
         )
         return self._forwarding_while(frames)
 
-    async def _forwarding_while(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def _forwarding_while(self, frames: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
         """`frames`, with the store's wake-ups about questions forwarded to the live
         streams while any is live. Only then does this process ask for every change to
         questions: on PostgreSQL, a server with no stream open is not woken by the other
@@ -196,8 +196,9 @@ class _Server:
             self.forwarding = self.spawn(_forward_wakeups(self, self.questions))
         self.watchers += 1
         try:
-            async for frame in frames:
-                yield frame
+            async with aclosing(frames):
+                async for frame in frames:
+                    yield frame
         finally:
             self.watchers -= 1
             if self.watchers == 0:

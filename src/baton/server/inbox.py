@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Final, cast
 
 from pydantic import Field, JsonValue
@@ -144,7 +144,7 @@ async def watch(
     changes: ChangeSignal,
     interval: float,
     stopping: asyncio.Event,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """SSE frames of the view `read()` returns: all of it (in `first_frames`), then what
     changed.
 
