@@ -341,6 +341,20 @@ def test_the_toolset_is_also_read_from_baton_tools() -> None:
     assert baton.tools.McpToolset is McpToolset
 
 
+def test_the_toolset_read_from_baton_tools_is_typed_for_type_checkers(tmp_path: Path) -> None:
+    """Read on first use (a module `__getattr__`, which checkers see as Any), yet typed:
+    pyright sees the class."""
+    user = tmp_path / "user.py"
+    user.write_text(
+        "from baton.tools import McpToolset, MCPToolset\nreveal_type((McpToolset, MCPToolset))\n"
+    )
+    pyright = Path(sys.executable).parent / "pyright"
+    done = subprocess.run(
+        [str(pyright), str(user)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert 'is "tuple[type[McpToolset], type[McpToolset]]"' in done.stdout, done.stdout
+
+
 async def test_the_older_name_mcptoolset_warns_and_works(log: CallLog) -> None:
     with pytest.warns(DeprecationWarning, match="MCPToolset is the older name of McpToolset"):
         toolset = MCPToolset(connection_params=stdio(log), tool_filter=["add"])
