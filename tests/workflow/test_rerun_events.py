@@ -248,3 +248,39 @@ async def test_a_rerun_that_failed_stored_nothing_so_its_retry_replays_the_first
     ]
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
     assert counter.runs == {"parent": 3}
+
+
+async def test_a_prompt_said_before_each_new_question_of_its_own_is_stored_each_time(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """A node that goes through its questions, saying the same prompt before each: a rerun
+    that asks a new question where the earlier execution asked says anew what it said
+    before asking (the reference shows it before each question too: nothing can tell a
+    prompt from a greeting there, and a message said twice is better than one lost); a
+    rerun that goes past its last question, answered, replays what it said before."""
+
+    @node(rerun_on_resume=True)
+    async def form(ctx: Context) -> Any:
+        yield Event(message="Welcome")
+        for i in range(2):
+            if f"q{i}" in ctx.resume_inputs:
+                continue
+            yield Event(message="Please answer the next question.")
+            yield RequestInput(interrupt_id=f"q{i}", message=f"question {i}")
+            return
+        yield f"answers {[ctx.resume_inputs[f'q{i}'] for i in range(2)]}"
+
+    root = Workflow(name="wf", edges=[("START", form, done)])
+
+    calls, session = await run_through(stores, root, resumable, ("q0", "a"), ("q1", "b"))
+
+    prompt = ("form", "Please answer the next question.")
+    assert [shown(c) for c in calls] == [
+        [("form", "Welcome"), prompt, ("form", "asks ['q0']")],
+        [("form", "Welcome"), prompt, ("form", "asks ['q1']")],
+        [
+            ("form", {"output": "answers ['a', 'b']"}),
+            ("done", {"output": "done answers ['a', 'b']"}),
+        ],
+    ]
+    assert shown(session) == [item for c in calls for item in shown(c)]

@@ -119,9 +119,10 @@ class RunRecord:
     # stopped at a child still waiting for output (`run_node(..., raise_on_wait=True)`).
     waits_for_output: bool = False
     # A run that waits and executes again on resume (`rerun_on_resume`): what its code
-    # yielded so far, in order, as digests of what each event says (questions left out:
-    # they are known by their ids). Its next execution, from the top, yields them again:
-    # those are replays, which the session holds already (see `baton.workflow.execution`).
+    # yielded so far, in order, as digests of what each event says ("?" where it asked a
+    # question of its own: questions are known by their ids). Its next execution, from the
+    # top, yields them again: those are replays, which the session holds already (see
+    # `baton.workflow.execution`).
     yielded: list[str] = field(default_factory=list)
 
     @classmethod

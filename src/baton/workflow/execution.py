@@ -76,6 +76,9 @@ state; set for the runs of nodes that only schedule children, see `_execute`).""
 
 Finish = Callable[[RunRecord], None]
 
+_ASKED: Final = "?"
+"""In `RunRecord.yielded`: the run asked a question of its own there (no digest is "?")."""
+
 
 def event_author(node: Node) -> str:
     """The author of the events the engine makes for `node`'s runs.
@@ -447,32 +450,50 @@ class _Collector:
     def drop_replayed(self, earlier: list[str]) -> int:
         """Leave out the events that replay what the run's earlier executions yielded
         (`RunRecord.yielded`): the same event at the same place, counted from the first,
-        up to the first that differs; everything from there on is new. Return how many
-        of `earlier` were replayed.
+        up to the first that differs; everything from there on is new. Return how far
+        into `earlier` the replay went.
+
+        Where the run asked a question of its own (`_ASKED`), it paused: what it said
+        before is a replay once this execution goes past that place (the question was
+        answered), but said anew when it asks a new question there instead, as a loop
+        that prompts before each of its questions does (the reference shows the prompt
+        before each one too).
 
         The events' effects on the run (its output, route and state) were taken as they
         came; the session holds them already from the execution that yielded them first.
         """
         replayed, matching = 0, True
-        kept: list[Event] = []
-        for event in self.events:
-            if event.long_running_tool_ids:
-                kept.append(event)  # a question: one already asked is not yielded again
-                continue
+        dropped: list[int] = []  # indexes of the replays
+        passed = 0  # `dropped` and `replayed` at the last place asked that it went past
+        passed_at = 0
+        for index, event in enumerate(self.events):
+            asks = bool(event.long_running_tool_ids)
+            if matching and replayed < len(earlier) and earlier[replayed] == _ASKED:
+                if asks:  # a new question where it asked before: said since then is new
+                    del dropped[passed:]
+                    replayed, matching = passed_at, False
+                else:
+                    while replayed < len(earlier) and earlier[replayed] == _ASKED:
+                        replayed += 1
+                    passed, passed_at = len(dropped), replayed
+            if asks:
+                continue  # a question: one already asked is not yielded again
             if matching and replayed < len(earlier) and _said(event) == earlier[replayed]:
+                dropped.append(index)
                 replayed += 1
                 continue
             matching = False
-            kept.append(event)
-        self.events = kept
+        if dropped:
+            left_out = set(dropped)
+            self.events = [e for i, e in enumerate(self.events) if i not in left_out]
         return replayed
 
     def said(self, earlier: list[str], replayed: int) -> list[str]:
         """What the run's code yielded until now (see `RunRecord.yielded`): the replayed
-        part of `earlier`, then what this execution's events say, questions left out."""
+        part of `earlier`, then what this execution's events say (`_ASKED` for a question)."""
         return [
             *earlier[:replayed],
-            *(_said(event) for event in self.events if not event.long_running_tool_ids),
+            *(_ASKED if event.long_running_tool_ids else _said(event) for event in self.events),
         ]
 
     def parts(self) -> StepParts:
