@@ -62,10 +62,12 @@ async def block(ctx: Context, node_input: str) -> str:
             time.sleep(0.05)
         _note("woke", session)
     else:
+        # Commit only once the stalled holder's commit was refused (the test writes the
+        # file when that holder's reply says so): until then, the two race on the token.
+        refused = LOG.with_name(f"refused-{session}")
         given_up = time.monotonic() + 40
-        while not _ran("woke", session) and time.monotonic() < given_up:
+        while not refused.exists() and time.monotonic() < given_up:
             await asyncio.sleep(0.05)
-        await asyncio.sleep(1)  # the stalled holder tries its commits meanwhile
     return f"block by {os.getpid()}"
 
 
@@ -125,11 +127,12 @@ async def test_a_stalled_holder_commits_nothing_after_another_took_its_run(
                 "newMessage": {"role": "user", "parts": [{"text": "go"}]},
             }
             reply = await client.post("/run", json=body, timeout=WITHIN * 3)
-            key = SessionKey(APP, "u", SessionId(session))
-            await _completed(store, key)
             # The stalled process is awake again and serving: its run's reply tells it lost.
             assert reply.status_code == 409, reply.text
             assert reply.json()["error"] == "LeaseLostError", reply.text
+            (log.parent / f"refused-{session}").touch()  # the taker's `block` may finish
+            key = SessionKey(APP, "u", SessionId(session))
+            await _completed(store, key)
             loaded = await store.get_session(key)
             assert loaded is not None
     finally:

@@ -84,6 +84,12 @@ class Live:
     client: httpx.AsyncClient
     service: BaseSessionService
     app: FastAPI | None = None
+    server: uvicorn.Server | None = None
+
+    def connections(self) -> int:
+        """How many connections the server holds open (accepted, not yet closed)."""
+        assert self.server is not None
+        return len(self.server.server_state.connections)
 
     async def create(self, app: str, user: str, **body: JsonValue) -> str:
         r = await self.client.post(f"/apps/{app}/users/{user}/sessions", json=body)
@@ -237,7 +243,7 @@ class Servers:
         )
         serving = await serve(app, limits, parser)
         client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10, verify=_TLS)
-        live = Live(serving.url, client, service, app)
+        live = Live(serving.url, client, service, app, serving.server)
         self.stack.append((serving, live, app))
         return live
 

@@ -29,8 +29,12 @@ def first(node_input):
 
 async def slow(node_input):
     (HERE / "slow.log").open("a").write("ran\\n")
-    while not (HERE / "go").exists():
-        await asyncio.sleep(0.02)
+    try:
+        while not (HERE / "go").exists():
+            await asyncio.sleep(0.02)
+    except asyncio.CancelledError:
+        (HERE / "cancelled.log").open("a").write("ran\\n")
+        raise
     return "two"
 
 def last(node_input):
@@ -92,8 +96,10 @@ def _stopped_then_resumed(folder: Path, client: httpx.Client) -> None:
         ),
         "the run to be sealed",
     )
+    # The slow node was cancelled, not left waiting: once `go` exists, nothing of the first
+    # run is left to finish it and run `last`.
+    _wait_for(lambda: _runs(folder, "cancelled") == 1, "the slow node to be cancelled")
     (folder / "go").touch()
-    time.sleep(0.3)  # a run still going would now finish its slow node and run `last`
     assert _runs(folder, "last") == 0
     events = client.get(_SESSION).json()["events"]
     assert [e["output"] for e in events if "output" in e] == ["one"]
@@ -101,7 +107,7 @@ def _stopped_then_resumed(folder: Path, client: httpx.Client) -> None:
     resumed = client.post("/run", json={**by_id, "invocationId": events[0]["invocationId"]})
     assert resumed.status_code == 200, resumed.text
     assert [e["output"] for e in resumed.json() if "output" in e] == ["two", "three"]
-    assert (_runs(folder, "first"), _runs(folder, "slow"), _runs(folder, "last")) == (1, 2, 1)
+    assert [_runs(folder, node) for node in ("first", "slow", "cancelled", "last")] == [1, 2, 1, 1]
 
 
 def test_a_client_leaving_run_sse_stops_the_run_resumable_by_id(tmp_path: Path) -> None:

@@ -141,19 +141,28 @@ def test_bodies_that_are_not_json_stay_as_sent() -> None:
     assert repair_trailing_commas(b"{nope,}") == b"{nope,}"
 
 
-async def slow(node_input: Any) -> str:
-    await asyncio.sleep(0.3)
-    return "slow but done"
-
-
 async def test_a_slow_node_keeps_its_stream_alive_with_comments(start_live: StartLive) -> None:
+    kept_alive = asyncio.Event()  # the client read a keepalive comment
+
+    async def slow(node_input: Any) -> str:
+        # Slow until the stream has carried a keepalive (the server runs in this loop),
+        # so the comment is sent on a loaded machine too; none in 10 s fails the run.
+        async with asyncio.timeout(10):
+            await kept_alive.wait()
+        return "slow but done"
+
     app = App(name="slow", root_agent=Workflow(name="slow_wf", edges=[("START", slow)]))
     live: Live = await start_live(apps=[app], keepalive=0.05)
     sid = await live.create("slow", "u")
     message: JsonValue = {"role": "user", "parts": [{"text": "go"}]}
     body = {"appName": "slow", "userId": "u", "sessionId": sid, "newMessage": message}
+    lines: list[str] = []
     async with live.client.stream("POST", "/run_sse", json=body) as response:
         assert response.status_code == 200  # sent before the slow node finished
-        lines = [line async for line in response.aiter_lines() if line]
+        async for line in response.aiter_lines():
+            if line == ": keepalive":
+                kept_alive.set()
+            if line:
+                lines.append(line)
     assert ": keepalive" in lines
     assert json.loads(lines[-1].removeprefix("data: "))["output"] == "slow but done"

@@ -7,7 +7,6 @@ import logging
 import os
 import signal
 import threading
-import time
 from collections.abc import Generator, Iterator
 from contextvars import ContextVar
 
@@ -17,6 +16,7 @@ from baton import Context, Event, FunctionNode, RetryConfig, Workflow
 from baton.errors import NodeTimeoutError
 from baton.threads import SyncSteps, run_sync
 from baton.tools import FunctionTool, ToolContext
+from baton.workflow import loopwatch
 from baton.workflow.loopwatch import THRESHOLD_ENV, watch_loop
 from tests.harness import MakeHarness, outputs
 
@@ -198,12 +198,48 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "baton"]
 
 
+class Looks:
+    """Counts the looks the watch of one event loop takes at it (a spy wrapped around
+    the watch's check, which runs as before): a test that expects no warning waits for
+    looks, so it cannot pass because the watch never looked."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self._changed = threading.Condition()
+        look = loopwatch._Watch._look  # pyright: ignore[reportPrivateUsage] -- the spy's target
+
+        def counted(watch: loopwatch._Watch) -> bool:  # pyright: ignore[reportPrivateUsage] -- as above
+            looking = look(watch)
+            if watch._loop() is loop:  # pyright: ignore[reportPrivateUsage] -- as above
+                with self._changed:
+                    self.count += 1
+                    self._changed.notify_all()
+            return looking
+
+        monkeypatch.setattr(loopwatch._Watch, "_look", counted)  # pyright: ignore[reportPrivateUsage] -- as above
+
+    def wait(self, more: int) -> None:
+        """Block until the watch has looked `more` times after now (10 s at most)."""
+        with self._changed:
+            target = self.count + more
+            assert self._changed.wait_for(
+                lambda: self.count >= target, timeout=10
+            ), f"the watch looked {self.count} times, not {target}"
+
+
 async def test_an_async_node_blocking_the_loop_is_named_once_while_it_blocks(
-    make_harness: MakeHarness, caplog: pytest.LogCaptureFixture, warned: threading.Event
+    make_harness: MakeHarness,
+    caplog: pytest.LogCaptureFixture,
+    warned: threading.Event,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    looks = Looks(asyncio.get_running_loop(), monkeypatch)
+
     async def hogs() -> str:
         noticed = warned.wait(timeout=10)  # blocks the loop until the watch speaks up
-        time.sleep(0.3)  # noqa: ASYNC251 -- the same stall goes on: no second warning
+        # The same stall goes on while the watch looks four more times, each time past the
+        # threshold: a watch warning at every look would warn again.
+        looks.wait(4)
         return "noticed" if noticed else "unnoticed"
 
     h = await make_harness(Workflow(name="wf", edges=[("START", hogs)]))
@@ -254,14 +290,21 @@ async def test_the_innermost_node_run_blocking_the_loop_is_named(make_harness: M
 
 
 async def test_runs_that_do_not_block_produce_no_warning(
-    make_harness: MakeHarness, caplog: pytest.LogCaptureFixture, warned: threading.Event
+    make_harness: MakeHarness,
+    caplog: pytest.LogCaptureFixture,
+    warned: threading.Event,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    looks = Looks(asyncio.get_running_loop(), monkeypatch)
+    # Each node lasts eight looks of the watch (at least 0.175 s, past the 0.1 s threshold),
+    # so a watch that timed nodes instead of the loop's heartbeat would warn.
+
     async def polite() -> str:
-        await asyncio.sleep(0.4)
+        await asyncio.to_thread(looks.wait, 8)
         return "ok"
 
     def sleepy() -> str:
-        time.sleep(0.4)  # a plain node: in a thread, the loop is free
+        looks.wait(8)  # a plain node: in a thread, the loop is free
         return "ok"
 
     h = await make_harness(Workflow(name="wf", edges=[("START", polite, sleepy)]))
