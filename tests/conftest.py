@@ -212,6 +212,15 @@ def store(stores: StoreFactory) -> Store:
     return stores.open()
 
 
+def own_loop() -> asyncio.Runner:
+    """A runner on an event loop of its own, for a sync test that runs async code: like
+    `asyncio.run`, but it leaves the thread's current loop (the one pytest-asyncio set
+    after an async test, and closes) in place. `asyncio.run` would put its own there and
+    drop that one unclosed: its self-pipe, a Unix socket, then warned unclosed in
+    whichever later test the garbage collector ran in."""
+    return asyncio.Runner(loop_factory=asyncio.new_event_loop)
+
+
 def sqlite_url(tmp_path: Path) -> str:
     """The URL of a new SQLite file in `tmp_path`."""
     return f"sqlite+aiosqlite:///{tmp_path / f'baton-{uuid.uuid4().hex[:8]}.db'}"
@@ -412,11 +421,3 @@ def log(tmp_path: Path) -> CallLog:
     from tests.tools.mcp_servers import CallLog
 
     return CallLog(tmp_path / "calls.log")
-
-
-@pytest.fixture
-def sdk_pipes_collected() -> Iterator[None]:
-    """For MCP tests (their `MCP_TESTS` marks ask for it): see `collect_sdk_pipes`."""
-    from tests.tools.mcp_servers import collect_sdk_pipes
-
-    yield from collect_sdk_pipes()

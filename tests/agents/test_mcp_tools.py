@@ -7,7 +7,6 @@ the server processes."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -22,18 +21,16 @@ from baton.tools.fencing import FENCE_BEGIN, FENCE_END, FENCE_NOTE
 from baton.tools.mcp_tool import McpToolset, StreamableHTTPConnectionParams
 from baton.types import Blob, Content, FunctionCall, FunctionDeclaration, Part
 from tests.agents.conftest import MakeRunner
+from tests.conftest import own_loop
 from tests.harness import asked, attach_harness
 from tests.models.chat_server import ChatServer, completion
 from tests.tools.mcp_servers import (
-    MCP_TESTS,
     CallLog,
     is_running,
     result,
     serve_http,
     stdio,
 )
-
-pytestmark = MCP_TESTS
 
 
 def assistant(model: OpenAiModel, *toolsets: McpToolset) -> LlmAgent:
@@ -178,7 +175,8 @@ def test_the_sync_runner_and_another_event_loop_share_a_toolset(log: CallLog) ->
         assert reply([e async for e in run]) == "3 again"
         await runner.close()
 
-    asyncio.run(again())
+    with own_loop() as another:
+        another.run(again())
     assert log.calls() == ['add {"a": 1, "b": 2}', 'add {"a": 1, "b": 2}']
     assert len(log.pids()) == 2
     assert not any(is_running(p) for p in log.pids())
@@ -252,4 +250,5 @@ def test_use_mcp_resources_lets_the_model_load_the_servers_resources(log: CallLo
         for e in stored.events
         if e.content
     )
-    asyncio.run(runner.close())
+    with own_loop() as loop:
+        loop.run(runner.close())

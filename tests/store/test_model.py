@@ -6,7 +6,6 @@ share the test's database without seeing each other's rows.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from baton.sessions.memory import MemoryStore
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InterruptStatus, Lease, SessionKey, Store, strip_temp_state
 from baton.types import InvocationId, SessionId
-from tests.conftest import FakeClock, StoreFactory
+from tests.conftest import FakeClock, StoreFactory, own_loop
 from tests.store.builders import USER, event, question, step
 
 T = TypeVar("T")
@@ -82,7 +81,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.loop = asyncio.Runner()
+        self.loop = own_loop()
         self.clock = clock = FakeClock()
         url = self.database_url
         self.store: Store = MemoryStore(clock=clock) if url is None else SqlStore(url, clock=clock)

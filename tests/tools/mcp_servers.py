@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import gc
 import os
 import shutil
 import subprocess
@@ -16,36 +15,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from pydantic import JsonValue
 
 from baton.tools.mcp_tool import StdioConnectionParams, StdioServerParameters
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 FORKS = Path(__file__).with_name("mcp_forks.py")
-
-SDK_PIPE_LEAK = (
-    r"ignore:Exception ignored in. <socket\.socket fd=-?[0-9]+, family=1"
-    ":pytest.PytestUnraisableExceptionWarning"
-)
-"""The filter for what the MCP SDK's stdio transport (mcp 2.3.0) sometimes leaves behind
-when a server process ends: a pipe (a Unix socket) for the garbage collector, which
-reports it unclosed. Only Unix sockets: any other leak still fails the test."""
-
-MCP_TESTS = [
-    pytest.mark.filterwarnings(SDK_PIPE_LEAK),
-    pytest.mark.usefixtures("sdk_pipes_collected"),
-]
-"""The marks of a module of MCP tests (its `pytestmark`): the SDK's pipe leak filtered,
-and collected at the end of the test that made it (the fixture, in tests/conftest.py),
-not reported in whichever later test the garbage collector happens to run in."""
-
-
-def collect_sdk_pipes() -> Iterator[None]:
-    """The body of the `sdk_pipes_collected` fixture: after the test, collect what its
-    MCP sessions left."""
-    yield
-    gc.collect()
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,7 @@ from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
 from tests.tools import mcp_crash_child
-from tests.tools.mcp_servers import MCP_TESTS, CallLog, serve_http
-
-pytestmark = MCP_TESTS
+from tests.tools.mcp_servers import CallLog, serve_http
 
 
 def child(db_url: str, mcp_url: str, action: str) -> int:

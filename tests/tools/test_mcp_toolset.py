@@ -57,15 +57,12 @@ from baton.tools.mcp_tool.sdk import dump, field, mcp_types
 from baton.types import FunctionDeclaration
 from baton.ui_widget import UiWidget
 from tests.tools.mcp_servers import (
-    MCP_TESTS,
     CallLog,
     is_running,
     result,
     serve_http,
     stdio,
 )
-
-pytestmark = MCP_TESTS
 
 
 @pytest.fixture(scope="module")
