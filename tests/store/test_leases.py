@@ -13,7 +13,7 @@ from baton.errors import InvocationBusyError, InvocationNotFoundError, LeaseLost
 from baton.sessions.store import InvocationStatus, Lease, SessionKey, Store
 from baton.types import InterruptId, InvocationId
 from tests.conftest import FakeClock, StoreFactory
-from tests.store.builders import event, question, snapshot, step
+from tests.store.builders import event, question, snapshot, step, texts
 
 INV = InvocationId("inv-1")
 TTL = timedelta(seconds=30)
@@ -197,6 +197,30 @@ async def test_a_commit_under_a_lost_lease_lands_nothing(
     fresh = step(session, INV, 1, events=(event("new holder", invocation_id=INV),))
     fresh.lease = current
     assert await store.commit_step(fresh) == 2
+
+
+# A running node's step under its lease: one event, a checkpoint, nothing asked or
+# ended (on PostgreSQL a plain step's statement), with and without a state change.
+@pytest.mark.parametrize("state", [{"k": 1, "temp:scratch": 2}, {"temp:scratch": 2}, None])
+async def test_a_step_under_its_lease_lands_its_state_change(
+    store: Store, state: dict[str, JsonValue] | None
+) -> None:
+    session = await _session(store)
+    lease = await _start(store, session)
+
+    commit = step(session, INV, 1, events=(event("out", invocation_id=INV),), state=state)
+    commit.checkpoint = {"at": 1}
+    commit.lease = lease
+    assert await store.commit_step(commit) == 2
+
+    found = await store.get_session(session)
+    assert found is not None
+    assert found.state == ({"k": 1} if state and "k" in state else {})
+    assert texts(found.events) == ["out"]
+    invocation = await store.load_invocation(session, INV)
+    assert invocation is not None
+    assert (invocation.version, invocation.checkpoint) == (2, {"at": 1})
+    assert await store.holder(INV) == lease
 
 
 async def test_release_frees_the_lease_and_ignores_a_lost_one(

@@ -34,7 +34,7 @@ from baton.sessions.sql.listener import CHANNEL, PostgresListener
 from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
 from baton.sessions.sql.schema import session_in_apps, sessions
-from baton.sessions.sql.step import SessionKeys, fits_one_statement, step_at_once, write_step
+from baton.sessions.sql.step import SessionKeys, one_statement_step, write_step
 from baton.sessions.sql.writes import CLAIM_LOADED, RELEASE_LEASE
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.sessions.wakeups import Wakeups
@@ -118,7 +118,7 @@ class PostgresDialect(ReturningStatements):
         return ANSWERING
 
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
-        return step_at_once(commit, now) if fits_one_statement(commit) else None
+        return one_statement_step(commit, now)
 
     @property
     def release_statement(self) -> OneStatement:

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar, TypeVarTuple, final
 
@@ -371,14 +371,17 @@ class PostgresExecutor:
         async with self._autocommit.connect() as connection:
             return await connection.run_sync(fn, *args)
 
-    async def one(
+    def one(
         self, statement: OneStatement, params: Mapping[str, Any], *, write: bool
-    ) -> list[tuple[Any, ...]]:
-        """The statement on one of the store's own asyncpg connections, prepared there."""
+    ) -> Coroutine[Any, Any, list[tuple[Any, ...]]]:
+        """The statement on one of the store's own asyncpg connections, prepared there.
+
+        Speed: a plain function handing back `fetch`'s coroutine, not a coroutine of its
+        own awaiting it: one frame fewer to start, resume and finish on every step."""
         del write  # one statement is its own transaction either way
         if isinstance(statement, UpdateReturning):
             statement = statement.with_returning
-        return await self._direct.fetch(statement, params)
+        return self._direct.fetch(statement, params)
 
     async def close(self) -> None:
         """Close the direct connections and dispose of the engine's pool."""

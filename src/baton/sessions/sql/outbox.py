@@ -48,7 +48,12 @@ _IN_COLUMNS = frozenset(("id", "createdAt"))
 
 def stored_body(notification: Notification) -> dict[str, JsonValue]:
     """What a notification's row keeps in its `body` column (see `_IN_COLUMNS`)."""
-    return {k: v for k, v in notification.body.items() if k not in _IN_COLUMNS}
+    # A copy less the two keys, in its order: a comprehension tested every key in Python
+    # (about 90 bytecodes a notification, two on every resume).
+    body = dict(notification.body)
+    for name in _IN_COLUMNS:
+        body.pop(name, None)
+    return body
 
 
 def record_notifications(
