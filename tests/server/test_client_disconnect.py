@@ -8,37 +8,44 @@ from __future__ import annotations
 import json
 import socket
 import time
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+from pydantic import JsonValue
 
 from tests.server.processes import BATON, serving
 
 _AGENT = """
 import asyncio
 from pathlib import Path
-from baton import App, ResumabilityConfig, Workflow
+from baton import App, Context, ResumabilityConfig, Workflow
 
 HERE = Path(__file__).parent
 
-def first(node_input):
-    (HERE / "first.log").open("a").write("ran\\n")
+def _note(ctx, name):
+    (HERE / f"{ctx.session.id}.{name}.log").open("a").write("ran\\n")
+
+def first(ctx: Context, node_input):
+    _note(ctx, "first")
     return "one"
 
-async def slow(node_input):
-    (HERE / "slow.log").open("a").write("ran\\n")
+async def slow(ctx: Context, node_input):
+    _note(ctx, "slow")
     try:
-        while not (HERE / "go").exists():
+        while not (HERE / f"{ctx.session.id}.go").exists():
             await asyncio.sleep(0.02)
     except asyncio.CancelledError:
-        (HERE / "cancelled.log").open("a").write("ran\\n")
+        _note(ctx, "cancelled")
         raise
     return "two"
 
-def last(node_input):
-    (HERE / "last.log").open("a").write("ran\\n")
+def last(ctx: Context, node_input):
+    _note(ctx, "last")
     return "three"
 
 app = App(
@@ -49,9 +56,30 @@ app = App(
 """
 
 
-def _runs(folder: Path, name: str) -> int:
-    log = folder / f"{name}.log"
-    return len(log.read_text().splitlines()) if log.exists() else 0
+@dataclass(frozen=True)
+class Steps:
+    """The module's server of the `steps` app (each node notes its runs in a file per
+    session in the app's folder) and a session of this test's on it."""
+
+    folder: Path
+    url: str
+    client: httpx.Client
+    session: str
+
+    def runs(self, node: str) -> int:
+        log = self.folder / f"{self.session}.{node}.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    @property
+    def body(self) -> dict[str, JsonValue]:
+        message: JsonValue = {"role": "user", "parts": [{"text": "go"}]}
+        return {"appName": "steps", "userId": "u", "sessionId": self.session, "newMessage": message}
+
+    def events(self) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = self.client.get(
+            f"/apps/steps/users/u/sessions/{self.session}"
+        ).json()["events"]
+        return events
 
 
 def _wait_for(condition: object, what: str) -> None:
@@ -61,80 +89,75 @@ def _wait_for(condition: object, what: str) -> None:
         time.sleep(0.02)
 
 
-_BODY = {
-    "appName": "steps",
-    "userId": "u",
-    "sessionId": "s1",
-    "newMessage": {"role": "user", "parts": [{"text": "go"}]},
-}
-_SESSION = "/apps/steps/users/u/sessions/s1"
-
-
-@contextmanager
-def _steps_server(tmp_path: Path) -> Iterator[tuple[Path, str, httpx.Client]]:
-    """A real server of the `steps` app on a SQLite file, its session s1 created: the
-    app's folder, the server's URL and a client."""
-    folder = tmp_path / "agents" / "steps"
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, httpx.Client]]:
+    """A real server of the `steps` app on a SQLite file, for the module's tests (starting
+    one takes seconds): the app's folder, the server's URL and a client."""
+    root = tmp_path_factory.mktemp("disconnect")
+    folder = root / "agents" / "steps"
     folder.mkdir(parents=True)
     (folder / "agent.py").write_text(_AGENT)
-    args = [str(BATON), "api_server", str(tmp_path / "agents"), "--port", "0"]
+    args = [str(BATON), "api_server", str(root / "agents"), "--port", "0"]
     with (
-        serving([*args, "--db", str(tmp_path / "s.db")]) as url,
+        serving([*args, "--db", str(root / "s.db")]) as url,
         httpx.Client(base_url=url) as client,
     ):
-        client.post("/apps/steps/users/u/sessions", json={"sessionId": "s1"}).raise_for_status()
         yield folder, url, client
 
 
-def _stopped_then_resumed(folder: Path, client: httpx.Client) -> None:
+@pytest.fixture
+def steps(server: tuple[Path, str, httpx.Client]) -> Steps:
+    """A new session of the test's on the module's server."""
+    folder, url, client = server
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    client.post("/apps/steps/users/u/sessions", json={"sessionId": session}).raise_for_status()
+    return Steps(folder, url, client, session)
+
+
+def _stopped_then_resumed(steps: Steps) -> None:
     """The client has left while `slow` ran: the run is sealed, `last` never runs, and
     a call by the run's id runs `slow` again and `last` once."""
     _wait_for(
-        lambda: any(
-            e.get("errorCode") == "INVOCATION_ABORTED"
-            for e in client.get(_SESSION).json()["events"]
-        ),
+        lambda: any(e.get("errorCode") == "INVOCATION_ABORTED" for e in steps.events()),
         "the run to be sealed",
     )
     # The slow node was cancelled, not left waiting: once `go` exists, nothing of the first
     # run is left to finish it and run `last`.
-    _wait_for(lambda: _runs(folder, "cancelled") == 1, "the slow node to be cancelled")
-    (folder / "go").touch()
-    assert _runs(folder, "last") == 0
-    events = client.get(_SESSION).json()["events"]
+    _wait_for(lambda: steps.runs("cancelled") == 1, "the slow node to be cancelled")
+    (steps.folder / f"{steps.session}.go").touch()
+    assert steps.runs("last") == 0
+    events = steps.events()
     assert [e["output"] for e in events if "output" in e] == ["one"]
-    by_id = {"appName": "steps", "userId": "u", "sessionId": "s1"}
-    resumed = client.post("/run", json={**by_id, "invocationId": events[0]["invocationId"]})
+    by_id = {"appName": "steps", "userId": "u", "sessionId": steps.session}
+    resumed = steps.client.post("/run", json={**by_id, "invocationId": events[0]["invocationId"]})
     assert resumed.status_code == 200, resumed.text
     assert [e["output"] for e in resumed.json() if "output" in e] == ["two", "three"]
-    assert [_runs(folder, node) for node in ("first", "slow", "cancelled", "last")] == [1, 2, 1, 1]
+    assert [steps.runs(node) for node in ("first", "slow", "cancelled", "last")] == [1, 2, 1, 1]
 
 
-def test_a_client_leaving_run_sse_stops_the_run_resumable_by_id(tmp_path: Path) -> None:
-    with _steps_server(tmp_path) as (folder, _, client):
-        with client.stream("POST", "/run_sse", json=_BODY) as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data:") and json.loads(line[5:]).get("output") == "one":
-                    break
-            _wait_for(lambda: _runs(folder, "slow") == 1, "the slow node to start")
-        # The connection is closed: the run stops; the slow node is cancelled.
-        _stopped_then_resumed(folder, client)
+def test_a_client_leaving_run_sse_stops_the_run_resumable_by_id(steps: Steps) -> None:
+    with steps.client.stream("POST", "/run_sse", json=steps.body) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("output") == "one":
+                break
+        _wait_for(lambda: steps.runs("slow") == 1, "the slow node to start")
+    # The connection is closed: the run stops; the slow node is cancelled.
+    _stopped_then_resumed(steps)
 
 
-def test_a_client_leaving_run_stops_the_run_resumable_by_id(tmp_path: Path) -> None:
+def test_a_client_leaving_run_stops_the_run_resumable_by_id(steps: Steps) -> None:
     """`/run` (no stream) too: a client whose connection closes before the reply stops
     the run; it continues by its id."""
-    with _steps_server(tmp_path) as (folder, url, client):
-        # /run replies only when the run ends: a raw connection sends the request, waits
-        # for the slow node to start, and closes without reading a reply.
-        address = httpx.URL(url)
-        payload = json.dumps(_BODY).encode()
-        request = (
-            f"POST /run HTTP/1.1\r\nHost: {address.host}\r\nContent-Type: application/json"
-            f"\r\nContent-Length: {len(payload)}\r\n\r\n"
-        ).encode() + payload
-        port = address.port or 80
-        with socket.create_connection((address.host, port), timeout=20) as leaving:
-            leaving.sendall(request)
-            _wait_for(lambda: _runs(folder, "slow") == 1, "the slow node to start")
-        _stopped_then_resumed(folder, client)
+    # /run replies only when the run ends: a raw connection sends the request, waits
+    # for the slow node to start, and closes without reading a reply.
+    address = httpx.URL(steps.url)
+    payload = json.dumps(steps.body).encode()
+    request = (
+        f"POST /run HTTP/1.1\r\nHost: {address.host}\r\nContent-Type: application/json"
+        f"\r\nContent-Length: {len(payload)}\r\n\r\n"
+    ).encode() + payload
+    port = address.port or 80
+    with socket.create_connection((address.host, port), timeout=20) as leaving:
+        leaving.sendall(request)
+        _wait_for(lambda: steps.runs("slow") == 1, "the slow node to start")
+    _stopped_then_resumed(steps)
