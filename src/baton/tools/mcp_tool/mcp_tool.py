@@ -134,12 +134,6 @@ class McpTool(BaseTool):
             if isinstance(uri, str) and uri.startswith("ui://"):
                 return uri
         return None
-        ui = meta.get("ui")  # pyright: ignore[reportUnknownMemberType] -- the server's JSON
-        nested = ui.get("resourceUri") if isinstance(ui, dict) else None  # pyright: ignore[reportUnknownMemberType] -- likewise
-        for uri in (nested, meta.get("ui/resourceUri")):  # pyright: ignore[reportUnknownMemberType] -- likewise
-            if isinstance(uri, str) and uri.startswith("ui://"):
-                return uri
-        return None
 
     def declaration(self) -> FunctionDeclaration:
         """The server's name (with the toolset's prefix), description and input schema."""
