@@ -376,11 +376,14 @@ class Event(WireModel):
         run_id: str,
         output_for: list[str] | None = None,
         branch: str | None = None,
+        state_delta: dict[str, JsonValue] | None = None,
+        artifact_delta: dict[str, int] | None = None,
     ) -> Event:
         """The event carrying a node run's output, as the engine makes it (once per node run).
 
         `output_for` is the runs the output stands for (`[path]` if not given), `branch`
-        the conversation branch it is on (None: the root).
+        the conversation branch it is on (None: the root), `state_delta` and
+        `artifact_delta` its actions' (taken as they are, the event's own; none: empty).
 
         Assembled without validation, at half the cost of `Event(...)`: `output` must
         already be JSON (`to_json_value`). tests/test_types.py checks that the result
@@ -392,6 +395,10 @@ class Event(WireModel):
         actions = _copy_dict(_NO_ACTIONS)
         for name in _EMPTY_MAPS:
             actions[name] = {}
+        if state_delta is not None:
+            actions["state_delta"] = state_delta
+        if artifact_delta is not None:
+            actions["artifact_delta"] = artifact_delta
         node_info = _copy_dict(_NO_NODE_INFO)
         node_info["path"] = path
         node_info["run_id"] = run_id

@@ -330,9 +330,12 @@ class DynamicRuns:
 
     @staticmethod
     def _next_number(state: WorkflowState, name: str) -> int:
-        taken = {c.key for c in state.calls}
-        number = 1 + sum(1 for c in state.calls if not c.named and c.key.rpartition("@")[0] == name)
-        while f"{name}@{number}" in taken:  # a NodeRunner's run of it took the number
+        """One past the node's unnamed calls so far, or the next number none of its calls
+        holds (a NodeRunner's run of it, or a call given that run id, took it)."""
+        mine = [c for c in state.calls if c.key.rpartition("@")[0] == name]
+        number = 1 + sum(1 for c in mine if not c.named)
+        taken = {c.key for c in mine}  # the node's keys only, not every call's
+        while f"{name}@{number}" in taken:
             number += 1
         return number
 

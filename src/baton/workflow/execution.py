@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, cast
 
 from pydantic import JsonValue
@@ -138,7 +138,7 @@ async def complete_with_answers(
     await invocation.commit(StepParts(events=(event,), joinable=True), mutate)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Collector:
     """Normalizes what a node yields and keeps it until the step commits."""
 
@@ -151,20 +151,40 @@ class _Collector:
     # through its properties (a call or two each, several a run). None: it can make none.
     invocation: InvocationContext
     children: DynamicRuns | None
-    # Plain `list`/`dict` factories: calling an alias like `list[str]` costs 10x, every step.
-    events: list[Event] = field(default_factory=list)
-    opened: list[Interrupt] = field(default_factory=list)
-    has_output: bool = False
+    events: list[Event]
+    opened: list[Interrupt]
+    has_output: bool
     # The route the last event the node yielded with one carried (a route set on ctx
     # after it, or without one, needs an event of its own).
-    carried_route: RouteValue | list[RouteValue] | None = None
+    carried_route: RouteValue | list[RouteValue] | None
+
+    def __init__(
+        self,
+        node: Node,
+        ctx: Context,
+        record: RunRecord,
+        invocation: InvocationContext,
+        children: DynamicRuns | None,
+    ) -> None:
+        # Written out (one is made for every node run): the generated __init__ tests each
+        # default's sentinel and calls the list factories.
+        self.node, self.ctx, self.record = node, ctx, record
+        self.invocation_id = invocation.invocation_id
+        self.invocation, self.children = invocation, children
+        self.events, self.opened = [], []
+        self.has_output = False
+        self.carried_route = None
 
     async def take(self, item: object) -> None:
         if not self.add(item):
             return
         if type(item) is Event and item.id in self.invocation.row_only_checkpoints:
             # Its agent state is noted: the run's checkpoint keeps it, no event of its own.
-            self.events.remove(item)
+            # Kept events are appended: it is the last, if it was kept (`list.remove` would
+            # compare it field by field with every earlier one, and fail if it was not).
+            events = self.events
+            if events and events[-1] is item:
+                events.pop()
         if not self.commits_each_event:
             return
         if type(item) is Event and self._ends_the_nodes_agent(item):
@@ -213,23 +233,34 @@ class _Collector:
         """Keep a yielded value as the run's output event: `_absorb` for an event the
         engine makes, without the normalizing such an event needs none of (its ids, author
         and branch are the run's; it carries no route, state writes, questions or agent
-        state of its own). Most runs produce just this one event."""
-        record = self.record
+        state of its own). Most runs produce just this one event.
+
+        Speed: the event is made with the run's pending writes and saved artifacts on it,
+        not given them after as `_take_actions` gives them (a call, a loop and two reads of
+        pydantic fields more, every run); rendered widgets are added as it adds them."""
         # A JSON scalar (most outputs) as it is: no call, no error message made in advance.
         output = (
             item
             if type(item) in JSON_SCALARS
             else to_json_value(item, what=f"the output of node '{self.node.name}'")
         )
+        self._note_output(output)
+        if _delegates_output(self.children):
+            # A child's output event stands for this run's: the value still goes to the
+            # next nodes, through ctx.output, and this event would carry nothing.
+            return
+        ctx = self.ctx
         event = _output_event(
             output,  # pyright: ignore[reportArgumentType] -- JSON: a scalar, or converted
-            record,
+            self.record,
             self.invocation_id,
             event_author(self.node),
+            ctx.state.take_pending(),
+            ctx.take_artifact_delta(),
         )
-        if not self._take_output(event):
-            return
-        self._take_actions(event.actions)  # the run's pending writes and saved artifacts
+        widgets = ctx.take_ui_widgets()
+        if widgets:
+            _show_widgets(event.actions, widgets)
         self.events.append(event)
 
     @property
@@ -335,17 +366,25 @@ class _Collector:
         Raises:
             OutputAlreadySetError: the run had an output already.
         """
-        if self.has_output:
-            raise OutputAlreadySetError(
-                f"node '{self.node.name}' produced a second output ({event.output!r}); a node "
-                "run has one output: yield further values as events without output."
-            )
-        self.has_output = True
-        self.ctx.output = event.output
+        self._note_output(event.output)
         if not _delegates_output(self.children):
             return True
         event.output = None  # the value still goes to the next nodes, through ctx.output
         return not _is_bare(event)
+
+    def _note_output(self, output: object) -> None:
+        """Record `output` as the run's.
+
+        Raises:
+            OutputAlreadySetError: the run had an output already.
+        """
+        if self.has_output:
+            raise OutputAlreadySetError(
+                f"node '{self.node.name}' produced a second output ({output!r}); a node "
+                "run has one output: yield further values as events without output."
+            )
+        self.has_output = True
+        self.ctx.output = output
 
     def place(self, event: Event) -> None:
         """The event on the run's branch, its output standing for its callers' (a dynamic
@@ -496,15 +535,21 @@ class _Collector:
             *(_ASKED if event.long_running_tool_ids else _said(event) for event in self.events),
         ]
 
-    def parts(self) -> StepParts:
+    def parts(self, *, pending_taken: bool = False) -> StepParts:
+        """The step: what was collected, with every write of the run not yet committed.
+        `pending_taken`: `flush_leftovers` just put the run's pending writes on an event,
+        so there are none to ask for (a property's and a method's call fewer, every run)."""
         # Positional (events, state_delta, opened): keywords cost a dict, every step.
-        return StepParts(tuple(self.events), self._all_writes(), tuple(self.opened))
+        return StepParts(tuple(self.events), self._all_writes(pending_taken), tuple(self.opened))
 
-    def _all_writes(self) -> dict[str, JsonValue]:
+    def _all_writes(self, pending_taken: bool) -> dict[str, JsonValue]:
         delta: dict[str, JsonValue] = {}
         for event in self.events:
-            delta.update(event.actions.state_delta)
-        delta.update(self.ctx.state.take_pending())
+            writes = event.actions.state_delta
+            if writes:
+                delta.update(writes)
+        if not pending_taken:
+            delta.update(self.ctx.state.take_pending())
         return delta
 
     async def flush(self) -> None:
@@ -636,9 +681,7 @@ async def _execute(
             record.return_to_start_branch()  # the node names its branch again, if it moves
             children = _child_runs(node, record, invocation)
             ctx = _context_for(node, record, invocation, children)
-            collector = _Collector(
-                node, ctx, record, invocation.invocation_id, invocation, children
-            )
+            collector = _Collector(node, ctx, record, invocation, children)
             try:
                 await _run_once(node, ctx, record, collector, own_code=not schedules_only)
                 if children is not None and not children.idle:
@@ -724,15 +767,17 @@ async def _run_once(
             await invocation.land_held()  # a finished step lands before this node's code runs
         invocation.running_code += 1
     try:
-        schemas = getattr(node, "schemas", None)
+        # Most nodes: one read tells that no schemas, timeout or generator are involved.
+        bare = type(node) is FunctionNode and node.is_bare_call
+        schemas = None if bare else getattr(node, "schemas", None)
         node_input: NodeInput = record.input
         if schemas is not None:
             checked = message_value(record.input) if record.message_input else record.input
             node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
         elif record.message_input:
             node_input = Content.model_validate(record.input)
-        if node.timeout is None and isinstance(node, FunctionNode) and node.returns_once:
-            # Most nodes: one call, one result, no generator to drive or close.
+        if bare or (node.timeout is None and isinstance(node, FunctionNode) and node.returns_once):
+            # One call, one result, no generator to drive or close.
             if collector.children is not None:
                 # It gets `ctx`: the steps of nodes it calls hand over while its code waits.
                 await own_task()
@@ -856,9 +901,17 @@ def _error_event(
     return event
 
 
-def _output_event(output: JsonValue, record: RunRecord, invocation_id: str, author: str) -> Event:
+def _output_event(
+    output: JsonValue,
+    record: RunRecord,
+    invocation_id: str,
+    author: str,
+    state_delta: dict[str, JsonValue] | None = None,
+    artifact_delta: dict[str, int] | None = None,
+) -> Event:
     """The event of a run's output the engine makes, placed as `_Collector.place` places
-    a node's own, but assembled placed: no copy of its node info to change it after."""
+    a node's own, but assembled placed: no copy of its node info to change it after.
+    `state_delta` and `artifact_delta` become the event's own (none: empty)."""
     output_for: list[str] | None = None
     branch = record.branch
     if output is not None and record.output_for:
@@ -874,6 +927,8 @@ def _output_event(output: JsonValue, record: RunRecord, invocation_id: str, auth
         run_id=record.run_id,
         output_for=output_for,
         branch=branch,
+        state_delta=state_delta,
+        artifact_delta=artifact_delta,
     )
 
 
@@ -958,7 +1013,7 @@ def _commit_end(
         deferred = _output_event(ctx.output, record, collector.invocation_id, event_author(node))
         collector.events.append(deferred)
     collector.flush_leftovers(deferred)
-    parts = collector.parts()
+    parts = collector.parts(pending_taken=True)
     saved = ctx.take_artifact_delta()
     if not parts.events and saved:
         # A run that only saved artifacts still tells the session so, as the reference does.
@@ -966,19 +1021,22 @@ def _commit_end(
     if saved:
         last = parts.events[-1].actions
         last.artifact_delta = {**last.artifact_delta, **saved}
-    routes = ctx.route if isinstance(ctx.route, list) else [] if ctx.route is None else [ctx.route]
+    route = ctx.route
+    routes = list(route) if isinstance(route, list) else [] if route is None else [route]
     children = collector.children
 
     def mutate() -> None:
-        record.interrupts = list(ctx.open_interrupts)
+        # Copies only of what is there: an empty literal costs no call (most runs have
+        # no questions, agent states or routes; every run's last step).
+        record.interrupts = list(ctx.open_interrupts) if ctx.open_interrupts else []
         record.status = RunStatus.WAITING if record.interrupts else RunStatus.COMPLETED
         record.output = ctx.output
         record.waits_for_output = children is not None and children.waits_for_output
-        record.routes = list(routes)
+        record.routes = routes
         record.fresh = []
         record.error = None
-        record.agent_states = dict(ctx.agent_states)
-        record.ended_agents = sorted(ctx.ended_agents)
+        record.agent_states = dict(ctx.agent_states) if ctx.agent_states else {}
+        record.ended_agents = sorted(ctx.ended_agents) if ctx.ended_agents else []
         if yielded is not None:
             record.yielded = yielded
         finish(record)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import cached_property, partial
 from typing import (
     TYPE_CHECKING,
@@ -18,6 +18,7 @@ from typing import (
     Final,
     Literal,
     Protocol,
+    Self,
     cast,
     final,
     runtime_checkable,
@@ -373,6 +374,25 @@ class FunctionNode(BaseNode):
         return self._binder, kind, func
 
     @cached_property
+    def is_bare_call(self) -> bool:
+        """A run is one `call` and nothing more: the function returns once (see
+        `returns_once`), and the node has no timeout and no schemas to check.
+
+        Speed: one read on every run instead of the schemas (a property), the timeout and
+        the kind of function. Cached, and forgotten when a setting changes (`__setattr__`,
+        `model_copy`)."""
+        return self.returns_once and self.timeout is None and self.schemas is None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        self.__dict__.pop("is_bare_call", None)  # made again from the settings, if read
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("is_bare_call", None)  # the update may change a setting
+        return copied
+
+    @cached_property
     def takes_ctx(self) -> bool:
         """Whether the function gets the run's `Context` (and so may run nodes of its own).
 
@@ -380,13 +400,14 @@ class FunctionNode(BaseNode):
         """
         return self._calling[0].takes_ctx
 
-    @property
+    @cached_property
     def returns_once(self) -> bool:
         """The function returns one value (a plain or an `async def` function, not a
         generator): `call` runs it.
 
         Speed: `call` gives what `run` would yield, without an async generator to create,
-        register with the loop, drive and close on every run."""
+        register with the loop, drive and close on every run. Cached, as `_calling` is
+        (read on every run: a property of a pydantic model costs ~10 reads of a field)."""
         return self._calling[1] in _RETURNS_ONCE
 
     def call(self, ctx: Context, node_input: NodeInput) -> Awaitable[object]:
@@ -401,7 +422,7 @@ class FunctionNode(BaseNode):
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
         if self.require_confirmation is False:
-            return func(**kwargs) if kind == "coroutine" else run_sync(partial(func, **kwargs))
+            return _started(kind, func, kwargs)
         return self._call_gated(ctx, node_input, kwargs, kind, func)
 
     async def _call_gated(
@@ -418,9 +439,7 @@ class FunctionNode(BaseNode):
         )
         if instead is not None:
             return instead
-        if kind == "coroutine":
-            return await func(**kwargs)
-        return await run_sync(partial(func, **kwargs))
+        return await _started(kind, func, kwargs)
 
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         binder, kind, func = self._calling
@@ -452,6 +471,12 @@ class FunctionNode(BaseNode):
 
 
 _RETURNS_ONCE: Final = frozenset({"plain", "coroutine"})
+
+
+def _started(kind: str, func: Callable[..., Any], kwargs: dict[str, Any]) -> Awaitable[object]:
+    """A call of a function that returns once (`kind` "coroutine" or "plain") under way:
+    an `async def` one on the loop, a plain one in a worker thread."""
+    return func(**kwargs) if kind == "coroutine" else run_sync(partial(func, **kwargs))
 
 
 @final

@@ -357,8 +357,9 @@ class _Scheduler:
                 count = state.counters.get(node, 0) + 1
                 state.counters[node] = count
                 run_id = str(count)
+            key = f"{node}@{run_id}"  # made once, for the path and the runs' index
             run = RunRecord.dispatched(
-                node, f"{self.record.path}/{node}@{run_id}", run_id, trigger.input, trigger.message
+                node, f"{self.record.path}/{key}", run_id, trigger.input, trigger.message
             )
             if forked is not None:
                 run.child = forked.child
@@ -366,7 +367,7 @@ class _Scheduler:
                 run.branch = trigger.run_branch(run_id)
             if node in self.graph.terminals:
                 run.terminal_of = self.terminal_of
-            state.runs[f"{node}@{run_id}"] = run
+            state.runs[key] = run
             self.running += 1
             return run
         return None
