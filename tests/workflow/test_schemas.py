@@ -161,3 +161,23 @@ async def test_input_schema_is_checked_before_the_node_runs(stores: StoreFactory
 def test_state_schema_must_be_a_model_class() -> None:
     with pytest.raises(TypeError, match="state_schema of workflow 'wf' must be a pydantic"):
         Workflow(name="wf", edges=[("START", lambda_free)], state_schema=dict)  # pyright: ignore[reportArgumentType] -- the bad input under test
+
+
+async def test_a_schema_given_after_the_node_ran_is_checked(stores: StoreFactory) -> None:
+    # The engine reads a function node's settings once (FunctionNode.is_bare_call is
+    # cached): one changed after a run, by assignment or in a model_copy, still counts.
+    def totals() -> dict[str, Any]:
+        return {"sum": 5}
+
+    ran = node(totals)
+    h = await start(stores, Workflow(name="wf", edges=[("START", ran)]))
+    assert outputs(await h.start()) == [("totals", {"sum": 5})]
+    copied = ran.model_copy(update={"output_schema": {"required": ["total"]}})
+
+    ran.output_schema = {"type": "object", "required": ["total"]}
+    with pytest.raises(NodeSchemaError, match="'total' is a required property"):
+        await h.start()
+
+    h = await start(stores, Workflow(name="copy", edges=[("START", copied)]))
+    with pytest.raises(NodeSchemaError, match="'total' is a required property"):
+        await h.start()

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import UnionType
-from typing import Any, Final, TypeAlias, Union, get_args, get_origin
+from typing import Any, Final, TypeAlias, Union, cast, get_args, get_origin
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
@@ -145,7 +145,7 @@ class Binder:
             if isinstance(value, Content):
                 return value
         if param.annotation is Content:
-            return _as_content(value)
+            return _as_content(cast(JsonValue, value))  # a message returned above
         if param.adapter is None or value is None:
             return value
         try:

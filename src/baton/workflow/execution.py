@@ -781,7 +781,8 @@ async def _run_once(
             if collector.children is not None:
                 # It gets `ctx`: the steps of nodes it calls hand over while its code waits.
                 await own_task()
-            collector.add(await node.call(ctx, node_input))  # commits at the end
+            called = cast(FunctionNode, node)  # `bare` tells it too
+            collector.add(await called.call(ctx, node_input))  # commits at the end
         else:
             if own_code or node.timeout is not None:
                 # Its steps hand over while its code is under way, or a timeout spans them
