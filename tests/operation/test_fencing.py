@@ -111,10 +111,11 @@ async def test_a_stalled_holder_commits_nothing_after_another_took_its_run(
 ) -> None:
     agents, log = _write_app(tmp_path)
     common = ("--db", emptied_store_url, "--lease-ttl", str(TTL))
-    stalled = await start_baton(
-        "api_server", str(agents), *common, "--port", "0", "--worker-id", "a", log=log
+    # Started together: each spends seconds importing, and neither needs the other yet.
+    stalled, taker = await asyncio.gather(
+        start_baton("api_server", str(agents), *common, "--port", "0", "--worker-id", "a", log=log),
+        start_baton("worker", str(agents), *common, "--worker-id", "b", log=log),
     )
-    taker = await start_baton("worker", str(agents), *common, "--worker-id", "b", log=log)
     store = SqlStore(emptied_store_url)
     try:
         async with stalled.client() as client:
