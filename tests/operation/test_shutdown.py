@@ -31,11 +31,12 @@ async def test_sigterm_ends_streams_hands_the_run_over_and_exits_0(tmp_path: Pat
     agents, log = write_app(tmp_path)
     db = sqlite_url(tmp_path)
     common = ("--db", db, "--port", "0", "--lease-ttl", "30")
-    leaving = await start_baton(
-        "api_server", str(agents), *common, "--grace", "1", "--worker-id", "leaving", log=log
-    )
-    staying = await start_baton(
-        "api_server", str(agents), *common, "--worker-id", "staying", log=log
+    # Started together: each spends seconds importing, and neither needs the other yet.
+    leaving, staying = await asyncio.gather(
+        start_baton(
+            "api_server", str(agents), *common, "--grace", "1", "--worker-id", "leaving", log=log
+        ),
+        start_baton("api_server", str(agents), *common, "--worker-id", "staying", log=log),
     )
     try:
         session = await new_session(leaving)
