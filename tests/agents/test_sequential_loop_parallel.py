@@ -14,7 +14,9 @@ from baton.sessions.store import InvocationStatus
 from baton.types import Content, Part
 from tests.agents import quoting
 from tests.agents.agents import Boom, Runs, Step, Waiter, texts
-from tests.agents.conftest import MakeRunner
+from tests.agents.conftest import MakeRunner, runner_with_artifacts
+from tests.conftest import StoreFactory
+from tests.harness import Harness
 
 
 async def test_sequential_runs_sub_agents_in_order_and_ends(make: MakeRunner) -> None:
@@ -175,6 +177,45 @@ async def test_a_failed_branch_lets_its_siblings_finish_and_a_retry_runs_only_it
     assert runs.count == {"p": 1, "q": 2, "r": 1}  # the retry ran only the failed branch
     assert texts(events) == [("q", "q done")]
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_failed_branch_of_a_nested_parallel_agent_is_the_only_one_run_again(
+    stores: StoreFactory,
+) -> None:
+    # On every backend: a sequence around a parallel agent whose branches are a
+    # sub-agent, a failing one and a parallel agent of two more.
+    runs = Runs(fail={"q": {1}})
+    inner = ParallelAgent(name="inner", sub_agents=[Slow(name=n, runs=runs) for n in ("r1", "r2")])
+    par = ParallelAgent(
+        name="par", sub_agents=[Slow(name="p", runs=runs), Step(name="q", runs=runs), inner]
+    )
+    root = SequentialAgent(
+        name="seq", sub_agents=[Step(name="first", runs=runs), par, Step(name="last", runs=runs)]
+    )
+    runner = runner_with_artifacts(stores, root)
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    h = Harness(runner, runner.session_service, session.id)
+
+    with pytest.raises(Boom):
+        await h.start()
+    assert runs.count == {"first": 1, "p": 1, "q": 1, "r1": 1, "r2": 1}
+    assert (await h.invocation()).status == InvocationStatus.FAILED
+
+    events = await h.collect(invocation_id=(await h.invocation()).id)
+    assert runs.count == {"first": 1, "p": 1, "q": 2, "r1": 1, "r2": 1, "last": 1}
+    assert texts(events) == [("q", "q done"), ("last", "last done")]
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+    stored = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert stored is not None
+    assert sorted(text for _, text in texts(stored.events)) == [
+        "first done",
+        "go",
+        "last done",
+        "p done",
+        "q done",
+        "r1 done",
+        "r2 done",
+    ]
 
 
 async def test_nested_parallel_branches_are_named_as_in_the_reference(make: MakeRunner) -> None:
