@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Route, expect
 
 from baton import App, ResumabilityConfig
 from tests.runner.test_occurrences import looping
@@ -68,3 +68,48 @@ async def test_a_card_for_an_answered_pass_is_refused_and_the_next_pass_gets_its
         if "functionResponse" in p
     ]
     assert answers == [{"result": "from elsewhere"}, {"result": "for pass 2"}]
+
+
+async def test_a_card_sent_again_after_its_reply_was_lost_shows_it_answered_once(
+    start_live: StartLive, browser: Browser
+) -> None:
+    app = App(
+        name="loop", root_agent=looping(), resumability_config=ResumabilityConfig(is_resumable=True)
+    )
+    live: Live = await start_live(apps=[app], web=True)
+    sid = await live.create("loop", "user")
+    await live.start("loop", "user", sid)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(live.url)
+    card = page.locator("form.card[data-interrupt='review']")
+    await expect(card.locator("h3")).to_have_text("pass 1?")
+    await page.evaluate("live.controller.abort()")  # the card stays as the person sees it
+
+    # The first answer reaches the server and acts, but its reply never reaches the page
+    # (a dropped connection); the person presses the button again.
+    sent: list[str | None] = []
+
+    async def lose_the_first_reply(route: Route) -> None:
+        sent.append(await route.request.header_value("idempotency-key"))
+        if len(sent) == 1:
+            await route.fetch()
+            await route.abort("connectionreset")
+        else:
+            await route.continue_()
+
+    await page.route("**/interrupts/review/respond", lose_the_first_reply)
+    await card.locator("textarea[name=answer]").fill('"for pass 1"')
+    await card.locator("button[type=submit]").click()
+    await expect(card.locator(".error")).not_to_be_empty()
+    await card.locator("button[type=submit]").click()
+
+    # The retry carries the first request's key: it gets the first reply, not a refusal.
+    await expect(card.locator("button[type=submit]")).to_have_text("Answered")
+    await expect(card.locator(".error")).to_be_empty()
+    first_key, second_key = sent
+    assert first_key is not None
+    assert second_key == first_key
+    session = (await live.client.get(f"/apps/loop/users/user/sessions/{sid}")).json()
+    assert session["state"]["passes"] == 1
+    (open_now,) = await pending_items(live, "user")
+    assert open_now["message"] == "pass 2?"
