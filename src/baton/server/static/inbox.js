@@ -14,9 +14,10 @@ function headers(json) {
   return h;
 }
 
-async function api(path, { method = "GET", body } = {}) {
+async function api(path, { method = "GET", body, extraHeaders = {} } = {}) {
   const response = await fetch(path, {
-    method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body),
+    method, headers: { ...headers(body !== undefined), ...extraHeaders },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await response.json().catch(() => null);
   if (!response.ok) {
@@ -214,11 +215,12 @@ function confirmationCard(item) {
     artifactLinks(item.appName, item.sessionId),
     el("div", { class: "actions" }, [approve, reject, error]),
   ]);
+  const keyFor = answerKeys();
   const decide = async (confirmed) => {
     error.textContent = "";
     approve.disabled = reject.disabled = true;
     try {
-      await respond(item, { confirmed });
+      await respond(item, { confirmed }, keyFor);
       (confirmed ? approve : reject).textContent = confirmed ? "Approved" : "Rejected";
     } catch (e) {
       error.textContent = e.message;
@@ -346,12 +348,28 @@ async function artifactTable(app, sessionId) {
   return [el("h3", { text: "Files" }), table(["file", "type", "versions", "saved"], rows)];
 }
 
-async function respond(item, value) {
+// One Idempotency-Key per card and answer: sending the same answer again from a card (its
+// first reply was lost, say to a dropped connection) gets the first reply instead of a
+// refusal, while a changed answer is a new request.
+function answerKeys() {
+  const keys = new Map();
+  return (value) => {
+    const answer = JSON.stringify(value);
+    if (!keys.has(answer)) {
+      keys.set(answer, globalThis.crypto && crypto.randomUUID
+        ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`);
+    }
+    return keys.get(answer);
+  };
+}
+
+async function respond(item, value, keyFor) {
   // The occurrence makes the answer answer this asking only: if the question was answered
   // and asked again meanwhile, the server refuses it (409) instead of answering the new one.
   const body = { response: value, invocationId: item.invocationId, occurrence: item.occurrence };
   if (item.assignee) body.answeredBy = state.user;
-  const events = await api(respondPath(item), { method: "POST", body });
+  const extraHeaders = { "Idempotency-Key": keyFor(value) };
+  const events = await api(respondPath(item), { method: "POST", body, extraHeaders });
   if (isOthers(item)) reportToAssignee(item, events);
   else await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
 }
@@ -368,6 +386,7 @@ function card(item) {
     meta(item), el("h3", { text: title(item) }), payload, artifactLinks(item.appName, item.sessionId), form.element,
     el("div", { class: "actions" }, [submit, error]),
   ]);
+  const keyFor = answerKeys();
   node.addEventListener("submit", async (event) => {
     event.preventDefault();
     error.textContent = "";
@@ -375,7 +394,7 @@ function card(item) {
     try { value = form.read(); } catch (e) { error.textContent = `Not valid: ${e.message}`; return; }
     submit.disabled = true;
     try {
-      await respond(item, value);
+      await respond(item, value, keyFor);
       submit.textContent = "Answered";
     } catch (e) {
       error.textContent = e.message;
