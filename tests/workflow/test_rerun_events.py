@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from baton import Context, Event, RequestInput, Workflow, node
+from baton import Context, Event, EventActions, RequestInput, Workflow, node
 from baton.history import acting_node
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
@@ -284,3 +284,42 @@ async def test_a_prompt_said_before_each_new_question_of_its_own_is_stored_each_
         ],
     ]
     assert shown(session) == [item for c in calls for item in shown(c)]
+
+
+async def test_a_replayed_state_write_is_applied_again_over_a_newer_value(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """The rerun's repeated write is not stored again as an event, but it is applied
+    again, as the reference applies it: a key changed by someone else while the run
+    waited holds the node's write once the run goes on."""
+
+    @node(rerun_on_resume=True)
+    async def parent(ctx: Context) -> Any:
+        ctx.state["owner"] = "parent"
+        yield Event(state={"step": 1})
+        answer = await ctx.run_node(ask, "x")
+        yield f"got {answer} as {ctx.state['owner']}"
+
+    root = Workflow(name="wf", edges=[("START", parent, done)])
+    h = await build_harness(root, BaseSessionService(stores.open()), resumable=resumable)
+    await h.start()
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    await h.service.append_event(
+        session,
+        Event(author="user", actions=EventActions(state_delta={"owner": "user", "step": 0})),
+    )
+    h = attach_harness(root, BaseSessionService(stores.open()), h.session_id, resumable=resumable)
+
+    second = await h.answer(("q-x", "yes"))
+
+    assert shown(second) == [
+        ("ask", {"output": "yes"}),
+        ("parent", {"output": "got yes as parent"}),
+        ("done", {"output": "done got yes as parent"}),
+    ]
+    final = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert final is not None
+    assert (final.state["owner"], final.state["step"]) == ("parent", 1)
+    written = [s for s in shown(final.events) if s[0] == "parent" and "state" in s[1]]
+    assert written == [("parent", {"state": {"owner": "parent", "step": 1}})]

@@ -78,6 +78,8 @@ Finish = Callable[[RunRecord], None]
 
 _ASKED: Final = "?"
 """In `RunRecord.yielded`: the run asked a question of its own there (no digest is "?")."""
+_NOTHING_REPLAYED: Final[tuple[int, dict[str, JsonValue]]] = (0, {})
+"""What `_Collector.drop_replayed` finds in a run with no earlier execution (never mutated)."""
 
 
 def event_author(node: Node) -> str:
@@ -486,11 +488,11 @@ class _Collector:
         if widgets:
             _show_widgets(deferred.actions, widgets)
 
-    def drop_replayed(self, earlier: list[str]) -> int:
+    def drop_replayed(self, earlier: list[str]) -> tuple[int, dict[str, JsonValue]]:
         """Leave out the events that replay what the run's earlier executions yielded
         (`RunRecord.yielded`): the same event at the same place, counted from the first,
         up to the first that differs; everything from there on is new. Return how far
-        into `earlier` the replay went.
+        into `earlier` the replay went, and the state writes the left-out events carry.
 
         Where the run asked a question of its own (`_ASKED`), it paused: what it said
         before is a replay once this execution goes past that place (the question was
@@ -499,7 +501,9 @@ class _Collector:
         before each one too).
 
         The events' effects on the run (its output, route and state) were taken as they
-        came; the session holds them already from the execution that yielded them first.
+        came. Their state writes are applied to the session again (as the reference, which
+        stores the event again, applies them): a key something else changed while the run
+        waited holds the node's write, as it does in the run's own `ctx.state`.
         """
         replayed, matching = 0, True
         dropped: list[int] = []  # indexes of the replays
@@ -522,10 +526,13 @@ class _Collector:
                 replayed += 1
                 continue
             matching = False
+        rewritten: dict[str, JsonValue] = {}
         if dropped:
             left_out = set(dropped)
+            for index in dropped:
+                rewritten.update(self.events[index].actions.state_delta)
             self.events = [e for i, e in enumerate(self.events) if i not in left_out]
-        return replayed
+        return replayed, rewritten
 
     def said(self, earlier: list[str], replayed: int) -> list[str]:
         """What the run's code yielded until now (see `RunRecord.yielded`): the replayed
@@ -995,7 +1002,7 @@ def _commit_end(
         ctx.output = to_json_value(ctx.output, what=f"the output of node '{node.name}'")
     carried = ctx.output == record.output  # an output from an earlier execution was emitted then
     earlier = record.yielded
-    replayed = collector.drop_replayed(earlier) if earlier else 0
+    replayed, rewritten = collector.drop_replayed(earlier) if earlier else _NOTHING_REPLAYED
     # Noted for a run that waits and executes again on resume, before the engine adds
     # events of its own: what the node yielded.
     yielded = (
@@ -1015,6 +1022,8 @@ def _commit_end(
         collector.events.append(deferred)
     collector.flush_leftovers(deferred)
     parts = collector.parts(pending_taken=True)
+    if rewritten:  # the replay's writes first: what the run wrote after them wins
+        parts.state_delta = {**rewritten, **parts.state_delta}
     saved = ctx.take_artifact_delta()
     if not parts.events and saved:
         # A run that only saved artifacts still tells the session so, as the reference does.
