@@ -137,6 +137,36 @@ async def test_seed_004_evaluate_request_binds_the_input_into_its_type(
     assert outputs(done) == [("evaluate_request", {"approved": False})]
 
 
+async def test_a_function_given_after_the_node_ran_is_the_one_called(
+    make_harness: MakeHarness,
+) -> None:
+    """The node's function, replaced by assignment or in a `model_copy` after a run, is the
+    one that runs next, bound by its own parameters (a new one may take other ones)."""
+
+    def first(node_input: str) -> str:
+        return f"first {node_input}"
+
+    def second(ctx: Context, node_input: str) -> str:
+        return f"second {node_input} in {ctx.node_path}"
+
+    async def third(node_input: str):
+        yield f"third {node_input}"
+
+    ran = FunctionNode(first, name="step")
+    h = await make_harness(Workflow(name="wf", edges=[("START", ran)]))
+    assert outputs(await h.start("a")) == [("step", "first a")]
+    copied = ran.model_copy(update={"func": third})
+
+    ran.func = second
+    assert outputs(await h.start("b")) == [("step", "second b in wf@1/step@1")]
+
+    h = await make_harness(Workflow(name="copy", edges=[("START", copied)]))
+    assert outputs(await h.start("c")) == [("step", "third c")]
+    assert outputs(
+        await (await make_harness(Workflow(name="wf", edges=[("START", ran)]))).start("d")
+    ) == [("step", "second d in wf@1/step@1")]
+
+
 async def test_state_parameters_and_missing_parameter_error(make_harness: MakeHarness) -> None:
     def uses_state(limit: int, region: str = "eu") -> str:
         return f"{limit}/{region}"

@@ -265,6 +265,12 @@ class StartNode(BaseNode):
 START: Final = StartNode()
 
 
+_BINDS: Final = frozenset({"func", "name", "parameter_binding"})
+"""`FunctionNode` settings its `Binder` is made from."""
+_FROM_FUNC: Final = ("_calling", "takes_ctx", "returns_once")
+"""`FunctionNode`'s cached properties read from its function (see `FunctionNode._forget`)."""
+
+
 def _reads_resume_inputs(func: Callable[..., object]) -> bool:
     code = getattr(func, "__code__", None)
     return code is not None and "resume_inputs" in code.co_names
@@ -385,12 +391,24 @@ class FunctionNode(BaseNode):
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        self.__dict__.pop("is_bare_call", None)  # made again from the settings, if read
+        self._forget(rebind=name in _BINDS)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)
-        copied.__dict__.pop("is_bare_call", None)  # the update may change a setting
+        copied._forget(rebind=update is not None and not _BINDS.isdisjoint(update))
         return copied
+
+    def _forget(self, *, rebind: bool) -> None:
+        """Drop what is cached from the settings, made again when next read; `rebind`:
+        the function, or how it is bound, changed, so its `Binder` is made again too."""
+        cached = self.__dict__
+        cached.pop("is_bare_call", None)
+        if rebind:
+            for name in _FROM_FUNC:
+                cached.pop(name, None)
+            self._binder = Binder(
+                self.func, self.name, from_input=self.parameter_binding == "node_input"
+            )
 
     @cached_property
     def takes_ctx(self) -> bool:
