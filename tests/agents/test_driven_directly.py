@@ -29,6 +29,7 @@ from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.store import Session
 from baton.tools import exit_loop
 from baton.types import FunctionCall
+from tests.agents.agents import Boom, Runs, Step
 from tests.conftest import StoreFactory
 
 
@@ -246,6 +247,35 @@ async def test_a_custom_agent_resumes_from_its_checkpoint_on_a_second_call() -> 
 
     assert _simplify(first) == [("two_steps", "step 1"), ("two_steps", {"step": 1})]
     assert _simplify(second) == [("two_steps", "step 2"), ("two_steps", {"step": 2})]
+
+
+async def test_a_second_call_after_a_failed_branch_runs_only_that_branch() -> None:
+    # A sequence around a parallel agent: on the second call the finished branch and the
+    # sub-agent before it are not run again (the reference runs both branches again).
+    runs = Runs(fail={"x2": {1}})
+    par = ParallelAgent(name="par", sub_agents=[Step(name=n, runs=runs) for n in ("x1", "x2")])
+    outer = SequentialAgent(
+        name="outer", sub_agents=[Step(name="o1", runs=runs), par, Step(name="o3", runs=runs)]
+    )
+    parent_ctx = await _create_parent_invocation_context(
+        "test_a_second_call_after_a_failed_branch_runs_only_that_branch", outer, resumable=True
+    )
+    first: list[Event] = []
+    with pytest.raises(Boom):
+        await _drive(outer, parent_ctx, first.append)
+    assert runs.count == {"o1": 1, "x1": 1, "x2": 1}
+    assert ("x1", "x1 done") in _simplify(first)
+
+    second = [e async for e in outer.run_async(parent_ctx)]
+
+    assert runs.count == {"o1": 1, "x1": 1, "x2": 2, "o3": 1}
+    assert _simplify(second) == [
+        ("x2", "x2 done"),
+        ("par", "end_of_agent"),
+        ("outer", {"current_sub_agent": "o3"}),
+        ("o3", "o3 done"),
+        ("outer", "end_of_agent"),
+    ]
 
 
 async def test_checkpoints_stored_in_the_session_are_read_back(stores: StoreFactory) -> None:
