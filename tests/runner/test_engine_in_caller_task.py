@@ -10,7 +10,8 @@ import asyncio
 
 import pytest
 
-from baton import Workflow, types
+from baton import RequestInput, Workflow, types
+from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.types import InvocationId
@@ -62,6 +63,47 @@ async def test_a_chain_of_functions_runs_in_the_callers_task_one_step_per_read(
     assert tasks[:2] == [caller, caller]
     assert tasks[2] is not caller
     assert asyncio.all_tasks() == {caller}  # the engine's task, if any, has ended
+
+
+async def test_a_chain_resumed_by_an_answer_runs_in_the_callers_task(
+    make_harness: MakeHarness,
+) -> None:
+    """The answer completes the paused run and the chain goes on after it, one step per
+    read, in the caller's task: no task of the engine's own."""
+    tasks: list[asyncio.Task[object] | None] = []
+    ran: list[str] = []
+
+    async def ask(node_input: str) -> RequestInput:
+        return RequestInput(interrupt_id="ask", message="ok?", response_schema=bool)
+
+    async def b(node_input: bool) -> str:
+        tasks.append(asyncio.current_task())
+        ran.append("b")
+        return "b"
+
+    async def c(node_input: str) -> str:
+        tasks.append(asyncio.current_task())
+        ran.append("c")
+        return "c"
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", ask, b, c)]))
+    await h.start()
+    caller = asyncio.current_task()
+    answer = types.FunctionResponse(
+        id="ask", name=REQUEST_INPUT_FUNCTION, response={"result": True}
+    )
+    message = types.Content(role="user", parts=[types.Part(function_response=answer)])
+    outputs: list[object] = []
+    stream = h.runner.run_async(user_id="u", session_id=h.session_id, new_message=message)
+    async for event in stream:
+        if event.output is not None:
+            outputs.append(event.output)
+            # The step's event is here before the next node started.
+            assert ran == ["b", "c"][: len(outputs) - 1]
+
+    assert outputs == [True, "b", "c"]
+    assert tasks == [caller, caller]
+    assert asyncio.all_tasks() == {caller}
 
 
 async def test_the_callers_cancellation_stops_the_node_under_way_which_runs_again_on_resume(
