@@ -66,6 +66,28 @@ async def interactive_node(ctx: Context, node_input: str):
         yield RequestInput(message="What should I do?")
 
 
+# --- seed 004, a node that asks several times ---
+async def multi_step_form(ctx: Context, node_input: str):
+    if not ctx.resume_inputs:
+        # Step 1: Ask for name
+        yield RequestInput(
+            interrupt_id="ask_name",
+            message="What is your name?",
+        )
+        return
+    if "ask_name" in ctx.resume_inputs and "ask_email" not in ctx.resume_inputs:
+        # Step 2: Ask for email
+        yield RequestInput(
+            interrupt_id="ask_email",
+            message="What is your email?",
+        )
+        return
+    # All inputs collected
+    name = ctx.resume_inputs["ask_name"]
+    email = ctx.resume_inputs["ask_email"]
+    yield Event(output={"name": name, "email": email})
+
+
 # --- seed 004, review loop with counter-based ids ---
 async def review(ctx: Context, node_input: Any):
     # Counter-based unique ID per review cycle
@@ -184,3 +206,19 @@ async def test_review_loop_routes_approved_and_rejected(make_harness: MakeHarnes
     # The first draft gets the user's message itself (untyped, as in the reference).
     user_message = types.Content(role="user", parts=[types.Part(text="offsite")])
     assert drafts == [user_message, {"approved": False}]
+
+
+async def test_multi_step_form_asks_twice_then_outputs_both_answers(
+    make_harness: MakeHarness,
+) -> None:
+    # The reference (2.13.0) runs this example of its own docs to a different end: the
+    # node is not run again on the first answer, which becomes its output ('Ann'), and
+    # the second question is never asked.
+    h = await make_harness(Workflow(name="form", edges=[("START", multi_step_form)]))
+    events = await h.start("sign me up")
+    assert asked(events) == ["ask_name"]
+    events = await answer_like_the_seed(h, events[-1], "Ann")
+    assert asked(events) == ["ask_email"]
+    assert outputs(events) == []
+    done = await answer_like_the_seed(h, events[-1], "ann@example.com")
+    assert outputs(done) == [("multi_step_form", {"name": "Ann", "email": "ann@example.com"})]
