@@ -10,6 +10,7 @@ import pytest
 from pydantic import JsonValue
 
 from baton.errors import InvocationBusyError, InvocationNotFoundError, LeaseLostError
+from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import InvocationStatus, Lease, SessionKey, Store
 from baton.types import InterruptId, InvocationId
 from tests.conftest import FakeClock, StoreFactory
@@ -422,3 +423,35 @@ async def test_a_subscriber_of_work_only_sleeps_through_answers_and_wakes_for_de
         work.close()
         if every is not None:
             every.close()
+
+
+async def test_deployments_in_two_schemas_of_one_database_do_not_wake_each_other(
+    postgres_url: str, emptied_postgres_url: str, clock: FakeClock
+) -> None:
+    """PostgreSQL's wake-ups are scoped to the deployment's schema: a question opened and a
+    run released in one schema wake that schema's subscribers, not those of a deployment
+    in another schema of the same database."""
+    writer, mine = SqlStore(postgres_url, clock=clock), SqlStore(postgres_url, clock=clock)
+    theirs = SqlStore(emptied_postgres_url, clock=clock)
+    session = await _session(writer)
+    lease = await _start(writer, session)
+    subscriptions = mine.subscribe(), theirs.subscribe()
+    woken, not_woken = subscriptions
+    try:
+        for look in ("first", "again, a while after listening to questions"):
+            for subscription in subscriptions:
+                assert await subscription.wait(5.0), f"the listener's {look} look"
+        opening = step(session, INV, 1, opened=(question(session, INV, "q1"),))
+        opening.lease = lease
+        await writer.commit_step(opening)
+        assert await woken.wait(5.0)
+        # Delivered to both listeners at once if at all: the other has had time to wake.
+        assert not await not_woken.wait(0.5)
+        await writer.release(lease)
+        assert await woken.wait(5.0)
+        assert not await not_woken.wait(0.5)
+    finally:
+        for subscription in subscriptions:
+            subscription.close()
+        for store in (writer, mine, theirs):
+            await store.close()

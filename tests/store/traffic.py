@@ -15,7 +15,7 @@ from sqlalchemy import event as sa_event
 
 from baton.sessions.sql import SqlStore
 from baton.sessions.sql.backends import open_dialect
-from baton.sessions.sql.listener import ANNOUNCE, CHANNEL, MARK_WATCHING, QUESTIONS_CHANNEL
+from baton.sessions.sql.listener import ANNOUNCE, MARK_WATCHING, SCOPED_CHANNELS
 from baton.sessions.sql.postgres import asyncpg_connect_args
 
 __all__ = ["Traffic", "traffic", "watching"]
@@ -91,6 +91,6 @@ async def watching(url: str) -> tuple[Any, asyncio.Queue[str]]:
     def hear(*notification: object) -> None:  # connection, pid, channel, payload
         heard.put_nowait(str(notification[3]))
 
-    await other.add_listener(QUESTIONS_CHANNEL, hear)
-    await other.add_listener(CHANNEL, hear)
+    for channel in await other.fetchrow(SCOPED_CHANNELS):
+        await other.add_listener(channel, hear)
     return other, heard

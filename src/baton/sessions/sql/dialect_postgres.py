@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVarTuple, final
 
 import pydantic_core
-from sqlalchemy import ColumnElement, Table, event, func, literal, text
+from sqlalchemy import ColumnElement, Table, event, func, text
 from sqlalchemy import select as select_query
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import URL, Connection
@@ -30,7 +30,7 @@ from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.engine_options import with_engine_options
 from baton.sessions.sql.executors import Executor, OneStatement, PostgresExecutor
-from baton.sessions.sql.listener import CHANNEL, PostgresListener
+from baton.sessions.sql.listener import CHANNEL, PostgresListener, scoped
 from baton.sessions.sql.postgres import has_unread_input
 from baton.sessions.sql.postgres import is_unavailable as is_postgres_unavailable
 from baton.sessions.sql.schema import session_in_apps, sessions
@@ -54,7 +54,7 @@ _RELEASED = RELEASE_LEASE.with_returning.cte("released")
 # Release and, when the invocation is still running, NOTIFY other processes that it can
 # be continued, in one statement.
 _RELEASE_AND_NOTIFY = (
-    select_query(func.pg_notify(literal(CHANNEL), sessions.c.app_name))
+    select_query(func.pg_notify(scoped(CHANNEL), sessions.c.app_name))
     .select_from(_RELEASED.join(sessions, sessions.c.pk == _RELEASED.c.session_pk))
     .where(_RELEASED.c.status == InvocationStatus.RUNNING.value)
 )

@@ -4,6 +4,8 @@ Two channels, one per kind of change (see `baton.sessions.wakeups`): `baton` car
 work (a running invocation released, a question with a deadline opened), which wakes
 every subscriber; `baton_questions` carries every other change to questions, which
 only pending streams and webhook senders want. Each NOTIFY's payload is the app's name.
+Channels are scoped to the deployment's schema (`scoped`): deployments in other schemas
+of the same database neither wake this one's workers nor are woken by them.
 A step that changes questions is announced (`Announcer`), and every release of a
 running invocation sends one itself. One connection per store listens to `baton` while
 anything subscribes, and to `baton_questions` too while a subscriber wants questions,
@@ -46,8 +48,10 @@ from sqlalchemy import (
     select,
     table,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL
+from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 from baton.errors import StoreUnavailableError
 from baton.sessions.sql.answering import NO_FLUSH_WAIT
@@ -60,15 +64,28 @@ __all__ = [
     "CHANNEL",
     "MARK_WATCHING",
     "QUESTIONS_CHANNEL",
+    "SCOPED_CHANNELS",
     "WATCHING",
     "Announcer",
     "PostgresListener",
+    "scoped",
 ]
 
 CHANNEL = "baton"
 """Work: a running invocation released, a question with a deadline opened."""
 QUESTIONS_CHANNEL = "baton_questions"
 """Every other change to questions (opened, answered, closed by a rewind)."""
+
+
+def scoped(channel: str | ColumnElement[str]) -> ColumnElement[str]:
+    """The name `channel` (`CHANNEL` or `QUESTIONS_CHANNEL`) goes by on the database: the
+    kind, a space and the md5 of the connection's schema (`current_schema()`, which a
+    store's `search_path` sets). By the schema's hash, not its name: a channel name is
+    cut at 63 bytes, and this one is at most 48 whatever the schema is called. NOTIFY and
+    LISTEN both take it as it is (`pg_notify` and asyncpg quote it; no case folding)."""
+    return func.concat(channel, " ", func.md5(func.current_schema()))
+
+
 _RETRY_FIRST = 0.2
 _RETRY_MOST = 5.0
 
@@ -84,6 +101,7 @@ class PostgresListener:
         self._url = url
         self._wakeups = wakeups
         self._task: asyncio.Task[None] | None = None
+        self._questions_channel = QUESTIONS_CHANNEL  # `scoped`, once connected
         self._interest_changed = asyncio.Event()
         wakeups.on_interest_change = self._interest_changed.set
 
@@ -129,7 +147,8 @@ class PostgresListener:
 
         connection.add_termination_listener(on_close)
         try:
-            await connection.add_listener(CHANNEL, self._on_work)
+            work, self._questions_channel = await connection.fetchrow(SCOPED_CHANNELS)
+            await connection.add_listener(work, self._on_work)
             listening = self._wakeups.wants_questions
             if listening:
                 await self._start_watching(connection)
@@ -153,7 +172,7 @@ class PostgresListener:
                 # Changes made before the LISTEN took effect went unheard: look once.
                 self._wakeups.notify(questions_only=True)
             elif listening and not wanted:
-                await connection.remove_listener(QUESTIONS_CHANNEL, self._on_questions)
+                await connection.remove_listener(self._questions_channel, self._on_questions)
                 await connection.execute("RESET application_name")
             listening = wanted
             changed = asyncio.ensure_future(self._interest_changed.wait())
@@ -168,7 +187,7 @@ class PostgresListener:
         change it did not announce, trusting an older look (`_WATCHERS_FRESH`), is then
         committed."""
         await connection.execute(MARK_WATCHING)
-        await connection.add_listener(QUESTIONS_CHANNEL, self._on_questions)
+        await connection.add_listener(self._questions_channel, self._on_questions)
         loop = asyncio.get_running_loop()
         loop.call_later(_WATCHERS_FRESH + _LOOK_AGAIN_AFTER, self._on_questions)
 
@@ -179,15 +198,24 @@ class PostgresListener:
         self._wakeups.notify(questions_only=True)
 
 
-WATCHING = func.concat("baton_questions ", func.md5(func.current_schema()))
+WATCHING = scoped(QUESTIONS_CHANNEL)
 """The `application_name` of a listener connection while it listens to
 `QUESTIONS_CHANNEL`: what an `Announcer` on the same schema looks for before it sends
-there (by the schema's hash: a name is cut at 63 bytes; deployments in other schemas
-of the database listen to the same channels, and their watchers do not count)."""
+there (the channel's scoped name; watchers of other schemas of the database do not
+count)."""
 
-MARK_WATCHING = (
-    "SELECT set_config('application_name', 'baton_questions ' || md5(current_schema()), false)"
-)
+
+def _compiled(statement: ClauseElement) -> str:
+    """`statement` as PostgreSQL text with its constants inline (it binds nothing)."""
+    return str(
+        statement.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    )
+
+
+MARK_WATCHING = _compiled(select(func.set_config("application_name", WATCHING, False)))
+
+SCOPED_CHANNELS = _compiled(select(scoped(CHANNEL), scoped(QUESTIONS_CHANNEL)))
+"""`CHANNEL`'s and `QUESTIONS_CHANNEL`'s names on the connection's schema (one row)."""
 
 _WATCHERS_FRESH = 1.0
 """Seconds an `Announcer` trusts its last look that no process listens to questions."""
@@ -218,14 +246,14 @@ ANNOUNCE = select(
     case(
         (
             _NOTICES.c.channel.is_not(None),
-            func.pg_notify(_NOTICES.c.channel, _NOTICES.c.app_name),
+            func.pg_notify(scoped(_NOTICES.c.channel), _NOTICES.c.app_name),
         )
     ),
     NO_FLUSH_WAIT,
 ).select_from(
     _WATCHED.outerjoin(_NOTICES, or_(_NOTICES.c.channel == literal(CHANNEL), _WATCHED.c.watched))
 )
-"""NOTIFY each of `channels` with the app name beside it in `app_names` (bind two lists
+"""NOTIFY each of `channels` (`scoped`) with the app name beside it in `app_names` (bind two lists
 of one length), those on `QUESTIONS_CHANNEL` only while some process listens there
 (a connection named `WATCHING`), in a transaction of its own that commits without
 waiting for a WAL flush: it writes nothing anyone needs after a crash. Its one row's
