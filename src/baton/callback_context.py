@@ -18,7 +18,7 @@ from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.readonly_context import ReadonlyContext, refuse_confirmation, refuse_credentials
-from baton.sessions.store import Session, StatePrefixes
+from baton.sessions.store import Session, StatePrefixes, UndeletableKeys
 from baton.types import Content
 from baton.ui_widget import UiWidget, add_ui_widget
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 __all__ = ["CallbackContext", "ToolState"]
 
 
-class ToolState(StatePrefixes, MutableMapping[str, JsonValue]):
+class ToolState(UndeletableKeys, StatePrefixes, MutableMapping[str, JsonValue]):
     """Session state as a tool or callback sees it: the state it was given, overlaid with
     its writes.
 
@@ -64,9 +64,6 @@ class ToolState(StatePrefixes, MutableMapping[str, JsonValue]):
         converted = to_json_value(value, what=f"state value '{key}'")
         self._delta[key] = converted
         self._written[key] = converted
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
 
     def __iter__(self) -> Iterator[str]:
         yield from self._written

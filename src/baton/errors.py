@@ -50,6 +50,7 @@ __all__ = [
     "SessionOptionsError",
     "StaleSessionError",
     "StaleVersionError",
+    "StateDeleteError",
     "StateSchemaError",
     "StoreUnavailableError",
     "UnknownInterruptError",
@@ -280,6 +281,12 @@ class ExtraNotInstalledError(BatonError, ImportError):
 class NoCredentialServiceError(BatonError, ValueError):
     """A context's credential method was called: baton has no credential service (the
     reference's `get_credential`, `request_credential`, `load_credential`, ...)."""
+
+
+class StateDeleteError(BatonError, AttributeError, TypeError):
+    """A state key was deleted (`del state[k]`, `pop`, `popitem`, `clear`): state keys are
+    set, never deleted. An `AttributeError`, as the reference's `State`, which has no way
+    to delete, raises (the key there or not); a `TypeError` too, as baton raised before."""
 
 
 class StateSchemaError(BatonError, TypeError):

@@ -32,6 +32,28 @@ def test_state_keys_cannot_be_deleted() -> None:
         del context.state["a"]
 
 
+@pytest.mark.parametrize("key", ["a", "missing"])
+def test_deleting_a_state_key_raises_attribute_error_as_the_reference_does(key: str) -> None:
+    """Any way of deleting, the key there or not, raises the reference's AttributeError
+    (its State has no way to delete) and changes nothing."""
+    context = ToolContext(state={"a": 1})
+    context.state["b"] = 2
+    deletes = [
+        lambda: context.state.__delitem__(key),
+        lambda: context.state.pop(key),
+        lambda: context.state.pop(key, None),
+        context.state.popitem,
+        context.state.clear,
+    ]
+
+    for delete in deletes:
+        with pytest.raises(AttributeError, match="cannot be deleted; set"):
+            delete()
+
+    assert dict(context.state) == {"a": 1, "b": 2}
+    assert context.state_delta == {"b": 2}
+
+
 def test_writes_land_in_the_actions_the_response_event_carries() -> None:
     actions = EventActions(escalate=True)
     context = ToolContext(actions=actions)

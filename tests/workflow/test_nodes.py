@@ -167,6 +167,33 @@ async def test_a_function_given_after_the_node_ran_is_the_one_called(
     ) == [("step", "second d in wf@1/step@1")]
 
 
+async def test_a_node_deleting_a_state_key_gets_attribute_error_as_in_the_reference(
+    make_harness: MakeHarness,
+) -> None:
+    def tidy(ctx: Context) -> list[str]:
+        ctx.state["kept"] = 1
+        refused: list[str] = []
+        for key in ("kept", "missing"):
+            try:
+                del ctx.state[key]
+            except AttributeError:
+                refused.append(f"del {key}")
+            try:
+                ctx.state.pop(key, None)
+            except AttributeError:
+                refused.append(f"pop {key}")
+        return refused
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", tidy)]))
+
+    assert outputs(await h.start()) == [
+        ("tidy", ["del kept", "pop kept", "del missing", "pop missing"])
+    ]
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state["kept"] == 1
+
+
 async def test_state_parameters_and_missing_parameter_error(make_harness: MakeHarness) -> None:
     def uses_state(limit: int, region: str = "eu") -> str:
         return f"{limit}/{region}"

@@ -16,6 +16,7 @@ from typing import Final, final
 from pydantic import JsonValue
 
 from baton.events import Event
+from baton.sessions.store import UndeletableKeys
 
 __all__ = ["LATEST_WRITES_KEY", "TurnWrites", "unmarked"]
 
@@ -77,7 +78,7 @@ def unmarked(event: Event) -> Event:
 
 
 @final
-class _CallWrites(MutableMapping[str, JsonValue]):
+class _CallWrites(UndeletableKeys, MutableMapping[str, JsonValue]):
     """The turn's writes as one call sees them: its writes are logged as its own."""
 
     def __init__(self, writes: TurnWrites, call: str) -> None:
@@ -88,9 +89,6 @@ class _CallWrites(MutableMapping[str, JsonValue]):
 
     def __setitem__(self, key: str, value: JsonValue) -> None:
         self._writes.write(self._call, key, value)
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._writes.values)

@@ -10,12 +10,12 @@ from pydantic import BaseModel, JsonValue
 
 from baton.events import to_json_value
 from baton.schemas import check_state_write
-from baton.sessions.store import StatePrefixes
+from baton.sessions.store import StatePrefixes, UndeletableKeys
 
 __all__ = ["State"]
 
 
-class State(StatePrefixes, MutableMapping[str, Any]):
+class State(UndeletableKeys, StatePrefixes, MutableMapping[str, Any]):
     """Session state as a node sees it: committed values overlaid with this run's writes."""
 
     def __init__(
@@ -42,9 +42,6 @@ class State(StatePrefixes, MutableMapping[str, Any]):
             check_state_write(self._schema, key, converted, self._writer)
         self._writes[key] = converted
         self._pending[key] = converted
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError(f"state key '{key}' cannot be deleted; set it to None instead.")
 
     def __iter__(self) -> Iterator[str]:
         yield from self._writes

@@ -11,11 +11,11 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import ClassVar, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 from pydantic import Field, JsonValue, computed_field
 
-from baton.errors import InvocationBusyError, LeaseLostError, StaleSessionError
+from baton.errors import InvocationBusyError, LeaseLostError, StaleSessionError, StateDeleteError
 from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION, Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
@@ -755,6 +755,25 @@ class StatePrefixes:
     APP_PREFIX: ClassVar[str] = APP_PREFIX
     USER_PREFIX: ClassVar[str] = USER_PREFIX
     TEMP_PREFIX: ClassVar[str] = TEMP_PREFIX
+
+
+class UndeletableKeys:
+    """State keys are set, never deleted: every way a mapping deletes raises
+    `StateDeleteError` (an `AttributeError`, as the reference's `State`, which has no way
+    to delete, raises, whether the key is there or not). Put first among a state view's
+    bases, before `MutableMapping`, whose `pop`, `popitem` and `clear` it replaces."""
+
+    def __delitem__(self, key: str) -> None:
+        raise StateDeleteError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        raise StateDeleteError(f"state key '{key}' cannot be deleted; set it to None instead.")
+
+    def popitem(self) -> tuple[str, Any]:
+        raise StateDeleteError("state keys cannot be deleted; set a key to None instead.")
+
+    def clear(self) -> None:
+        raise StateDeleteError("state keys cannot be deleted; set a key to None instead.")
 
 
 @dataclass(frozen=True)
