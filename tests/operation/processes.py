@@ -3,7 +3,10 @@
 The app they serve (`write_app`) logs every node body it runs to a file, one line per
 run (`node session pid`), so a test can count executions across processes; a
 message `slow:S` makes the first node sleep S seconds the first time it runs in a
-session (a later run after a takeover does not sleep again).
+session (a later run after a takeover does not sleep again), and `after:NAME:S` makes
+it wait until the test creates the file NAME beside the log, then sleep S seconds
+(the same first time only): a run still in flight S seconds after the test's cue,
+however long the processes took to start.
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ async def prepare(ctx: Context, node_input: str) -> str:
     again = _note("prepare", ctx.session.id)
     if node_input.startswith("slow:") and not again:
         await asyncio.sleep(float(node_input.split(":")[1]))
+    if node_input.startswith("after:") and not again:
+        _, cue, seconds = node_input.split(":")
+        async with asyncio.timeout(60):
+            while not LOG.with_name(cue).exists():
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(float(seconds))
     return node_input
 
 

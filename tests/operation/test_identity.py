@@ -28,7 +28,10 @@ async def test_servers_started_beside_a_live_one_leave_its_runs_alone(tmp_path: 
     first = await start_baton(*common, "--port", "0", log=log)
     try:
         session = await new_session(first)
-        request = await start_run(first, session, "slow:6")
+        # The run stays in flight until 3 s after the second server is ready (the cue),
+        # however slowly the processes start: a run over before then would leave the
+        # second nothing to take, and the test nothing to check.
+        request = await start_run(first, session, "after:second-ready:3")
         await logged(log, "prepare", session)
 
         port = first.url.rsplit(":", 1)[1]
@@ -46,6 +49,7 @@ async def test_servers_started_beside_a_live_one_leave_its_runs_alone(tmp_path: 
         assert f"cannot listen on 127.0.0.1:{port}" in said.decode()
 
         second = await start_baton(*common, "--port", "0", log=log)
+        log.with_name("second-ready").touch()
         try:
             await waits_for_approval(first, session)
         finally:
