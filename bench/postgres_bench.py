@@ -17,6 +17,11 @@
   read the checkpoint, append the answer's event, write the new checkpoint): the floor
   of a resume. pg/resume: the `run_async` call answering a paused
   `START -> a -> ask -> b` run (as baton_bench's resume@0), ms.
+- pg/raw-resume: a hand-written resume with baton's guarantee and round trips: read the
+  checkpoint, then the answer's step and the next node's step, each one prepared
+  statement (as pg/raw-step) committed durably, since the answer must be on disk before
+  the next node runs: 3 round trips, 2 WAL flushes where pg/raw-txn3 waits for one.
+  pg/resume-durable: pg/resume again, against this floor.
 - pg/resume-round-trips: statements baton sends during that call, plus BEGIN and
   COMMIT of each explicit transaction. pg/resume-announcements, apart: the NOTIFYs
   telling other processes the question was answered, which a task of their own sends
@@ -47,7 +52,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- the floor is asyncpg itself
@@ -77,6 +82,7 @@ WITH advanced AS (
   UPDATE runs SET version = version + 1, checkpoint = $2::json WHERE id = $1 RETURNING id
 ) INSERT INTO steps (run_id, event) SELECT id, $3::json FROM advanced
 """
+_RESUME_READ = "SELECT version, checkpoint FROM runs WHERE id = $1"
 _TXN = (
     "SELECT version, checkpoint FROM runs WHERE id = $1 FOR UPDATE",
     "INSERT INTO steps (run_id, event) VALUES ($1, $2::json)",
@@ -193,6 +199,19 @@ async def raw_transactions(connection: Any, count: int) -> float:
             row = await connection.fetchrow(_TXN[0], "run-1")
             await connection.execute(_TXN[1], "run-1", EVENT % i)
             await connection.execute(_TXN[2], "run-1", row["version"] + 1, CHECKPOINT)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1e3
+
+
+async def raw_resumes(connection: Any, count: int) -> float:
+    """Median ms of a resume as baton must make it (see pg/raw-resume): one read, then
+    two steps, each a statement committed durably on its own."""
+    seconds: list[float] = []
+    for i in range(count):
+        started = time.perf_counter()
+        await connection.fetchrow(_RESUME_READ, "run-1")
+        await connection.execute(_RAW_STEP, "run-1", CHECKPOINT, EVENT % f"answer-{i}")
+        await connection.execute(_RAW_STEP, "run-1", CHECKPOINT, EVENT % f"next-{i}")
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds) * 1e3
 
@@ -319,6 +338,7 @@ async def measure(rounds: int, size_runs: int) -> None:
     statement_step: list[float] = []
     resume: list[float] = []
     floor_txn: list[float] = []
+    floor_resume: list[float] = []
     trips: list[int] = []
     announced: list[int] = []
     async with (
@@ -338,6 +358,7 @@ async def measure(rounds: int, size_runs: int) -> None:
             chain.append(await chain_once(service, chainer))
             statement_step.append(await statements.steps(bench.CHAIN_NODES))
             floor_txn.append(await raw_transactions(floor, 5))
+            floor_resume.append(await raw_resumes(floor, 5))
             for _ in range(5):
                 ms, count, announcements = await resume_once(service, resumer)
                 resume.append(ms)
@@ -345,27 +366,39 @@ async def measure(rounds: int, size_runs: int) -> None:
                 announced.append(announcements)
     async with own_database() as service:
         per_step = await bytes_per_step(service, size_runs)
-    report(chain, floor_step, statement_step, resume, floor_txn, trips, announced, per_step)
+    floors = Floors(floor_step, floor_txn, floor_resume)
+    report(chain, statement_step, resume, floors, trips, announced, per_step)
+
+
+@dataclass(frozen=True)
+class Floors:
+    """What each floor measured, round by round (see the module docstring)."""
+
+    step: list[float]  # pg/raw-step
+    txn: list[float]  # pg/raw-txn3
+    resume: list[float]  # pg/raw-resume
 
 
 def report(
     chain: list[float],
-    floor_step: list[float],
     statement_step: list[float],
     resume: list[float],
-    floor_txn: list[float],
+    floors: Floors,
     trips: list[int],
     announced: list[int],
     per_step: float,
 ) -> None:
-    step, raw_step = statistics.median(chain), statistics.median(floor_step)
+    step, raw_step = statistics.median(chain), statistics.median(floors.step)
     emit("pg/raw-step", raw_step, "us")
     emit("pg/chain", step, "us/node", ratio=step / raw_step, target=1.3)
     statement = statistics.median(statement_step)
     emit("pg/step-statement", statement, "us", ratio=statement / raw_step)
-    answer, raw_txn = statistics.median(resume), statistics.median(floor_txn)
+    answer, raw_txn = statistics.median(resume), statistics.median(floors.txn)
     emit("pg/raw-txn3", raw_txn, "ms")
     emit("pg/resume", answer, "ms", ratio=answer / raw_txn, target=2.0)
+    raw_resume = statistics.median(floors.resume)
+    emit("pg/raw-resume", raw_resume, "ms")
+    emit("pg/resume-durable", answer, "ms", ratio=answer / raw_resume)
     emit("pg/resume-round-trips", float(max(trips)), "round trips", target=3.0)
     emit("pg/resume-announcements", float(max(announced)), "statements")
     emit("pg/bytes-per-step", per_step, "bytes", target=600.0)

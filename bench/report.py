@@ -40,6 +40,7 @@ POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor 
     ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/step-statement", "step statement alone (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
+    ("pg/resume-durable", "resume (ms)", "pg/raw-resume", "read + 2 durable 1-statement steps"),
     ("pg/resume-round-trips", "resume round trips", "", ""),
     ("pg/resume-announcements", "NOTIFYs sent meanwhile, in the background", "", ""),
     ("pg/bytes-per-step", "bytes stored per step", "", ""),
