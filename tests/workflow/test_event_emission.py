@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -17,8 +18,10 @@ from baton import (
     Workflow,
     types,
 )
+from baton.errors import WorkflowConfigurationError
 from baton.events import EventActions, NodeInfo, to_json_value
 from baton.models import ScriptedModel
+from baton.workflow import NodeTimeoutError
 from tests.harness import MakeHarness, outputs
 
 
@@ -128,6 +131,52 @@ async def test_a_failure_is_signed_by_the_workflow_and_a_lone_node_by_itself(
 
     h = await make_harness(FunctionNode(alone, name="solo"))
     assert [(e.author, e.output) for e in await h.start("x")] == [("solo", "alone")]
+
+
+async def test_a_nested_workflow_signs_its_own_failure_as_in_the_reference(
+    make_harness: MakeHarness,
+) -> None:
+    # google-adk 2.13.0: a node failing inside `inner` is signed 'inner' (its workflow);
+    # `inner`'s own failure (two terminal outputs, its timeout) is signed 'inner' too.
+    def b(node_input: str) -> str:
+        return "B"
+
+    def c(node_input: str) -> str:
+        return "C"
+
+    def boom(node_input: str) -> str:
+        raise ValueError("bad")
+
+    async def slow(node_input: str) -> str:
+        await asyncio.Event().wait()  # never set: only the timeout ends it
+        return "late"
+
+    def after(node_input: str) -> str:
+        return "after"
+
+    cases: list[tuple[Workflow, type[Exception], str]] = [
+        (
+            Workflow(name="inner", edges=[("START", b), ("START", c)]),
+            WorkflowConfigurationError,
+            "wf@1/inner@1",
+        ),
+        (Workflow(name="inner", edges=[("START", boom)]), ValueError, "wf@1/inner@1/boom@1"),
+        (
+            Workflow(name="inner", edges=[("START", slow)], timeout=0.05),
+            NodeTimeoutError,
+            "wf@1/inner@1",
+        ),
+    ]
+    for inner, error, path in cases:
+        h = await make_harness(Workflow(name="wf", edges=[("START", inner, after)]))
+        with pytest.raises(error):
+            await h.start("x")
+        session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+        assert session is not None
+        failed = [e for e in session.events if e.error_code]
+        assert [(e.author, e.error_code, e.node_info and e.node_info.path) for e in failed] == [
+            ("inner", error.__name__, path)
+        ]
 
 
 async def test_an_agents_reply_is_said_once_and_is_its_output(
