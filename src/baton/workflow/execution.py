@@ -898,9 +898,12 @@ async def _close(items: AsyncIterator[object]) -> None:
 def _error_event(
     node: Node, record: RunRecord, invocation: InvocationContext, error: BaseException
 ) -> Event:
+    # A workflow signs its own failure (`signs_own_failure`), as the reference's does;
+    # other nodes' failures are signed as their events are.
+    author = node.name if getattr(node, "signs_own_failure", False) else event_author(node)
     event = Event(
         invocation_id=invocation.invocation_id,
-        author=event_author(node),
+        author=author,
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
         error_code=type(error).__name__,
         error_message=str(error),

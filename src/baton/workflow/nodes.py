@@ -199,6 +199,7 @@ class BaseNode(BaseModel):
     # pydantic model is looked up through a raised exception, on every step.
     authors_own_events: ClassVar[bool] = False
     schedules_only: ClassVar[bool] = False
+    signs_own_failure: ClassVar[bool] = False
 
     name: str
     description: str = ""

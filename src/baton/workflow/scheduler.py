@@ -72,6 +72,9 @@ class Workflow(BaseNode):
     is_waiting_when_empty: ClassVar[bool] = True
     # Its run only schedules child runs: none of the user's code runs in its body.
     schedules_only: ClassVar[bool] = True
+    # The event of its own failure is signed with its name, the author its children's
+    # events get (the reference's workflow signs it so).
+    signs_own_failure: ClassVar[bool] = True
 
     graph: Graph
     max_concurrency: int | None = None
