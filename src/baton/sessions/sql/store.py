@@ -32,7 +32,7 @@ from pydantic import JsonValue
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from baton.errors import SessionNotFoundError, StoreUnavailableError
+from baton.errors import BatonError, SessionNotFoundError, StoreUnavailableError
 from baton.events import Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
@@ -288,7 +288,24 @@ class SqlStore:
         if self._announcer is not None:
             self._announcer.next_statement()  # an earlier step's, sent while this one waits
         if one_statement is not None:
-            version = await self._commit_at_once(commit, *one_statement)
+            # The statement awaited here, as `_one` would, not through coroutines of its
+            # own: each level between a step and asyncpg is started, resumed on the reply
+            # and finished on every step.
+            try:
+                if not self._migrated:
+                    await self._ready()
+                rows = await self._executor.one(*one_statement, write=True)
+            except Exception as error:
+                if self._dialect.is_unavailable(error):
+                    raise self._unavailable(error) from error
+                if not is_stale_step(error):
+                    raise
+                raise await self._stale(commit) from None
+            if not rows:
+                raise SessionNotFoundError(
+                    f"session '{commit.session}' does not exist; create it first."
+                )
+            version = commit.expected_version + 1
         else:
             version = await self._write(
                 self._dialect.write_step, commit, self._clock(), self._session_keys
@@ -311,25 +328,11 @@ class SqlStore:
         await self._write(self._dialect.write_step, commit, now, self._session_keys)
         return now
 
-    async def _commit_at_once(
-        self, commit: StepCommit, statement: OneStatement, parameters: dict[str, Any]
-    ) -> int:
-        """Land a commit in its one statement (see `SqlDialect.one_statement_step`); the
-        new version."""
-        try:
-            rows = await self._one(statement, parameters, write=True)
-        except Exception as error:
-            if not is_stale_step(error):
-                raise
-            found = await self._one(
-                INVOCATION_VERSION, {"key_id": commit.invocation_id}, write=False
-            )
-            raise stale_error(commit, found) from None
-        if not rows:
-            raise SessionNotFoundError(
-                f"session '{commit.session}' does not exist; create it first."
-            )
-        return commit.expected_version + 1
+    async def _stale(self, commit: StepCommit) -> BatonError:
+        """The error of a one-statement step found stale (nothing landed), with the
+        invocation's version as it is now."""
+        found = await self._one(INVOCATION_VERSION, {"key_id": commit.invocation_id}, write=False)
+        return stale_error(commit, found)
 
     async def load_invocation(
         self, key: SessionKey, invocation_id: InvocationId
