@@ -102,8 +102,9 @@ async def test_a_chain_resumed_by_an_answer_runs_in_the_callers_task(
             assert ran == ["b", "c"][: len(outputs) - 1]
 
     assert outputs == [True, "b", "c"]
+    # (No check that no other task is left: a database store may still be announcing the
+    # answered question to other processes in a task of its own.)
     assert tasks == [caller, caller]
-    assert asyncio.all_tasks() == {caller}
 
 
 async def test_the_callers_cancellation_stops_the_node_under_way_which_runs_again_on_resume(
