@@ -15,7 +15,7 @@ from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
 from baton.workflow.nodes import Node
 from tests.conftest import StoreFactory
-from tests.harness import Counter, attach_harness, build_harness
+from tests.harness import Counter, Harness, attach_harness, build_harness
 
 
 @pytest.fixture(params=[True, False], ids=["resumable", "replay"])
@@ -286,21 +286,20 @@ async def test_a_prompt_said_before_each_new_question_of_its_own_is_stored_each_
     assert shown(session) == [item for c in calls for item in shown(c)]
 
 
-async def test_a_replayed_state_write_is_applied_again_over_a_newer_value(
+@node(rerun_on_resume=True)
+async def owner_writer(ctx: Context) -> Any:
+    ctx.state["owner"] = "parent"
+    yield Event(state={"step": 1})
+    answer = await ctx.run_node(ask, "x")
+    yield f"got {answer} as {ctx.state['owner']}"
+
+
+async def answer_over_a_newer_value(
     stores: StoreFactory, resumable: bool
-) -> None:
-    """The rerun's repeated write is not stored again as an event, but it is applied
-    again, as the reference applies it: a key changed by someone else while the run
-    waited holds the node's write once the run goes on."""
-
-    @node(rerun_on_resume=True)
-    async def parent(ctx: Context) -> Any:
-        ctx.state["owner"] = "parent"
-        yield Event(state={"step": 1})
-        answer = await ctx.run_node(ask, "x")
-        yield f"got {answer} as {ctx.state['owner']}"
-
-    root = Workflow(name="wf", edges=[("START", parent, done)])
+) -> tuple[Harness, list[Event]]:
+    """`owner_writer` writes, asks; the user writes the same keys; the answer (through a
+    fresh Runner) reruns it. The harness, and what the answering call yielded."""
+    root = Workflow(name="wf", edges=[("START", owner_writer, done)])
     h = await build_harness(root, BaseSessionService(stores.open()), resumable=resumable)
     await h.start()
     session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
@@ -310,16 +309,42 @@ async def test_a_replayed_state_write_is_applied_again_over_a_newer_value(
         Event(author="user", actions=EventActions(state_delta={"owner": "user", "step": 0})),
     )
     h = attach_harness(root, BaseSessionService(stores.open()), h.session_id, resumable=resumable)
+    return h, await h.answer(("q-x", "yes"))
 
-    second = await h.answer(("q-x", "yes"))
+
+async def test_a_replayed_state_write_is_applied_again_over_a_newer_value(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """The rerun's replayed event is not stored again, but its write is applied again, as
+    the reference applies it: a key changed by someone else while the run waited holds
+    the node's write once the run goes on."""
+    h, second = await answer_over_a_newer_value(stores, resumable)
 
     assert shown(second) == [
         ("ask", {"output": "yes"}),
-        ("parent", {"output": "got yes as parent"}),
+        ("owner_writer", {"output": "got yes as parent"}),
         ("done", {"output": "done got yes as parent"}),
     ]
     final = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
     assert final is not None
     assert (final.state["owner"], final.state["step"]) == ("parent", 1)
-    written = [s for s in shown(final.events) if s[0] == "parent" and "state" in s[1]]
-    assert written == [("parent", {"state": {"owner": "parent", "step": 1}})]
+    written = [s for s in shown(final.events) if s[0] == "owner_writer" and "state" in s[1]]
+    assert written == [("owner_writer", {"state": {"owner": "parent", "step": 1}})]
+
+
+async def test_a_rewind_after_a_replayed_state_write_restores_that_write(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """The write a rerun applies again over a newer value is on the session's events too,
+    so a rewind to after the run (before the next invocation) restores the node's write,
+    not the value it replaced while the run waited."""
+    h, _ = await answer_over_a_newer_value(stores, resumable)
+    later = await h.start("again")  # writes the same keys, then waits
+
+    await h.runner.rewind_async(
+        user_id="u", session_id=h.session_id, rewind_before_invocation_id=later[0].invocation_id
+    )
+
+    final = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert final is not None
+    assert (final.state["owner"], final.state["step"]) == ("parent", 1)

@@ -57,6 +57,12 @@ class State(UndeletableKeys, StatePrefixes, MutableMapping[str, Any]):
         """Whether this view holds writes not yet attached to an event."""
         return bool(self._pending)
 
+    def changes(self, writes: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        """Those of `writes` the committed state does not hold already (a None write
+        changes a key that is there)."""
+        committed = self._committed
+        return {key: value for key, value in writes.items() if committed.get(key) != value}
+
     def take_pending(self) -> dict[str, JsonValue]:
         """Writes not yet attached to an event; they stay visible to the node."""
         pending, self._pending = self._pending, {}

@@ -502,8 +502,8 @@ class _Collector:
 
         The events' effects on the run (its output, route and state) were taken as they
         came. Their state writes are applied to the session again (as the reference, which
-        stores the event again, applies them): a key something else changed while the run
-        waited holds the node's write, as it does in the run's own `ctx.state`.
+        stores the event again, applies them; see `carry_rewrites`): a key something else
+        changed while the run waited holds the node's write, as in the run's `ctx.state`.
         """
         replayed, matching = 0, True
         dropped: list[int] = []  # indexes of the replays
@@ -533,6 +533,20 @@ class _Collector:
                 rewritten.update(self.events[index].actions.state_delta)
             self.events = [e for i, e in enumerate(self.events) if i not in left_out]
         return replayed, rewritten
+
+    def carry_rewrites(self, rewritten: dict[str, JsonValue]) -> None:
+        """Put the left-out replays' state writes that change the session (something else
+        wrote those keys while the run waited) on the run's first new event, under its own
+        writes (what the run wrote after the replay wins), or on an event of their own: the
+        session's events show every write, so a rewind rebuilds the state the run left."""
+        changed = self.ctx.state.changes(rewritten)
+        if not changed:
+            return
+        if self.events:
+            first = self.events[0].actions
+            first.state_delta = {**changed, **first.state_delta}
+        else:
+            self.events.append(self.state_event(changed))
 
     def said(self, earlier: list[str], replayed: int) -> list[str]:
         """What the run's code yielded until now (see `RunRecord.yielded`): the replayed
@@ -1024,9 +1038,9 @@ def _commit_end(
         deferred = _output_event(ctx.output, record, collector.invocation_id, event_author(node))
         collector.events.append(deferred)
     collector.flush_leftovers(deferred)
+    if rewritten:
+        collector.carry_rewrites(rewritten)
     parts = collector.parts(pending_taken=True)
-    if rewritten:  # the replay's writes first: what the run wrote after them wins
-        parts.state_delta = {**rewritten, **parts.state_delta}
     saved = ctx.take_artifact_delta()
     if not parts.events and saved:
         # A run that only saved artifacts still tells the session so, as the reference does.
