@@ -7,8 +7,10 @@ from typing import Any
 
 import httpx
 
+from baton import App, LlmAgent, Workflow
 from baton.events import REQUEST_INPUT_FUNCTION
-from tests.server.conftest import Live
+from baton.models import ScriptedModel
+from tests.server.conftest import Live, StartLive, finish
 
 
 def answer(iid: str, value: Any, *, name: str = REQUEST_INPUT_FUNCTION) -> dict[str, Any]:
@@ -45,8 +47,33 @@ async def test_health_version_and_list_apps(live: Live) -> None:
         "description": "",
         "language": "python",
         "isComputerUse": False,
+        "agents": None,
     }
     assert [a["rootAgentName"] for a in detailed["apps"]] == ["approval_wf", "form_wf"]
+
+
+async def test_list_apps_detailed_describes_each_app_by_its_root_as_the_reference_does(
+    start_live: StartLive,
+) -> None:
+    """An App without a description of its own is described by its root agent's, as the
+    reference's list is; `agents` is null there (app-info has them), as it is here."""
+    described = App(
+        name="helpdesk",
+        root_agent=LlmAgent(name="desk", model=ScriptedModel([]), description="answers tickets"),
+    )
+    own = App(
+        name="own",
+        description="the app's own",
+        root_agent=Workflow(name="own_wf", description="the root's", edges=[("START", finish)]),
+    )
+    live = await start_live(apps=[described, own])
+
+    detailed = (await live.client.get("/list-apps", params={"detailed": "true"})).json()
+
+    assert [(a["name"], a["description"], a["agents"]) for a in detailed["apps"]] == [
+        ("helpdesk", "answers tickets", None),
+        ("own", "the app's own", None),
+    ]
 
 
 async def test_session_crud_accepts_camel_and_snake_case(live: Live) -> None:

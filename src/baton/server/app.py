@@ -458,7 +458,10 @@ def _public_routes(server: _Server) -> APIRouter:
         return AppsDetail(
             apps=[
                 AppSummary(
-                    name=r.app_name, root_agent_name=r.root.name, description=r.app.description
+                    name=r.app_name,
+                    root_agent_name=r.root.name,
+                    # The reference shows its root agent's; an App's own comes first here.
+                    description=r.app.description or _description(r.root),
                 )
                 for r in runners
             ]
@@ -1096,3 +1099,9 @@ def _page_routes() -> APIRouter:
         return FileResponse(STATIC_DIR / "index.html")
 
     return router
+
+
+def _description(root: object) -> str:
+    """A root agent's or workflow's description ("" for a node without one)."""
+    described = getattr(root, "description", "")
+    return described if isinstance(described, str) else ""

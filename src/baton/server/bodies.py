@@ -91,6 +91,8 @@ class AppSummary(WireModel):
     description: str = ""
     language: str = "python"
     is_computer_use: bool = False  # the reference's field; baton has no computer-use agents
+    # The reference's field, null in its list as here: `GET /apps/{app}/app-info` has them.
+    agents: dict[str, JsonValue] | None = None
 
 
 class AppsDetail(WireModel):
