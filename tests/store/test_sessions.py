@@ -12,6 +12,7 @@ from pydantic import JsonValue
 from baton import types
 from baton.errors import SessionExistsError, SessionNotFoundError
 from baton.events import Event, NodeInfo
+from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, Session, SessionKey, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock, StoreFactory
@@ -551,3 +552,26 @@ async def test_append_event_lands_one_of_many_sessions_read_together_and_appende
     stored = await service.get_session(app_name=APP, user_id=USER, session_id="s1")
     assert stored is not None
     assert texts(stored.events) == landed
+
+
+async def test_the_service_lists_sessions_least_recently_updated_first(
+    store: Store, clock: FakeClock
+) -> None:
+    """As the reference's stored services list them: by last update, then user and id."""
+    service = BaseSessionService(store)
+    for user, sid in (("u", "zeta"), ("u", "alpha"), ("u", "mid"), ("v", "other")):
+        clock.advance(1)
+        await service.create_session(app_name=APP, user_id=user, session_id=sid)
+    clock.advance(1)
+    zeta = await service.get_session(app_name=APP, user_id="u", session_id="zeta")
+    assert zeta is not None
+    await service.append_event(
+        zeta,
+        Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")])),
+    )
+
+    mine = await service.list_sessions(app_name=APP, user_id="u")
+    everyone = await service.list_sessions(app_name=APP)
+
+    assert [s.id for s in mine.sessions] == ["alpha", "mid", "zeta"]
+    assert [s.id for s in everyone.sessions] == ["alpha", "mid", "other", "zeta"]

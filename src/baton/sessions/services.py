@@ -116,13 +116,17 @@ class BaseSessionService:
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        """Sessions of an app (of one user when given), without events.
+        """Sessions of an app (of one user when given), without events, the least
+        recently updated first (then by user and id), as the reference's stored
+        services list them.
 
         Raises:
             InvalidIdError: an id is too long or holds control characters.
         """
         _check_owner(app_name, user_id)
-        return ListSessionsResponse(sessions=await self.store.list_sessions(app_name, user_id))
+        sessions = await self.store.list_sessions(app_name, user_id)
+        sessions.sort(key=_by_update)
+        return ListSessionsResponse(sessions=sessions)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, JsonValue]:
         """The user's `user:` state keys in the app, without the prefix ({} when none):
@@ -365,3 +369,7 @@ class DatabaseSessionService(BaseSessionService):
 
     def __init__(self, db_url: str, **engine_options: object) -> None:
         super().__init__(SqlStore(db_url, engine_options=engine_options))
+
+
+def _by_update(session: Session) -> tuple[float, str, str]:
+    return (session.last_update_time, session.user_id, session.id)
