@@ -42,12 +42,36 @@ __all__ = [
     "NamedRun",
     "State",
     "StepParts",
+    "agent_key",
+    "call_scope",
     "current_workflow",
 ]
 
 current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
 """The name of the workflow whose children run in this task (None outside any workflow):
 the author of their events, which a node's `ctx.event_author` reads."""
+
+
+def call_scope(branch: str | None, base: str | None) -> str:
+    """The delegated call an agent on `branch` runs for, in a node run on branch `base`:
+    `branch` up to its last `<agent>@<call id>` part below `base` ("" outside any call).
+    Two calls of one agent in a model turn run at once, each on a branch of its own, so
+    their agents' checkpoints are kept apart by it."""
+    branch = branch or ""
+    prefix = f"{base}." if base else ""
+    if not branch.startswith(prefix) or branch == base:
+        return ""
+    parts = branch[len(prefix) :].split(".")
+    calls = [i for i, part in enumerate(parts) if "@" in part]
+    return prefix + ".".join(parts[: calls[-1] + 1]) if calls else ""
+
+
+def agent_key(name: str, branch: str | None, base: str | None) -> str:
+    """The key of agent `name`'s checkpoint and ended mark in a node run on branch
+    `base` (`agent_states`, `ended_agents`) when it runs on `branch`: its name, prefixed
+    with its call's scope inside a delegated call (see `call_scope`)."""
+    scope = call_scope(branch, base)
+    return f"{scope}/{name}" if scope else name
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
@@ -300,12 +324,13 @@ class InvocationContext:
         for event in self.session.events:
             if event.invocation_id != self.invocation_id:
                 continue
+            key = agent_key(event.author, event.branch, self.branch)
             if event.actions.end_of_agent:
-                self._end_of_agents[event.author] = True
-                self._agent_states.pop(event.author, None)
+                self._end_of_agents[key] = True
+                self._agent_states.pop(key, None)
             elif event.actions.agent_state is not None:
-                self._agent_states[event.author] = event.actions.agent_state
-                self._end_of_agents.pop(event.author, None)
+                self._agent_states[key] = event.actions.agent_state
+                self._end_of_agents.pop(key, None)
 
 
 async def _show_nothing(event: Event) -> None:

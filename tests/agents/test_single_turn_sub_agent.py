@@ -17,7 +17,8 @@ from pydantic import JsonValue
 from baton import Workflow
 from baton.agents import LlmAgent
 from baton.events import Event
-from baton.models import ScriptedModel
+from baton.models import LlmRequest, ScriptedModel
+from baton.models.scripted import ScriptItem
 from baton.sessions.store import InvocationStatus
 from baton.tools import BaseTool, LongRunningFunctionTool
 from baton.types import FunctionCall
@@ -115,13 +116,19 @@ async def test_two_calls_run_the_sub_agent_twice_each_on_its_own_request(
 ) -> None:
     two = [*ask_helper("one", "h1"), *ask_helper("two", "h2")]
     parent_model = ScriptedModel(responses=[two, "parent done"])
-    helper_model = ScriptedModel(
-        responses=[[FunctionCall(id="a1", name="add", args={"a": 1, "b": 2})], "r1", "r2"]
-    )
+
+    def helper_turn(request: LlmRequest) -> ScriptItem:
+        asked = seen(request)
+        if asked == ["user: one"]:
+            return [FunctionCall(id="a1", name="add", args={"a": 1, "b": 2})]
+        return "r1" if asked[0] == "user: one" else "r2"
+
+    helper_model = ScriptedModel(responder=helper_turn)
     h = await make(with_helper(parent_model, helper_agent(helper_model, add)))
     await h.start("go")
 
-    assert [seen(r) for r in helper_model.requests] == [
+    # The two calls run at once, as in the reference: their requests interleave.
+    assert sorted(seen(r) for r in helper_model.requests) == [
         ["user: one"],
         ["user: one", "model: call add({'a': 1, 'b': 2})", "user: result add={'result': 3}"],
         ["user: two"],
@@ -186,48 +193,65 @@ async def test_a_sub_agent_waiting_for_input_holds_its_parent_until_answered(
 
 
 @pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
-async def test_a_waiting_sub_agent_call_holds_the_turns_later_calls(
+async def test_two_calls_of_one_sub_agent_both_wait_and_each_answer_goes_to_its_own_call(
     make: MakeRunner, resumable: bool
 ) -> None:
-    # Both calls used to run at once on the sub-agent's one state: answered, the first
-    # replied without ending and the run stayed paused; the second, answered, replied
-    # with its own call and its answer missing from its model's request.
+    """The two calls run at once, as in the reference: both ask a person, and both
+    questions are open together. The second call's answer ends only the second call;
+    the first's ends the first and gives the parent both results in the turn's order."""
+
     def ticket(reason: str) -> None:
         """Files a ticket; a person answers it."""
 
     two = [*ask_helper("one", "h1"), *ask_helper("two", "h2")]
     parent_model = ScriptedModel(responses=[two, "parent done"])
-    helper_model = ScriptedModel(
-        responses=[
-            [FunctionCall(id="t1", name="ticket", args={"reason": "r1"})],
-            "filed one",
-            [FunctionCall(id="t2", name="ticket", args={"reason": "r2"})],
-            "filed two",
-        ]
-    )
+
+    def helper_turn(request: LlmRequest) -> ScriptItem:
+        asked = seen(request)
+        which = asked[0].removeprefix("user: ")  # "one" or "two"
+        if len(asked) == 1:
+            ticket_id = "t1" if which == "one" else "t2"
+            return [FunctionCall(id=ticket_id, name="ticket", args={"reason": which})]
+        return f"filed {which}"
+
+    helper_model = ScriptedModel(responder=helper_turn)
     helper = helper_agent(helper_model, LongRunningFunctionTool(ticket))
     h = await make(with_helper(parent_model, helper), resumable=resumable)
 
     first = await h.start("go")
-    second = await h.answer(("t1", {"status": "ok"}), name="ticket", wrap=False)
-    third = await h.answer(("t2", {"status": "ok 2"}), name="ticket", wrap=False)
-
-    def shown(events: list[Event]) -> list[tuple[str, str | None, JsonValue]]:
-        return [e for e in stored(events) if e[2] != "end"]  # no end marks when replayed
-
-    assert [e for e in shown(first) if e[0] == "helper"] == [("helper", "helper@h1", "call ticket")]
-    # The ended call's result comes once the turn's sub-agents ran as far as they can.
-    assert shown(second) == [
-        ("helper", "helper@h1", "filed one"),
+    assert sorted(e for e in stored(first) if e[0] == "helper") == [
+        ("helper", "helper@h1", "call ticket"),
         ("helper", "helper@h2", "call ticket"),
-        ("boss", None, {"helper": {"result": "filed one"}}),
     ]
-    assert shown(third)[0] == ("helper", "helper@h2", "filed two")
-    assert seen(helper_model.requests[3]) == [
-        "user: two",
-        "model: call ticket({'reason': 'r2'})",
-        "user: result ticket={'status': 'ok 2'}",
+    assert {i.interrupt_id for i in await h.service.store.list_interrupts("app", "u")} == {
+        "t1",
+        "t2",
+    }
+
+    second = await h.answer(("t2", {"status": "ok 2"}), name="ticket", wrap=False)
+    assert [e for e in stored(second) if e[2] != "end"] == [
+        ("helper", "helper@h2", "filed two"),
+        ("boss", None, {"helper": {"result": "filed two"}}),
     ]
+    assert {i.interrupt_id for i in await h.service.store.list_interrupts("app", "u")} == {"t1"}
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+    third = await h.answer(("t1", {"status": "ok 1"}), name="ticket", wrap=False)
+    assert next(e for e in stored(third) if e[2] != "end") == ("helper", "helper@h1", "filed one")
+    answered = [seen(r) for r in helper_model.requests if len(seen(r)) > 1]
+    assert sorted(answered) == [
+        [
+            "user: one",
+            "model: call ticket({'reason': 'one'})",
+            "user: result ticket={'status': 'ok 1'}",
+        ],
+        [
+            "user: two",
+            "model: call ticket({'reason': 'two'})",
+            "user: result ticket={'status': 'ok 2'}",
+        ],
+    ]
+    assert len(helper_model.requests) == 4  # no call ran its sub-agent again
     assert seen(parent_model.requests[1])[-1] == (
         "user: result helper={'result': 'filed one'}, result helper={'result': 'filed two'}"
     )

@@ -33,7 +33,7 @@ from baton.agents.replay import count_replays
 from baton.agents.state import BaseAgentState, parse_agent_state
 from baton.agents.transfer import TransferRules
 from baton.artifacts import ArtifactScope
-from baton.context import Context, InvocationContext
+from baton.context import Context, InvocationContext, agent_key, call_scope
 from baton.errors import WorkflowChangedError
 from baton.events import Event, EventActions, NodeInfo, RequestInput, is_task_question
 from baton.types import Content
@@ -218,6 +218,8 @@ class BaseAgent(BaseModel):
         text_input = self.node_value(ctx, node_input)
         agent_ctx = AgentContext(ctx, node_input=text_input, branch=ctx.branch)
         agent_ctx.node_agent = self.name
+        if ctx.agent_states or ctx.ended_agents:
+            _key_checkpoints_by_call(ctx, await _run_events(agent_ctx))
         if self.name in ctx.ended_agents:
             # It ended before a crash cut the node run short: only the output is missing.
             if ctx.output is None and self.reply_is_output(agent_ctx):
@@ -347,7 +349,12 @@ class BaseAgent(BaseModel):
         """Whether this call of the agent already began (a resume, not a start)."""
         if self.name in ctx.agent_states:
             return True
-        mine = [e for e in await _run_events(ctx) if e.author == self.name]
+        scope = ctx.call_scope  # another call of this agent in the turn is not this one
+        mine = [
+            e
+            for e in await _run_events(ctx)
+            if e.author == self.name and call_scope(e.branch, ctx.base_branch) == scope
+        ]
         return bool(mine) and not mine[-1].actions.end_of_agent
 
     async def _callback_event(
@@ -414,9 +421,12 @@ class BaseAgent(BaseModel):
 
     async def is_waiting(self, ctx: InvocationContext) -> bool:
         """True when an interrupt raised by this agent or one below it is still open."""
-        owners = await as_agent_context(ctx).interrupt_owners()
+        agent_ctx = as_agent_context(ctx)
+        owners = await agent_ctx.interrupt_owners()
         mine = {a.name for a in self.walk()}
-        return any(author in mine for author in owners.values())
+        return any(
+            author in mine and agent_ctx.reaches(branch) for author, branch in owners.values()
+        )
 
     # --- checkpoints ---------------------------------------------------------------------
 
@@ -494,6 +504,27 @@ async def _run_events(ctx: AgentContext) -> list[Event]:
         for e in events
         if e.node_info and e.node_info.path == ctx.node_path and e.node_info.run_id == ctx.run_id
     ]
+
+
+def _key_checkpoints_by_call(ctx: Context, events: list[Event]) -> None:
+    """Key by their call the checkpoints and ended marks that a node run paused by an
+    earlier baton kept by agent name for agents that ran in a delegated call (see
+    `baton.context.agent_key`): one whose checkpoints and end in the run were all made
+    in one call moves to that call's key. Committed with the run's next event."""
+    for name in [k for k in (*ctx.agent_states, *ctx.ended_agents) if "/" not in k]:
+        keys = {
+            agent_key(name, e.branch, ctx.branch)
+            for e in events
+            if e.author == name and (e.actions.agent_state is not None or e.actions.end_of_agent)
+        }
+        if len(keys) != 1 or name in keys:
+            continue
+        [key] = keys
+        if name in ctx.agent_states:
+            ctx.agent_states[key] = ctx.agent_states.pop(name)
+        if name in ctx.ended_agents:
+            ctx.ended_agents.discard(name)
+            ctx.ended_agents.add(key)
 
 
 def _mark_as_output(event: Event, ctx: Context) -> None:

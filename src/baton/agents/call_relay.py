@@ -5,16 +5,11 @@ among them. Such an agent's events are committed as it makes them (so a crash re
 it where it was), but an event is committed only by being yielded from the caller's
 run, which a task cannot do. The task sends each event here and waits until the
 caller's run has yielded it, so the agent goes on only once its event is committed.
-
-Two calls of one agent in a turn share its checkpoint (kept by agent name in the node
-run), so they run one after the other (`gate`); once one waits for input (a question of
-its own), the later ones are held until it is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from typing import final
 
 from baton.events import Event
@@ -28,8 +23,6 @@ class CallRelay:
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[tuple[Event, asyncio.Future[None]]] = asyncio.Queue()
-        self._gates: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self.waiting_agents: set[str] = set()  # agents whose call waits for input
 
     async def send(self, event: Event) -> None:
         """Hand `event` on; returns once the receiver has yielded it (it is committed)."""
@@ -40,7 +33,3 @@ class CallRelay:
     async def receive(self) -> tuple[Event, asyncio.Future[None]]:
         """The next event sent, and the future to resolve once it is yielded."""
         return await self._queue.get()
-
-    def gate(self, agent: str) -> asyncio.Lock:
-        """Held by a call of `agent` while it runs: its calls run in the turn's order."""
-        return self._gates[agent]

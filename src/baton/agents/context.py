@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactScope
-from baton.context import Context, InvocationContext, State
+from baton.context import Context, InvocationContext, State, agent_key, call_scope
 from baton.events import Event
 from baton.memory import MemoryScope
 from baton.sessions.store import Interrupt, Session
@@ -157,6 +157,9 @@ class AgentContext(InvocationContext):
         self.node_input = node_input
         self.log = log or EventLog(ic)
         self.branch = branch
+        # The branch the node run's agent tree starts on: agents on a delegated call's
+        # branch below it keep checkpoints of their own (see `agent_key`).
+        self.base_branch = branch
         # The last reply given in the node run, or a task sub-agent's result after it.
         self.last_response: JsonValue = None
         # Runs to skip, by agent: they ended after the step being re-executed began.
@@ -174,6 +177,7 @@ class AgentContext(InvocationContext):
     def with_branch(self, branch: str) -> AgentContext:
         """The same run seen from a conversation branch."""
         child = AgentContext(self.run, node_input=self.node_input, log=self.log, branch=branch)
+        child.base_branch = self.base_branch
         child.replays = self.replays
         child.node_agent = self.node_agent
         child.call_turn = self.call_turn
@@ -189,6 +193,7 @@ class AgentContext(InvocationContext):
         own holding only the request: its model does not see the caller's conversation.
         `state`: the state it sees (its caller's when None)."""
         child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
+        child.base_branch = self.base_branch
         child.call_turn = turn
         child.call_state = self.call_state if state is None else state
         return child
@@ -197,6 +202,7 @@ class AgentContext(InvocationContext):
         """The run as a task sub-agent sees it: on a branch of its own, with the call
         that handed it the task, whose arguments (`request`) are its input."""
         child = AgentContext(self.run, node_input=request, log=self.log, branch=branch)
+        child.base_branch = self.base_branch
         child.replays = self.replays
         child.task_call = call_id
         child.node_agent = self.node_agent
@@ -237,20 +243,41 @@ class AgentContext(InvocationContext):
         """This run's interrupts that still wait for an answer."""
         return self.run.open_interrupts
 
+    def agent_key(self, name: str) -> str:
+        """The key of agent `name`'s checkpoint and ended mark on this context's branch."""
+        return agent_key(name, self.branch, self.base_branch)
+
+    @property
+    def call_scope(self) -> str:
+        """The delegated call this context's agents run for ("" outside one)."""
+        return call_scope(self.branch, self.base_branch)
+
     @property
     def agent_states(self) -> dict[str, JsonValue]:
-        """The last checkpoint of each agent that has not ended, by agent name."""
-        return self.run.agent_states
+        """The last checkpoint of each agent that has not ended, by agent name (in a
+        delegated call: a copy holding the call's own)."""
+        scope = self.call_scope
+        if not scope:
+            return self.run.agent_states
+        prefix = f"{scope}/"
+        return {
+            k[len(prefix) :]: v for k, v in self.run.agent_states.items() if k.startswith(prefix)
+        }
 
     @property
     def ended_agents(self) -> set[str]:
-        """Names of agents whose current run ended (`end_of_agent`)."""
-        return self.run.ended_agents
+        """Names of agents whose current run ended (`end_of_agent`) (in a delegated call:
+        a copy holding the call's own)."""
+        scope = self.call_scope
+        if not scope:
+            return self.run.ended_agents
+        prefix = f"{scope}/"
+        return {k[len(prefix) :] for k in self.run.ended_agents if k.startswith(prefix)}
 
     @property
     def end_of_agents(self) -> dict[str, bool]:
         """The reference's spelling of `ended_agents`."""
-        return dict.fromkeys(self.run.ended_agents, True)
+        return dict.fromkeys(self.ended_agents, True)
 
     @property
     def idempotency_key(self) -> str:
@@ -304,8 +331,8 @@ class AgentContext(InvocationContext):
         The change is committed with the next event the run yields.
         """
         for name in names:
-            self.run.agent_states.pop(name, None)
-            self.run.ended_agents.discard(name)
+            self.run.agent_states.pop(self.agent_key(name), None)
+            self.run.ended_agents.discard(self.agent_key(name))
             self.replays.pop(name, None)
 
     def should_pause_invocation(self, event: Event) -> bool:
@@ -313,16 +340,26 @@ class AgentContext(InvocationContext):
         ids = event.long_running_tool_ids or set()
         return any(i not in self.run.resume_inputs for i in ids)
 
-    async def interrupt_owners(self) -> dict[str, str]:
-        """The author of each still-open interrupt, by interrupt id."""
+    async def interrupt_owners(self) -> dict[str, tuple[str, str | None]]:
+        """The author of each still-open interrupt and the branch it asked on, by
+        interrupt id."""
         open_ids = set(self.run.open_interrupts)
         if not open_ids:
             return {}
-        owners: dict[str, str] = {}
+        owners: dict[str, tuple[str, str | None]] = {}
         for event in await self.log.invocation_events():  # the run's questions are its own
             for iid in (event.long_running_tool_ids or set()) & open_ids:
-                owners[iid] = event.author
+                owners[iid] = (event.author, event.branch)
         return owners
+
+    def reaches(self, branch: str | None) -> bool:
+        """Whether an agent on `branch` runs in this context's delegated call or in one
+        made below it, not in another call (of the same agent, say) beside it."""
+        scope = self.call_scope
+        if not scope:
+            return True
+        theirs = call_scope(branch, self.base_branch)
+        return theirs == scope or theirs.startswith(f"{scope}.")
 
     async def asks_below_calls(self, agent: str) -> bool:
         """Whether a question is still open on the branch of one of `agent`'s calls on this

@@ -140,7 +140,7 @@ class SingleTurnAgentTool(BaseTool):
         # Resumed, the agent re-executes its code from its last checkpoint: the runs of
         # its sub-agents that ended since are not run again (see baton.agents.replay).
         ran = [e for e in events if _ran_below(e, branch)]
-        sub_ctx.replays.update(count_replays(self.agent, ctx.ended_agents, ran))
+        sub_ctx.replays.update(count_replays(self.agent, sub_ctx.ended_agents, ran))
         async for event in self.agent.run_async(sub_ctx):
             if state is not None:
                 event.actions.state_delta = state.record_writes(event.actions.state_delta)

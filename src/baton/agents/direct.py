@@ -20,7 +20,7 @@ from contextlib import aclosing
 from typing import Protocol
 
 from baton.agents.context import AgentContext, EventLog
-from baton.context import Context, InvocationContext
+from baton.context import Context, InvocationContext, agent_key
 from baton.events import Event
 from baton.workflow.execution import open_interrupt
 
@@ -58,11 +58,12 @@ def _apply(event: Event, ctx: AgentContext) -> None:
     run = ctx.run
     for key, value in event.actions.state_delta.items():
         run.state[key] = value
+    key = agent_key(event.author, event.branch, ctx.invocation_context.branch)
     if event.actions.agent_state is not None:
-        run.agent_states[event.author] = event.actions.agent_state
+        run.agent_states[key] = event.actions.agent_state
     if event.actions.end_of_agent:
-        run.agent_states.pop(event.author, None)
-        run.ended_agents.add(event.author)
+        run.agent_states.pop(key, None)
+        run.ended_agents.add(key)
     for iid in sorted(event.long_running_tool_ids or ()):
         # The agent waits for this call's answer: it is not ended for it (`is_waiting`).
         if iid not in run.resume_inputs:

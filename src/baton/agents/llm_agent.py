@@ -1228,10 +1228,8 @@ class LlmAgent(BaseAgent):
         sub-agent waits for input (a task agent: for the user's reply) go to `waiting`.
         `keys` names each call of the turn (see `_call_keys`).
 
-        A sub-agent waiting for input holds the later calls of the same agent, which run
-        once it is done (two calls of one agent would share its checkpoint), and the task
-        agents' calls: the user talks with one task at a time (each reply goes to the one
-        question open)."""
+        A sub-agent waiting for input holds the task agents' calls: the user talks with
+        one task at a time (each reply goes to the one question open)."""
         together = [
             c
             for c in pending
@@ -1301,16 +1299,12 @@ class LlmAgent(BaseAgent):
     ) -> Event | None:
         """A call of a single-turn sub-agent, run as one of its turn's calls: its events
         go through `relay`, its result is returned (see `_delegated`). None while it waits
-        for input (its id goes to `waiting`), or while an earlier call of the same agent in
-        the turn waits (it runs once that one is done, see `CallRelay`)."""
-        async with relay.gate(tool.agent.name):
-            if tool.agent.name in relay.waiting_agents:
-                return None
-            event = await self._delegated(ctx, call, tool, relay)
-            if event is None:
-                waiting.add(call.id or "")
-                relay.waiting_agents.add(tool.agent.name)
-            return event
+        for input (its id goes to `waiting`). Two calls of one agent run at once too, each
+        with checkpoints of its own (see `baton.context.agent_key`)."""
+        event = await self._delegated(ctx, call, tool, relay)
+        if event is None:
+            waiting.add(call.id or "")
+        return event
 
     async def _delegated(
         self, ctx: AgentContext, call: FunctionCall, tool: SingleTurnAgentTool, relay: CallRelay

@@ -173,18 +173,16 @@ class TaskAgentTool(BaseTool):
         task = self.agent
         branch = call_branch(ctx.branch, task.name, call.id or "")
         done = _result(await ctx.log.invocation_events(), task.name, branch, self.finish)
+        task_ctx = ctx.for_task(branch, call.id or "", json.dumps(call.args or {}))
         if done is None:
-            if task.name in ctx.ended_agents:
-                ctx.reset_agent_states(a.name for a in task.walk())  # it ended another call
-            request = json.dumps(call.args or {})
-            async for event in task.run_async(ctx.for_task(branch, call.id or "", request)):
+            async for event in task.run_async(task_ctx):
                 yield event
             done = _result(await ctx.log.invocation_events(), task.name, branch, self.finish)
             if done is None:
                 return  # it waits for the user's reply
-        elif task.name not in ctx.ended_agents:
+        elif task.name not in task_ctx.ended_agents:
             # Its result committed, then a crash came before its end: end it now.
-            ctx.reset_agent_states(a.name for a in task.walk())
+            task_ctx.reset_agent_states(a.name for a in task.walk())
         yield _response_event(ctx, call, done[0])
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from pydantic import JsonValue
 
-from baton.context import Context, InvocationContext, StepParts, current_workflow
+from baton.context import Context, InvocationContext, StepParts, agent_key, current_workflow
 from baton.errors import (
     InputTimeoutError,
     LeaseLostError,
@@ -450,11 +450,12 @@ class _Collector:
 
     def _note_agent_state(self, event: Event) -> None:
         actions = event.actions
+        key = agent_key(event.author, event.branch, self.ctx.branch)  # per delegated call
         if actions.agent_state is not None:
-            self.ctx.agent_states[event.author] = actions.agent_state
+            self.ctx.agent_states[key] = actions.agent_state
         if actions.end_of_agent:
-            self.ctx.agent_states.pop(event.author, None)
-            self.ctx.ended_agents.add(event.author)
+            self.ctx.agent_states.pop(key, None)
+            self.ctx.ended_agents.add(key)
 
     def state_event(self, delta: dict[str, JsonValue]) -> Event:
         """An event carrying this run's state writes, for a run that emitted nothing else."""
