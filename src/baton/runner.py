@@ -29,7 +29,12 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
-from baton.errors import StoreUnavailableError, WorkflowChangedError, WorkflowConfigurationError
+from baton.errors import (
+    RunConfigError,
+    StoreUnavailableError,
+    WorkflowChangedError,
+    WorkflowConfigurationError,
+)
 from baton.events import Event
 from baton.forking import fork_session, read_history
 from baton.invocation import InvocationRun, PlanKind, RunPlan, RunSettings
@@ -379,6 +384,18 @@ class Runner:
                 yield seal
         finally:
             await self._release(lease, run)
+
+    def run_live(self, *_: object, **__: object) -> AsyncGenerator[Event, None]:
+        """The reference's live (audio/video, `LiveRequestQueue`) mode, which baton has not.
+
+        Raises:
+            RunConfigError: always, at the call, before anything is stored (use
+                `run_async`, with `StreamingMode.SSE` for streamed model replies).
+        """
+        raise RunConfigError(
+            "Runner.run_live: baton has no live (bidirectional audio/video) mode; use "
+            "run_async, with RunConfig(streaming_mode=StreamingMode.SSE) to stream model replies"
+        )
 
     async def answer(
         self,

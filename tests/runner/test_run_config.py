@@ -121,6 +121,19 @@ async def test_live_mode_and_foreign_configs_are_refused_before_anything_is_stor
     assert await h.service.store.list_invocations(h.key) == []
 
 
+async def test_run_live_is_refused_at_the_call_with_a_clear_error(
+    make_harness: MakeHarness,
+) -> None:
+    # The reference's live mode: a user calling it learns at once that baton has none.
+    h = await make_harness(_looping_agent([], 0))
+    with pytest.raises(RunConfigError, match="no live .*run_async"):
+        h.runner.run_live(user_id=h.user_id, session_id=h.session_id, live_request_queue=None)
+    with pytest.raises(RunConfigError, match="run_live"):
+        h.runner.run_live(session=None)
+    assert await _stored(h) == []
+    assert await h.service.store.list_invocations(h.key) == []
+
+
 async def test_the_call_past_max_llm_calls_fails_its_node_and_is_stored(
     make_harness: MakeHarness,
 ) -> None:
