@@ -14,10 +14,11 @@ from baton.listings import (
     sessions_page,
 )
 from baton.sessions.paging import encode_cursor
+from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus, Store
 from baton.types import SessionId
 from tests.conftest import FakeClock
-from tests.store.builders import APP, USER, key, question, snapshot, step
+from tests.store.builders import APP, USER, event, key, question, snapshot, step
 
 
 async def _ask(store: Store, session: str, count: int, *, user: str = USER, app: str = APP) -> None:
@@ -104,6 +105,32 @@ async def test_sessions_pages_run_by_user_then_id(store: Store) -> None:
     assert await _all_sessions(store, "u", limit=1) == [("u", "a"), ("u", "b"), ("u", "c")]
     found = await store.list_sessions(APP, session_id=SessionId("b"))
     assert sorted(s.user_id for s in found) == ["u", "v"]
+
+
+async def test_sessions_updated_between_pages_are_walked_once_each(
+    store: Store, clock: FakeClock
+) -> None:
+    """A page of sessions runs by id, so sessions updated between pages (which the whole
+    listing moves to its end) are neither skipped nor shown twice."""
+    service = BaseSessionService(store)
+    for session in ["e", "d", "c", "b", "a"]:
+        await service.create_session(app_name=APP, user_id=USER, session_id=session)
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await sessions_page(store, APP, user_id=USER, limit=2, cursor=cursor)
+        seen += [s.id for s in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+        clock.advance(1)
+        for touched in (seen[0], "e"):  # one already shown, one still to come
+            session = await service.get_session(app_name=APP, user_id=USER, session_id=touched)
+            assert session is not None
+            await service.append_event(session, event(f"touch {touched}"))
+    assert seen == ["a", "b", "c", "d", "e"]
+    whole = await service.list_sessions(app_name=APP, user_id=USER)
+    assert [s.id for s in whole.sessions] == ["d", "c", "b", "a", "e"]
 
 
 async def _all_sessions(store: Store, user: str | None, *, limit: int) -> list[tuple[str, str]]:

@@ -552,8 +552,9 @@ def _listing_routes(server: _Server) -> APIRouter:
         limit: OptionalLimit = None,
         cursor: Cursor = None,
     ) -> list[Session]:
-        """The user's sessions, by id, without events: all of them (as the reference
-        server answers), or with `limit` a page, the next at `cursor=<X-Next-Cursor>`."""
+        """The user's sessions, without events: all of them, the least recently updated
+        first (as the reference server answers), or with `limit` a page by id, the next at
+        `cursor=<X-Next-Cursor>` (an id stays put when its session changes between pages)."""
         runner = server.catalog.runner(app_name)
         if limit is None and cursor is None:
             return (await service.list_sessions(app_name=app_name, user_id=user_id)).sessions
