@@ -505,12 +505,18 @@ class Event(WireModel):
         """True for the last event an agent gives the caller for a turn, as the reference
         counts it: a message with no pending calls and not partial, and also a tool's
         result the model is not to summarize (`skip_summarization`, as after
-        `exit_loop`), a long-running call (the turn waits on it) and an error."""
+        `exit_loop`), a long-running call (the turn waits on it) and an error. A message
+        ending in a code execution's result is not final: the model answers it next."""
         if self.actions.skip_summarization or self.long_running_tool_ids:
             return True
         if self.error_code and not self.partial and not self.function_calls:
             return True
-        return not self.partial and not self.function_calls and not self.get_function_responses()
+        return (
+            not self.partial
+            and not self.function_calls
+            and not self.get_function_responses()
+            and not self.has_trailing_code_execution_result()
+        )
 
     def has_trailing_code_execution_result(self) -> bool:
         """Whether the content's last part is a code execution's result (the reference's

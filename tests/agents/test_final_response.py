@@ -54,3 +54,17 @@ def test_an_error_event_is_final_unless_partial_or_calling() -> None:
         actions=EventActions(skip_summarization=True),
     )
     assert skipped.is_final_response()
+
+
+def test_a_message_ending_in_a_code_execution_result_is_not_final() -> None:
+    # The model reads the result and answers next, as in the reference.
+    ran = types.Part(code_execution_result={"outcome": "OUTCOME_OK", "output": "2"})
+    code = types.Part(executable_code={"language": "PYTHON", "code": "print(1 + 1)"})
+    result = Event(author="a", content=types.Content(role="model", parts=[code, ran]))
+    assert result.has_trailing_code_execution_result()
+    assert not result.is_final_response()
+    asked = Event(author="a", content=types.Content(role="model", parts=[code]))
+    assert asked.is_final_response()
+    said = types.Part(text="2")
+    answered = Event(author="a", content=types.Content(role="model", parts=[ran, said]))
+    assert answered.is_final_response()
