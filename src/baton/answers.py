@@ -5,15 +5,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+from typing import TYPE_CHECKING
 
 import pydantic_core
-from jsonschema import Draft202012Validator
-from jsonschema import exceptions as schema_errors
-from jsonschema.exceptions import ValidationError
 from pydantic import JsonValue
 
 from baton.errors import InvalidResponseError
 from baton.sessions.store import Interrupt
+
+if TYPE_CHECKING:
+    # jsonschema is read where a schema is first checked, not with baton: with its format
+    # checkers it is a tenth of `import baton`'s instructions, which a process whose
+    # questions, nodes and tasks declare no JSON schema never uses.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 __all__ = ["schema_problem", "unwrap_response", "validate_answer"]
 
@@ -72,6 +77,8 @@ def _validator_for(schema: dict[str, JsonValue]) -> Draft202012Validator:
 # decoded from the key, that no caller's dict can change under it.
 @functools.lru_cache(maxsize=256)
 def _validator_of(schema_json: bytes) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(json.loads(schema_json))
 
 
@@ -141,6 +148,8 @@ def _accepts_null(
 
 def schema_problem(schema: dict[str, JsonValue], value: JsonValue) -> str | None:
     """Why `value` does not match `schema` (the most relevant reason), or None when it does."""
+    from jsonschema import Draft202012Validator
+
     errors: list[ValidationError] = list(
         Draft202012Validator(schema).iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
     )
@@ -149,6 +158,8 @@ def schema_problem(schema: dict[str, JsonValue], value: JsonValue) -> str | None
 
 def _most_relevant(errors: list[ValidationError]) -> ValidationError:
     """jsonschema's pick: for an anyOf/oneOf failure, the reason from the branch that fits."""
+    from jsonschema import exceptions as schema_errors
+
     found = schema_errors.best_match(errors)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType] -- untyped return in the stubs
-    assert isinstance(found, ValidationError)  # errors is non-empty
+    assert isinstance(found, schema_errors.ValidationError)  # errors is non-empty
     return found

@@ -33,7 +33,6 @@ from baton.sessions.artifacts import (
 )
 from baton.sessions.ids import check_depth, check_id
 from baton.sessions.memory import MemoryStore
-from baton.sessions.sql import SqlStore
 from baton.sessions.store import Store
 from baton.types import Part, WireModel
 
@@ -260,6 +259,8 @@ class SqliteArtifactService(BaseArtifactService):
     """
 
     def __init__(self, db_path: str) -> None:
+        from baton.sessions.sql import SqlStore  # here, not above: see DatabaseArtifactService
+
         super().__init__(SqlStore(db_path if "://" in db_path else f"sqlite:///{db_path}"))
 
 
@@ -272,6 +273,10 @@ class DatabaseArtifactService(BaseArtifactService):
     """
 
     def __init__(self, db_url: str) -> None:
+        # Read on first use: SQLAlchemy and the SQL store are a third of `import baton`'s
+        # instructions, which a program keeping its artifacts in memory never needs.
+        from baton.sessions.sql import SqlStore
+
         super().__init__(SqlStore(db_url))
 
 

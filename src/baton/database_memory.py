@@ -11,9 +11,10 @@ are in SQL uses one by default (see `memory_in`). `SqliteMemoryService(db_path)`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import cast, final
+from typing import TYPE_CHECKING, cast, final
 
 from pydantic import JsonValue
 
@@ -30,11 +31,18 @@ from baton.memory_services import (
     words_of,
 )
 from baton.sessions.ids import check_id
-from baton.sessions.sql import SqlStore
-from baton.sessions.sql.memories import WORD_LENGTH, MemoryOwner, MemoryRow
 from baton.sessions.store import Session, Store
 
+if TYPE_CHECKING:  # read where used at run time: see _SQL_STORE_MODULE
+    from baton.sessions.sql import SqlStore
+    from baton.sessions.sql.memories import MemoryOwner, MemoryRow
+
 __all__ = ["DatabaseMemoryService", "SqlMemoryService", "SqliteMemoryService", "memory_in"]
+
+_SQL_STORE_MODULE = "baton.sessions.sql.store"
+"""SQLAlchemy and baton's SQL store are a third of `import baton`'s instructions, so this
+module reads them only where a SQL memory is made or used: a process whose sessions are
+in memory never loads them (`memory_in` asks `sys.modules` whether a SqlStore can exist)."""
 
 _LOOSE_SESSION = ""
 """The session of memories added without one (`add_memory`, or events given alone)."""
@@ -51,6 +59,8 @@ class SqlMemoryService(BaseMemoryService):
     """
 
     def __init__(self, store: SqlStore) -> None:
+        from baton.sessions.sql import SqlStore
+
         if not isinstance(cast(object, store), SqlStore):
             raise TypeError(
                 f"SqlMemoryService keeps memories in a SqlStore (a SQL session service's "
@@ -146,6 +156,8 @@ class SqliteMemoryService(SqlMemoryService):
     """
 
     def __init__(self, db_path: str) -> None:
+        from baton.sessions.sql import SqlStore
+
         super().__init__(SqlStore(db_path if "://" in db_path else f"sqlite:///{db_path}"))
 
 
@@ -158,12 +170,18 @@ class DatabaseMemoryService(SqlMemoryService):
     """
 
     def __init__(self, db_url: str) -> None:
+        from baton.sessions.sql import SqlStore
+
         super().__init__(SqlStore(db_url))
 
 
 def memory_in(store: Store) -> SqlMemoryService | None:
     """The memory service a Runner uses unless given one: in the sessions' database when
     it is SQL; None for sessions in memory (memory calls then say how to set one)."""
+    if _SQL_STORE_MODULE not in sys.modules:  # no SqlStore was ever made in this process
+        return None
+    from baton.sessions.sql import SqlStore
+
     return SqlMemoryService(store) if isinstance(store, SqlStore) else None
 
 
@@ -171,10 +189,14 @@ def _owner(app_name: str, user_id: str, session_id: str) -> MemoryOwner:
     check_id("app_name", app_name)
     check_id("user_id", user_id)
     check_id("session_id", session_id)
+    from baton.sessions.sql.memories import MemoryOwner
+
     return MemoryOwner(app_name, user_id, session_id)
 
 
 def _words(text: str) -> frozenset[str]:
+    from baton.sessions.sql.memories import WORD_LENGTH
+
     return frozenset(word[:WORD_LENGTH] for word in words_of(text))
 
 
@@ -183,6 +205,8 @@ def _row(entry: MemoryEntry) -> MemoryRow:
         check_id("memory id", entry.id)
     text = " ".join(p.text for p in entry.content.parts or [] if p.text)
     data: JsonValue = entry.model_dump(mode="json", by_alias=True, exclude_none=True)
+    from baton.sessions.sql.memories import MemoryRow
+
     return MemoryRow(memory_id=entry.id, entry=data, words=_words(text))
 
 

@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias, TypeVar
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaMismatch
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -603,6 +601,9 @@ class RequestInput(WireModel):
         self.on_timeout = to_json_value(self.on_timeout, what="on_timeout")
         schema = self.json_schema()
         if schema is not None:
+            from jsonschema import Draft202012Validator  # read on first use: see answers.py
+            from jsonschema.exceptions import ValidationError as SchemaMismatch
+
             problems: list[SchemaMismatch] = list(
                 Draft202012Validator(schema).iter_errors(self.on_timeout)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
             )

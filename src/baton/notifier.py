@@ -28,13 +28,16 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 from urllib.parse import urlsplit
-
-import httpx
 
 from baton.errors import StoreUnavailableError
 from baton.sessions.store import Clock, Store
+
+if TYPE_CHECKING:
+    # Read where a notifier POSTs: httpx is a sixth of `baton api_server`'s and `baton
+    # worker`'s imports, which `baton --help` and a server without --notify-url never use.
+    import httpx
 
 __all__ = [
     "ID_HEADER",
@@ -166,6 +169,8 @@ class Notifier:
 
     async def run(self) -> None:
         """Deliver as notifications are recorded, until cancelled."""
+        import httpx
+
         subscription = self.store.subscribe()
         try:
             async with httpx.AsyncClient(timeout=self.settings.timeout) as client:
@@ -215,6 +220,8 @@ class Notifier:
         await self.store.defer_notifications(url, self.owner, attempts=attempts, next_at=next_at)
 
     async def _post(self, client: httpx.AsyncClient, url: str, ident: str, body: bytes) -> bool:
+        import httpx  # loaded by `run`, which made the client
+
         stamp = int(self.clock())
         headers = {
             "Content-Type": "application/json",

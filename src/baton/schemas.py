@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import functools
 from contextvars import ContextVar
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaViolation
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 
 from baton.errors import NodeSchemaError, StateSchemaError
+
+if TYPE_CHECKING:  # jsonschema is read on the first JSON-schema dict checked (see answers.py)
+    from jsonschema.exceptions import ValidationError as SchemaViolation
 
 __all__ = [
     "SchemaType",
@@ -105,6 +106,8 @@ def check_node_data(
     if schema is None:
         return value
     if isinstance(schema, dict):
+        from jsonschema import Draft202012Validator
+
         errors = list(Draft202012Validator(schema).iter_errors(value))  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
         if errors:
             raise _refused(node, what, value, _describe(errors[0]))

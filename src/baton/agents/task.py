@@ -21,7 +21,6 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
-from jsonschema import Draft202012Validator
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from baton.agents.context import AgentContext
@@ -122,6 +121,8 @@ class FinishTaskTool(BaseTool):
             return f"the parameter '{self.wrapper}' is missing"
         schema = self.output_schema
         if schema is None or isinstance(schema, dict):
+            from jsonschema import Draft202012Validator  # read on first use: see answers.py
+
             errors = list(Draft202012Validator(schema or _DEFAULT_OUTPUT).iter_errors(value))  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
             if not errors:
                 return None

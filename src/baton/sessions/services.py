@@ -10,14 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Coroutine
 from datetime import timedelta
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
-from baton.sessions.sql import SqlStore
 from baton.sessions.store import (
     Clock,
     Pruning,
@@ -28,6 +27,9 @@ from baton.sessions.store import (
     drop_temp_keys,
 )
 from baton.types import InvocationId, SessionId
+
+if TYPE_CHECKING:
+    from baton.sessions.sql import SqlStore
 
 __all__ = [
     "BaseSessionService",
@@ -345,7 +347,7 @@ class SqliteSessionService(BaseSessionService):
                 f"SqliteSessionService takes a file path or a sqlite:/// URL, not '{db_path}'; "
                 "use DatabaseSessionService for other databases."
             )
-        super().__init__(SqlStore(db_path))
+        super().__init__(_sql_store(db_path))
 
 
 class DatabaseSessionService(BaseSessionService):
@@ -368,8 +370,17 @@ class DatabaseSessionService(BaseSessionService):
     """
 
     def __init__(self, db_url: str, **engine_options: object) -> None:
-        super().__init__(SqlStore(db_url, engine_options=engine_options))
+        super().__init__(_sql_store(db_url, engine_options=engine_options))
 
 
 def _by_update(session: Session) -> tuple[float, str, str]:
     return (session.last_update_time, session.user_id, session.id)
+
+
+def _sql_store(url: str, engine_options: dict[str, object] | None = None) -> SqlStore:
+    """A SqlStore, its module read here rather than with this one: SQLAlchemy and the SQL
+    store are a third of `import baton`'s instructions, which a program keeping its
+    sessions in memory never needs."""
+    from baton.sessions.sql import SqlStore
+
+    return SqlStore(url, engine_options=engine_options)
