@@ -7,7 +7,7 @@ set one; bad arguments are refused with the reason."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -114,6 +114,9 @@ async def test_nodes_search_add_and_delete_memory_and_readding_keeps_one_copy(
     [entry] = (await memory.search_memory(app_name="app", user_id="u", query="Tuesday")).memories
     assert entry.author == "user"
     assert entry.id is not None
+    # Its time is in UTC and says so (the reference's: local time, no offset).
+    assert entry.timestamp is not None
+    assert entry.timestamp.endswith("+00:00")
     await memory.delete_memory(app_name="app", user_id="u", memory_id=entry.id)
     session = await runner.session_service.get_session(
         app_name="app", user_id="u", session_id=h.session_id
@@ -128,13 +131,14 @@ async def test_nodes_search_add_and_delete_memory_and_readding_keeps_one_copy(
 async def test_without_a_memory_service_sql_sessions_remember_in_their_database(
     stores: StoreFactory,
 ) -> None:
-    async def search(ctx: Context) -> int:
+    async def search(ctx: Context) -> list[str | None]:
         await ctx.add_session_to_memory()
-        return len((await ctx.search_memory("go")).memories)
+        return [m.timestamp for m in (await ctx.search_memory("go")).memories]
 
     h = await _session(_runner(stores, Workflow(name="wf", edges=[("START", search)]), None))
     if stores.backend != "memory":
-        assert (await h.start("go"))[-1].output == 1
+        [timestamp] = cast("list[str]", (await h.start("go"))[-1].output)
+        assert timestamp.endswith("+00:00")  # UTC, saying so, as in memory
         return
     # Sessions in memory: no memory unless given one, as in the reference.
     with pytest.raises(ValueError, match=r"memory_service=InMemoryMemoryService\(\)"):
