@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from contextlib import aclosing
+from collections.abc import Iterator
+from contextlib import aclosing, contextmanager
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
@@ -275,6 +277,17 @@ def no_scope(branch: str | None, base: str | None) -> str:
     return ""
 
 
+@contextmanager
+def keyed_by_name(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """An earlier baton's writer of checkpoints, by agent name, while in the block."""
+    with monkeypatch.context() as old:
+        for module in ("baton.workflow.execution", "baton.agents.base_agent"):
+            old.setattr(f"{module}.agent_key", by_name)
+        for module in ("baton.agents.context", "baton.agents.base_agent"):
+            old.setattr(f"{module}.call_scope", no_scope)
+        yield old
+
+
 async def test_a_call_paused_by_a_baton_keying_checkpoints_by_agent_resumes_where_it_was(
     stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,11 +321,7 @@ async def test_a_call_paused_by_a_baton_keying_checkpoints_by_agent_resumes_wher
         )
         return LlmAgent(name="boss", model=boss_model, sub_agents=[helper])
 
-    with monkeypatch.context() as old:
-        for module in ("baton.workflow.execution", "baton.agents.base_agent"):
-            old.setattr(f"{module}.agent_key", by_name)
-        for module in ("baton.agents.context", "baton.agents.base_agent"):
-            old.setattr(f"{module}.call_scope", no_scope)
+    with keyed_by_name(monkeypatch):
         h = await build_harness(tree(), BaseSessionService(stores.open()), resumable=True)
         await h.start("go")
     invocation = await h.invocation()
@@ -328,6 +337,55 @@ async def test_a_call_paused_by_a_baton_keying_checkpoints_by_agent_resumes_wher
     )
     assert shown(events)[-2:] == [
         ("boss", ["c1 -> {'result': 'found a'}"], {}),
+        ("boss", ["done"], {}),
+    ]
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_second_call_paused_by_a_baton_keying_checkpoints_by_agent_gets_its_answer(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier baton ran two calls of one agent one after the other and kept their
+    checkpoints by agent name: the first call ended, the second asks a person and the run
+    pauses. Resumed here with the answer, the second call goes on from its checkpoint
+    with that answer (it does not ask again, nor end with an empty result)."""
+    runs: Counter[str] = Counter()
+
+    def helper_turn(request: LlmRequest) -> ScriptItem:
+        which = asked_for(request)
+        runs[f"helper {which} turn {len(seen(request))}"] += 1
+        if which == "b" and len(seen(request)) == 1:
+            return FunctionCall(id="tb", name="ticket", args={"reason": "b"})
+        return f"found {which}"
+
+    boss_model = ScriptedModel([TURN, "done"])
+
+    def tree() -> LlmAgent:
+        return sub_agent_tree(boss_model, ScriptedModel(responder=helper_turn))
+
+    one_at_a_time = asyncio.Lock()  # the earlier baton's calls of one agent
+    delegate = LlmAgent._delegate  # pyright: ignore[reportPrivateUsage] -- the earlier writer
+
+    async def in_turn(self: LlmAgent, *args: Any) -> Event | None:
+        async with one_at_a_time:
+            return await delegate(self, *args)
+
+    with keyed_by_name(monkeypatch) as old:
+        old.setattr(LlmAgent, "_delegate", in_turn)
+        h = await build_harness(tree(), BaseSessionService(stores.open()), resumable=True)
+        await h.start("go")
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.PAUSED
+    assert await open_ids(h) == {"tb"}
+
+    again = attach_harness(tree(), BaseSessionService(stores.open()), h.session_id, resumable=True)
+    events = await again.collect(
+        new_message=ticket_answer("tb", "ok b"), invocation_id=invocation.id
+    )
+
+    assert runs == Counter({"helper a turn 1": 1, "helper b turn 1": 1, "helper b turn 3": 1})
+    assert shown(events)[-2:] == [
+        ("boss", ["c2 -> {'result': 'found b'}"], {}),
         ("boss", ["done"], {}),
     ]
     assert (await again.invocation()).status == InvocationStatus.COMPLETED

@@ -509,20 +509,26 @@ async def _run_events(ctx: AgentContext) -> list[Event]:
 def _key_checkpoints_by_call(ctx: Context, events: list[Event]) -> None:
     """Key by their call the checkpoints and ended marks that a node run paused by an
     earlier baton kept by agent name for agents that ran in a delegated call (see
-    `baton.context.agent_key`): one whose checkpoints and end in the run were all made
-    in one call moves to that call's key. Committed with the run's next event."""
-    for name in [k for k in (*ctx.agent_states, *ctx.ended_agents) if "/" not in k]:
-        keys = {
-            agent_key(name, e.branch, ctx.branch)
-            for e in events
-            if e.author == name and (e.actions.agent_state is not None or e.actions.end_of_agent)
-        }
-        if len(keys) != 1 or name in keys:
-            continue
-        [key] = keys
-        if name in ctx.agent_states:
+    `baton.context.agent_key`): a checkpoint moves to the key of the call that wrote its
+    agent's last one, an ended mark to that of the call its agent last ended in (an
+    earlier baton ran two calls of one agent one after the other, the later one's left
+    under the name). Committed with the run's next event."""
+    written: dict[str, str] = {}
+    ended: dict[str, str] = {}
+    outside: set[str] = set()  # agents that ran outside any call keep their name
+    for event in events:
+        key = agent_key(event.author, event.branch, ctx.branch)
+        if key == event.author:
+            outside.add(key)
+        if event.actions.agent_state is not None:
+            written[event.author] = key
+        if event.actions.end_of_agent:
+            ended[event.author] = key
+    for name, key in written.items():
+        if name not in outside and name in ctx.agent_states:
             ctx.agent_states[key] = ctx.agent_states.pop(name)
-        if name in ctx.ended_agents:
+    for name, key in ended.items():
+        if name not in outside and name in ctx.ended_agents:
             ctx.ended_agents.discard(name)
             ctx.ended_agents.add(key)
 
