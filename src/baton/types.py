@@ -16,6 +16,8 @@ from typing import Any, Final, Literal, NewType, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel, to_snake
 
+from baton.wire_repr import ReferenceRepr
+
 __all__ = [
     "Blob",
     "Content",
@@ -89,34 +91,34 @@ class StrictWireModel(WireModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class FunctionCall(StrictWireModel):
+class FunctionCall(ReferenceRepr, StrictWireModel):
     """A request, by the model or a node, to call a function (or to ask a person)."""
 
     id: str | None = None
-    name: str | None = None
     args: dict[str, JsonValue] | None = None
+    name: str | None = None
 
 
-class FunctionResponse(StrictWireModel):
+class FunctionResponse(ReferenceRepr, StrictWireModel):
     """The result of a function call; the answer to an interrupt carries its id."""
 
-    id: str | None = None
-    name: str | None = None
-    response: dict[str, JsonValue] | None = None
     # More responses to the same call follow (a long-running tool's progress update):
     # the call stays open, and each response gives the agent's model a turn.
     will_continue: bool | None = None
+    id: str | None = None
+    name: str | None = None
+    response: dict[str, JsonValue] | None = None
 
 
-class Blob(StrictWireModel):
+class Blob(ReferenceRepr, StrictWireModel):
     """Bytes with their MIME type; `data` is base64 on the wire (URL-safe or standard
     alphabet accepted, as the reference's client sends either)."""
 
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
 
-    mime_type: str | None = None
     data: bytes | None = None
     display_name: str | None = None
+    mime_type: str | None = None
 
     @field_validator("data", mode="before")
     @classmethod
@@ -138,15 +140,15 @@ def _base64_bytes(value: object, field: str) -> object:
         ) from error
 
 
-class FileData(StrictWireModel):
+class FileData(ReferenceRepr, StrictWireModel):
     """A file kept elsewhere, by URI."""
 
+    display_name: str | None = None
     file_uri: str | None = None
     mime_type: str | None = None
-    display_name: str | None = None
 
 
-class Part(StrictWireModel):
+class Part(ReferenceRepr, StrictWireModel):
     """One part of a message: text, bytes, a file reference, a function call or response.
 
     The reference's fields that only Gemini fills (`thought_signature` and those after it)
@@ -157,20 +159,20 @@ class Part(StrictWireModel):
 
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
 
-    text: str | None = None
-    inline_data: Blob | None = None
+    media_resolution: dict[str, JsonValue] | None = None
+    code_execution_result: dict[str, JsonValue] | None = None
+    executable_code: dict[str, JsonValue] | None = None
     file_data: FileData | None = None
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None
+    inline_data: Blob | None = None
+    text: str | None = None
     thought: bool | None = None
     thought_signature: bytes | None = None
-    executable_code: dict[str, JsonValue] | None = None
-    code_execution_result: dict[str, JsonValue] | None = None
     video_metadata: dict[str, JsonValue] | None = None
-    media_resolution: dict[str, JsonValue] | None = None
-    part_metadata: dict[str, JsonValue] | None = None
     tool_call: dict[str, JsonValue] | None = None
     tool_response: dict[str, JsonValue] | None = None
+    part_metadata: dict[str, JsonValue] | None = None
     audio_transcription: dict[str, JsonValue] | None = None
     media_processing: str | None = None
     speech_metadata: dict[str, JsonValue] | None = None
@@ -206,11 +208,11 @@ class Part(StrictWireModel):
         return cls(function_response=FunctionResponse(name=name, response=response))
 
 
-class Content(StrictWireModel):
+class Content(ReferenceRepr, StrictWireModel):
     """A message: a role and its parts."""
 
-    role: Literal["user", "model"] | str | None = None
     parts: list[Part] | None = None
+    role: Literal["user", "model"] | str | None = None
 
     @property
     def text(self) -> str:
@@ -228,14 +230,14 @@ class Content(StrictWireModel):
         return [p.function_call for p in self.parts or [] if p.function_call]
 
 
-class ModalityTokenCount(StrictWireModel):
+class ModalityTokenCount(ReferenceRepr, StrictWireModel):
     """The tokens of one modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`)."""
 
     modality: str | None = None
     token_count: int | None = None
 
 
-class UsageMetadata(StrictWireModel):
+class UsageMetadata(ReferenceRepr, StrictWireModel):
     """Token counts of one model call, with the reference's fields.
 
     A field baton's models do not fill stays None; it is kept when an event exported
@@ -299,32 +301,32 @@ class Type(StrEnum):
     NULL = "NULL"
 
 
-class Schema(StrictWireModel):
+class Schema(ReferenceRepr, StrictWireModel):
     """A value's shape as the reference writes it (an OpenAPI subset); models are sent
     its JSON-schema form (`to_json_schema`)."""
 
-    type: Type | None = None
-    title: str | None = None
-    description: str | None = None
-    format: str | None = None
-    enum: list[str] | None = None
+    any_of: list[Schema] | None = None
     default: JsonValue = None
+    description: str | None = None
+    enum: list[str] | None = None
     example: JsonValue = None
+    format: str | None = None
+    items: Schema | None = None
+    max_items: int | None = None
+    max_length: int | None = None
+    max_properties: int | None = None
+    maximum: float | None = None
+    min_items: int | None = None
+    min_length: int | None = None
+    min_properties: int | None = None
+    minimum: float | None = None
     nullable: bool | None = None
+    pattern: str | None = None
     properties: dict[str, Schema] | None = None
     property_ordering: list[str] | None = None
     required: list[str] | None = None
-    items: Schema | None = None
-    any_of: list[Schema] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    min_items: int | None = None
-    max_items: int | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    min_properties: int | None = None
-    max_properties: int | None = None
-    pattern: str | None = None
+    title: str | None = None
+    type: Type | None = None
 
     @field_validator("type", mode="before")
     @classmethod
@@ -380,7 +382,7 @@ def _as_json_schema(value: object) -> object:
     return value
 
 
-class FunctionDeclaration(WireModel):
+class FunctionDeclaration(ReferenceRepr, WireModel):
     """A function the model may call: its name, what it does, and its JSON-schema
     parameters (given as JSON Schema, a `Schema`, or `parameters_json_schema`)."""
 
@@ -404,7 +406,7 @@ class FunctionDeclaration(WireModel):
         return fields
 
 
-class Tool(WireModel):
+class Tool(ReferenceRepr, WireModel):
     """A group of functions the model may call, as the reference groups them.
 
     A model reads `llm_request.config.tools[i].function_declarations`.
@@ -423,14 +425,14 @@ class FunctionCallingConfigMode(StrEnum):
     VALIDATED = "VALIDATED"
 
 
-class FunctionCallingConfig(StrictWireModel):
+class FunctionCallingConfig(ReferenceRepr, StrictWireModel):
     """How the model calls functions: `mode`, and with ANY the names it may call."""
 
     mode: FunctionCallingConfigMode | None = None
     allowed_function_names: list[str] | None = None
 
 
-class ToolConfig(StrictWireModel):
+class ToolConfig(ReferenceRepr, StrictWireModel):
     """How the model uses the tools it is given."""
 
     function_calling_config: FunctionCallingConfig | None = None
@@ -446,7 +448,7 @@ class ThinkingLevel(StrEnum):
     HIGH = "HIGH"
 
 
-class ThinkingConfig(StrictWireModel):
+class ThinkingConfig(ReferenceRepr, StrictWireModel):
     """A reasoning model's thinking: its level (or token budget), and whether its
     thoughts come back."""
 
@@ -477,14 +479,14 @@ class HarmBlockThreshold(StrEnum):
     OFF = "OFF"
 
 
-class SafetySetting(StrictWireModel):
+class SafetySetting(ReferenceRepr, StrictWireModel):
     """A safety filter of Gemini's (models that have no such filter are not sent it)."""
 
     category: HarmCategory | None = None
     threshold: HarmBlockThreshold | None = None
 
 
-class HttpRetryOptions(StrictWireModel):
+class HttpRetryOptions(ReferenceRepr, StrictWireModel):
     """How often a model request is tried (`attempts`, the first included)."""
 
     attempts: int | None = None
@@ -495,7 +497,7 @@ class HttpRetryOptions(StrictWireModel):
     http_status_codes: list[int] | None = None
 
 
-class HttpOptions(StrictWireModel):
+class HttpOptions(ReferenceRepr, StrictWireModel):
     """The HTTP side of a model request: extra headers, a timeout (ms) and retries."""
 
     headers: dict[str, str] | None = None
@@ -531,7 +533,7 @@ _GEMINI_ONLY: Final = frozenset(
 )
 
 
-class GenerateContentConfig(StrictWireModel):
+class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     """How the model should answer: instruction, tools, sampling, output format.
 
     The reference's field names; a field it does not have is refused, and so is one
