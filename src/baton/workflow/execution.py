@@ -920,11 +920,19 @@ def _error_event(
         invocation_id=invocation.invocation_id,
         author=author,
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
-        error_code=type(error).__name__,
+        error_code=_error_code(error),
         error_message=str(error),
     )
     _put_on_branch(event, record)
     return event
+
+
+def _error_code(error: BaseException) -> str:
+    """The error's own status when it names one (an API error's "PERMISSION_DENIED"),
+    else its class's name, as the reference codes it; a numeric `.status` (an HTTP
+    client's) is no code."""
+    status = getattr(error, "status", None)
+    return status if isinstance(status, str) else type(error).__name__
 
 
 def _output_event(
