@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from baton import Event, LlmAgent, Workflow, types
-from baton.models import ScriptedModel
+from baton.models import LlmRequest, ScriptedModel
 from tests.harness import MakeHarness
 
 
@@ -59,3 +59,29 @@ async def test_an_agents_failure_carries_the_status_of_its_tools_error(
     failed = await failure_events(make_harness, Workflow(name="wf", edges=[("START", agent)]))
 
     assert [e.error_code for e in failed] == ["PERMISSION_DENIED"]
+
+
+async def test_an_agents_failure_is_signed_by_the_author_of_its_last_event(
+    make_harness: MakeHarness,
+) -> None:
+    # google-adk 2.13.0: an agent node that fails before it said anything leaves an event
+    # signed by its workflow; once it has spoken, by the author of its last event.
+    def refuse(request: LlmRequest) -> str:
+        raise PermissionDenied("the model is not allowed")
+
+    silent = LlmAgent(name="helper", model=ScriptedModel(responder=refuse))
+    failed = await failure_events(make_harness, Workflow(name="wf", edges=[("START", silent)]))
+    assert [(e.author, e.node_info and e.node_info.path) for e in failed] == [
+        ("wf", "wf@1/helper@1")
+    ]
+
+    def ledger() -> str:
+        """Read the ledger."""
+        raise PermissionDenied("no access to the ledger")
+
+    model = ScriptedModel(responses=[types.FunctionCall(id="c1", name="ledger", args={})])
+    spoken = LlmAgent(name="helper", model=model, tools=[ledger])
+    failed = await failure_events(make_harness, Workflow(name="wf", edges=[("START", spoken)]))
+    assert [(e.author, e.node_info and e.node_info.path) for e in failed] == [
+        ("helper", "wf@1/helper@1")
+    ]

@@ -159,6 +159,9 @@ class _Collector:
     # The route the last event the node yielded with one carried (a route set on ctx
     # after it, or without one, needs an event of its own).
     carried_route: RouteValue | list[RouteValue] | None
+    # The author of the last event the node yielded (None: none yet); an agent's failure
+    # is signed with it (`_failure_author`).
+    last_author: str | None
 
     def __init__(
         self,
@@ -176,6 +179,7 @@ class _Collector:
         self.events, self.opened = [], []
         self.has_output = False
         self.carried_route = None
+        self.last_author = None
 
     async def take(self, item: object) -> None:
         if not self.add(item):
@@ -307,6 +311,7 @@ class _Collector:
             event.invocation_id = self.invocation_id
         if not event.author:
             event.author = event_author(self.node)
+        self.last_author = event.author
         record = self.record
         if event.node_info is None:
             event.node_info = NodeInfo(
@@ -716,7 +721,9 @@ async def _execute(
                 error = failure.error
                 # A child failed (an item of a parallel worker): retried as the run's own
                 # error, the children that completed are not run again.
-                if isinstance(error, Exception) and await _retried(node, record, invocation, error):
+                if isinstance(error, Exception) and await _retried(
+                    node, record, invocation, error, collector.last_author
+                ):
                     continue
                 await _commit_failure(node, record, invocation, None, finish)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
@@ -724,9 +731,11 @@ async def _execute(
                 await _settle(children, cancel=True)
                 if run_stopper(error) is not None:
                     raise  # nothing more can be recorded: the run stays resumable as it is
-                if await _retried(node, record, invocation, error):
+                if await _retried(node, record, invocation, error, collector.last_author):
                     continue
-                await _commit_failure(node, record, invocation, error, finish)
+                await _commit_failure(
+                    node, record, invocation, error, finish, last_author=collector.last_author
+                )
                 raise NodeRunFailedError(record.path, error) from error
             await _commit_end(node, ctx, record, collector, finish)
             return
@@ -767,14 +776,19 @@ def _delegates_output(children: DynamicRuns | None) -> bool:
 
 
 async def _retried(
-    node: Node, record: RunRecord, invocation: InvocationContext, error: Exception
+    node: Node,
+    record: RunRecord,
+    invocation: InvocationContext,
+    error: Exception,
+    last_author: str | None,
 ) -> bool:
     """Whether the node's retry_config retries the attempt `error` ended: then the error
-    is committed and the delay before the next attempt waited out."""
+    is committed (signed per `_failure_author`) and the delay before the next attempt
+    waited out."""
     retry = node.retry_config
     if not retry or not retry.should_retry(error, record.attempt):
         return False
-    await _commit_attempt_error(node, record, invocation, error)
+    await _commit_attempt_error(node, record, invocation, error, last_author)
     await asyncio.sleep(retry.delay(record.attempt))
     return True
 
@@ -910,15 +924,31 @@ async def _close(items: AsyncIterator[object]) -> None:
         await aclose()
 
 
+def _failure_author(node: Node, last_author: str | None) -> str:
+    """Who signs the event of a failed run of `node`, as the reference signs it.
+
+    A workflow signs its own failure (`signs_own_failure`). An agent's is signed by the
+    author of the last event the agent yielded (`last_author`: itself, or a sub-agent it
+    handed over to), by its enclosing workflow if it yielded none; any other node's, as
+    its events are.
+    """
+    if getattr(node, "signs_own_failure", False):
+        return node.name
+    if last_author and getattr(node, "authors_own_events", False):
+        return last_author
+    return current_workflow.get() or node.name
+
+
 def _error_event(
-    node: Node, record: RunRecord, invocation: InvocationContext, error: BaseException
+    node: Node,
+    record: RunRecord,
+    invocation: InvocationContext,
+    error: BaseException,
+    last_author: str | None,
 ) -> Event:
-    # A workflow signs its own failure (`signs_own_failure`), as the reference's does;
-    # other nodes' failures are signed as their events are.
-    author = node.name if getattr(node, "signs_own_failure", False) else event_author(node)
     event = Event(
         invocation_id=invocation.invocation_id,
-        author=author,
+        author=_failure_author(node, last_author),
         node_info=NodeInfo(path=record.path, run_id=record.run_id),
         error_code=_error_code(error),
         error_message=str(error),
@@ -973,9 +1003,13 @@ def _put_on_branch(event: Event, record: RunRecord) -> None:
 
 
 async def _commit_attempt_error(
-    node: Node, record: RunRecord, invocation: InvocationContext, error: Exception
+    node: Node,
+    record: RunRecord,
+    invocation: InvocationContext,
+    error: Exception,
+    last_author: str | None,
 ) -> None:
-    event = _error_event(node, record, invocation, error)
+    event = _error_event(node, record, invocation, error, last_author)
     await invocation.commit(StepParts(events=(event,)), lambda: None)
 
 
@@ -985,8 +1019,10 @@ async def _commit_failure(
     invocation: InvocationContext,
     error: BaseException | None,
     finish: Finish,
+    *,
+    last_author: str | None = None,
 ) -> None:
-    events = () if error is None else (_error_event(node, record, invocation, error),)
+    events = () if error is None else (_error_event(node, record, invocation, error, last_author),)
 
     def mutate() -> None:
         record.status = RunStatus.FAILED
