@@ -350,6 +350,30 @@ async def test_session_ids_differing_in_case_or_accents_are_different_sessions(
     ]
 
 
+async def test_session_ids_starting_or_ending_with_a_space_are_refused(store: Store) -> None:
+    """MySQL would take 's1 ' for 's1' (the reference strips ids on some backends and
+    keeps them on others): a padded id is refused on every backend, before anything is
+    stored; an empty id asks for a fresh one."""
+    from baton.errors import InvalidIdError
+    from baton.sessions.services import BaseSessionService
+
+    service = BaseSessionService(store)
+    await service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"n": 1})
+    for padded in [" s1", "s1 ", "  "]:
+        with pytest.raises(InvalidIdError, match="starts or ends with a space"):
+            await service.create_session(app_name=APP, user_id=USER, session_id=padded)
+        with pytest.raises(InvalidIdError, match="starts or ends with a space"):
+            await service.get_session(app_name=APP, user_id=USER, session_id=padded)
+        with pytest.raises(InvalidIdError, match="starts or ends with a space"):
+            await service.delete_session(app_name=APP, user_id=USER, session_id=padded)
+    with pytest.raises(InvalidIdError, match="user_id ' u' starts"):
+        await service.create_session(app_name=APP, user_id=" u")
+    listed = await service.list_sessions(app_name=APP, user_id=USER)
+    assert [(s.id, s.state) for s in listed.sessions] == [("s1", {"n": 1})]
+    fresh = await service.create_session(app_name=APP, user_id=USER, session_id="")
+    assert fresh.id not in {"", "s1"}
+
+
 async def test_get_session_config_keeps_the_newest_events_from_a_timestamp_on(
     store: Store, clock: FakeClock
 ) -> None:

@@ -41,7 +41,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def check_id(field: str, value: str) -> None:
-    """Refuse an id that is too long or holds a control character.
+    """Refuse an id that is too long, holds a control character or starts or ends with a
+    space.
 
     Raises:
         InvalidIdError: naming `field`, the rule broken and where.
@@ -57,6 +58,14 @@ def check_id(field: str, value: str) -> None:
             f"{field} {_shown(value)} holds the control character U+{ord(found.group()):04X} "
             f"at position {found.start()}; ids may not hold control characters (NUL, tab, "
             f"newline, ...). Use printable characters only in {field}."
+        )
+    # MySQL compares text ignoring trailing spaces ("s1 " would find session "s1") and
+    # the reference strips ids on some backends: a padded id would name a different
+    # session depending on where it is stored.
+    if value != value.strip(" "):
+        raise InvalidIdError(
+            f"{field} {_shown(value)} starts or ends with a space; ids may not, since not "
+            f"every database tells 's1 ' from 's1'. Remove the spaces from {field}."
         )
 
 
