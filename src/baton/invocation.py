@@ -11,7 +11,7 @@ import asyncio
 import enum
 import types
 from collections import deque
-from collections.abc import Awaitable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -92,6 +92,8 @@ class RunPlan:
     # The lease and invocation an answer's checks claimed as they read (see
     # `Store.claim_answering`); None when the Runner is still to claim them.
     claimed: tuple[Lease, Invocation] | None = None
+    # The claimed invocation's events, when its claim read them (`Answering.events`).
+    claimed_events: Callable[[], list[Event]] | None = None
     # A new run in a session that does not exist yet, which the Runner creates once the
     # call's checks pass (`Runner(auto_create_session=True)`); `session` is it unstored.
     creates_session: bool = False
@@ -166,6 +168,9 @@ class InvocationRun:
         self._held: _Held | None = None
         self._renewal: _Renewal | None = None
         self._driver: EngineDriver | None = None
+        # The events this call committed, when the claim read the invocation's earlier
+        # ones (`_invocation_events`).
+        self._committed_events: list[Event] = []
         self.user_event: Event | None = None
         self.invocation = InvocationContext(
             invocation_id=plan.invocation_id,
@@ -195,7 +200,12 @@ class InvocationRun:
 
     async def _invocation_events(self) -> list[Event]:
         # A running invocation is not rewound: all of its events are live.
-        return await self.store.list_events(self.plan.key, self.plan.invocation_id)
+        claimed = self.plan.claimed_events
+        if claimed is None:
+            return await self.store.list_events(self.plan.key, self.plan.invocation_id)
+        # Read with the claim, and nobody else writes the invocation while this call
+        # holds it: those, then the ones this call committed since.
+        return [*claimed(), *self._committed_events]
 
     async def _recent_events(self, limit: int) -> list[Event]:
         session = await self.store.get_session(self.plan.key, event_limit=limit)
@@ -460,6 +470,8 @@ class InvocationRun:
             if self.stop_asked and self._driver is not None and not self._driver.done():
                 self._driver.cancel()  # stopped while it committed: see `stop`
         self.released = release
+        if self.plan.claimed_events is not None:
+            self._committed_events += parts.events
         if status is not None:
             self.status_landed = status is not InvocationStatus.RUNNING
         if parts.state_delta:

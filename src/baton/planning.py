@@ -224,6 +224,8 @@ class CallPlanner:
             raise
         # One open row let the answer through, so the plan's invocation is the claimed one.
         assert found.claimed is None or found.claimed[0].invocation_id == plan.invocation_id
+        if found.claimed is not None and found.events is not None:
+            return replace(plan, claimed_events=found.events)
         return plan
 
     async def _release(self, lease: Lease) -> None:

@@ -232,6 +232,32 @@ async def test_an_agent_resume_sends_postgres_the_same_statements_after_any_hist
     assert seen[0].count("SELECT") <= 6
 
 
+@pytest.mark.parametrize("contents", ["none", "default"])
+async def test_an_agent_resume_on_postgres_reads_its_run_with_the_claim(
+    emptied_postgres_url: str, contents: str
+) -> None:
+    """The claim returns the invocation's events: the agent learns how far its run got,
+    and (with "none") builds its model's request, without a read of its own."""
+    store = SqlStore(emptied_postgres_url)
+    model = ScriptedModel(responder=_respond)
+    h = await build_harness(_assistant(model, contents), BaseSessionService(store), resumable=True)
+    await fill_history(store, h.key, 4)
+    await h.start("make the report")
+    with traffic(store) as sent:
+        await h.collect(new_message=job_result())
+    assert await _status(h) == InvocationStatus.COMPLETED
+    await store.close()
+
+    # The claim, the answer's step, the model's reply's step and the run's end: with
+    # "default" the session's events besides (the session, then its events), for the model.
+    history_read = [] if contents == "none" else ["SELECT", "SELECT"]
+    assert sent.statements == ["WITH", "WITH", *history_read, "WITH", "WITH"]
+    assert [c.role for c in model.requests[-1].contents][-3:] == ["user", "model", "user"]
+    assert _texts(model.requests[-1])[-1] == "make the report"
+    [result] = model.requests[-1].contents[-1].function_responses
+    assert result.response == {"url": "r.pdf"}
+
+
 def _desk_transfers(request: LlmRequest) -> FunctionCall:
     return FunctionCall(id="t1", name="transfer_to_agent", args={"agent_name": "assistant"})
 

@@ -323,11 +323,14 @@ class AnswerClaim:
 class Answering:
     """What `Store.claim_answering` read: the session (without events; None when there
     is none), its index rows with the interrupt id (as `find_interrupts` gives them),
-    and the lease and invocation it claimed (None when it claimed nothing)."""
+    the lease and invocation it claimed (None when it claimed nothing), and when the
+    store read them with the claim, the claimed invocation's events as `list_events`
+    gives them (decoded when called; None: not read, `list_events` reads them)."""
 
     session: Session | None
     interrupts: list[Interrupt]
     claimed: tuple[Lease, Invocation] | None = None
+    events: Callable[[], list[Event]] | None = None
 
 
 class Subscription(Protocol):

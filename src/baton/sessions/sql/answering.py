@@ -5,9 +5,10 @@ interrupt rows with the answered id, and an UPDATE in another claims the invocat
 only when those rows let the answer through (`store.answerable`, stated again in SQL
 here) and nobody else holds its lease; the rows come back with the claim's columns,
 NULL when nothing was claimed. Speed: a resume's checks and claim are one round trip
-instead of two. Elsewhere (SQLite, MySQL, which cannot update in a CTE) it is one
-transaction, `claim_answering`: the same read, `answerable` itself, and
-`writes.CLAIM_LOADED`.
+instead of two. The claimed invocation's events come back with it (`_own_events`): an
+agent's resume reads them to learn how far its run got, one round trip fewer.
+Elsewhere (SQLite, MySQL, which cannot update in a CTE) it is one transaction,
+`claim_answering`: the same read, `answerable` itself, and `writes.CLAIM_LOADED`.
 
 PostgreSQL commits `ANSWERING` without waiting for its WAL to reach the disk
 (`synchronous_commit` off for that statement's transaction alone, set from inside it
@@ -65,6 +66,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.selectable import CTE, Select
 
@@ -75,7 +77,7 @@ from baton.sessions.sql.reads import (
     invocation_from,
     session_interrupts_from,
 )
-from baton.sessions.sql.schema import invocations, session_params
+from baton.sessions.sql.schema import Json, event_from_row, events, invocations, session_params
 from baton.sessions.sql.writes import (
     CLAIM_LOADED,
     CLAIM_LOADED_FIELDS,
@@ -175,20 +177,43 @@ def _answering() -> Select[Any]:
             only_one,
             IS_FREE,
         )
-        .returning(*CLAIM_LOADED.returning, NO_FLUSH_WAIT)
+        .returning(*CLAIM_LOADED.returning, NO_FLUSH_WAIT, invocations.c.session_pk)
         .cte("claimed")
     )
     loaded = [claimed.c[str(c.name)] for c in CLAIM_LOADED.returning]
     return (
-        select(*_FOUND.c, *loaded)
+        select(*_FOUND.c, *loaded, _own_events(claimed))
         .select_from(_FOUND.outerjoin(claimed, true()))
         .order_by(_FOUND.c.interrupt_created_at, _FOUND.c.interrupt_invocation_id)
     )
 
 
+def _own_events(claimed: CTE) -> Any:
+    """The claimed invocation's events, oldest first, as one JSON array of
+    `reads.INVOCATION_EVENTS`' rows (NULL when nothing was claimed, or it has none), off
+    the (session, invocation) index.
+
+    Speed: a resumed agent reads its invocation's events to learn how far its run got
+    (`LlmAgent._progress`), and with `include_contents="none"` its model's request is
+    made of them: read with the claim, a round trip fewer (an agent's resume on
+    PostgreSQL, 5 -> 4); a workflow's resume gets its few events and does not decode
+    them (`Answering.events` decodes on use).
+    """
+    row = func.json_build_array(
+        events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event
+    )
+    return (
+        select(func.json_agg(aggregate_order_by(row, events.c.seq), type_=Json))
+        .where(events.c.session_pk == claimed.c.session_pk, events.c.invocation_id == claimed.c.id)
+        .scalar_subquery()
+        .label("own_events")
+    )
+
+
 ANSWERING = _answering()
 """PostgreSQL's `claim_answering` in one statement (bind `answering_params`); its rows
-are `SESSION_INTERRUPTS`' followed by `CLAIM_LOADED`'s, read by `answering_from`."""
+are `SESSION_INTERRUPTS`' followed by `CLAIM_LOADED`'s and `_own_events`, read by
+`answering_from`."""
 
 
 def answering_params(key: SessionKey, claim: AnswerClaim, now: float) -> dict[str, Any]:
@@ -215,11 +240,14 @@ def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) 
     found = [_trusted_interrupt(row) for row in rows if row[_INTERRUPT_ID_AT] is not None]
     if rows[0][_WIDTH] is None:
         return Answering(session, found)
-    token, *fields = rows[0][_WIDTH:]
+    token, *fields, own = rows[0][_WIDTH:]
     invocation = _trusted_invocation(key, fields)
     expires_at = now + claim.ttl.total_seconds()
     lease = Lease(InvocationId(invocation.id), claim.owner, expires_at, int(token))
-    return Answering(session, found, (lease, invocation))
+    stored: list[list[Any]] = own or []
+    return Answering(
+        session, found, (lease, invocation), lambda: [event_from_row(*e) for e in stored]
+    )
 
 
 # Speed: `answering_from` builds its records from the row's values as they are
