@@ -804,21 +804,23 @@ async def _run_once(
         invocation.running_code += 1
     try:
         # Most nodes: one read tells that no schemas, timeout or generator are involved.
-        bare = type(node) is FunctionNode and node.is_bare_call
-        schemas = None if bare else getattr(node, "schemas", None)
+        quick = node.quick_call if type(node) is FunctionNode else None
+        schemas = None if quick is not None else getattr(node, "schemas", None)
         node_input: NodeInput = record.input
         if schemas is not None:
             checked = message_value(record.input) if record.message_input else record.input
             node_input = check_node_data(schemas[0], checked, node=node.name, what="input")
         elif record.message_input:
             node_input = Content.model_validate(record.input)
-        if bare or (node.timeout is None and isinstance(node, FunctionNode) and node.returns_once):
+        if quick is not None or (
+            node.timeout is None and isinstance(node, FunctionNode) and node.returns_once
+        ):
             # One call, one result, no generator to drive or close.
             if collector.children is not None:
                 # It gets `ctx`: the steps of nodes it calls hand over while its code waits.
                 await own_task()
-            called = cast(FunctionNode, node)  # `bare` tells it too
-            collector.add(await called.call(ctx, node_input))  # commits at the end
+            call = quick or cast(FunctionNode, node).call  # `quick` tells it is one too
+            collector.add(await call(ctx, node_input))  # commits at the end
         else:
             if own_code or node.timeout is not None:
                 # Its steps hand over while its code is under way, or a timeout spans them
