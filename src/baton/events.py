@@ -592,6 +592,18 @@ class RequestInput(WireModel):
             )
         return seconds
 
+    @field_validator("interrupt_id")
+    @classmethod
+    def _check_interrupt_id(cls, value: str) -> str:
+        # Its answer's id is refused so (see `baton.sessions.ids.check_id`): asked, it
+        # would wait for an answer nobody can give.
+        if value != value.strip(" "):
+            raise ValueError(
+                f"interrupt_id {value!r} starts or ends with a space, which no answer's id "
+                "may; remove the spaces."
+            )
+        return value
+
     @model_validator(mode="after")
     def _check_on_timeout(self) -> RequestInput:
         if not self.answers_on_timeout:

@@ -6,6 +6,7 @@ The library refuses them up front on every backend, with the field and the rule.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -147,3 +148,34 @@ async def test_json_at_the_depth_limit_is_stored_and_read_back_on_every_backend(
     found = await service.get_session(app_name="ids", user_id="u", session_id="s")
     assert found is not None
     assert (found.state["k"], found.state["j"]) == (nested(99), nested(99))
+
+
+async def drain(run: AsyncIterator[object]) -> None:
+    async for _ in run:
+        pass
+
+
+def ask_padded(node_input: JsonValue) -> RequestInput:
+    del node_input
+    return RequestInput(interrupt_id="approve ", message="ok?")
+
+
+async def test_a_question_whose_id_no_answer_may_carry_is_refused_on_every_backend(
+    stores: StoreFactory,
+) -> None:
+    """An answer's id may not start or end with a space, so neither may a question's: its
+    node fails, naming the id, and no question is left open waiting for good."""
+    app = App(
+        name="ids",
+        root_agent=Workflow(name="ids_wf", edges=[("START", ask_padded)]),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    service = BaseSessionService(stores.open())
+    runner = Runner(app=app, session_service=service)
+    await service.create_session(app_name="ids", user_id="u", session_id="s")
+
+    run = runner.run_async(user_id="u", session_id="s", new_message=text("go"))
+    with pytest.raises(ValueError, match=r"interrupt_id 'approve ' starts or ends with a space"):
+        await drain(run)
+
+    assert await runner.pending(user_id="u", status=None) == []
