@@ -4,15 +4,22 @@ let the answer through and its lease is free; any other answer claims nothing at
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
+import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- a second client, holding a lock
 import pytest
 
+from baton.sessions.sql import SqlStore
+from baton.sessions.sql.backends import open_dialect
+from baton.sessions.sql.postgres import asyncpg_connect_args
+from baton.sessions.sql.schema import invocations
 from baton.sessions.store import AnswerClaim, InvocationStatus, Lease, SessionKey, Store
 from baton.types import InterruptId, InvocationId, SessionId
 from tests.conftest import FakeClock
-from tests.store.builders import APP, USER, claimed_since, event, key, question, step
+from tests.store.builders import APP, USER, claimed_since, event, key, question, step, texts
 
 TTL = timedelta(seconds=30)
 INV = InvocationId("inv-1")
@@ -207,3 +214,58 @@ async def test_another_session_claims_nothing_of_this_one(store: Store) -> None:
 
     assert (found.interrupts, found.claimed) == ([], None)
     assert await _never_claimed(store)
+
+
+async def _blocked_behind(watcher: Any, holder_pid: int, count: int) -> None:
+    """Wait until `count` server processes wait, directly or in a queue, for a lock of
+    the process `holder_pid`."""
+    while True:
+        rows = await watcher.fetch(
+            "SELECT pid, pg_blocking_pids(pid) AS by FROM pg_stat_activity"
+            " WHERE cardinality(pg_blocking_pids(pid)) > 0"
+        )
+        behind, grew = {holder_pid}, True
+        while grew:
+            grew = False
+            for row in rows:
+                if row["pid"] not in behind and behind & set(row["by"]):
+                    behind.add(row["pid"])
+                    grew = True
+        if len(behind) - 1 >= count:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_a_claim_that_waited_for_a_steps_lock_returns_every_event_it_claims_after(
+    emptied_postgres_url: str, clock: FakeClock
+) -> None:
+    # PostgreSQL checks an UPDATE that waited for a row's lock again against the newer
+    # row, while the rest of its statement reads as of its start: the step that held the
+    # lock is in the claimed checkpoint, so its events must be in what the claim returns.
+    store = SqlStore(emptied_postgres_url, clock=clock)
+    connect = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
+    locker: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
+    watcher: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        await _paused(store)
+        later = step(
+            key(), INV, 1, events=(event("later", invocation_id=INV),), checkpoint={"at": "later"}
+        )
+        async with locker.transaction():
+            await locker.execute(f"SELECT 1 FROM {invocations.name} WHERE id = $1 FOR UPDATE", INV)
+            committing = asyncio.create_task(store.commit_step(later))
+            await _blocked_behind(watcher, locker.get_server_pid(), 1)
+            claiming = asyncio.create_task(store.claim_answering(key(), _claim()))
+            await _blocked_behind(watcher, locker.get_server_pid(), 2)
+        assert await committing == 2
+        answering = await claiming
+        # None: the store did not read them with the claim, and the resume reads them.
+        read = answering.events() if answering.events else await store.list_events(key(), INV)
+    finally:
+        await locker.close()
+        await watcher.close()
+        await store.close()
+
+    assert answering.claimed is not None
+    assert answering.claimed[1].checkpoint == {"at": "later"}  # the newer row
+    assert texts(read) == ["asked", "later"]

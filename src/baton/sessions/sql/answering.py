@@ -59,6 +59,7 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
     func,
     literal_column,
     not_,
@@ -190,8 +191,15 @@ def _answering() -> Select[Any]:
 
 def _own_events(claimed: CTE) -> Any:
     """The claimed invocation's events, oldest first, as one JSON array of
-    `reads.INVOCATION_EVENTS`' rows (NULL when nothing was claimed, or it has none), off
-    the (session, invocation) index.
+    `reads.INVOCATION_EVENTS`' rows (`[]` when it has none), off the (session,
+    invocation) index; NULL when nothing was claimed, or when they may be incomplete.
+
+    They are read as of the statement's start, while the claim may take a later row:
+    when a step of the invocation commits while the claim waits for its row's lock, the
+    claim checks the newer row again and takes it, with its checkpoint, but the events
+    read here lack that step's. The row as of the statement's start has the claimed
+    row's version exactly when no step committed in between (a claim changes the lease,
+    not the version); otherwise NULL, and the resume reads them (`list_events`).
 
     Speed: a resumed agent reads its invocation's events to learn how far its run got
     (`LlmAgent._progress`), and with `include_contents="none"` its model's request is
@@ -202,12 +210,17 @@ def _own_events(claimed: CTE) -> Any:
     row = func.json_build_array(
         events.c.invocation_id, events.c.author, events.c.timestamp, events.c.event
     )
-    return (
+    read = (
         select(func.json_agg(aggregate_order_by(row, events.c.seq), type_=Json))
         .where(events.c.session_pk == claimed.c.session_pk, events.c.invocation_id == claimed.c.id)
         .scalar_subquery()
-        .label("own_events")
     )
+    started = invocations.alias("started")  # the row as of the statement's start
+    version_then = select(started.c.version).where(started.c.id == claimed.c.id).scalar_subquery()
+    return case(
+        (version_then == claimed.c.version, func.coalesce(read, literal_column("'[]'::json"))),
+        else_=None,
+    ).label("own_events")
 
 
 ANSWERING = _answering()
@@ -244,7 +257,9 @@ def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) 
     invocation = _trusted_invocation(key, fields)
     expires_at = now + claim.ttl.total_seconds()
     lease = Lease(InvocationId(invocation.id), claim.owner, expires_at, int(token))
-    stored: list[list[Any]] = own or []
+    if own is None:  # perhaps incomplete (see `_own_events`): the resume reads them
+        return Answering(session, found, (lease, invocation))
+    stored: list[list[Any]] = own
     return Answering(
         session, found, (lease, invocation), lambda: [event_from_row(*e) for e in stored]
     )
