@@ -595,13 +595,12 @@ class RequestInput(WireModel):
     @field_validator("interrupt_id")
     @classmethod
     def _check_interrupt_id(cls, value: str) -> str:
-        # Its answer's id is refused so (see `baton.sessions.ids.check_id`): asked, it
-        # would wait for an answer nobody can give.
-        if value != value.strip(" "):
-            raise ValueError(
-                f"interrupt_id {value!r} starts or ends with a space, which no answer's id "
-                "may; remove the spaces."
-            )
+        # An answer's id obeys `check_id` (too long, a control character, padded with
+        # spaces: refused), so a question's must too: asked, it would wait for an answer
+        # nobody can give. Imported here: `baton.sessions` imports this module.
+        from baton.sessions.ids import check_id
+
+        check_id("interrupt_id", value)
         return value
 
     @model_validator(mode="after")

@@ -155,19 +155,28 @@ async def drain(run: AsyncIterator[object]) -> None:
         pass
 
 
-def ask_padded(node_input: JsonValue) -> RequestInput:
-    del node_input
-    return RequestInput(interrupt_id="approve ", message="ok?")
-
-
+@pytest.mark.parametrize(
+    ("interrupt_id", "refusal"),
+    [
+        ("approve ", r"interrupt_id 'approve ' starts or ends with a space"),
+        ("ap\tprove", r"interrupt_id 'ap\\tprove' holds the control character U\+0009"),
+        ("a" * 256, r"interrupt_id 'a{40}'\.\.\. is 256 characters long"),
+    ],
+    ids=["padded", "tab", "too long"],
+)
 async def test_a_question_whose_id_no_answer_may_carry_is_refused_on_every_backend(
-    stores: StoreFactory,
+    stores: StoreFactory, interrupt_id: str, refusal: str
 ) -> None:
-    """An answer's id may not start or end with a space, so neither may a question's: its
-    node fails, naming the id, and no question is left open waiting for good."""
+    """A question's id obeys the rules an answer's id does (`check_id`), or its node
+    fails, naming the id, and no question is left open waiting for good."""
+
+    def ask(node_input: JsonValue) -> RequestInput:
+        del node_input
+        return RequestInput(interrupt_id=interrupt_id, message="ok?")
+
     app = App(
         name="ids",
-        root_agent=Workflow(name="ids_wf", edges=[("START", ask_padded)]),
+        root_agent=Workflow(name="ids_wf", edges=[("START", ask)]),
         resumability_config=ResumabilityConfig(is_resumable=True),
     )
     service = BaseSessionService(stores.open())
@@ -175,7 +184,7 @@ async def test_a_question_whose_id_no_answer_may_carry_is_refused_on_every_backe
     await service.create_session(app_name="ids", user_id="u", session_id="s")
 
     run = runner.run_async(user_id="u", session_id="s", new_message=text("go"))
-    with pytest.raises(ValueError, match=r"interrupt_id 'approve ' starts or ends with a space"):
+    with pytest.raises(ValueError, match=refusal):
         await drain(run)
 
     assert await runner.pending(user_id="u", status=None) == []
