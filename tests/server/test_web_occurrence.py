@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from playwright.async_api import Browser, Route, expect
+from playwright.async_api import Browser, Page, Route, expect
 
 from baton import App, ResumabilityConfig
 from tests.runner.test_occurrences import looping
@@ -16,9 +16,9 @@ __all__ = ["browser"]  # the fixture, used by name
 pytestmark = pytest.mark.browser
 
 
-async def test_a_card_for_an_answered_pass_is_refused_and_the_next_pass_gets_its_own_card(
-    start_live: StartLive, browser: Browser
-) -> None:
+async def _inbox_at_pass_1(start_live: StartLive, browser: Browser) -> tuple[Live, str, Page]:
+    """A server with the looping app, a session whose loop asks 'review' for pass 1, and
+    the inbox open on it."""
     app = App(
         name="loop", root_agent=looping(), resumability_config=ResumabilityConfig(is_resumable=True)
     )
@@ -27,6 +27,13 @@ async def test_a_card_for_an_answered_pass_is_refused_and_the_next_pass_gets_its
     await live.start("loop", "user", sid)
     page = await browser.new_page(viewport={"width": 1280, "height": 900})
     await page.goto(live.url)
+    return live, sid, page
+
+
+async def test_a_card_for_an_answered_pass_is_refused_and_the_next_pass_gets_its_own_card(
+    start_live: StartLive, browser: Browser
+) -> None:
+    live, sid, page = await _inbox_at_pass_1(start_live, browser)
     stale = page.locator("form.card[data-interrupt='review']")
     await expect(stale.locator("h3")).to_have_text("pass 1?")
 
@@ -73,14 +80,7 @@ async def test_a_card_for_an_answered_pass_is_refused_and_the_next_pass_gets_its
 async def test_a_card_sent_again_after_its_reply_was_lost_shows_it_answered_once(
     start_live: StartLive, browser: Browser
 ) -> None:
-    app = App(
-        name="loop", root_agent=looping(), resumability_config=ResumabilityConfig(is_resumable=True)
-    )
-    live: Live = await start_live(apps=[app], web=True)
-    sid = await live.create("loop", "user")
-    await live.start("loop", "user", sid)
-    page = await browser.new_page(viewport={"width": 1280, "height": 900})
-    await page.goto(live.url)
+    live, sid, page = await _inbox_at_pass_1(start_live, browser)
     card = page.locator("form.card[data-interrupt='review']")
     await expect(card.locator("h3")).to_have_text("pass 1?")
     await page.evaluate("live.controller.abort()")  # the card stays as the person sees it
