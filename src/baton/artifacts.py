@@ -16,6 +16,7 @@ execution got, so each step's artifacts exist once however often it is executed.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from typing import Any, cast, final
 
@@ -33,6 +34,7 @@ from baton.sessions.artifacts import (
 )
 from baton.sessions.ids import check_depth, check_id
 from baton.sessions.memory import MemoryStore
+from baton.sessions.opening import sql_store, sqlite_url
 from baton.sessions.store import Store
 from baton.types import Part, WireModel
 
@@ -255,13 +257,14 @@ class SqliteArtifactService(BaseArtifactService):
     """Artifacts in a SQLite file (the same file as `SqliteSessionService`'s is fine).
 
     Args:
-        db_path: a file path or a `sqlite:///path` URL.
+        db_path: a file path (str or Path) or a `sqlite:///path` URL.
+
+    Raises:
+        ValueError: `db_path` is empty or another database's URL (use DatabaseArtifactService).
     """
 
-    def __init__(self, db_path: str) -> None:
-        from baton.sessions.sql import SqlStore  # here, not above: see DatabaseArtifactService
-
-        super().__init__(SqlStore(db_path if "://" in db_path else f"sqlite:///{db_path}"))
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+        super().__init__(sql_store(sqlite_url("SqliteArtifactService", db_path)))
 
 
 @final
@@ -273,11 +276,7 @@ class DatabaseArtifactService(BaseArtifactService):
     """
 
     def __init__(self, db_url: str) -> None:
-        # Read on first use: SQLAlchemy and the SQL store are a third of `import baton`'s
-        # instructions, which a program keeping its artifacts in memory never needs.
-        from baton.sessions.sql import SqlStore
-
-        super().__init__(SqlStore(db_url))
+        super().__init__(sql_store(db_url))
 
 
 @final

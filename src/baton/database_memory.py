@@ -11,6 +11,7 @@ are in SQL uses one by default (see `memory_in`). `SqliteMemoryService(db_path)`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from baton.memory_services import (
     words_of,
 )
 from baton.sessions.ids import check_id
+from baton.sessions.opening import sql_store, sqlite_url
 from baton.sessions.store import Session, Store
 
 if TYPE_CHECKING:  # read where used at run time: see _SQL_STORE_MODULE
@@ -152,13 +154,14 @@ class SqliteMemoryService(SqlMemoryService):
     """Memories in a SQLite file (the sessions' file is fine).
 
     Args:
-        db_path: a file path or a `sqlite:///path` URL.
+        db_path: a file path (str or Path) or a `sqlite:///path` URL.
+
+    Raises:
+        ValueError: `db_path` is empty or another database's URL (use DatabaseMemoryService).
     """
 
-    def __init__(self, db_path: str) -> None:
-        from baton.sessions.sql import SqlStore
-
-        super().__init__(SqlStore(db_path if "://" in db_path else f"sqlite:///{db_path}"))
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+        super().__init__(sql_store(sqlite_url("SqliteMemoryService", db_path)))
 
 
 @final
@@ -170,9 +173,7 @@ class DatabaseMemoryService(SqlMemoryService):
     """
 
     def __init__(self, db_url: str) -> None:
-        from baton.sessions.sql import SqlStore
-
-        super().__init__(SqlStore(db_url))
+        super().__init__(sql_store(db_url))
 
 
 def memory_in(store: Store) -> SqlMemoryService | None:

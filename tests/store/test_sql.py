@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 from sqlalchemy import Engine, create_mock_engine, func, inspect, select, text
@@ -22,8 +22,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from baton.artifacts import SqliteArtifactService
+from baton.database_memory import SqliteMemoryService
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
-from baton.sessions.services import DatabaseSessionService, SqliteSessionService
+from baton.sessions.services import (
+    BaseSessionService,
+    DatabaseSessionService,
+    SqliteSessionService,
+)
 from baton.sessions.sql import SqlStore, executors, reads, schema
 from baton.sessions.sql.backends import open_dialect
 from baton.sessions.sql.dialect import EncodedJson, SqlDialect
@@ -935,9 +941,32 @@ def _recorded_selects() -> Iterator[list[tuple[str, Any]]]:
         sql_events.remove(Engine, "before_cursor_execute", record)
 
 
-def test_sqlite_session_service_refuses_other_databases() -> None:
-    with pytest.raises(ValueError, match=r"not 'postgresql://x/y'; use DatabaseSessionService"):
-        SqliteSessionService("postgresql://x/y")
+_SQLITE_SERVICES: dict[str, Callable[[Any], Any]] = {
+    "Session": SqliteSessionService,
+    "Artifact": SqliteArtifactService,
+    "Memory": SqliteMemoryService,
+}
+
+
+@pytest.mark.parametrize("kind", _SQLITE_SERVICES)
+@pytest.mark.parametrize("db_path", ["postgresql://x/y", "mysql+asyncmy://root@h/db", ""])
+def test_sqlite_services_refuse_other_databases_and_empty_paths(kind: str, db_path: str) -> None:
+    # The artifact and memory services took any URL (a PostgreSQL one opened PostgreSQL
+    # under a SQLite name) and '' (an in-memory database lost at exit).
+    with pytest.raises(ValueError, match=rf"Sqlite{kind}Service takes a file path") as refused:
+        _SQLITE_SERVICES[kind](db_path)
+    if db_path:
+        assert f"use Database{kind}Service for other databases" in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", _SQLITE_SERVICES)
+async def test_sqlite_services_take_a_path_object_as_the_file(kind: str, tmp_path: Path) -> None:
+    # They raised TypeError ("argument of type 'PosixPath' is not iterable").
+    service = _SQLITE_SERVICES[kind](tmp_path / "kept.db")
+    sessions = BaseSessionService(cast(SqlStore, service.store))
+    await sessions.create_session(app_name=APP, user_id=USER, session_id="s1")
+    again = SqliteSessionService(f"sqlite:///{tmp_path / 'kept.db'}")
+    assert await again.get_session(app_name=APP, user_id=USER, session_id="s1") is not None
 
 
 async def test_sqlite_foreign_keys_and_wal_are_on(tmp_path: Path) -> None:

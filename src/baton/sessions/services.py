@@ -7,16 +7,18 @@ reads `.store` and talks to it directly.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Coroutine
 from datetime import timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from baton.events import Event
 from baton.sessions.ids import check_depth, check_event, check_id, check_key
 from baton.sessions.memory import MemoryStore
+from baton.sessions.opening import sql_store, sqlite_url
 from baton.sessions.store import (
     Clock,
     Pruning,
@@ -27,9 +29,6 @@ from baton.sessions.store import (
     drop_temp_keys,
 )
 from baton.types import InvocationId, SessionId
-
-if TYPE_CHECKING:
-    from baton.sessions.sql import SqlStore
 
 __all__ = [
     "BaseSessionService",
@@ -333,21 +332,14 @@ class SqliteSessionService(BaseSessionService):
     """Sessions in a SQLite file: the embedded default, durable across restarts.
 
     Args:
-        db_path: a file path (created on first use) or a `sqlite:///path` URL.
+        db_path: a file path (str or Path; created on first use) or a `sqlite:///path` URL.
 
     Raises:
-        ValueError: `db_path` is a URL of another database (use DatabaseSessionService).
+        ValueError: `db_path` is empty or another database's URL (use DatabaseSessionService).
     """
 
-    def __init__(self, db_path: str) -> None:
-        if "://" not in db_path:
-            db_path = f"sqlite:///{db_path}"
-        elif not db_path.startswith(("sqlite://", "sqlite+pysqlite://", "sqlite+aiosqlite://")):
-            raise ValueError(
-                f"SqliteSessionService takes a file path or a sqlite:/// URL, not '{db_path}'; "
-                "use DatabaseSessionService for other databases."
-            )
-        super().__init__(_sql_store(db_path))
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+        super().__init__(sql_store(sqlite_url("SqliteSessionService", db_path)))
 
 
 class DatabaseSessionService(BaseSessionService):
@@ -370,17 +362,8 @@ class DatabaseSessionService(BaseSessionService):
     """
 
     def __init__(self, db_url: str, **engine_options: object) -> None:
-        super().__init__(_sql_store(db_url, engine_options=engine_options))
+        super().__init__(sql_store(db_url, engine_options=engine_options))
 
 
 def _by_update(session: Session) -> tuple[float, str, str]:
     return (session.last_update_time, session.user_id, session.id)
-
-
-def _sql_store(url: str, engine_options: dict[str, object] | None = None) -> SqlStore:
-    """A SqlStore, its module read here rather than with this one: SQLAlchemy and the SQL
-    store are a third of `import baton`'s instructions, which a program keeping its
-    sessions in memory never needs."""
-    from baton.sessions.sql import SqlStore
-
-    return SqlStore(url, engine_options=engine_options)
