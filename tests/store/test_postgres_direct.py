@@ -7,6 +7,7 @@ from typing import Any
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- altering the schema beside the store
 import pytest
+from sqlalchemy import BigInteger, Text, column, select, table
 
 from baton.sessions.sql import SqlStore, postgres
 from baton.sessions.sql.backends import open_dialect
@@ -103,3 +104,33 @@ async def test_a_step_cancelled_mid_statement_leaves_no_busy_connection(
         await other.close()
         await store.close()
     assert landed == [2, 3]
+
+
+async def test_the_direct_statements_run_their_generic_plan_from_the_first_execution(
+    emptied_postgres_url: str,
+) -> None:
+    """A step's statement, run again and again on one of the store's connections, is
+    never planned again with its parameters' values (a custom plan): the server plans
+    it once, when preparing it, not on each of its first five executions."""
+    store = SqlStore(emptied_postgres_url)
+    try:
+        await store.create_session(APP, USER, session_id=SessionId("s1"))
+        for n in range(4):
+            await store.commit_step(step(key(), "inv-1", n, events=(event(f"e{n}"),)))
+        executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- its asyncpg connections
+        plans: list[tuple[int, int, str]] = await executor._direct.fetch(_PLANS, {})
+    finally:
+        await store.close()
+    steps = [(custom, generic) for custom, generic, sql in plans if "baton_events" in sql]
+    assert steps, plans
+    assert all(custom == 0 and generic > 0 for custom, generic in steps), plans
+
+
+_PREPARED = table(
+    "pg_prepared_statements",
+    column("custom_plans", BigInteger),
+    column("generic_plans", BigInteger),
+    column("statement", Text),
+)
+_PLANS = select(_PREPARED.c.custom_plans, _PREPARED.c.generic_plans, _PREPARED.c.statement)
+"""How each statement prepared on the connection was planned: (custom, generic, SQL)."""

@@ -76,6 +76,16 @@ the check (`_is_usable`, a poll system call) cost a chain step 2.6 us, one state
 after another on the same connection."""
 _MOST_CONNECTIONS = 10
 """Connections a store lends at once; more concurrent statements wait for one."""
+_GENERIC_PLANS = {"plan_cache_mode": "force_generic_plan"}
+"""The direct connections' prepared statements run their generic plan from the first
+execution, not after five custom ones, each planned again with its parameters' values.
+
+Speed: every statement here finds its rows by key, and its generic plan is the one
+PostgreSQL keeps after those five (tests/store/test_step_reads.py reads it); planning a
+step's or a claim's statement (several CTEs) cost the server 0.3-0.7 ms on each of
+those executions, per statement and per connection: a resume (its claim and two
+steps, three statements) cost ~1 ms more of the server's CPU during each connection's
+first five, and baton_bench's resume@0, 15 resumes, paid it in most of them."""
 
 
 def asyncpg_connect_args(url: URL) -> dict[str, Any]:
@@ -112,7 +122,9 @@ class DirectConnections:
         self, url: URL, dialect: Dialect, *, connect_args: Mapping[str, Any] | None = None
     ) -> None:
         given = {"connect_args": connect_args or {}}
-        self._connect_args = merged_connect_args(asyncpg_connect_args(url), given)
+        own = asyncpg_connect_args(url)
+        own["server_settings"] = {**own.get("server_settings", {}), **_GENERIC_PLANS}
+        self._connect_args = merged_connect_args(own, given)
         self._dialect = dialect
         self._idle: list[tuple[Any, float]] = []  # each with the time it was given back
         # Statements that may start now, and those waiting for one to end (oldest first):
