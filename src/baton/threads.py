@@ -9,10 +9,11 @@ caller's context afterwards, as if it had run inline.
 
 The cost is kept low for the common trivial function: threads are kept and
 reused (a thread per concurrently running call, idle ones retire after
-`IDLE_SECONDS`), and the caller first waits `HANDOFF_WAIT` seconds for the
-result with the GIL released, so a quick call costs two thread switches and no
-event-loop wake-up. A call still running after that becomes an ordinary await:
-the loop is never held longer than `HANDOFF_WAIT` by it.
+`IDLE_SECONDS`), the caller wakes its worker with the GIL released (`_Pipe`),
+then waits `HANDOFF_WAIT` seconds for the result with the GIL released, so a
+quick call costs two thread switches and no event-loop wake-up. A call still
+running after that becomes an ordinary await: the loop is never held longer
+than `HANDOFF_WAIT` by it.
 
 A call abandoned by a timeout or a cancellation keeps running in its thread to
 its end (Python cannot stop a thread); its result is discarded.
@@ -24,13 +25,21 @@ import asyncio
 import itertools
 import logging
 import os
+import select
 import threading
 from collections.abc import Callable, Coroutine, Generator
 from contextlib import suppress
 from contextvars import Context, ContextVar, copy_context
 from typing import Any, Final, TypeVar, cast
 
-__all__ = ["HANDOFF_WAIT", "IDLE_SECONDS", "SyncSteps", "bound_run_threads", "run_sync"]
+__all__ = [
+    "HANDOFF_WAIT",
+    "IDLE_SECONDS",
+    "PIPED_WORKERS",
+    "SyncSteps",
+    "bound_run_threads",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
@@ -105,29 +114,89 @@ class _Job:
         return self.result
 
 
+class _Pipe:
+    """How a caller wakes its worker: a byte through the worker's pipe.
+
+    Speed: the caller writes the byte with the GIL released, so the worker, woken at
+    once (often on the caller's core, ahead of it), finds the GIL free and runs the call
+    before the caller goes on: two thread switches a quick call. A released Lock
+    (`_Flag`) wakes the worker while the caller still holds the GIL: the worker sleeps
+    again until the caller's wait lets go of it, ~6 switches a call (3 of each thread;
+    bench/baton_bench.py's thread-hop and chain).
+    """
+
+    __slots__ = ("_poll", "_readable", "_writable")
+
+    def __init__(self) -> None:
+        self._readable, self._writable = os.pipe()
+        poller = select.poll()
+        poller.register(self._readable, select.POLLIN)
+        self._poll = poller.poll
+
+    def set(self) -> None:
+        os.write(self._writable, b"\0")
+
+    def wait(self, seconds: float) -> bool:
+        """Wait until woken (True) or for `seconds` (False)."""
+        if not self._poll(seconds * 1000):
+            return False
+        os.read(self._readable, 1)
+        return True
+
+    def close(self) -> None:
+        os.close(self._readable)
+        os.close(self._writable)
+
+
+class _Flag:
+    """How a caller wakes its worker once `PIPED_WORKERS` workers have a pipe: a Lock
+    (the same interface as `_Pipe`; slower, but it holds no file descriptor)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        self._lock.release()
+
+    def wait(self, seconds: float) -> bool:
+        """Wait until woken (True) or for `seconds` (False)."""
+        # Positional: a keyword argument costs a dict and a string lookup per call.
+        return self._lock.acquire(True, seconds)
+
+    def close(self) -> None:
+        return None
+
+
+PIPED_WORKERS: Final = 32
+"""Workers woken through a pipe (`_Pipe`) at most, two file descriptors each; more
+workers at once (as many as calls run at once) are woken through a Lock (`_Flag`)."""
+
+
 class _Worker(threading.Thread):
     """A reusable daemon thread: runs the jobs it is given, one at a time."""
 
-    def __init__(self, pool: _Pool, number: int) -> None:
+    def __init__(self, pool: _Pool, number: int, wake: _Pipe | _Flag) -> None:
         super().__init__(name=f"baton-sync-{number}", daemon=True)
         self._pool = pool
-        self._ready = threading.Lock()
-        self._ready.acquire()
+        self.wake = wake
         self._job: _Job | None = None
 
     def give(self, job: _Job) -> None:
         self._job = job
-        self._ready.release()
+        self.wake.set()
 
     def run(self) -> None:
+        wait = self.wake.wait
         while True:
-            # Positional: a keyword argument costs a dict and a string lookup per call.
-            if not self._ready.acquire(True, IDLE_SECONDS):
+            if not wait(IDLE_SECONDS):
                 if self._pool.retire(self):
                     return
-                self._ready.acquire()  # handed a job while retiring
+                continue  # handed a job while retiring: woken at once
             job, self._job = self._job, None
-            assert job is not None  # give() sets it before releasing
+            assert job is not None  # give() sets it before waking us
             job.execute()
             wake, after = job.seal()
             if after is None:
@@ -142,28 +211,39 @@ class _Worker(threading.Thread):
 class _Pool:
     """Idle workers; a new one starts when every worker is busy.
 
-    Speed: no lock of its own. `list.append`, `list.pop` and `list.remove` each change
-    the list at once for every other thread, and that is all the pool needs: a worker
-    either is taken (popped) by one caller or removes itself to retire, never both.
+    Speed: no lock of its own. `list.append`, `list.pop`, `list.remove` and a set's
+    `add` and `discard` each change the collection at once for every other thread, and
+    that is all the pool needs: a worker either is taken (popped) by one caller or
+    removes itself to retire, never both.
     """
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
+        self._piped: set[_Worker] = set()  # the living workers woken through a pipe
         self._numbers = itertools.count(1)
 
     def submit(self, job: _Job) -> None:
         try:
             worker = self._idle.pop()  # the one that rested last: likely still on a core
         except IndexError:
-            worker = _Worker(self, next(self._numbers))
-            worker.give(job)
-            worker.start()
+            self._start(job)
             return
         worker.give(job)
 
+    def _start(self, job: _Job) -> None:
+        piped = len(self._piped) < PIPED_WORKERS
+        worker = _Worker(self, next(self._numbers), _Pipe() if piped else _Flag())
+        if piped:
+            self._piped.add(worker)
+        worker.give(job)
+        worker.start()
+
     def forget(self) -> None:
-        """In a forked child: the parent's threads do not exist here."""
+        """In a forked child: the parent's threads do not exist here (their pipes do)."""
+        for worker in self._piped:
+            worker.wake.close()
         self._idle = []
+        self._piped = set()
 
     def rest(self, worker: _Worker) -> None:
         self._idle.append(worker)
@@ -174,6 +254,10 @@ class _Pool:
             self._idle.remove(worker)
         except ValueError:
             return False
+        if worker in self._piped:
+            # Out of the set before closing: a child forked in between closes nothing twice.
+            self._piped.discard(worker)
+            worker.wake.close()
         return True
 
 
@@ -200,7 +284,8 @@ async def _hand_off(job: _Job) -> object:
     (`HANDOFF_WAIT`), then, only if the call is still running, through the loop.
     """
     _POOL.submit(job)
-    if not job.done.acquire(True, HANDOFF_WAIT):  # positional: see `_Worker.run`
+    # Positional: a keyword argument costs a dict and a string lookup per call.
+    if not job.done.acquire(True, HANDOFF_WAIT):
         await _woken(job)
     result = job.outcome()
     _carry_back(job.context)

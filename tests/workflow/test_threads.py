@@ -12,13 +12,14 @@ from contextvars import ContextVar
 
 import pytest
 
-from baton import Context, Event, FunctionNode, RetryConfig, Workflow
+from baton import Context, Event, FunctionNode, RetryConfig, Workflow, threads
 from baton.errors import NodeTimeoutError
+from baton.sessions.services import DatabaseSessionService
 from baton.threads import SyncSteps, run_sync
 from baton.tools import FunctionTool, ToolContext
 from baton.workflow import loopwatch
 from baton.workflow.loopwatch import THRESHOLD_ENV, watch_loop
-from tests.harness import MakeHarness, outputs
+from tests.harness import MakeHarness, build_harness, outputs
 
 request_id: ContextVar[str] = ContextVar("request_id")
 
@@ -75,11 +76,11 @@ async def test_the_loop_keeps_ticking_while_a_sync_node_sleeps(make_harness: Mak
 
 async def test_each_step_of_a_sync_generator_runs_off_the_loop(make_harness: MakeHarness) -> None:
     steps = [threading.Event(), threading.Event()]
-    threads: set[int] = set()
+    stepped_in: set[int] = set()
 
     def stepwise() -> Iterator[Event | str]:
         for number, step in enumerate(steps):
-            threads.add(threading.get_ident())
+            stepped_in.add(threading.get_ident())
             assert step.wait(timeout=10), f"step {number}: the event loop was held"
             yield Event(message="thinking") if number == 0 else "output"
 
@@ -93,7 +94,7 @@ async def test_each_step_of_a_sync_generator_runs_off_the_loop(make_harness: Mak
     assert outputs(events) == [("stepwise", "output")]
     assert events[0].content is not None
     assert events[0].content.text == "thinking"
-    assert threading.get_ident() not in threads
+    assert threading.get_ident() not in stepped_in
 
 
 async def test_context_variables_reach_sync_nodes_and_tools(make_harness: MakeHarness) -> None:
@@ -346,3 +347,69 @@ def test_a_forked_child_starts_its_own_worker_threads() -> None:
         os._exit(0 if _run_sync_in_new_loop(7) == 7 else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_calls_at_once_past_the_piped_workers_each_get_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two workers at most are woken through a pipe: the others through a Lock. Eight
+    # calls that each wait for all eight to be running need eight threads at once.
+    monkeypatch.setattr(threads, "PIPED_WORKERS", 2)
+    together = threading.Barrier(8)
+
+    def meets() -> int:
+        together.wait(timeout=10)  # BrokenBarrierError unless all eight run at once
+        return threading.get_ident()
+
+    idents = await asyncio.gather(*(run_sync(meets) for _ in range(8)))
+    assert len(set(idents)) == 8
+    assert await asyncio.gather(*(run_sync(lambda n=n: n) for n in range(8))) == list(range(8))
+
+
+async def test_an_idle_worker_thread_retires_and_a_later_call_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threads, "IDLE_SECONDS", 0.01)
+    worker = await run_sync(threading.current_thread)
+    worker.join(timeout=10)  # it waits 0.01 s for its next call, then ends
+    assert not worker.is_alive()
+    assert await run_sync(lambda: "still served") == "still served"
+
+
+async def test_other_runs_finish_while_a_sync_node_blocks(store_url: str) -> None:
+    # Each of the other runs needs the loop and worker threads of its own (its nodes are
+    # plain functions too) while the first run's node blocks in its thread.
+    service = DatabaseSessionService(store_url)
+    finished = threading.Event()
+
+    def waits() -> str:
+        assert finished.wait(timeout=10), "the other runs were held while this node blocked"
+        return "released"
+
+    def a() -> str:
+        return "a"
+
+    def b(node_input: str) -> str:
+        return node_input + "b"
+
+    try:
+        blocked = await build_harness(
+            Workflow(name="blocked", edges=[("START", waits)]), service, resumable=True
+        )
+        others = [
+            await build_harness(
+                Workflow(name="quick", edges=[("START", a, b)]), service, resumable=True
+            )
+            for _ in range(3)
+        ]
+
+        async def run_others() -> list[list[Event]]:
+            done = await asyncio.gather(*(other.start() for other in others))
+            finished.set()
+            return done
+
+        first, rest = await asyncio.gather(blocked.start(), run_others())
+    finally:
+        await service.close()
+    assert outputs(first) == [("waits", "released")]
+    assert [outputs(events) for events in rest] == [[("a", "a"), ("b", "ab")]] * 3
