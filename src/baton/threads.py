@@ -208,6 +208,15 @@ class _Worker(threading.Thread):
                 self._pool.rest(self)
 
 
+def _wake_for_next() -> _Pipe | _Flag:
+    """A pipe for a new worker, or a Lock when the process is out of file descriptors
+    (the call runs all the same)."""
+    try:
+        return _Pipe()
+    except OSError:
+        return _Flag()
+
+
 class _Pool:
     """Idle workers; a new one starts when every worker is busy.
 
@@ -231,9 +240,9 @@ class _Pool:
         worker.give(job)
 
     def _start(self, job: _Job) -> None:
-        piped = len(self._piped) < PIPED_WORKERS
-        worker = _Worker(self, next(self._numbers), _Pipe() if piped else _Flag())
-        if piped:
+        wake = _wake_for_next() if len(self._piped) < PIPED_WORKERS else _Flag()
+        worker = _Worker(self, next(self._numbers), wake)
+        if isinstance(wake, _Pipe):
             self._piped.add(worker)
         worker.give(job)
         worker.start()

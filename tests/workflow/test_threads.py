@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -413,3 +414,20 @@ async def test_other_runs_finish_while_a_sync_node_blocks(store_url: str) -> Non
         await service.close()
     assert outputs(first) == [("waits", "released")]
     assert [outputs(events) for events in rest] == [[("a", "a"), ("b", "ab")]] * 3
+
+
+async def test_calls_run_when_no_pipe_can_be_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    def out_of_descriptors() -> tuple[int, int]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    # More calls at once than earlier tests left idle workers: new workers start, each
+    # woken through a Lock instead.
+    monkeypatch.setattr(os, "pipe", out_of_descriptors)
+    together = threading.Barrier(40)
+
+    def meets() -> int:
+        together.wait(timeout=10)
+        return threading.get_ident()
+
+    idents = await asyncio.gather(*(run_sync(meets) for _ in range(40)))
+    assert len(set(idents)) == 40
