@@ -5,12 +5,16 @@ let the answer through and its lease is free; any other answer claims nothing at
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import asyncpg  # pyright: ignore[reportMissingTypeStubs] -- a second client, holding a lock
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from baton.sessions.sql import SqlStore
 from baton.sessions.sql.backends import open_dialect
@@ -243,29 +247,121 @@ async def test_a_claim_that_waited_for_a_steps_lock_returns_every_event_it_claim
     # row, while the rest of its statement reads as of its start: the step that held the
     # lock is in the claimed checkpoint, so its events must be in what the claim returns.
     store = SqlStore(emptied_postgres_url, clock=clock)
-    connect = asyncpg_connect_args(open_dialect(emptied_postgres_url).url)
-    locker: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
-    watcher: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
     try:
         await _paused(store)
         later = step(
             key(), INV, 1, events=(event("later", invocation_id=INV),), checkpoint={"at": "later"}
         )
-        async with locker.transaction():
-            await locker.execute(f"SELECT 1 FROM {invocations.name} WHERE id = $1 FOR UPDATE", INV)
+        async with _row_locked(emptied_postgres_url, INV) as waiting:
             committing = asyncio.create_task(store.commit_step(later))
-            await _blocked_behind(watcher, locker.get_server_pid(), 1)
+            await waiting(1)
             claiming = asyncio.create_task(store.claim_answering(key(), _claim()))
-            await _blocked_behind(watcher, locker.get_server_pid(), 2)
+            await waiting(2)
         assert await committing == 2
         answering = await claiming
         # None: the store did not read them with the claim, and the resume reads them.
         read = answering.events() if answering.events else await store.list_events(key(), INV)
     finally:
-        await locker.close()
-        await watcher.close()
         await store.close()
 
     assert answering.claimed is not None
     assert answering.claimed[1].checkpoint == {"at": "later"}  # the newer row
     assert texts(read) == ["asked", "later"]
+
+
+@asynccontextmanager
+async def _row_locked(
+    url: str, invocation_id: str
+) -> AsyncIterator[Callable[[int], Awaitable[None]]]:
+    """Hold the lock of the invocation's row from a second client until the block ends;
+    yields a wait until `count` more transactions wait for it."""
+    table = invocations.name
+    if url.startswith("postgresql"):
+        connect = asyncpg_connect_args(open_dialect(url).url)
+        locker: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
+        watcher: Any = await asyncpg.connect(**connect)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            async with locker.transaction():
+                await locker.execute(
+                    f"SELECT 1 FROM {table} WHERE id = $1 FOR UPDATE", invocation_id
+                )
+
+                async def waiting(count: int) -> None:
+                    async with asyncio.timeout(10):
+                        await _blocked_behind(watcher, locker.get_server_pid(), count)
+
+                yield waiting
+        finally:
+            await locker.close()
+            await watcher.close()
+        return
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as lock, engine.connect() as watch:
+            await lock.execute(
+                text(f"SELECT 1 FROM {table} WHERE id = :id FOR UPDATE"), {"id": invocation_id}
+            )
+            database = lock.engine.url.database
+
+            async def waiting(count: int) -> None:
+                # (MariaDB lists an UPDATE waiting for a row in a statement's scan
+                # as 'Updating', not always in innodb_trx as waiting for a lock.)
+                query = text(
+                    "SELECT COUNT(*) FROM information_schema.processlist"
+                    " WHERE db = :db AND command = 'Query' AND state = 'Updating'"
+                )
+                async with asyncio.timeout(10):
+                    while (await watch.execute(query, {"db": database})).scalar_one() < count:
+                        await watch.rollback()  # a new snapshot for the next look
+                        await asyncio.sleep(0.01)
+
+            yield waiting
+            await lock.commit()
+    finally:
+        await engine.dispose()
+
+
+async def test_a_claim_that_waited_for_a_steps_lock_checks_the_questions_that_step_left(
+    emptied_store_url: str, clock: FakeClock
+) -> None:
+    # A step that answers 'q1' and asks it again elsewhere (a loop's next pass) lands
+    # while an answer for the first asking waits to claim: the claim must be checked
+    # against the rows that step left, not those its statement or transaction read first.
+    # (A claim waits only for a row that was free when it looked.)
+    if emptied_store_url.startswith("sqlite"):
+        pytest.skip("SQLite runs one write at a time: no step lands inside a claim")
+    store = SqlStore(emptied_store_url, clock=clock)
+    try:
+        await _paused(store, held_by="worker-1")
+        [first] = await store.find_interrupts(key(), InterruptId("q1"))
+        held = await store.holder(INV)
+        again = question(key(), INV, "q1").model_copy(update={"node_path": "wf/ask@2"})
+        later = step(
+            key(),
+            INV,
+            1,
+            events=(event("later", invocation_id=INV),),
+            answered={"q1": "yes"},
+            opened=(again,),
+            status=InvocationStatus.PAUSED,
+            checkpoint={"at": "ask again"},
+        )
+        later = replace(later, lease=held, release=True)
+        clock.advance(31)  # worker-1's lease lapsed as its step was on the way: free to claim
+        async with _row_locked(emptied_store_url, INV) as waiting:
+            committing = asyncio.create_task(store.commit_step(later))
+            await waiting(1)
+            claiming = asyncio.create_task(
+                store.claim_answering(key(), _claim(occurrence=first.occurrence))
+            )
+            await waiting(2)
+        async with asyncio.timeout(10):
+            assert await committing == 2
+            answering = await claiming
+        holder = await store.holder(INV)
+    finally:
+        await store.close()
+
+    assert answering.claimed is None
+    assert holder is None
+    assert [row.node_path for row in answering.interrupts] == ["wf/ask@2"]

@@ -51,7 +51,7 @@ switch (its flush policy is the server's), and SQLite's is the URL's (`?synchron
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any
+from typing import Any, final
 
 from sqlalchemy import (
     Boolean,
@@ -60,6 +60,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    exists,
     func,
     literal_column,
     not_,
@@ -102,7 +103,15 @@ from baton.sessions.store import (
 )
 from baton.types import InvocationId
 
-__all__ = ["ANSWERING", "NO_FLUSH_WAIT", "answering_from", "answering_params", "claim_answering"]
+__all__ = [
+    "ANSWERING",
+    "NO_FLUSH_WAIT",
+    "Refused",
+    "answering_from",
+    "answering_params",
+    "claim_answering",
+    "is_raced",
+]
 
 _FOUND = SESSION_INTERRUPTS.order_by(None).cte("found")
 _WIDTH = len(_FOUND.c)
@@ -170,29 +179,42 @@ whether the query reads it or not."""
 def _answering() -> Select[Any]:
     open_rows = _open_rows(_FOUND)
     only_one = select(func.count()).select_from(open_rows).scalar_subquery() == 1
+    lets_through = (
+        invocations.c.id.in_(select(open_rows.c.invocation_id).where(_lets_through(open_rows.c))),
+        only_one,
+        IS_FREE,
+    )
+    # The claim waits for the row's lock when a step of the invocation holds it, and
+    # PostgreSQL then checks the newer row again, but not the interrupt rows, read as of
+    # the statement's start: a step that landed meanwhile may have answered or asked
+    # again the question. So the claim takes only the row as it was at the start
+    # (`_VERSION_THEN`), and `_RACED` tells `answering_from`'s caller to run it again.
     claimed = (
-        TAKEN.where(
-            invocations.c.id.in_(
-                select(open_rows.c.invocation_id).where(_lets_through(open_rows.c))
-            ),
-            only_one,
-            IS_FREE,
-        )
+        TAKEN.where(*lets_through, invocations.c.version == _version_then(invocations.c.id))
         .returning(*CLAIM_LOADED.returning, NO_FLUSH_WAIT, invocations.c.session_pk)
         .cte("claimed")
     )
+    free_then = select(invocations.c.id).where(*lets_through).cte("free_then")
+    raced = and_(claimed.c.id.is_(None), exists(select(free_then.c.id))).label("raced")
     loaded = [claimed.c[str(c.name)] for c in CLAIM_LOADED.returning]
     return (
-        select(*_FOUND.c, *loaded, _own_events(claimed))
+        select(*_FOUND.c, *loaded, _own_events(claimed), raced)
         .select_from(_FOUND.outerjoin(claimed, true()))
         .order_by(_FOUND.c.interrupt_created_at, _FOUND.c.interrupt_invocation_id)
     )
 
 
+def _version_then(invocation_id: Any) -> Any:
+    """The invocation's version as of the statement's start."""
+    started = invocations.alias("started")
+    return select(started.c.version).where(started.c.id == invocation_id).scalar_subquery()
+
+
 def _own_events(claimed: CTE) -> Any:
     """The claimed invocation's events, oldest first, as one JSON array of
     `reads.INVOCATION_EVENTS`' rows (`[]` when it has none), off the (session,
-    invocation) index; NULL when nothing was claimed, or when they may be incomplete.
+    invocation) index; NULL when nothing was claimed, or when they may be incomplete
+    (kept for the claim's own guard, `_version_then`, which now refuses such a claim).
 
     They are read as of the statement's start, while the claim may take a later row:
     when a step of the invocation commits while the claim waits for its row's lock, the
@@ -215,18 +237,19 @@ def _own_events(claimed: CTE) -> Any:
         .where(events.c.session_pk == claimed.c.session_pk, events.c.invocation_id == claimed.c.id)
         .scalar_subquery()
     )
-    started = invocations.alias("started")  # the row as of the statement's start
-    version_then = select(started.c.version).where(started.c.id == claimed.c.id).scalar_subquery()
     return case(
-        (version_then == claimed.c.version, func.coalesce(read, literal_column("'[]'::json"))),
+        (
+            _version_then(claimed.c.id) == claimed.c.version,
+            func.coalesce(read, literal_column("'[]'::json")),
+        ),
         else_=None,
     ).label("own_events")
 
 
 ANSWERING = _answering()
 """PostgreSQL's `claim_answering` in one statement (bind `answering_params`); its rows
-are `SESSION_INTERRUPTS`' followed by `CLAIM_LOADED`'s and `_own_events`, read by
-`answering_from`."""
+are `SESSION_INTERRUPTS`' followed by `CLAIM_LOADED`'s, `_own_events` and whether a
+step landed while the claim waited (`raced`: run it again), read by `answering_from`."""
 
 
 def answering_params(key: SessionKey, claim: AnswerClaim, now: float) -> dict[str, Any]:
@@ -245,6 +268,12 @@ def answering_params(key: SessionKey, claim: AnswerClaim, now: float) -> dict[st
     }
 
 
+def is_raced(rows: Rows) -> bool:
+    """Whether `ANSWERING` claimed nothing because a step of the invocation landed while
+    it waited for its row: its rows are out of date, and running it again reads them."""
+    return bool(rows) and bool(rows[0][-1])
+
+
 def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) -> Answering:
     """What `ANSWERING`'s rows say."""
     if not rows:
@@ -253,7 +282,7 @@ def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) 
     found = [_trusted_interrupt(row) for row in rows if row[_INTERRUPT_ID_AT] is not None]
     if rows[0][_WIDTH] is None:
         return Answering(session, found)
-    token, *fields, own = rows[0][_WIDTH:]
+    token, *fields, own, _raced = rows[0][_WIDTH:]
     invocation = _trusted_invocation(key, fields)
     expires_at = now + claim.ttl.total_seconds()
     lease = Lease(InvocationId(invocation.id), claim.owner, expires_at, int(token))
@@ -333,20 +362,42 @@ def _trusted_invocation(key: SessionKey, values: list[Any]) -> Invocation:
     return assemble(Invocation, fields, set(_INVOCATION_SET))
 
 
+@final
+class Refused(Exception):
+    """Raised inside `claim_answering`'s transaction to roll its claim back: the rows read
+    again under the claim no longer let the answer through; `answering` is what they say."""
+
+    def __init__(self, answering: Answering) -> None:
+        super().__init__("the answer's claim was rolled back")
+        self.answering = answering
+
+
 def claim_answering(
     connection: Connection, dialect: SqlDialect, key: SessionKey, claim: AnswerClaim, now: float
 ) -> Answering:
-    """`claim_answering` as a transaction: the read, `answerable`, and the claim."""
+    """`claim_answering` as a transaction: the read, `answerable`, and the claim.
+
+    Where a write transaction's later statements see what others committed after its
+    first read (MySQL at READ COMMITTED), a step of the invocation may land between the
+    read and the claim, which waited for its row: the rows are read again under the
+    claim's lock, which keeps any other step out, and the claim stands only if they
+    still let the answer through (else `Refused` rolls it back)."""
     params = {**session_params(key), "key_interrupt_id": claim.interrupt_id}
     session, found = session_interrupts_from(dialect.run(connection, SESSION_INTERRUPTS, params))
     invocation_id = answerable(found, claim, now) if session is not None else None
     if invocation_id is None:
         return Answering(session, found)
     wanted = Lease(invocation_id, claim.owner, now + claim.ttl.total_seconds())
-    params = {**claim_params(wanted, now), **session_params(key)}
-    taken = dialect.update_returning(connection, CLAIM_LOADED, params)
+    claimed = {**claim_params(wanted, now), **session_params(key)}
+    taken = dialect.update_returning(connection, CLAIM_LOADED, claimed)
     if not taken:
         return Answering(session, found)
+    if dialect.sees_later_commits:
+        session, found = session_interrupts_from(
+            dialect.run(connection, SESSION_INTERRUPTS, params)
+        )
+        if session is None or answerable(found, claim, now) != invocation_id:
+            raise Refused(Answering(session, found))
     return Answering(session, found, _claimed(key, claim, now, taken[0]))
 
 

@@ -143,6 +143,12 @@ class SqlDialect(Protocol):
         run it as a transaction of `answering.claim_answering`."""
         ...
 
+    @property
+    def sees_later_commits(self) -> bool:
+        """Whether a write transaction's later statements see rows others committed after
+        its first read (READ COMMITTED), so a claim that waited for a row reads again."""
+        ...
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         """The one statement (and its parameters) landing `commit` outside BEGIN/COMMIT,
         or None to land it as a transaction of the shared `step.write_step`."""

@@ -140,6 +140,10 @@ class MysqlDialect:
     def answering_statement(self) -> OneStatement | None:
         return None  # no UPDATE in a CTE: a transaction
 
+    @property
+    def sees_later_commits(self) -> bool:
+        return True  # writes run at READ COMMITTED
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return None  # without RETURNING a step takes several statements: a transaction
 

@@ -117,6 +117,10 @@ class PostgresDialect(ReturningStatements):
     def answering_statement(self) -> OneStatement | None:
         return ANSWERING
 
+    @property
+    def sees_later_commits(self) -> bool:
+        return True  # writes run at READ COMMITTED
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return one_statement_step(commit, now)
 

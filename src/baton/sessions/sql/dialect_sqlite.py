@@ -109,6 +109,10 @@ class SqliteDialect(ReturningStatements):
     def answering_statement(self) -> OneStatement | None:
         return None  # inline, a transaction costs no round trip
 
+    @property
+    def sees_later_commits(self) -> bool:
+        return False  # a write transaction holds the database's write lock from BEGIN IMMEDIATE
+
     def one_statement_step(self, commit: StepCommit, now: float) -> OneStatementStep | None:
         return None  # inline, a transaction costs no round trip: one code path serves all
 
