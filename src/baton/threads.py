@@ -245,7 +245,13 @@ class _Pool:
         if isinstance(wake, _Pipe):
             self._piped.add(worker)
         worker.give(job)
-        worker.start()
+        try:
+            worker.start()
+        except BaseException:
+            # No thread to run it (the process is at its limit): nothing would close its pipe.
+            self._piped.discard(worker)
+            wake.close()
+            raise
 
     def forget(self) -> None:
         """In a forked child: the parent's threads do not exist here (their pipes do)."""

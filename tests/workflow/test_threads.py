@@ -431,3 +431,23 @@ async def test_calls_run_when_no_pipe_can_be_opened(monkeypatch: pytest.MonkeyPa
 
     idents = await asyncio.gather(*(run_sync(meets) for _ in range(40)))
     assert len(set(idents)) == 40
+
+
+async def test_a_worker_thread_that_cannot_start_leaves_no_pipe_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A new pool has no idle worker: the call starts one, and the process has no thread
+    # to give it (its limit reached). The worker's pipe was left open, and kept one of the
+    # PIPED_WORKERS places, on every such failure.
+    def no_thread(worker: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    pool = threads._Pool()  # pyright: ignore[reportPrivateUsage] -- no idle worker in it
+    monkeypatch.setattr(threads, "_POOL", pool)
+    opened = set(os.listdir("/proc/self/fd"))
+    with monkeypatch.context() as starts:
+        starts.setattr(threads._Worker, "start", no_thread)  # pyright: ignore[reportPrivateUsage] -- as above
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            await run_sync(lambda: "never")
+    assert set(os.listdir("/proc/self/fd")) == opened
+    assert await run_sync(lambda: "served") == "served"
