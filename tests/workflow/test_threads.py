@@ -449,5 +449,6 @@ async def test_a_worker_thread_that_cannot_start_leaves_no_pipe_open(
         starts.setattr(threads._Worker, "start", no_thread)  # pyright: ignore[reportPrivateUsage] -- as above
         with pytest.raises(RuntimeError, match="can't start new thread"):
             await run_sync(lambda: "never")
-    assert set(os.listdir("/proc/self/fd")) == opened
+    # None opened and kept (idle workers of earlier tests may close theirs meanwhile).
+    assert set(os.listdir("/proc/self/fd")) - opened == set()
     assert await run_sync(lambda: "served") == "served"
