@@ -72,7 +72,7 @@ APP = "approve"
 _URL = re.compile(rb"http://127\.0\.0\.1:(\d+)")
 _TICKS = os.sysconf("SC_CLK_TCK")
 _POSTGRES_PORT = make_url(POSTGRES_URL).port or 5432
-_SUMMARY_LIMIT = 64 * 1024 * 1024  # bytes of the load generator's summary line
+SUMMARY_LIMIT = 64 * 1024 * 1024  # bytes of the load generator's summary line
 
 
 def cpu_seconds(pid: int) -> float:
@@ -109,11 +109,16 @@ class Server:
                 await self.process.wait()
 
 
-async def start_server(db: str, errors: Path) -> Server:
-    """`baton api_server` on the bench app and `db`, on a free loopback port."""
+async def start_server(
+    db: str, errors: Path, *, under: tuple[str, ...] = (), start_within: float = 60
+) -> Server:
+    """`baton api_server` on the bench app and `db`, on a free loopback port; run by the
+    command `under` when given (e.g. valgrind, which is given `.venv`'s Python and the
+    `baton` script), given `start_within` seconds to start."""
+    command = (*under, sys.executable, str(BATON)) if under else (str(BATON),)
     with errors.open("w") as sink:
         process = await asyncio.create_subprocess_exec(
-            str(BATON),
+            *command,
             "api_server",
             str(APPS),
             "--db",
@@ -129,7 +134,7 @@ async def start_server(db: str, errors: Path) -> Server:
             env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
         )
     assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    line = await asyncio.wait_for(process.stdout.readline(), start_within)
     found = _URL.search(line)
     if found is None:
         process.kill()
@@ -249,7 +254,7 @@ async def _drive(
         stdout=asyncio.subprocess.PIPE,
         # Its summary is one line with every answer's latency: past 64 KiB (some 3,000
         # runs), the default limit, reading it failed.
-        limit=_SUMMARY_LIMIT,
+        limit=SUMMARY_LIMIT,
     )
     assert load.stdout is not None
     try:
