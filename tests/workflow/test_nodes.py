@@ -194,6 +194,36 @@ async def test_a_node_deleting_a_state_key_gets_attribute_error_as_in_the_refere
     assert session.state["kept"] == 1
 
 
+def test_a_function_given_later_sets_what_the_node_took_from_the_first() -> None:
+    """What the node took from its function because the caller left it out (whether it
+    runs again on resume, its description) follows a function given later; what the
+    caller set stays."""
+
+    def takes(node_input: str) -> str:
+        """Takes the answer as it is."""
+        return node_input
+
+    def handles(ctx: Context) -> str:
+        """Handles the answers itself."""
+        return str(ctx.resume_inputs)
+
+    node = FunctionNode(takes, name="step")
+    assert (node.rerun_on_resume, node.description) == (False, "Takes the answer as it is.")
+    copied = node.model_copy(update={"func": handles})
+    node.func = handles
+    set_apart = FunctionNode(takes, rerun_on_resume=False, description="mine")
+    set_apart.func = handles
+    set_later = FunctionNode(takes)
+    set_later.rerun_on_resume = False
+    set_later.func = handles
+
+    assert (node.rerun_on_resume, node.description) == (True, "Handles the answers itself.")
+    assert (copied.rerun_on_resume, copied.description) == (True, "Handles the answers itself.")
+    assert (set_apart.rerun_on_resume, set_apart.description) == (False, "mine")
+    assert set_later.rerun_on_resume is False
+    assert node.model_copy(update={"func": takes, "rerun_on_resume": True}).rerun_on_resume
+
+
 async def test_state_parameters_and_missing_parameter_error(make_harness: MakeHarness) -> None:
     def uses_state(limit: int, region: str = "eu") -> str:
         return f"{limit}/{region}"

@@ -268,6 +268,8 @@ START: Final = StartNode()
 
 _BINDS: Final = frozenset({"func", "name", "parameter_binding"})
 """`FunctionNode` settings its `Binder` is made from."""
+_DERIVED: Final = frozenset({"rerun_on_resume", "description"})
+"""`FunctionNode` settings taken from its function when the caller leaves them out."""
 _FROM_FUNC: Final = ("_calling", "takes_ctx", "returns_once")
 """`FunctionNode`'s cached properties read from its function (see `FunctionNode._forget`)."""
 
@@ -312,6 +314,9 @@ class FunctionNode(BaseNode):
     require_confirmation: SkipValidation[Confirmation] = False
     parameter_binding: Literal["state", "node_input"] = "state"
     _binder: Binder = PrivateAttr()
+    # The settings taken from the function because the caller left them out: a function
+    # given later (`func = ...`, `model_copy(update={"func": ...})`) sets them again.
+    _from_func: frozenset[str] = PrivateAttr(default=frozenset())
 
     def __init__(
         self,
@@ -359,6 +364,11 @@ class FunctionNode(BaseNode):
             func=func,
         )
         self._binder = Binder(func, node_name, from_input=parameter_binding == "node_input")
+        self._from_func = frozenset(
+            name
+            for name, given in (("rerun_on_resume", rerun_on_resume), ("description", description))
+            if given is None or given == ""
+        )
 
     @cached_property
     def _calling(self) -> tuple[Binder, str, Callable[..., Any]]:
@@ -420,12 +430,30 @@ class FunctionNode(BaseNode):
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
+        if name in _DERIVED:  # set by the caller: a function given later leaves it be
+            super().__setattr__("_from_func", self._from_func - {name})
+        elif name == "func":
+            self._derive(self._from_func)
         self._forget(rebind=name in _BINDS)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)
+        if update is not None:
+            from_func = copied._from_func - update.keys()
+            BaseModel.__setattr__(copied, "_from_func", from_func)
+            if "func" in update:
+                copied._derive(from_func)
         copied._forget(rebind=update is not None and not _BINDS.isdisjoint(update))
         return copied
+
+    def _derive(self, names: frozenset[str]) -> None:
+        """Set `names` again from the function, as `__init__` does when they are left out."""
+        derived = {
+            "rerun_on_resume": _reads_resume_inputs(self.func),
+            "description": inspect.getdoc(self.func) or "",
+        }
+        for name in names:
+            BaseModel.__setattr__(self, name, derived[name])
 
     def _forget(self, *, rebind: bool) -> None:
         """Drop what is cached from the settings, made again when next read; `rebind`:
