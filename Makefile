@@ -39,8 +39,15 @@ adk-ui-venv:
 adk-ui: install adk-ui-venv
 	$(PY) scripts/adk_ui.py --backend http://127.0.0.1:8000 --port 8001
 
+# Two test processes (pytest-xdist), each taking the next test when it is free;
+# then, alone, the tests in tests/operation that stop and start a database server
+# (marked restarts_database), which would break the tests beside them. Both parts run
+# even when the first fails.
 unit: install services adk-ui-venv
-	$(PY) -m pytest
+	status=0; \
+	$(PY) -m pytest -n 2 --dist worksteal -m "not restarts_database" || status=1; \
+	$(PY) -m pytest -m restarts_database tests/operation || status=1; \
+	exit $$status
 
 test: lint typecheck unit
 

@@ -222,6 +222,7 @@ async def _stop(fleet: Fleet) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.restarts_database
 async def test_three_servers_on_postgresql_through_a_kill_a_shutdown_and_a_restart(
     postgres_url: str, tmp_path: Path
 ) -> None:
@@ -236,6 +237,7 @@ async def test_three_servers_on_postgresql_through_a_kill_a_shutdown_and_a_resta
 
 
 @pytest.mark.mysql
+@pytest.mark.restarts_database
 async def test_three_servers_on_mariadb_through_a_kill_a_shutdown_and_a_restart(
     mysql_url: str, tmp_path: Path
 ) -> None:

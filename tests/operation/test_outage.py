@@ -24,7 +24,7 @@ from tests.operation.processes import (
     write_app,
 )
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.restarts_database]
 
 
 @asynccontextmanager
