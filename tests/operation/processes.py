@@ -216,14 +216,20 @@ async def start_baton(*args: str, log: Path, within: float = 30.0) -> BatonProce
     env = {**os.environ, "BATON_TEST_LOG": str(log), "COLUMNS": "400"}
     process = await asyncio.create_subprocess_exec(*command, stdout=PIPE, env=env)
     assert process.stdout is not None
-    async with asyncio.timeout(within):
-        while True:
-            line = await process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"baton {' '.join(args)} exited before it was ready")
-            found = _URL.search(line)
-            if found or b"baton worker" in line:
-                return BatonProcess(process, found.group(1).decode() if found else "")
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                line = await process.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"baton {' '.join(args)} exited before it was ready")
+                found = _URL.search(line)
+                if found or b"baton worker" in line:
+                    return BatonProcess(process, found.group(1).decode() if found else "")
+    except BaseException:  # not ready in time (or cancelled): no server left running
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        raise
 
 
 async def start_run(server: BatonProcess, session: str, text: str) -> asyncio.Task[httpx.Response]:
