@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from baton import Workflow, types
+from baton.aborting import AbortSignal
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus, StepCommit
 from baton.types import InvocationId
@@ -38,10 +39,15 @@ def _workflow(abort: asyncio.Event, ran: list[str]) -> Workflow:
     return Workflow(name="wf", edges=[("START", a, b, c)])
 
 
+# The server's `AbortSignal` stops the read itself when set; any other event is waited on.
+_SIGNALS = pytest.mark.parametrize("signal", [asyncio.Event, AbortSignal])
+
+
+@_SIGNALS
 async def test_an_aborted_run_is_sealed_and_continues_by_its_id(
-    make_harness: MakeHarness,
+    make_harness: MakeHarness, signal: type[asyncio.Event]
 ) -> None:
-    abort = asyncio.Event()
+    abort = signal()
     ran: list[str] = []
     h = await make_harness(_workflow(abort, ran))
 
@@ -65,10 +71,13 @@ async def test_an_aborted_run_is_sealed_and_continues_by_its_id(
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
 
 
-async def test_a_signal_set_after_the_run_ended_seals_nothing(make_harness: MakeHarness) -> None:
+@_SIGNALS
+async def test_a_signal_set_after_the_run_ended_seals_nothing(
+    make_harness: MakeHarness, signal: type[asyncio.Event]
+) -> None:
     ran = ["b"]  # b ran once already: this time it does not abort
     h = await make_harness(_workflow(asyncio.Event(), ran))
-    abort = asyncio.Event()
+    abort = signal()
 
     events = [
         e
@@ -146,3 +155,34 @@ async def test_an_abort_during_a_step_commit_leaves_the_step_whole_and_the_run_s
     assert ran == ["a", "b"] if outputs else ["a", "a", "b"]
     assert [e.output for e in resumed if e.output is not None][-1] == "b"
     assert (await h.invocation()).status is InvocationStatus.COMPLETED
+
+
+@_SIGNALS
+async def test_a_reader_cancelled_by_someone_else_is_cancelled_not_sealed(
+    make_harness: MakeHarness, signal: type[asyncio.Event]
+) -> None:
+    """The signal's own cancellation of a read is taken back; another one, arriving with
+    it, still cancels the task reading the run."""
+    abort = signal()
+    ran: list[str] = []
+    h = await make_harness(_workflow(abort, ran))
+    reader = asyncio.current_task()
+    assert reader is not None
+
+    async def read() -> list[object]:
+        return [
+            e
+            async for e in h.runner.run_async(
+                user_id="u", session_id=h.session_id, new_message=_go(), abort_signal=abort
+            )
+        ]
+
+    task = asyncio.ensure_future(read())
+    async with asyncio.timeout(60):  # until b sets the signal (and waits forever)
+        while "b" not in ran:  # noqa: ASYNC110 -- b is the workflow's node: nothing to wait on
+            await asyncio.sleep(0)
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert reader.cancelling() == 0

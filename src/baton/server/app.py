@@ -35,6 +35,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
 from starlette.background import BackgroundTask
 
+from baton.aborting import AbortSignal
 from baton.errors import (
     AppNameRequiredError,
     InvalidMessageError,
@@ -666,7 +667,7 @@ def _run_routes(server: _Server) -> APIRouter:
 async def _run(server: _Server, request: Request, body: RunAgentRequest) -> Response:
     server.keys.authorize(request, body.user_id)
     app_name = _app_name(server, body)
-    aborted = asyncio.Event()
+    aborted = AbortSignal()
     run_config = _run_config(body, streaming=False)
     feed = await _start(server, app_name, body, run_config, abort_signal=aborted)
     async with asyncio.TaskGroup() as group:
@@ -691,7 +692,7 @@ async def _abort_when_gone(
 async def _run_sse(server: _Server, request: Request, body: RunAgentRequest) -> StreamingResponse:
     server.keys.authorize(request, body.user_id)
     app_name = _app_name(server, body)
-    aborted = asyncio.Event()
+    aborted = AbortSignal()
     run_config = _run_config(body, streaming=body.streaming)
     feed = await _start(server, app_name, body, run_config, abort_signal=aborted)
     return StreamingResponse(
