@@ -17,6 +17,7 @@ import pytest
 from pydantic import JsonValue
 
 from baton import LlmAgent, types
+from baton.agents.delegation import call_branch
 from baton.events import Event
 from baton.models import LlmRequest, ScriptedModel
 from baton.models.scripted import ScriptItem
@@ -34,6 +35,7 @@ TURN = [
     FunctionCall(id="c1", name="helper", args={"request": "a"}),
     FunctionCall(id="c2", name="helper", args={"request": "b"}),
 ]
+DOTTED = [call.model_copy(update={"id": f"call.{n}"}) for n, call in enumerate(TURN)]
 RESULTS = ["c1 -> {'result': 'found a'}", "c2 -> {'result': 'found b'}"]
 
 
@@ -78,12 +80,14 @@ async def test_two_calls_of_one_agent_tool_run_at_once(service: BaseSessionServi
     assert (await h.invocation()).status == InvocationStatus.COMPLETED
 
 
+@pytest.mark.parametrize("ids", [("c1", "c2"), ("call.1", "call.2")], ids=["plain", "dotted"])
 async def test_a_turn_stopped_mid_way_resumes_each_call_from_its_own_checkpoint(
-    stores: StoreFactory,
+    stores: StoreFactory, ids: tuple[str, str]
 ) -> None:
     """Both calls' helpers ran their tool (committed), then the run stops; another
     runner on another store resumes it by id: neither tool nor either first model turn
-    runs again, and each call's model sees its own tool result."""
+    runs again, and each call's model sees its own tool result (call ids with dots too,
+    as a model may give)."""
     runs: Counter[str] = Counter()
     resumed = asyncio.Event()
 
@@ -103,7 +107,8 @@ async def test_a_turn_stopped_mid_way_resumes_each_call_from_its_own_checkpoint(
         runs[f"lookup {x}"] += 1
         return f"value of {x}"
 
-    boss_model = ScriptedModel([TURN, "done"])  # one script over both runners
+    turn = [call.model_copy(update={"id": i}) for call, i in zip(TURN, ids, strict=True)]
+    boss_model = ScriptedModel([turn, "done"])  # one script over both runners
 
     def tree() -> LlmAgent:
         helper = LlmAgent(name="helper", model=ScriptedModel(responder=helper_turn), tools=[lookup])
@@ -120,7 +125,7 @@ async def test_a_turn_stopped_mid_way_resumes_each_call_from_its_own_checkpoint(
                 looked_up.add(event.branch)
             if len(looked_up) == 2:
                 break
-    assert looked_up == {"helper@c1", "helper@c2"}
+    assert looked_up == {call_branch(None, "helper", i) for i in ids}
     invocation = await h.invocation()
     assert invocation.status != InvocationStatus.COMPLETED
 
@@ -138,7 +143,8 @@ async def test_a_turn_stopped_mid_way_resumes_each_call_from_its_own_checkpoint(
             "second turn b": 1,
         }
     )
-    assert shown(events)[-2:] == [("boss", RESULTS, {}), ("boss", ["done"], {})]
+    results = [r.replace("c1", ids[0]).replace("c2", ids[1]) for r in RESULTS]
+    assert shown(events)[-2:] == [("boss", results, {}), ("boss", ["done"], {})]
     assert len(boss_model.requests) == 2
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
 
@@ -173,7 +179,7 @@ async def test_both_calls_wait_and_each_answer_after_a_restart_goes_to_its_own_c
     """Both calls of the sub-agent ask a person at once. Each answer comes to a new
     runner (a restarted process) resuming the run by its id: it ends its own call only,
     runs nothing that ended again, and the parent's model gets both results in the turn's
-    order once both are answered."""
+    order once both are answered. The calls' ids have dots, as a model may give them."""
     runs: Counter[str] = Counter()
 
     def helper_turn(request: LlmRequest) -> ScriptItem:
@@ -184,7 +190,7 @@ async def test_both_calls_wait_and_each_answer_after_a_restart_goes_to_its_own_c
         assert seen(request)[-1] == f"user: result ticket={{'status': 'ok {which}'}}"
         return f"found {which}"
 
-    boss_model = ScriptedModel([TURN, "done"])
+    boss_model = ScriptedModel([DOTTED, "done"])
 
     def tree() -> LlmAgent:
         return sub_agent_tree(boss_model, ScriptedModel(responder=helper_turn))
@@ -216,7 +222,7 @@ async def test_both_calls_wait_and_each_answer_after_a_restart_goes_to_its_own_c
         ("helper", [f"found {first_which}"], {}),
         (
             "boss",
-            [f"c{'1' if first_which == 'a' else '2'} -> {{'result': 'found {first_which}'}}"],
+            [f"call.{'0' if first_which == 'a' else '1'} -> {{'result': 'found {first_which}'}}"],
             {},
         ),
     ]

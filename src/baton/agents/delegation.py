@@ -162,8 +162,13 @@ def _ran_below(event: Event, branch: str) -> bool:
 
 
 def call_branch(branch: str | None, agent: str, call_id: str) -> str:
-    """The branch a delegated call's sub-agent runs on, below the caller's `branch`."""
-    own = f"{agent}@{call_id}"
+    """The branch a delegated call's sub-agent runs on, below the caller's `branch`.
+
+    A branch's parts are separated by dots (`baton.context.call_scope` cuts it there),
+    and a model's call id may hold some: they are written as `%2E` (and `%` as `%25`),
+    so two calls whose ids share a part before a dot keep branches, and checkpoints, of
+    their own. An id without either is written as it is."""
+    own = f"{agent}@{call_id.replace('%', '%25').replace('.', '%2E')}"
     return f"{branch}.{own}" if branch else own
 
 
