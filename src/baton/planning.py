@@ -75,6 +75,9 @@ class CallPlanner:
             gets `ctx` and may run one with `ctx.run_node`), whose questions a user's
             next message answers (see `baton.agents.task`). A message with text or media
             then reads the session's open task questions with the session itself.
+        reads_own_events: a resumed run may read its invocation's events (the app has an
+            agent, which learns from them how far its run got): an answer's claim then
+            asks for them, which a store may read with it (`AnswerClaim.with_events`).
     """
 
     def __init__(
@@ -85,12 +88,14 @@ class CallPlanner:
         auto_create_session: bool,
         clock: Clock = time.time,
         takes_replies: bool = False,
+        reads_own_events: bool = True,
     ) -> None:
         self.store = store
         self.app_name = app_name
         self.auto_create_session = auto_create_session
         self.clock = clock
         self.takes_replies = takes_replies
+        self.reads_own_events = reads_own_events
 
     def session_key(
         self, user_id: str | None, session_id: str | None, session: Session | None
@@ -158,7 +163,9 @@ class CallPlanner:
             assert message is not None
             _check_answer_parts(message)
             answering = _Answering(occurrences or {}, answered_by, {})
-            claim = answering.claim(responses[0], invocation_id, owner, ttl)
+            claim = answering.claim(
+                responses[0], invocation_id, owner, ttl, with_events=self.reads_own_events
+            )
             return await self._plan_claimed(
                 key, message, invocation_id, state_delta, answering, claim
             )
@@ -560,7 +567,13 @@ class _Answering:
     read: dict[str, list[Interrupt]]
 
     def claim(
-        self, first: FunctionResponse, invocation_id: str | None, owner: str, ttl: timedelta
+        self,
+        first: FunctionResponse,
+        invocation_id: str | None,
+        owner: str,
+        ttl: timedelta,
+        *,
+        with_events: bool,
     ) -> AnswerClaim:
         """The claim the read of the `first` answer's question takes, if it passes."""
         interrupt_id = first.id or ""
@@ -572,6 +585,7 @@ class _Answering:
             occurrence=self.occurrences.get(interrupt_id),
             answered_by=self.answered_by,
             progress=bool(first.will_continue),
+            with_events=with_events,
         )
 
 

@@ -225,6 +225,7 @@ class Runner:
             auto_create_session=auto_create_session,
             clock=clock,
             takes_replies=any(_may_run_task(n) for n in _tree(self.root)),
+            reads_own_events=any(isinstance(n, BaseAgent) for n in _tree(self.root)),
         )
         self._agents_checked = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")

@@ -240,6 +240,27 @@ async def _blocked_behind(watcher: Any, holder_pid: int, count: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def test_a_claim_reads_its_runs_events_only_when_asked_for_them(
+    emptied_postgres_url: str, clock: FakeClock
+) -> None:
+    # A workflow's resume does not read its run's events: its claim leaves them unread;
+    # an agent's (`with_events`) returns them, read with the claim.
+    store = SqlStore(emptied_postgres_url, clock=clock)
+    try:
+        await _paused(store, key("s1"), "inv-1")
+        await _paused(store, key("s2"), "inv-2")
+        plain = await store.claim_answering(key("s1"), _claim())
+        asking = await store.claim_answering(key("s2"), _claim(with_events=True))
+    finally:
+        await store.close()
+
+    assert plain.claimed is not None
+    assert plain.events is None
+    assert asking.claimed is not None
+    assert asking.events is not None
+    assert texts(asking.events()) == ["asked"]
+
+
 async def test_a_claim_that_waited_for_a_steps_lock_returns_every_event_it_claims_after(
     emptied_postgres_url: str, clock: FakeClock
 ) -> None:
@@ -255,7 +276,7 @@ async def test_a_claim_that_waited_for_a_steps_lock_returns_every_event_it_claim
         async with _row_locked(emptied_postgres_url, INV) as waiting:
             committing = asyncio.create_task(store.commit_step(later))
             await waiting(1)
-            claiming = asyncio.create_task(store.claim_answering(key(), _claim()))
+            claiming = asyncio.create_task(store.claim_answering(key(), _claim(with_events=True)))
             await waiting(2)
         assert await committing == 2
         answering = await claiming

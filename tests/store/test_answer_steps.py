@@ -82,6 +82,19 @@ async def test_answers_land_with_the_events_and_the_new_status(
     assert session.last_update_time == clock.now
 
 
+@pytest.mark.parametrize("answer", [{"approved": True}, None, [1, "two"], "a\u0000b", 0])
+async def test_one_answer_lands_as_given(store: Store, answer: JsonValue) -> None:
+    # One answer is bound as plain values on PostgreSQL, several as JSON texts (above).
+    await _asking(store, "q1", "q2")
+    commit = step(key(), "inv-1", 2, events=(event("answered"),), answered={"q1": answer})
+
+    assert await store.commit_step(commit) == 3
+
+    rows = await _rows(store)
+    assert (rows["q1"].status, rows["q1"].answer) == (InterruptStatus.ANSWERED, answer)
+    assert rows["q2"].status == InterruptStatus.OPEN
+
+
 async def test_an_id_answered_twice_keeps_the_last_answer(store: Store) -> None:
     await _asking(store, "q1")
     twice = ((InterruptId("q1"), "first"), (InterruptId("q1"), "last"))

@@ -317,6 +317,9 @@ class AnswerClaim:
     occurrence: str | None = None
     answered_by: str | None = None
     progress: bool = False
+    # Whether the resume reads the claimed invocation's events (an agent's does): a store
+    # that can read them with the claim returns them (`Answering.events`).
+    with_events: bool = False
 
 
 @dataclass(frozen=True)
@@ -324,8 +327,9 @@ class Answering:
     """What `Store.claim_answering` read: the session (without events; None when there
     is none), its index rows with the interrupt id (as `find_interrupts` gives them),
     the lease and invocation it claimed (None when it claimed nothing), and when the
-    store read them with the claim, the claimed invocation's events as `list_events`
-    gives them (decoded when called; None: not read, `list_events` reads them)."""
+    claim asked for them (`AnswerClaim.with_events`) and the store read them with it,
+    the claimed invocation's events as `list_events` gives them (decoded when called;
+    None: not read, `list_events` reads them)."""
 
     session: Session | None
     interrupts: list[Interrupt]

@@ -137,10 +137,10 @@ class SqlDialect(Protocol):
         create it in a transaction of `writes.insert_session`."""
         ...
 
-    @property
-    def answering_statement(self) -> OneStatement | None:
-        """`Store.claim_answering` as one statement (`answering.ANSWERING`), or None to
-        run it as a transaction of `answering.claim_answering`."""
+    def answering_statement(self, with_events: bool) -> OneStatement | None:
+        """`Store.claim_answering` as one statement (`answering.ANSWERING`, or
+        `ANSWERING_WITH_EVENTS` for a claim `with_events`), or None to run it as a
+        transaction of `answering.claim_answering`."""
         ...
 
     @property

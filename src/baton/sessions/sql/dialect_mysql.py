@@ -136,8 +136,7 @@ class MysqlDialect:
     def new_session_statement(self) -> OneStatement | None:
         return None  # no RETURNING: a transaction that tells a taken id by its error
 
-    @property
-    def answering_statement(self) -> OneStatement | None:
+    def answering_statement(self, with_events: bool) -> OneStatement | None:
         return None  # no UPDATE in a CTE: a transaction
 
     @property

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.sql.selectable import Select
 
 from baton.errors import ExtraNotInstalledError
-from baton.sessions.sql.answering import ANSWERING, NO_FLUSH_WAIT
+from baton.sessions.sql.answering import ANSWERING, ANSWERING_WITH_EVENTS, NO_FLUSH_WAIT
 from baton.sessions.sql.conflicts import ReturningStatements
 from baton.sessions.sql.dialect import Listener, OneStatementStep, Params, Rows, json_text
 from baton.sessions.sql.engine_options import with_engine_options
@@ -113,9 +113,8 @@ class PostgresDialect(ReturningStatements):
     def claim_loaded_statement(self) -> OneStatement:
         return _CLAIM_LOADED_NO_FLUSH_WAIT
 
-    @property
-    def answering_statement(self) -> OneStatement | None:
-        return ANSWERING
+    def answering_statement(self, with_events: bool) -> OneStatement | None:
+        return ANSWERING_WITH_EVENTS if with_events else ANSWERING
 
     @property
     def sees_later_commits(self) -> bool:

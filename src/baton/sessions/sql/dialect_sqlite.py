@@ -105,8 +105,7 @@ class SqliteDialect(ReturningStatements):
     def claim_loaded_statement(self) -> OneStatement:
         return CLAIM_LOADED  # commits as every write does (the URL's `?synchronous=`)
 
-    @property
-    def answering_statement(self) -> OneStatement | None:
+    def answering_statement(self, with_events: bool) -> OneStatement | None:
         return None  # inline, a transaction costs no round trip
 
     @property

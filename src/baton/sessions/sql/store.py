@@ -374,7 +374,7 @@ class SqlStore:
         """An answer's checks read, with the claim it lets through (see `Store`): one
         statement on PostgreSQL, a transaction elsewhere."""
         now = self._clock()
-        statement = self._dialect.answering_statement
+        statement = self._dialect.answering_statement(claim.with_events)
         if statement is None:
             try:
                 return await self._write(answering.claim_answering, self._dialect, key, claim, now)
