@@ -198,11 +198,6 @@ class InvocationContext:
         # Set by a workflow inside a child's commit: more of its runs are queued, so the
         # child's step would only wait for the next one's code (see `land_held`).
         self.work_queued = False
-        # Set by a workflow inside a child's last step: bookkeeping for its next run (made,
-        # not started), which the engine may do while that step's commit is in flight
-        # (see `InvocationRun._commit`); the workflow uses what it made only once the
-        # commit succeeded. Never code of the user's.
-        self.while_committing: Callable[[], None] | None = None
         # Ids of events whose checkpoint is bookkeeping the reference's agents do not
         # write (an LlmAgent's run start and started calls, a custom agent's implicit
         # end): stored with the event, since baton's agents resume from it, and left out

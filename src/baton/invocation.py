@@ -57,7 +57,7 @@ from baton.workflow.execution import (
     run_stopper,
     wants_execution,
 )
-from baton.workflow.handover import EngineDriver, park, parks, while_pending
+from baton.workflow.handover import EngineDriver, park, parks
 from baton.workflow.nodes import Node
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -350,8 +350,6 @@ class InvocationRun:
             await self.turns.wait(waiting)
         try:
             mutate()
-            invocation = self.invocation
-            prepare, invocation.while_committing = invocation.while_committing, None
             if status is None and self.final_status is not None:
                 status, self.final_status = self.final_status, None
             held = self._held
@@ -365,7 +363,7 @@ class InvocationRun:
                 self._held = (parts, status, answered_by)
                 self.invocation.land_held = self._land_held
                 return
-            await self._commit(parts, status, answered_by, fingerprint, error, prepare)
+            await self._commit(parts, status, answered_by, fingerprint, error)
         finally:
             self.turns.give_back()
         if parts.events:
@@ -434,14 +432,8 @@ class InvocationRun:
         answered_by: str | None,
         fingerprint: str | None = None,
         error: str | None = None,
-        prepare: Callable[[], None] | None = None,
     ) -> None:
-        """Commit one step (its turn held): the checkpoint as the tree stands now;
-        `prepare` while the commit is in flight (see `InvocationContext.while_committing`).
-
-        Speed: on PostgreSQL the step's statement is sent before the commit first waits,
-        and a chain's workflow makes its next run (~30k instructions) while the server
-        flushes the step, instead of between the reply and the next step's statement."""
+        """Commit one step (its turn held): the checkpoint as the tree stands now."""
         # The run's last step gives the lease up: it paused, or it ended.
         release = status is not None and (
             status is InvocationStatus.PAUSED or ends_run(status, error)
@@ -470,10 +462,7 @@ class InvocationRun:
         )
         self.committing = True
         try:
-            committed = self.store.commit_step(step)
-            if prepare is not None:
-                committed = while_pending(committed, prepare)
-            self.version = await committed
+            self.version = await self.store.commit_step(step)
         except StoreUnavailableError as unavailable:
             self.version = await self._commit_again(step, unavailable)
         finally:

@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
 __all__ = [
     "NodeRunFailedError",
-    "PreparedRun",
     "carried_interrupt",
     "complete_with_answers",
     "current_record",
@@ -68,7 +67,6 @@ __all__ = [
     "execute_run",
     "message_value",
     "open_interrupt",
-    "prepare_run",
     "wants_execution",
 ]
 
@@ -663,40 +661,11 @@ def open_interrupt(invocation: InvocationContext, node_path: str, iid: str) -> I
     )
 
 
-@dataclass(slots=True)  # not frozen: a frozen init costs a call per field, every node run
-class PreparedRun:
-    """What an attempt of a run starts from (one of a fresh run made ahead by `prepare_run`)."""
-
-    children: DynamicRuns | None
-    ctx: Context
-    collector: _Collector
-
-
-def prepare_run(node: Node, record: RunRecord, invocation: InvocationContext) -> PreparedRun:
-    """The context and collector of a dispatched run's first attempt, as `_execute` makes
-    them, made before its turn: while the step before it commits (see
-    `InvocationContext.while_committing`). Only objects of its own are made; nothing
-    anyone else holds changes but `record`, a run nobody else holds yet."""
-    record.attempt = 1  # as `_execute` numbers the first attempt
-    return _attempt(node, record, invocation)
-
-
-def _attempt(node: Node, record: RunRecord, invocation: InvocationContext) -> PreparedRun:
-    """What an attempt of the run starts from: its dynamic calls, context and collector."""
-    children = _child_runs(node, record, invocation)
-    ctx = _context_for(node, record, invocation, children)
-    return PreparedRun(children, ctx, _Collector(node, ctx, record, invocation, children))
-
-
 def execute_run(
-    node: Node,
-    record: RunRecord,
-    invocation: InvocationContext,
-    finish: Finish,
-    prepared: PreparedRun | None = None,
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
 ) -> Awaitable[None]:
     """Execute one run (retrying per the node's RetryConfig) and commit its step; await
-    the result. `prepared`: its first attempt's context, from `prepare_run`.
+    the result.
 
     Raises:
         NodeRunFailedError: the run failed for good; its error event was committed.
@@ -704,21 +673,16 @@ def execute_run(
     tracer = invocation.tracer
     if tracer is None:
         # Speed: the run's own coroutine, not one more wrapped around it for every run.
-        return _execute(node, record, invocation, finish, prepared)
-    return _execute_traced(tracer, node, record, invocation, finish, prepared)
+        return _execute(node, record, invocation, finish)
+    return _execute_traced(tracer, node, record, invocation, finish)
 
 
 async def _execute_traced(
-    tracer: Tracer,
-    node: Node,
-    record: RunRecord,
-    invocation: InvocationContext,
-    finish: Finish,
-    prepared: PreparedRun | None,
+    tracer: Tracer, node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
 ) -> None:
     with node_span(tracer, node.name, record.path, record.run_id) as span:
         try:
-            await _execute(node, record, invocation, finish, prepared)
+            await _execute(node, record, invocation, finish)
         finally:
             span.set_attributes(
                 {"baton.node.status": record.status.value, "baton.node.attempts": record.attempt}
@@ -726,11 +690,7 @@ async def _execute_traced(
 
 
 async def _execute(
-    node: Node,
-    record: RunRecord,
-    invocation: InvocationContext,
-    finish: Finish,
-    prepared: PreparedRun | None,
+    node: Node, record: RunRecord, invocation: InvocationContext, finish: Finish
 ) -> None:
     # Read once: an attribute of a pydantic model (most nodes) costs ~500 instructions.
     schedules_only: bool = getattr(node, "schedules_only", False)
@@ -746,10 +706,9 @@ async def _execute(
         while True:
             record.attempt += 1
             record.return_to_start_branch()  # the node names its branch again, if it moves
-            # A fresh run's first attempt may have been made ahead (`prepare_run`).
-            attempt = _attempt(node, record, invocation) if prepared is None else prepared
-            prepared = None
-            children, ctx, collector = attempt.children, attempt.ctx, attempt.collector
+            children = _child_runs(node, record, invocation)
+            ctx = _context_for(node, record, invocation, children)
+            collector = _Collector(node, ctx, record, invocation, children)
             try:
                 await _run_once(node, ctx, record, collector, own_code=not schedules_only)
                 if children is not None and not children.idle:

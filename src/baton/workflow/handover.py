@@ -30,11 +30,9 @@ import asyncio
 import contextvars
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
-__all__ = ["EngineDriver", "own_task", "park", "parks", "while_pending"]
-
-T = TypeVar("T")
+__all__ = ["EngineDriver", "own_task", "park", "parks"]
 
 _inline: Final[contextvars.ContextVar[bool]] = contextvars.ContextVar(
     "baton_engine_inline", default=False
@@ -85,51 +83,6 @@ def _forward(awaited: object) -> Generator[Any, None, None]:
     """Let the task stepping the engine wait for what the engine awaits (a future, or
     None for one pass of the loop), as if the engine had yielded it itself."""
     yield awaited
-
-
-@types.coroutine
-def while_pending(
-    awaited: Coroutine[Any, Any, T], work: Callable[[], object]
-) -> Generator[Any, Any, T]:
-    """Await `awaited`, doing `work` once it has started and waits: after a store's step
-    commit has sent its statement (asyncpg writes it before its first wait), while the
-    database makes it durable. `work` must be bookkeeping only (nothing the user's code
-    or anyone outside the process can see), whose result is used only once `awaited`
-    has succeeded: an error of `awaited` (even of its start) leaves `work` as if undone.
-
-    An error of `work` is dropped: it is an optimization whose result the engine checks
-    before using it, and redoes (raising where it always raised) when it is missing.
-    """
-    try:
-        yielded = awaited.send(None)
-    except StopIteration as done:  # finished without waiting (the memory store)
-        _do(work)
-        return done.value
-    _do(work)
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            awaited.close()
-            raise
-        except BaseException as error:  # cancelled at what `awaited` waits for, as a task
-            try:
-                yielded = awaited.throw(error)
-            except StopIteration as done:
-                return done.value
-        else:
-            try:
-                yielded = awaited.send(sent)
-            except StopIteration as done:
-                return done.value
-
-
-def _do(work: Callable[[], object]) -> None:
-    # Not `contextlib.suppress`: a context manager to make and enter on every step.
-    try:  # noqa: SIM105
-        work()
-    except Exception:  # dropped: see `while_pending`
-        pass
 
 
 class EngineDriver:

@@ -29,13 +29,11 @@ from baton.workflow.checkpoint import (
 )
 from baton.workflow.execution import (
     NodeRunFailedError,
-    PreparedRun,
     carried_interrupt,
     complete_with_answers,
     current_record,
     current_workflow,
     execute_run,
-    prepare_run,
     wants_execution,
 )
 from baton.workflow.graph import Graph, parse_graph
@@ -253,10 +251,6 @@ class _Scheduler:
         # What a terminal node's output is the output of: this workflow run, and what its
         # own output is (shared by those runs' records, never changed).
         self.terminal_of = [record.path, *record.stands_for]
-        # The run `_chain_alone` executes now, and its successor as made while that run's
-        # last step committed (see `_prepare_next`).
-        self.chaining: RunRecord | None = None
-        self.prepared: tuple[Trigger, RunRecord, PreparedRun] | None = None
 
     async def run(self) -> None:
         try:
@@ -329,69 +323,16 @@ class _Scheduler:
         event loop."""
         state = self.state
         while len(state.queue) == 1 and not self.frontier:
-            prepared = self._take_prepared()
-            run = prepared.collector.record if prepared is not None else self._dispatch()
+            run = self._dispatch()
             if run is None:
                 continue  # fast-forwarded (a fork's, a replay's): what it queued is next
             if state.queue:
                 return run  # others became ready beside it (fast-forwards)
-            self.chaining = run
             try:
-                await execute_run(
-                    self.graph.nodes[run.node],
-                    run,
-                    self.invocation,
-                    self._absorb,
-                    prepared,
-                )
+                await execute_run(self.graph.nodes[run.node], run, self.invocation, self._absorb)
             finally:
-                self.chaining = None
                 self.running -= 1
         return None
-
-    def _prepare_next(self) -> None:
-        """Make the next run of a chain (its record, context and collector) while the step
-        that queued it commits, without dispatching it: the workflow's state is left as
-        it is, so a commit that fails leaves nothing to undo. `_take_prepared` dispatches
-        it once the commit succeeded, if it is still the run `_dispatch` would make.
-
-        Speed: that work leaves the time between a step's commit and the next step's
-        (on PostgreSQL, the server's flush of each step hides it)."""
-        state = self.state
-        if len(state.queue) != 1 or state.forked or self.replay or self.frontier:
-            return
-        trigger = state.queue[0]
-        name = trigger.node
-        run_id = "1" if name in self.graph.runs_once else str(state.counters.get(name, 0) + 1)
-        run = self._new_run(trigger, run_id)
-        self.prepared = (trigger, run, prepare_run(self.graph.nodes[name], run, self.invocation))
-
-    def _take_prepared(self) -> PreparedRun | None:
-        """Dispatch the run `_prepare_next` made, when it is the one `_dispatch` would make
-        now (the same trigger first in the queue, the same run id); else None."""
-        prepared, self.prepared = self.prepared, None
-        if prepared is None:
-            return None
-        trigger, run, first = prepared
-        state = self.state
-        limit = self.max_concurrency
-        if (
-            not state.queue
-            or state.queue[0] is not trigger
-            or (limit is not None and self.running >= limit)
-            or state.forked
-        ):
-            return None
-        name = run.node
-        if name not in self.graph.runs_once:
-            count = state.counters.get(name, 0) + 1
-            if str(count) != run.run_id:
-                return None
-            state.counters[name] = count
-        del state.queue[0]
-        state.runs[f"{name}@{run.run_id}"] = run
-        self.running += 1
-        return first
 
     async def _execute_alone(self) -> None:
         """Execute the ready runs: one alone (none other queued or running) in this task,
@@ -438,25 +379,20 @@ class _Scheduler:
                 count = state.counters.get(node, 0) + 1
                 state.counters[node] = count
                 run_id = str(count)
-            run = self._new_run(trigger, run_id)
+            key = f"{node}@{run_id}"  # made once, for the path and the runs' index
+            run = RunRecord.dispatched(
+                node, f"{self.record.path}/{key}", run_id, trigger.input, trigger.message
+            )
             if forked is not None:
                 run.child = forked.child
-            state.runs[f"{node}@{run_id}"] = run
+            if trigger.branch is not None or trigger.fan_out:
+                run.branch = trigger.run_branch(run_id)
+            if node in self.graph.terminals:
+                run.terminal_of = self.terminal_of
+            state.runs[key] = run
             self.running += 1
             return run
         return None
-
-    def _new_run(self, trigger: Trigger, run_id: str) -> RunRecord:
-        """The record of the trigger's run `run_id`, about to execute (not yet dispatched)."""
-        node = trigger.node
-        run = RunRecord.dispatched(
-            node, f"{self.record.path}/{node}@{run_id}", run_id, trigger.input, trigger.message
-        )
-        if trigger.branch is not None or trigger.fan_out:
-            run.branch = trigger.run_branch(run_id)
-        if node in self.graph.terminals:
-            run.terminal_of = self.terminal_of
-        return run
 
     def _replayed(self, trigger: Trigger) -> bool:
         """Fast-forward a completed run, or reinstate an unfinished one; False if neither."""
@@ -531,8 +467,6 @@ class _Scheduler:
         finishes this workflow's last run may wait to land with the workflow's own."""
         self._fold(run, record=record)
         self.invocation.work_queued = bool(self.state.queue)
-        if run is self.chaining and len(self.state.queue) == 1:
-            self.invocation.while_committing = self._prepare_next
 
     def _fold(self, run: RunRecord, *, record: bool) -> None:
         if run.status is not RunStatus.COMPLETED:

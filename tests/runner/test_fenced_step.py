@@ -1,10 +1,8 @@
-"""While a step commits, the engine makes the next run of a chain (its record and context)
-but never runs its code: a step whose commit fails leaves the next node uncalled and
-nothing of it in the store, on every backend."""
+"""A step whose commit is fenced out (another worker took the run's lease while the node
+ran) leaves the next node uncalled and nothing of the step in the store, on every backend."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -13,7 +11,6 @@ from baton import Workflow
 from baton.errors import LeaseLostError
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationId
-from baton.workflow.handover import while_pending
 from tests.conftest import FakeClock, StoreFactory
 from tests.harness import build_harness
 
@@ -62,26 +59,3 @@ async def test_a_step_whose_commit_is_fenced_out_never_runs_the_next_node(
     holder = await thief.holder(taken[0])
     assert holder is not None
     assert holder.owner == "thief"
-
-
-async def test_work_runs_once_the_awaited_waits_and_not_when_it_fails_at_once() -> None:
-    order: list[str] = []
-    reply: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-    async def commit() -> int:
-        order.append("sent")
-        return await reply
-
-    async def refused() -> int:
-        raise LeaseLostError("fenced out before anything was sent")
-
-    pending = asyncio.ensure_future(while_pending(commit(), lambda: order.append("work")))
-    await asyncio.sleep(0)
-    assert order == ["sent", "work"]
-    assert not pending.done()
-    reply.set_result(7)
-    assert await pending == 7
-
-    with pytest.raises(LeaseLostError):
-        await while_pending(refused(), lambda: order.append("work again"))
-    assert order == ["sent", "work"]
