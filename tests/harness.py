@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
 import pytest
@@ -59,6 +60,25 @@ class Harness:
             None if text is None else types.Content(role="user", parts=[types.Part(text=text)])
         )
         return await self.collect(new_message=message)
+
+    async def start_until(
+        self, enough: Callable[[list[Event]], bool], text: str = "go"
+    ) -> list[Event]:
+        """Start a run and close its stream, as a client that stops reading does, once
+        `enough` says so of the events read so far (or at the stream's end)."""
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        events: list[Event] = []
+        async with aclosing(
+            self.runner.run_async(
+                user_id=self.user_id, session_id=self.session_id, new_message=message
+            )
+        ) as stream:
+            async for event in stream:
+                events.append(event)
+                if enough(events):
+                    break
+        self.seen.extend(events)
+        return events
 
     async def answer(
         self,

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from contextlib import aclosing
 
 import pytest
 from pydantic import JsonValue
 
-from baton import LlmAgent, types
-from baton.events import Event
+from baton import LlmAgent
 from baton.models import LlmRequest, ScriptedModel
 from baton.models.scripted import ScriptItem
 from baton.sessions.services import BaseSessionService
@@ -184,15 +182,11 @@ async def test_a_turn_stopped_mid_way_resumes_without_running_a_finished_call_ag
         return boss(helper, first, last, model=boss_model)
 
     h = await build_harness(tree(), BaseSessionService(stores.open()), resumable=True)
-    message = types.Content(role="user", parts=[types.Part(text="go")])
-    seen: list[Event] = []
-    async with aclosing(
-        h.runner.run_async(user_id="u", session_id=h.session_id, new_message=message)
-    ) as stream:
-        async for event in stream:
-            seen.append(event)
-            if event.author == "helper" and event.content and event.content.function_responses:
-                break
+    seen = await h.start_until(
+        lambda events: events[-1].author == "helper"
+        and events[-1].content is not None
+        and bool(events[-1].content.function_responses)
+    )
     invocation = await h.invocation()
     assert invocation.status != InvocationStatus.COMPLETED
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import aclosing, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -115,17 +115,8 @@ async def test_a_turn_stopped_mid_way_resumes_each_call_from_its_own_checkpoint(
         return LlmAgent(name="boss", model=boss_model, tools=[AgentTool(agent=helper)])
 
     h = await build_harness(tree(), BaseSessionService(stores.open()), resumable=True)
-    message = types.Content(role="user", parts=[types.Part(text="go")])
-    looked_up: set[str | None] = set()
-    async with aclosing(
-        h.runner.run_async(user_id="u", session_id=h.session_id, new_message=message)
-    ) as stream:
-        async for event in stream:
-            if event.author == "helper" and event.content and event.content.function_responses:
-                looked_up.add(event.branch)
-            if len(looked_up) == 2:
-                break
-    assert looked_up == {call_branch(None, "helper", i) for i in ids}
+    read = await h.start_until(lambda events: len(_looked_up(events)) == 2)
+    assert _looked_up(read) == {call_branch(None, "helper", i) for i in ids}
     invocation = await h.invocation()
     assert invocation.status != InvocationStatus.COMPLETED
 
@@ -395,3 +386,12 @@ async def test_a_second_call_paused_by_a_baton_keying_checkpoints_by_agent_gets_
         ("boss", ["done"], {}),
     ]
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+def _looked_up(events: list[Event]) -> set[str | None]:
+    """The branches of the helper calls whose tool (the lookup) has answered."""
+    return {
+        e.branch
+        for e in events
+        if e.author == "helper" and e.content and e.content.function_responses
+    }
