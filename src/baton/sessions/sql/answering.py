@@ -59,7 +59,6 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
-    case,
     exists,
     func,
     literal_column,
@@ -213,16 +212,14 @@ def _version_then(invocation_id: Any) -> Any:
 
 def _own_events(claimed: CTE) -> Any:
     """The claimed invocation's events, oldest first, as one JSON array of
-    `reads.INVOCATION_EVENTS`' rows (`[]` when it has none), off the (session,
-    invocation) index; NULL when nothing was claimed, or when they may be incomplete
-    (kept for the claim's own guard, `_version_then`, which now refuses such a claim).
+    `reads.INVOCATION_EVENTS`' rows (`[]` when it has none, and when nothing was claimed,
+    which `answering_from` tells by the claim's columns), off the (session, invocation)
+    index.
 
-    They are read as of the statement's start, while the claim may take a later row:
-    when a step of the invocation commits while the claim waits for its row's lock, the
-    claim checks the newer row again and takes it, with its checkpoint, but the events
-    read here lack that step's. The row as of the statement's start has the claimed
-    row's version exactly when no step committed in between (a claim changes the lease,
-    not the version); otherwise NULL, and the resume reads them (`list_events`).
+    They are read as of the statement's start, and so is the claimed row: the claim
+    takes the row only at its version then (`_version_then`; a claim changes the lease,
+    not the version), so a step that committed while the claim waited for the row's
+    lock is never missing from them (such a claim takes nothing and runs again, `raced`).
 
     Speed: a resumed agent reads its invocation's events to learn how far its run got
     (`LlmAgent._progress`), and with `include_contents="none"` its model's request is
@@ -237,13 +234,7 @@ def _own_events(claimed: CTE) -> Any:
         .where(events.c.session_pk == claimed.c.session_pk, events.c.invocation_id == claimed.c.id)
         .scalar_subquery()
     )
-    return case(
-        (
-            _version_then(claimed.c.id) == claimed.c.version,
-            func.coalesce(read, literal_column("'[]'::json")),
-        ),
-        else_=None,
-    ).label("own_events")
+    return func.coalesce(read, literal_column("'[]'::json"), type_=Json).label("own_events")
 
 
 _NOT_READ: Any = literal_column("NULL::json").label("own_events")
@@ -296,7 +287,7 @@ def answering_from(key: SessionKey, claim: AnswerClaim, rows: Rows, now: float) 
     invocation = _trusted_invocation(key, fields)
     expires_at = now + claim.ttl.total_seconds()
     lease = Lease(InvocationId(invocation.id), claim.owner, expires_at, int(token))
-    if own is None:  # perhaps incomplete (see `_own_events`): the resume reads them
+    if own is None:  # not read (a claim without `with_events`): the resume reads them
         return Answering(session, found, (lease, invocation))
     stored: list[list[Any]] = own
     return Answering(
