@@ -270,6 +270,16 @@ _BINDS: Final = frozenset({"func", "name", "parameter_binding"})
 """`FunctionNode` settings its `Binder` is made from."""
 _DERIVED: Final = frozenset({"rerun_on_resume", "description"})
 """`FunctionNode` settings taken from its function when the caller leaves them out."""
+
+
+def _taken_from(func: Callable[..., Any], setting: str) -> Any:
+    """A `FunctionNode` setting in `_DERIVED`, as its function gives it when the caller
+    leaves it out: whether it reads `ctx.resume_inputs`, and its docstring."""
+    if setting == "rerun_on_resume":
+        return _reads_resume_inputs(func)
+    return inspect.getdoc(func) or ""
+
+
 _FROM_FUNC: Final = ("_calling", "takes_ctx", "returns_once")
 """`FunctionNode`'s cached properties read from its function (see `FunctionNode._forget`)."""
 
@@ -350,8 +360,8 @@ class FunctionNode(BaseNode):
         BaseModel.__init__(
             self,
             name=node_name,
-            description=description or (inspect.getdoc(func) or ""),
-            rerun_on_resume=_reads_resume_inputs(func)
+            description=description or _taken_from(func, "description"),
+            rerun_on_resume=_taken_from(func, "rerun_on_resume")
             if rerun_on_resume is None
             else rerun_on_resume,
             retry_config=retry_config,
@@ -448,12 +458,8 @@ class FunctionNode(BaseNode):
 
     def _derive(self, names: frozenset[str]) -> None:
         """Set `names` again from the function, as `__init__` does when they are left out."""
-        derived = {
-            "rerun_on_resume": _reads_resume_inputs(self.func),
-            "description": inspect.getdoc(self.func) or "",
-        }
         for name in names:
-            BaseModel.__setattr__(self, name, derived[name])
+            BaseModel.__setattr__(self, name, _taken_from(self.func, name))
 
     def _forget(self, *, rebind: bool) -> None:
         """Drop what is cached from the settings, made again when next read; `rebind`:
