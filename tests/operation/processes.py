@@ -232,6 +232,23 @@ async def start_baton(*args: str, log: Path, within: float = 30.0) -> BatonProce
         raise
 
 
+async def start_together(*commands: tuple[str, ...], log: Path) -> list[BatonProcess]:
+    """Start several `baton` commands at once (each spends seconds importing, and none
+    needs another to be ready); if one fails to start, those already started are
+    stopped, not left running beside the failure."""
+    starting = [asyncio.ensure_future(start_baton(*command, log=log)) for command in commands]
+    try:
+        return list(await asyncio.gather(*starting))
+    except BaseException:
+        for each in starting:
+            each.cancel()
+        for outcome in await asyncio.gather(*starting, return_exceptions=True):
+            if isinstance(outcome, BatonProcess) and outcome.process.returncode is None:
+                outcome.process.kill()
+                await outcome.process.wait()
+        raise
+
+
 async def start_run(server: BatonProcess, session: str, text: str) -> asyncio.Task[httpx.Response]:
     client = server.client()
     body = {

@@ -35,7 +35,7 @@ from tests.operation.processes import (
     executions,
     postgres_cluster,
     restart_mariadb,
-    start_baton,
+    start_together,
     write_app,
 )
 
@@ -176,13 +176,9 @@ async def _load(fleet: Fleet, sessions: list[str], *chaos: Coroutine[Any, Any, N
 
 async def _servers(count: int, db: str, log: Path, agents: Path) -> list[BatonProcess]:
     common = ("--db", db, "--port", "0", "--lease-ttl", str(TTL), "--grace", str(GRACE))
-    return list(
-        await asyncio.gather(
-            *(
-                start_baton("api_server", str(agents), *common, "--worker-id", f"p{i}", log=log)
-                for i in range(count)
-            )
-        )
+    return await start_together(
+        *(("api_server", str(agents), *common, "--worker-id", f"p{i}") for i in range(count)),
+        log=log,
     )
 
 

@@ -14,7 +14,7 @@ from baton.history import acting_node
 from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey
 from baton.types import SessionId
-from tests.operation.processes import WITHIN, executions, start_baton
+from tests.operation.processes import WITHIN, executions, start_together
 
 APP = "fence"
 TTL = 1  # seconds: the lease lapses soon after the loop stops
@@ -111,10 +111,10 @@ async def test_a_stalled_holder_commits_nothing_after_another_took_its_run(
 ) -> None:
     agents, log = _write_app(tmp_path)
     common = ("--db", emptied_store_url, "--lease-ttl", str(TTL))
-    # Started together: each spends seconds importing, and neither needs the other yet.
-    stalled, taker = await asyncio.gather(
-        start_baton("api_server", str(agents), *common, "--port", "0", "--worker-id", "a", log=log),
-        start_baton("worker", str(agents), *common, "--worker-id", "b", log=log),
+    stalled, taker = await start_together(
+        ("api_server", str(agents), *common, "--port", "0", "--worker-id", "a"),
+        ("worker", str(agents), *common, "--worker-id", "b"),
+        log=log,
     )
     store = SqlStore(emptied_store_url)
     try:

@@ -19,8 +19,8 @@ from tests.operation.processes import (
     executions,
     logged,
     new_session,
-    start_baton,
     start_run,
+    start_together,
     waits_for_approval,
     write_app,
 )
@@ -31,12 +31,10 @@ async def test_sigterm_ends_streams_hands_the_run_over_and_exits_0(tmp_path: Pat
     agents, log = write_app(tmp_path)
     db = sqlite_url(tmp_path)
     common = ("--db", db, "--port", "0", "--lease-ttl", "30")
-    # Started together: each spends seconds importing, and neither needs the other yet.
-    leaving, staying = await asyncio.gather(
-        start_baton(
-            "api_server", str(agents), *common, "--grace", "1", "--worker-id", "leaving", log=log
-        ),
-        start_baton("api_server", str(agents), *common, "--worker-id", "staying", log=log),
+    leaving, staying = await start_together(
+        ("api_server", str(agents), *common, "--grace", "1", "--worker-id", "leaving"),
+        ("api_server", str(agents), *common, "--worker-id", "staying"),
+        log=log,
     )
     try:
         session = await new_session(leaving)
