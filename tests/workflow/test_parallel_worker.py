@@ -20,6 +20,7 @@ from pydantic import JsonValue, ValidationError
 from baton import Context, Event, Node, RequestInput, Workflow, node
 from baton.errors import (
     NoCredentialServiceError,
+    NodeTimeoutError,
     WorkflowChangedError,
     WorkflowConfigurationError,
 )
@@ -29,7 +30,7 @@ from baton.workflow.binding import NodeInput
 from baton.workflow.fingerprint import resumes_into
 from baton.workflow.graph import fingerprint_of
 from tests.conftest import StoreFactory
-from tests.harness import MakeHarness, asked, attach_harness, build_harness
+from tests.harness import Harness, MakeHarness, asked, attach_harness, build_harness
 from tests.runner.test_guarantees import snapshot
 
 Shown = tuple[str | None, str | None, JsonValue]
@@ -274,6 +275,72 @@ async def test_the_workers_retry_config_retries_a_failed_item_not_the_finished_o
 
     assert events[-1].output == [10, 20, 30]
     assert sorted(runs) == [1, 1, 2, 3]
+
+
+def failures(events: list[Event]) -> list[tuple[str | None, str | None]]:
+    """(node path, error message) of each error event, in path order."""
+    found = [(e.node_info.path, e.error_message) for e in events if e.node_info and e.error_code]
+    return sorted(found, key=lambda f: f[0] or "")
+
+
+async def stored_events(h: Harness) -> list[Event]:
+    session = await h.service.store.get_session(h.key)
+    assert session is not None
+    return session.events
+
+
+async def test_an_item_that_fails_is_retried_by_itself_and_the_worker_records_no_error(
+    stores: StoreFactory,
+) -> None:
+    """`node(..., parallel_worker=True, retry_config=...)` gives the retry_config to each
+    item, as the reference does: an item that fails once is retried on its own, and
+    the only error events are the items' (the worker's retry wrote its own before)."""
+    runs: list[int] = []
+
+    @node(parallel_worker=True, retry_config=RetryConfig(max_attempts=2, initial_delay=0))
+    async def flaky(node_input: int) -> int:
+        runs.append(node_input)
+        if node_input != 3 and runs.count(node_input) == 1:
+            raise ValueError(f"item {node_input} failed once")
+        return node_input * 10
+
+    wf = Workflow(name="wf", edges=[("START", split, flaky)])
+    h = await build_harness(wf, BaseSessionService(stores.open()), resumable=True)
+
+    events = await h.start()
+
+    assert failures(events) == [
+        ("wf@1/flaky@1/flaky@1", "item 1 failed once"),
+        ("wf@1/flaky@1/flaky@2", "item 2 failed once"),
+    ]
+    assert events[-1].output == [10, 20, 30]
+    assert sorted(runs) == [1, 1, 2, 2, 3]
+    assert failures(await stored_events(h)) == failures(events)
+
+
+async def test_the_timeout_of_a_parallel_worker_times_each_item(
+    stores: StoreFactory,
+) -> None:
+    """`timeout` bounds each item's run, as in the reference: the item that never ends
+    fails with the timeout under its own path, and the items that ended are stored."""
+
+    @node(parallel_worker=True, timeout=0.5)
+    async def slow(node_input: int) -> int:
+        if node_input == 3:
+            await asyncio.Event().wait()  # never set: only the timeout ends this item
+        return node_input * 10
+
+    wf = Workflow(name="wf", edges=[("START", split, slow)])
+    h = await build_harness(wf, BaseSessionService(stores.open()), resumable=True)
+
+    with pytest.raises(NodeTimeoutError, match="node 'slow' timed out after 0.5 seconds"):
+        await h.start()
+
+    stored = await stored_events(h)
+    assert failures(stored) == [
+        ("wf@1/slow@1/slow@3", "node 'slow' timed out after 0.5 seconds."),
+    ]
+    assert [e.output for e in stored if e.output is not None] == [[1, 2, 3], 10, 20]
 
 
 @pytest.mark.parametrize(

@@ -228,13 +228,14 @@ def node(
     retry_config, timeout = options.get("retry_config"), options.get("timeout")
 
     def wrap(f: Callable[..., Any]) -> FunctionNode | ParallelWorker:
-        # A worker retries and times out each item's run as a whole: its own settings.
+        # A worker's retry_config and timeout are its items' (as in the reference): an
+        # item that fails is retried by itself, each item's run is timed on its own.
         built = FunctionNode(
             getattr(f, "func", f),
             name=options.get("name"),
             rerun_on_resume=options.get("rerun_on_resume"),
-            retry_config=None if parallel else retry_config,
-            timeout=None if parallel else timeout,
+            retry_config=retry_config,
+            timeout=timeout,
             version=options.get("version"),
             input_schema=options.get("input_schema"),
             output_schema=options.get("output_schema"),
@@ -243,8 +244,6 @@ def node(
         )
         if not parallel:
             return built
-        return ParallelWorker(
-            node=built, max_parallel_workers=most, retry_config=retry_config, timeout=timeout
-        )
+        return ParallelWorker(node=built, max_parallel_workers=most)
 
     return wrap(func) if func is not None else wrap
