@@ -65,6 +65,7 @@ from baton.server.hot_routes import HotRoute, HotRoutes
 from baton.server.idempotency import IdempotentReplies
 from baton.server.inbox import InboxSnapshot, chosen_apps, read_inbox, watch, watched_inbox
 from baton.server.lenient_json import LenientJsonMiddleware
+from baton.server.live import install_live_refusals, live_routes
 from baton.server.memory_routes import memory_routes
 from baton.server.origins import allow_origins
 from baton.server.paging import Cursor, Limit, OptionalLimit, shown
@@ -317,6 +318,7 @@ def create_app(
     app.add_middleware(RequestGuard, keys=server.keys, limits=limits)
     app.add_middleware(SecurityHeaders)
     install_refusals(app)
+    install_live_refusals(app)
     app.add_middleware(StreamRefusalsMiddleware)
     if hot_routes:  # outside the four above: it does their work for what it serves
         guard = BodyGuard(server.keys, limits)
@@ -328,6 +330,7 @@ def create_app(
     app.include_router(_answer_routes(server))
     app.include_router(_session_routes(server))
     app.include_router(_public_routes(server))
+    app.include_router(live_routes(catalog, server.keys, default_app_name, list(allowed_origins)))
     app.include_router(app_info_routes(server.catalog, server.keys))
     app.include_router(_listing_routes(server))
     app.include_router(_inbox_routes(server))

@@ -11,6 +11,11 @@ the server's JSON shape instead of plain text (see `client_bounds`).
 The request parser is httptools (llhttp, in C) when it is installed, as the `server`
 extra does: h11, in pure Python, took a tenth of the server's CPU per request. h11
 serves otherwise, with the same bounds.
+
+WebSocket handshakes are taken (by uvicorn's sans-I/O protocol over `websockets`, which
+the `server` extra brings) only so `/run_live` can close with a reason a client reads
+(see `live`); no route reads a WebSocket message, so none may be larger than
+`MAX_WS_MESSAGE_BYTES`. Without `websockets` an upgrade request is served as plain HTTP.
 """
 
 from __future__ import annotations
@@ -26,12 +31,16 @@ from baton.server.client_bounds import MAX_HEADER_BYTES
 from baton.server.h11_protocol import BoundedH11Protocol
 from baton.server.settings import Limits
 
-__all__ = ["PARSER", "Parser", "server_config"]
+__all__ = ["MAX_WS_MESSAGE_BYTES", "PARSER", "Parser", "server_config"]
 
 Parser = Literal["httptools", "h11"]
 
 PARSER: Final[Parser] = "httptools" if importlib.util.find_spec("httptools") else "h11"
 """The parser `server_config` uses unless told: httptools where it is installed."""
+
+_WS: Final = "websockets-sansio" if importlib.util.find_spec("websockets") else "none"
+MAX_WS_MESSAGE_BYTES: Final = 64 * 1024
+"""The largest WebSocket message taken (larger closes the connection, 1009)."""
 
 
 def server_config(
@@ -46,12 +55,14 @@ def server_config(
     parser: Parser = PARSER,
 ) -> uvicorn.Config:
     """A uvicorn configuration serving `app` within `limits` (HTTP/1.1 parsed by `parser`,
-    no websockets), with a line logged per request when `access_log`."""
+    WebSocket handshakes where `websockets` is installed), with a line logged per request
+    when `access_log`."""
     return uvicorn.Config(
         app,
         host=host,
         port=port,
-        ws="none",
+        ws=_WS,
+        ws_max_size=MAX_WS_MESSAGE_BYTES,
         http=_bounded_protocol(limits, parser),
         timeout_keep_alive=max(1, round(limits.keep_alive)),
         # Connections past the limit are refused (503 JSON) as they open, by the protocol;

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import final
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException
+from starlette.requests import HTTPConnection
 
 __all__ = ["ANY_USER", "MISSING_KEY", "ApiKeys", "other_user"]
 
@@ -44,7 +45,7 @@ class ApiKeys:
     def enabled(self) -> bool:
         return bool(self.users_by_secret)
 
-    def authorize(self, request: Request, user_id: str | None) -> None:
+    def authorize(self, request: HTTPConnection, user_id: str | None) -> None:
         """Refuse the request unless it carries a key that may act for `user_id`.
 
         Raises:
@@ -55,7 +56,7 @@ class ApiKeys:
             return
         raise other_user(allowed, user_id)
 
-    def caller(self, request: Request) -> str | None:
+    def caller(self, request: HTTPConnection) -> str | None:
         """Whom the request's key acts for: a user, ANY_USER (an operator's key), or None
         when keys are off.
 
