@@ -322,7 +322,11 @@ def test_event_code_written_for_the_reference_reads_its_empty_maps_and_helpers()
     assert fresh != Event.new_id()
     assert len(fresh) == len(event.id)
     assert not event.has_trailing_code_execution_result()
-    ran = types.Part(code_execution_result={"outcome": "OUTCOME_OK", "output": "4"})
+    ran = types.Part(
+        code_execution_result=types.CodeExecutionResult(
+            outcome=types.Outcome.OUTCOME_OK, output="4"
+        )
+    )
     said = Event(author="a", content=types.ModelContent([types.Part(text="2+2"), ran]))
     assert said.has_trailing_code_execution_result()
 
@@ -351,3 +355,44 @@ def test_usage_exported_by_the_reference_keeps_every_count() -> None:
     assert event.usage_metadata.to_wire() == wire
     assert types.GenerateContentResponseUsageMetadata is types.UsageMetadata
     assert Event.from_wire(event.to_json()) == event
+
+
+def test_code_parts_are_the_references_classes() -> None:
+    """`ExecutableCode` / `CodeExecutionResult` as google.genai has them: built and read by
+    attribute, camelCase on the wire, either case of key and enum value taken, printed as
+    genai prints them, and a wrong field or value refused."""
+    code = types.Part(
+        executable_code=types.ExecutableCode(code="print(1)", language=types.Language.PYTHON)
+    )
+    ran = types.Part(
+        code_execution_result=types.CodeExecutionResult(
+            outcome=types.Outcome.OUTCOME_OK, output="1\n"
+        )
+    )
+    assert code.executable_code is not None
+    assert (code.executable_code.code, code.executable_code.language) == ("print(1)", "PYTHON")
+    assert ran.code_execution_result is not None
+    assert ran.code_execution_result.output == "1\n"
+    assert code.to_json() == '{"executableCode":{"code":"print(1)","language":"PYTHON"}}'
+    assert ran.to_wire() == {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}
+    assert types.Part.from_wire(code.to_json()) == code
+    lower = {"executable_code": {"code": "print(1)", "language": "python"}}
+    assert types.Part.model_validate(lower) == code
+    # genai's repr and str, to the character.
+    assert repr(ran.code_execution_result) == (
+        "CodeExecutionResult(\n  outcome=<Outcome.OUTCOME_OK: 'OUTCOME_OK'>,\n"
+        '  output="""1\n"""\n)'
+    )
+    assert str(code.executable_code) == (
+        "code='print(1)' language=<Language.PYTHON: 'PYTHON'> id=None"
+    )
+    assert repr(code) == (
+        "Part(\n  executable_code=ExecutableCode(\n    code='print(1)',\n"
+        "    language=<Language.PYTHON: 'PYTHON'>\n  )\n)"
+    )
+    with pytest.raises(ValueError, match="'COBOL' is not a Language; use one of"):
+        types.Language("COBOL")
+    with pytest.raises(ValidationError, match="language"):
+        types.ExecutableCode.model_validate({"code": "x", "language": "COBOL"})
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        types.CodeExecutionResult.model_validate({"output": "1", "stdout": "1"})

@@ -20,7 +20,9 @@ from baton.wire_repr import ReferenceRepr
 
 __all__ = [
     "Blob",
+    "CodeExecutionResult",
     "Content",
+    "ExecutableCode",
     "FileData",
     "FunctionCall",
     "FunctionCallingConfig",
@@ -36,8 +38,10 @@ __all__ = [
     "InterruptId",
     "InvocationId",
     "JsonValue",
+    "Language",
     "ModalityTokenCount",
     "ModelContent",
+    "Outcome",
     "Part",
     "RunId",
     "SafetySetting",
@@ -148,8 +152,58 @@ class FileData(ReferenceRepr, StrictWireModel):
     mime_type: str | None = None
 
 
+class _AnyCaseEnum(StrEnum):
+    """An enum whose values are taken in any case ("python" is PYTHON), as the reference's
+    (google.genai's) are; a value it does not have is refused, naming those it has."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Self:
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value.upper():
+                    return member
+        raise ValueError(
+            f"{value!r} is not a {cls.__name__}; use one of: {', '.join(m.value for m in cls)}."
+        )
+
+
+class Language(_AnyCaseEnum):
+    """The programming language of `ExecutableCode`."""
+
+    LANGUAGE_UNSPECIFIED = "LANGUAGE_UNSPECIFIED"
+    PYTHON = "PYTHON"
+
+
+class Outcome(_AnyCaseEnum):
+    """How running `ExecutableCode` ended."""
+
+    OUTCOME_UNSPECIFIED = "OUTCOME_UNSPECIFIED"
+    OUTCOME_OK = "OUTCOME_OK"
+    OUTCOME_FAILED = "OUTCOME_FAILED"
+    OUTCOME_DEADLINE_EXCEEDED = "OUTCOME_DEADLINE_EXCEEDED"
+
+
+class ExecutableCode(ReferenceRepr, StrictWireModel):
+    """Code a model wrote to be run (a code executor runs it); its result comes in a
+    `CodeExecutionResult` part."""
+
+    code: str | None = None
+    language: Language | None = None
+    id: str | None = None
+
+
+class CodeExecutionResult(ReferenceRepr, StrictWireModel):
+    """What running an `ExecutableCode` gave: its outcome and its output (stdout, or the
+    error when it failed)."""
+
+    outcome: Outcome | None = None
+    output: str | None = None
+    id: str | None = None
+
+
 class Part(ReferenceRepr, StrictWireModel):
-    """One part of a message: text, bytes, a file reference, a function call or response.
+    """One part of a message: text, bytes, a file reference, a function call or response,
+    code a model wrote and what running it gave.
 
     The reference's fields that only Gemini fills (`thought_signature` and those after it)
     are kept as they came, stored and returned, so a session recorded with Gemini imports
@@ -160,8 +214,8 @@ class Part(ReferenceRepr, StrictWireModel):
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
 
     media_resolution: dict[str, JsonValue] | None = None
-    code_execution_result: dict[str, JsonValue] | None = None
-    executable_code: dict[str, JsonValue] | None = None
+    code_execution_result: CodeExecutionResult | None = None
+    executable_code: ExecutableCode | None = None
     file_data: FileData | None = None
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None

@@ -58,8 +58,14 @@ def test_an_error_event_is_final_unless_partial_or_calling() -> None:
 
 def test_a_message_ending_in_a_code_execution_result_is_not_final() -> None:
     # The model reads the result and answers next, as in the reference.
-    ran = types.Part(code_execution_result={"outcome": "OUTCOME_OK", "output": "2"})
-    code = types.Part(executable_code={"language": "PYTHON", "code": "print(1 + 1)"})
+    ran = types.Part(
+        code_execution_result=types.CodeExecutionResult(
+            outcome=types.Outcome.OUTCOME_OK, output="2"
+        )
+    )
+    code = types.Part(
+        executable_code=types.ExecutableCode(language=types.Language.PYTHON, code="print(1 + 1)")
+    )
     result = Event(author="a", content=types.Content(role="model", parts=[code, ran]))
     assert result.has_trailing_code_execution_result()
     assert not result.is_final_response()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import sys
 import threading
@@ -22,6 +23,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from baton import types
 from baton.artifacts import SqliteArtifactService
 from baton.database_memory import SqliteMemoryService
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
@@ -1297,3 +1299,38 @@ async def test_sqlite_wal_is_checkpointed_while_steps_commit_inline(tmp_path: Pa
         assert Path(f"{path}-wal").stat().st_size < 16_000_000
     finally:
         await store.close()
+
+
+async def test_code_parts_stored_as_dicts_read_as_the_references_classes(tmp_path: Path) -> None:
+    """Before `ExecutableCode` and `CodeExecutionResult` were classes, a part's code and its
+    result were stored as the dicts they came as (keys in either case, an enum value in
+    any case): a session holding them reads back with the classes."""
+    path = tmp_path / "old.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        await store.create_session(APP, USER, session_id=SessionId("s1"))
+        await store.commit_step(step(key(), "inv-1", 0, events=(event("placeholder"),)))
+        stored_before = {
+            "content": {
+                "role": "model",
+                "parts": [
+                    {"executableCode": {"code": "print(1)", "language": "python"}},
+                    {"code_execution_result": {"outcome": "OUTCOME_OK", "output": "1"}},
+                ],
+            }
+        }
+        with closing(sqlite3.connect(path)) as other, other:
+            other.execute("UPDATE baton_events SET event = ?", (json.dumps(stored_before),))
+        found = await store.get_session(key())
+    finally:
+        await store.close()
+    assert found is not None
+    [read] = found.events
+    assert read.content is not None
+    [code, ran] = read.content.parts or []
+    assert code.executable_code == types.ExecutableCode(
+        code="print(1)", language=types.Language.PYTHON
+    )
+    assert ran.code_execution_result is not None
+    assert ran.code_execution_result.output == "1"
+    assert not read.is_final_response()  # the model reads the result next
