@@ -395,3 +395,74 @@ def _looked_up(events: list[Event]) -> set[str | None]:
         for e in events
         if e.author == "helper" and e.content and e.content.function_responses
     }
+
+
+def branch_before_7e5c830(branch: str | None, agent: str, call_id: str) -> str:
+    """An earlier baton's branch of a delegated call: the call id as it is."""
+    own = f"{agent}@{call_id}"
+    return f"{branch}.{own}" if branch else own
+
+
+@pytest.mark.parametrize("ids", [("c%1", "c%2"), ("call.1", "c2")], ids=["percent", "dotted"])
+async def test_calls_paused_by_a_baton_writing_call_ids_as_they_are_resume_where_they_were(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch, ids: tuple[str, str]
+) -> None:
+    """A run paused by an earlier baton, which put a call's id in its branch as it is
+    (`%` and `.` too), resumes in this one, each answer after a restart: each call's
+    helper goes on from its checkpoint (neither its tool nor its model turns run again)
+    and the boss gets both results."""
+    runs: Counter[str] = Counter()
+
+    def helper_turn(request: LlmRequest) -> ScriptItem:
+        which, asked = asked_for(request), len(seen(request))
+        runs[f"helper {which} turn {asked}"] += 1
+        if asked == 1:
+            return FunctionCall(id=f"l{which}", name="lookup", args={"x": which})
+        if asked == 3:
+            return FunctionCall(id=f"t{which}", name="ticket", args={"reason": which})
+        return f"found {which}"
+
+    def lookup(x: str) -> str:
+        """The helper's own tool."""
+        runs[f"lookup {x}"] += 1
+        return f"value of {x}"
+
+    turn = [call.model_copy(update={"id": i}) for call, i in zip(TURN, ids, strict=True)]
+    boss_model = ScriptedModel([turn, "done"])
+
+    def tree() -> LlmAgent:
+        helper = LlmAgent(
+            name="helper",
+            model=ScriptedModel(responder=helper_turn),
+            mode="single_turn",
+            tools=[lookup, LongRunningFunctionTool(ticket)],
+        )
+        return LlmAgent(name="boss", model=boss_model, sub_agents=[helper])
+
+    with monkeypatch.context() as old:
+        old.setattr("baton.agents.delegation.call_branch", branch_before_7e5c830)
+        h = await build_harness(tree(), BaseSessionService(stores.open()), resumable=True)
+        await h.start("go")
+    invocation = await h.invocation()
+    assert await open_ids(h) == {"ta", "tb"}
+
+    events: list[Event] = []
+    for iid in ("tb", "ta"):  # each answer to a new runner, as after a restart
+        again = attach_harness(
+            tree(), BaseSessionService(stores.open()), h.session_id, resumable=True
+        )
+        status = f"ok {iid.removeprefix('t')}"
+        events = await again.collect(
+            new_message=ticket_answer(iid, status), invocation_id=invocation.id
+        )
+
+    each_once = [f"lookup {w}" for w in "ab"] + [
+        f"helper {w} turn {n}" for w in "ab" for n in (1, 3, 5)
+    ]
+    assert runs == Counter(each_once)
+    results = [f"{i} -> {{'result': 'found {w}'}}" for i, w in zip(ids, "ab", strict=True)]
+    assert shown(events)[-2:] == [("boss", [results[0]], {}), ("boss", ["done"], {})]
+    assert seen(boss_model.requests[1])[-1] == (
+        "user: result helper={'result': 'found a'}, result helper={'result': 'found b'}"
+    )
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED

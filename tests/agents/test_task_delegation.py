@@ -16,6 +16,7 @@ from baton.models import ScriptedModel
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus
 from baton.types import FunctionCall
+from tests.agents.test_same_agent_calls import branch_before_7e5c830
 from tests.agents.test_task_mode import Person, finish, said, seen
 from tests.conftest import StoreFactory
 from tests.harness import attach_harness, build_harness
@@ -170,6 +171,41 @@ async def test_a_restarted_process_continues_the_task_where_the_user_left_it(
     assert seen(asker_after.requests[0])[:2] == [
         ("user", '{"request": "get the user\'s name"}'),
         ("model", "What's your name?"),
+    ]
+
+
+@pytest.mark.parametrize("call_id", ["call%1", "call.1"], ids=["percent", "dotted"])
+async def test_a_task_paused_by_a_baton_writing_call_ids_as_they_are_continues_after_upgrade(
+    service: BaseSessionService, monkeypatch: pytest.MonkeyPatch, call_id: str
+) -> None:
+    """A task an earlier baton started (its call's id in its branch as it is, `%` and `.`
+    too) and left waiting for the user's reply goes on in this one: the reply reaches the
+    same conversation, on the branch its earlier events are on, and the task is not
+    started again."""
+    coord = ScriptedModel([[ASK.model_copy(update={"id": call_id})]])
+    asker = ScriptedModel(["What's your name?"])
+    with monkeypatch.context() as old:
+        old.setattr("baton.agents.delegation.call_branch", branch_before_7e5c830)
+        harness = await build_harness(coordinator(coord, asker), service, resumable=True)
+        await harness.start("hello")
+
+    coord_after = ScriptedModel(["Thanks, Bob!"])
+    asker_after = ScriptedModel([finish(result="Bob")])
+    restarted = attach_harness(
+        coordinator(coord_after, asker_after), service, harness.session_id, resumable=True
+    )
+    events = await restarted.start("Bob")
+
+    assert responses(events) == [
+        ("asker", "finish_task", {"result": "Task completed."}),
+        ("user", "asker", {"result": "Bob"}),
+    ]
+    assert said(events) == [("coord", "Thanks, Bob!")]
+    assert {e.branch for e in events if e.author == "asker"} == {f"asker@{call_id}"}
+    assert seen(asker_after.requests[0])[:3] == [
+        ("user", '{"request": "get the user\'s name"}'),
+        ("model", "What's your name?"),
+        ("user", "Bob"),
     ]
 
 

@@ -21,7 +21,7 @@ for input (a long-running tool of its own) holds its parent until the answer com
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import final
 
 from pydantic import JsonValue, ValidationError
@@ -37,7 +37,7 @@ from baton.tools import BaseTool, ToolContext
 from baton.tools.base import described, string_parameters, unfit_call
 from baton.types import FunctionCall
 
-__all__ = ["AgentTool", "SingleTurnAgentTool", "call_branch"]
+__all__ = ["AgentTool", "SingleTurnAgentTool", "call_branch", "ran_branch"]
 
 
 class SingleTurnAgentTool(BaseTool):
@@ -94,8 +94,8 @@ class SingleTurnAgentTool(BaseTool):
         parts but thoughts joined by newlines, as the reference's; "" for none. A task
         agent's reply is the result it gave `finish_task` (the reference's is "": the
         result would be lost to the caller's model)."""
-        branch = call_branch(ctx.branch, self.agent.name, call.id or "")
         events = await ctx.log.invocation_events()
+        branch = ran_branch(ctx.branch, self.agent.name, call.id or "", events)
         below = [e for e in events if _ran_for_call(e, branch)]
         mine = [e for e in below if e.author == self.agent.name and e.branch == branch]
         if not any(e.actions.end_of_agent for e in mine):
@@ -134,7 +134,7 @@ class SingleTurnAgentTool(BaseTool):
             e.id for e in reversed(events) if e.branch == ctx.branch and call in e.function_calls
         )
         turn = next(made, events[-1].id)  # the caller's turn, committed before its calls run
-        branch = call_branch(ctx.branch, self.agent.name, call.id or "")
+        branch = ran_branch(ctx.branch, self.agent.name, call.id or "", events)
         state = await self.state_for(ctx, call)
         sub_ctx = ctx.for_call(branch, self.request(call.args or {}), turn, state=state)
         # Resumed, the agent re-executes its code from its last checkpoint: the runs of
@@ -170,6 +170,20 @@ def call_branch(branch: str | None, agent: str, call_id: str) -> str:
     their own. An id without either is written as it is."""
     own = f"{agent}@{call_id.replace('%', '%25').replace('.', '%2E')}"
     return f"{branch}.{own}" if branch else own
+
+
+def ran_branch(branch: str | None, agent: str, call_id: str, events: Sequence[Event]) -> str:
+    """The branch a delegated call's sub-agent runs on (`call_branch`), or, for a run an
+    earlier baton started (before 7e5c830), the one it gave the call, its id as it is,
+    when the invocation's `events` show the agent ran there and not on the other: its
+    events and checkpoints are kept under that branch. Two calls whose ids shared a part
+    before a dot share their checkpoints there, as they did in the earlier baton."""
+    escaped = call_branch(branch, agent, call_id)
+    written = f"{branch}.{agent}@{call_id}" if branch else f"{agent}@{call_id}"
+    if written == escaped:  # most ids: neither '%' nor '.'
+        return escaped
+    ran = {e.branch for e in events if e.author == agent}
+    return written if written in ran and escaped not in ran else escaped
 
 
 @final
@@ -223,10 +237,11 @@ class AgentTool(SingleTurnAgentTool):
         `call`, the last value of each: the reference runs the agent in a session of its
         own and copies them onto the call's result event, where its users read them.
         They are on the agent's own events too, committed as it ran, so a crash loses none."""
-        branch = call_branch(ctx.branch, self.agent.name, call.id or "")
+        events = await ctx.log.invocation_events()
+        branch = ran_branch(ctx.branch, self.agent.name, call.id or "", events)
         state: dict[str, JsonValue] = {}
         artifacts: dict[str, int] = {}
-        for event in await ctx.log.invocation_events():
+        for event in events:
             if _ran_below(event, branch):
                 state.update(event.actions.state_delta)
                 artifacts.update(event.actions.artifact_delta)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from baton.agents.context import AgentContext
-from baton.agents.delegation import call_branch
+from baton.agents.delegation import ran_branch
 from baton.events import Event, task_reply
 from baton.models.llm import FunctionDeclaration, LlmRequest
 from baton.schemas import SchemaType
@@ -172,8 +172,9 @@ class TaskAgentTool(BaseTool):
         with it.
         """
         task = self.agent
-        branch = call_branch(ctx.branch, task.name, call.id or "")
-        done = _result(await ctx.log.invocation_events(), task.name, branch, self.finish)
+        events = await ctx.log.invocation_events()
+        branch = ran_branch(ctx.branch, task.name, call.id or "", events)
+        done = _result(events, task.name, branch, self.finish)
         task_ctx = ctx.for_task(branch, call.id or "", json.dumps(call.args or {}))
         if done is None:
             async for event in task.run_async(task_ctx):
