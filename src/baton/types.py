@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from enum import StrEnum
-from typing import Any, Final, Literal, NewType, Self, cast
+from typing import Any, ClassVar, Final, Literal, NewType, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel, to_snake
@@ -98,6 +98,14 @@ class StrictWireModel(WireModel):
 class FunctionCall(ReferenceRepr, StrictWireModel):
     """A request, by the model or a node, to call a function (or to ask a person)."""
 
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "id",
+        "args",
+        "name",
+        "partial_args",
+        "will_continue",
+    )
+
     id: str | None = None
     args: dict[str, JsonValue] | None = None
     name: str | None = None
@@ -105,6 +113,15 @@ class FunctionCall(ReferenceRepr, StrictWireModel):
 
 class FunctionResponse(ReferenceRepr, StrictWireModel):
     """The result of a function call; the answer to an interrupt carries its id."""
+
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "will_continue",
+        "scheduling",
+        "parts",
+        "id",
+        "name",
+        "response",
+    )
 
     # More responses to the same call follow (a long-running tool's progress update):
     # the call stays open, and each response gives the agent's model a turn.
@@ -298,6 +315,20 @@ class UsageMetadata(ReferenceRepr, StrictWireModel):
     from the reference is imported, and a field the reference does not have is refused.
     """
 
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "cache_tokens_details",
+        "cached_content_token_count",
+        "candidates_token_count",
+        "candidates_tokens_details",
+        "prompt_token_count",
+        "prompt_tokens_details",
+        "thoughts_token_count",
+        "tool_use_prompt_token_count",
+        "tool_use_prompt_tokens_details",
+        "total_token_count",
+        "traffic_type",
+    )
+
     prompt_token_count: int | None = None
     candidates_token_count: int | None = None
     total_token_count: int | None = None
@@ -358,6 +389,34 @@ class Type(StrEnum):
 class Schema(ReferenceRepr, StrictWireModel):
     """A value's shape as the reference writes it (an OpenAPI subset); models are sent
     its JSON-schema form (`to_json_schema`)."""
+
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "additional_properties",
+        "defs",
+        "ref",
+        "any_of",
+        "default",
+        "description",
+        "enum",
+        "example",
+        "format",
+        "items",
+        "max_items",
+        "max_length",
+        "max_properties",
+        "maximum",
+        "min_items",
+        "min_length",
+        "min_properties",
+        "minimum",
+        "nullable",
+        "pattern",
+        "properties",
+        "property_ordering",
+        "required",
+        "title",
+        "type",
+    )
 
     any_of: list[Schema] | None = None
     default: JsonValue = None
@@ -440,6 +499,16 @@ class FunctionDeclaration(ReferenceRepr, WireModel):
     """A function the model may call: its name, what it does, and its JSON-schema
     parameters (given as JSON Schema, a `Schema`, or `parameters_json_schema`)."""
 
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "description",
+        "name",
+        "parameters",
+        "parameters_json_schema",
+        "response",
+        "response_json_schema",
+        "behavior",
+    )
+
     name: str
     description: str = ""
     parameters: dict[str, JsonValue] | None = None
@@ -466,6 +535,22 @@ class Tool(ReferenceRepr, WireModel):
     A model reads `llm_request.config.tools[i].function_declarations`.
     """
 
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "retrieval",
+        "computer_use",
+        "file_search",
+        "google_search",
+        "google_maps",
+        "code_execution",
+        "enterprise_web_search",
+        "function_declarations",
+        "google_search_retrieval",
+        "parallel_ai_search",
+        "url_context",
+        "mcp_servers",
+        "exa_ai_search",
+    )
+
     function_declarations: list[FunctionDeclaration] | None = None
 
 
@@ -482,12 +567,24 @@ class FunctionCallingConfigMode(StrEnum):
 class FunctionCallingConfig(ReferenceRepr, StrictWireModel):
     """How the model calls functions: `mode`, and with ANY the names it may call."""
 
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "allowed_function_names",
+        "mode",
+        "stream_function_call_arguments",
+    )
+
     mode: FunctionCallingConfigMode | None = None
     allowed_function_names: list[str] | None = None
 
 
 class ToolConfig(ReferenceRepr, StrictWireModel):
     """How the model uses the tools it is given."""
+
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "retrieval_config",
+        "function_calling_config",
+        "include_server_side_tool_invocations",
+    )
 
     function_calling_config: FunctionCallingConfig | None = None
 
@@ -536,6 +633,8 @@ class HarmBlockThreshold(StrEnum):
 class SafetySetting(ReferenceRepr, StrictWireModel):
     """A safety filter of Gemini's (models that have no such filter are not sent it)."""
 
+    reference_fields: ClassVar[tuple[str, ...]] = ("category", "method", "threshold")
+
     category: HarmCategory | None = None
     threshold: HarmBlockThreshold | None = None
 
@@ -553,6 +652,21 @@ class HttpRetryOptions(ReferenceRepr, StrictWireModel):
 
 class HttpOptions(ReferenceRepr, StrictWireModel):
     """The HTTP side of a model request: extra headers, a timeout (ms) and retries."""
+
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "base_url",
+        "base_url_resource_scope",
+        "api_version",
+        "headers",
+        "timeout",
+        "client_args",
+        "async_client_args",
+        "extra_body",
+        "retry_options",
+        "httpx_client",
+        "httpx_async_client",
+        "aiohttp_client",
+    )
 
     headers: dict[str, str] | None = None
     timeout: int | None = None
@@ -594,6 +708,48 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     only Gemini's own API takes. What each model is sent of it: see the model
     (`OpenAiModel` sends what chat completions take).
     """
+
+    reference_fields: ClassVar[tuple[str, ...]] = (
+        "http_options",
+        "should_return_http_response",
+        "system_instruction",
+        "temperature",
+        "top_p",
+        "top_k",
+        "candidate_count",
+        "max_output_tokens",
+        "stop_sequences",
+        "response_logprobs",
+        "logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "seed",
+        "response_mime_type",
+        "response_schema",
+        "response_json_schema",
+        "routing_config",
+        "model_selection_config",
+        "safety_settings",
+        "tools",
+        "tool_config",
+        "labels",
+        "cached_content",
+        "response_modalities",
+        "media_resolution",
+        "speech_config",
+        "audio_timestamp",
+        "automatic_function_calling",
+        "thinking_config",
+        "image_config",
+        "enable_enhanced_civic_answers",
+        "model_armor_config",
+        "service_tier",
+        "audio_transcription_config",
+        "continuation_token",
+        "automatic_continuation",
+        "generation_output_config",
+        "store",
+    )
 
     system_instruction: str | None = None
     tools: list[Tool] = Field(default_factory=list[Tool])

@@ -8,8 +8,8 @@ a `Content` into a prompt or a log line sees the same text with baton.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Final, cast
 
 from pydantic import BaseModel
 
@@ -26,8 +26,21 @@ class ReferenceRepr:
     so a message built per event costs what it did.
     """
 
+    reference_fields: ClassVar[tuple[str, ...]] = ()
+    """The reference's fields of the type in its order, where baton has fewer or orders
+    them otherwise; `str()` lists them as the reference does, a field baton lacks as None
+    (baton's object never holds one). Empty: the type's own fields."""
+
     def __repr__(self) -> str:
         return tree_repr(self)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        """The fields `str()` (pydantic's) lists, with their values."""
+        model = cast(BaseModel, self)
+        if not self.reference_fields:
+            return BaseModel.__repr_args__(model)
+        values = model.__dict__  # a field's value (absent while validation fails)
+        return [(name, values.get(name)) for name in self.reference_fields]
 
 
 def tree_repr(value: object, *, indent: int = 0, depth: int = _MAX_DEPTH) -> str:
