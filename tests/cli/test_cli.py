@@ -674,3 +674,32 @@ def read_until(fd: int, text: str, deadline: float = 60) -> str:
         except OSError:  # the child closed the terminal
             break
     return seen
+
+
+async def test_sessions_an_older_baton_stored_under_padded_ids_can_be_shown_and_deleted(
+    emptied_store_url: str,
+) -> None:
+    """An older baton stored session ids starting or ending with a space (refused since
+    69baf3c): `baton sessions show|delete` find them under exactly their ids, and a
+    padded spelling of another session's id finds nothing (MySQL would take 's1 ' for
+    's1' and delete it)."""
+    store = SqlStore(emptied_store_url)
+    for session in ("s1", " lead", "trail "):
+        await store.create_session("expense_approval", "ann", session_id=SessionId(session))
+    await store.close()
+    where = ("-p", APP, "--db", emptied_store_url)
+
+    for session in (" lead", "trail "):
+        code, out = baton("sessions", "show", session, *where)
+        assert code == 0, out
+        code, out = baton("sessions", "delete", session, *where)
+        assert code == 0, out
+        assert f"deleted session {session} of expense_approval" in out
+    code, out = baton("sessions", "delete", "s1 ", *where)
+    assert code == 1
+    assert "SessionNotFoundError: no session 's1 '" in out
+
+    store = SqlStore(emptied_store_url)
+    left = await store.list_sessions("expense_approval")
+    await store.close()
+    assert [s.id for s in left] == ["s1"]

@@ -374,6 +374,40 @@ async def test_session_ids_starting_or_ending_with_a_space_are_refused(store: St
     assert fresh.id not in {"", "s1"}
 
 
+async def test_sessions_an_older_baton_stored_under_padded_ids_can_be_read_and_deleted(
+    store: Store,
+) -> None:
+    """Ids starting or ending with a space are refused since 69baf3c, but an older baton
+    stored them: those sessions are listed, read and deleted under exactly their names,
+    while a padded spelling of another session's id stays refused (MySQL would take
+    's1 ' for 's1') and deletes nothing."""
+    from baton.errors import InvalidIdError
+
+    service = BaseSessionService(store)
+    await service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"n": 1})
+    older = [(USER, " lead"), (USER, "trail "), (" u", "s2")]
+    for user, session in older:  # as the older baton stored them: the store takes any id
+        await store.create_session(APP, user, session_id=SessionId(session), state={"n": 2})
+
+    listed = await service.list_sessions(app_name=APP)
+    assert sorted((s.user_id, s.id) for s in listed.sessions) == sorted([*older, (USER, "s1")])
+    for user, session in older:
+        found = await service.get_session(app_name=APP, user_id=user, session_id=session)
+        assert found is not None
+        assert (found.user_id, found.id, found.state) == (user, session, {"n": 2})
+    for padded in ["s1 ", " s1"]:
+        with pytest.raises(InvalidIdError, match=f"session 'app/u/{padded}' starts or ends"):
+            await service.get_session(app_name=APP, user_id=USER, session_id=padded)
+        with pytest.raises(InvalidIdError, match="starts or ends with a space"):
+            await service.delete_session(app_name=APP, user_id=USER, session_id=padded)
+
+    for user, session in older:
+        await service.delete_session(app_name=APP, user_id=user, session_id=session)
+
+    listed = await service.list_sessions(app_name=APP)
+    assert [(s.user_id, s.id, s.state) for s in listed.sessions] == [(USER, "s1", {"n": 1})]
+
+
 async def test_get_session_config_keeps_the_newest_events_from_a_timestamp_on(
     store: Store, clock: FakeClock
 ) -> None:

@@ -23,7 +23,10 @@ __all__ = [
     "check_event",
     "check_id",
     "check_key",
+    "check_stored_id",
+    "check_stored_key",
     "check_text",
+    "is_padded",
 ]
 
 MAX_ID_LENGTH: Final = 255
@@ -47,6 +50,24 @@ def check_id(field: str, value: str) -> None:
     Raises:
         InvalidIdError: naming `field`, the rule broken and where.
     """
+    check_stored_id(field, value)
+    # MySQL compares text ignoring trailing spaces ("s1 " would find session "s1") and
+    # the reference strips ids on some backends: a padded id would name a different
+    # session depending on where it is stored.
+    if value != value.strip(" "):
+        raise InvalidIdError(
+            f"{field} {_shown(value)} starts or ends with a space; ids may not, since not "
+            f"every database tells 's1 ' from 's1'. Remove the spaces from {field}."
+        )
+
+
+def check_stored_id(field: str, value: str) -> None:
+    """Refuse an id that is too long or holds a control character: the rules ids stored
+    by any baton obey (an older one stored ids starting or ending with a space).
+
+    Raises:
+        InvalidIdError: naming `field`, the rule broken and where.
+    """
     if len(value) > MAX_ID_LENGTH:
         raise InvalidIdError(
             f"{field} {_shown(value)} is {len(value)} characters long; ids are at most "
@@ -59,14 +80,6 @@ def check_id(field: str, value: str) -> None:
             f"at position {found.start()}; ids may not hold control characters (NUL, tab, "
             f"newline, ...). Use printable characters only in {field}."
         )
-    # MySQL compares text ignoring trailing spaces ("s1 " would find session "s1") and
-    # the reference strips ids on some backends: a padded id would name a different
-    # session depending on where it is stored.
-    if value != value.strip(" "):
-        raise InvalidIdError(
-            f"{field} {_shown(value)} starts or ends with a space; ids may not, since not "
-            f"every database tells 's1 ' from 's1'. Remove the spaces from {field}."
-        )
 
 
 def check_key(key: SessionKey) -> None:
@@ -78,6 +91,23 @@ def check_key(key: SessionKey) -> None:
     check_id("app_name", key.app_name)
     check_id("user_id", key.user_id)
     check_id("session_id", key.session_id)
+
+
+def is_padded(key: SessionKey) -> bool:
+    """Whether one of the session's names starts or ends with a space: refused for new
+    sessions (see `check_id`), but an older baton (before 69baf3c) stored such names."""
+    return any(name != name.strip(" ") for name in (key.app_name, key.user_id, key.session_id))
+
+
+def check_stored_key(key: SessionKey) -> None:
+    """`check_stored_id` on the three names of a session.
+
+    Raises:
+        InvalidIdError: one of them breaks a rule.
+    """
+    check_stored_id("app_name", key.app_name)
+    check_stored_id("user_id", key.user_id)
+    check_stored_id("session_id", key.session_id)
 
 
 def check_text(field: str, text: str) -> None:

@@ -15,8 +15,16 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, JsonValue, field_validator
 
+from baton.errors import InvalidIdError
 from baton.events import Event
-from baton.sessions.ids import check_depth, check_event, check_id, check_key
+from baton.sessions.ids import (
+    check_depth,
+    check_event,
+    check_id,
+    check_key,
+    check_stored_key,
+    is_padded,
+)
 from baton.sessions.memory import MemoryStore
 from baton.sessions.opening import sql_store, sqlite_url
 from baton.sessions.store import (
@@ -110,9 +118,36 @@ class BaseSessionService:
         """
         limit = config.num_recent_events if config else None
         key = SessionKey(app_name, user_id, SessionId(session_id))
-        check_key(key)
         after = config.after_timestamp if config else None
+        if is_padded(key):
+            return await self._stored_padded(key, event_limit=limit, events_after=after)
+        check_key(key)
         return await self.store.get_session(key, event_limit=limit, events_after=after)
+
+    async def _stored_padded(
+        self, key: SessionKey, *, event_limit: int | None = 0, events_after: float | None = None
+    ) -> Session:
+        """The session an older baton stored under names starting or ending with a space
+        (refused since 69baf3c), found under exactly those names: it stays readable and
+        deletable. MySQL ignores trailing spaces when it compares, so a session found
+        under other names is not it.
+
+        Raises:
+            InvalidIdError: no session is stored under exactly these names (the rule
+                about spaces, as for any name), or a name breaks another rule.
+        """
+        check_stored_key(key)
+        found = await self.store.get_session(
+            key, event_limit=event_limit, events_after=events_after
+        )
+        if found is None or found.key != key:
+            raise InvalidIdError(
+                f"session '{key}' starts or ends with a space in a name, and no session is "
+                "stored under exactly it; ids may not start or end with a space (sessions "
+                "an older baton stored so stay readable and deletable under their names). "
+                "Remove the spaces."
+            )
+        return found
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -146,7 +181,10 @@ class BaseSessionService:
             InvalidIdError: an id is too long or holds control characters.
         """
         key = SessionKey(app_name, user_id, SessionId(session_id))
-        check_key(key)
+        if is_padded(key):
+            await self._stored_padded(key)  # an older baton's session, or refused
+        else:
+            check_key(key)
         await self.store.delete_session(key)
 
     async def prune_sessions(
