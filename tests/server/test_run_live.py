@@ -6,15 +6,19 @@ stored."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests.server.conftest import Live, StartLive
 from tests.server.processes import BATON, serving
 
 _AGENT = """
@@ -118,3 +122,18 @@ def test_a_request_without_a_key_or_from_another_origin_is_refused(
     same_host = url.removeprefix("http://")
     code, reason = _closed(url, query, {**_HEADERS, "Origin": f"http://{same_host}"})
     assert (code, "/run_sse" in reason) == (1008, True)  # its own pages may connect
+
+
+@pytest.mark.parametrize("path", ["/static/app.js", "/list-apps", "/nothing"])
+async def test_a_socket_to_any_other_path_is_refused_before_its_handshake(
+    start_live: StartLive, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    """Only `/run_live` takes a WebSocket: a handshake to any other path, the pages'
+    static files too (whose app serves HTTP only, and failed with 500 and a logged
+    traceback), is refused with 403 and nothing logged as an error."""
+    live: Live = await start_live(web=True)
+    with pytest.raises(InvalidStatus) as refused:
+        async with asyncio.timeout(20), ws_connect(live.url.replace("http://", "ws://") + path):
+            pass
+    assert refused.value.response.status_code == 403
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -12,12 +12,13 @@ handshake completes is an HTTP 403 without one). Nothing is started and nothing 
 
 from __future__ import annotations
 
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, final
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, WebSocket
 from fastapi.exceptions import WebSocketRequestValidationError
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from baton.errors import AppNotFoundError, BatonError
 from baton.server.catalog import AppCatalog
@@ -45,6 +46,7 @@ NO_LIVE_MODE: Final = 1008
 UNEXPECTED: Final = 1011
 """The close code of a failure on the server's side (the store unreachable, say)."""
 
+_ROUTE: Final = "/run_live"
 _REASON_BYTES: Final = 123  # the most a close frame's reason may hold, in UTF-8
 _LIVE_REASON: Final = (
     "baton has no live (bidirectional audio/video) mode; stream a run's events with POST /run_sse"
@@ -62,7 +64,7 @@ def live_routes(
 
     # The reference's parameters, so a request it takes is taken here, and one it refuses
     # is refused (`install_live_refusals` says why).
-    @router.websocket("/run_live")
+    @router.websocket(_ROUTE)
     async def run_live(  # pyright: ignore[reportUnusedFunction] -- a route
         websocket: WebSocket,
         user_id: str,
@@ -86,7 +88,9 @@ def live_routes(
 def install_live_refusals(app: FastAPI) -> None:
     """A `/run_live` request whose query parameters FastAPI refuses is accepted and closed
     with 1008 and the first problem (FastAPI's own handler closes before the handshake,
-    which a client sees as an HTTP 403 without the reason)."""
+    which a client sees as an HTTP 403 without the reason); a WebSocket to any other path
+    is refused (403) before it reaches a route."""
+    app.add_middleware(_OnlyLiveSockets)
 
     async def invalid(websocket: WebSocket, error: WebSocketRequestValidationError) -> None:
         problem = error.errors()[0]
@@ -98,6 +102,21 @@ def install_live_refusals(app: FastAPI) -> None:
         await websocket.close(code=REFUSED, reason=_fitted(f"{where}: {message}"))
 
     app.add_exception_handler(WebSocketRequestValidationError, invalid)  # pyright: ignore[reportArgumentType] -- Starlette types handlers by Request, calls them with the WebSocket
+
+
+@final
+class _OnlyLiveSockets:
+    """Refuses (403) a WebSocket handshake to any path but `/run_live`: a mount serving
+    HTTP only (the pages' static files) would fail on one with 500 and a logged traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] != _ROUTE:
+            await send({"type": "websocket.close", "code": REFUSED})
+            return
+        await self.app(scope, receive, send)
 
 
 async def _refusal(
