@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from operator import attrgetter
 
 import pytest
 from hypothesis import given
@@ -396,3 +397,48 @@ def test_code_parts_are_the_references_classes() -> None:
         types.ExecutableCode.model_validate({"code": "x", "language": "COBOL"})
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         types.CodeExecutionResult.model_validate({"output": "1", "stdout": "1"})
+
+
+def test_fields_only_gemini_fills_read_none_as_the_reference_s_unset_fields_do() -> None:
+    # Read by name: baton's types do not declare these to type checkers.
+    call = types.FunctionCall(name="f", args={})
+    assert attrgetter("partial_args", "will_continue")(call) == (None, None)
+    answer = types.FunctionResponse(name="f", response={})
+    assert attrgetter("parts", "scheduling")(answer) == (None, None)
+    config = types.GenerateContentConfig(temperature=0.1)
+    assert attrgetter("cached_content", "response_modalities")(config) == (None, None)
+    with pytest.raises(AttributeError, match="'FunctionCall' object has no attribute 'bogus'"):
+        getattr(call, "bogus")  # noqa: B009 -- a name neither side has still fails
+
+    event = Event(author="a", message="hi")
+    assert event.message is event.content
+    assert (event.grounding_metadata, event.interrupted, event.model_version) == (None,) * 3
+    assert (event.input_transcription, event.turn_complete_reason, event.isolation_scope) == (
+        None,
+    ) * 3
+    event.message = types.UserContent("again")
+    assert event.content == types.UserContent("again")
+    event.message = None
+    assert event.content is None
+
+
+def test_to_json_dict_gives_the_reference_s_dict() -> None:
+    content = types.Content(
+        role="user",
+        parts=[
+            types.Part(inline_data=types.Blob(data=b"\xfb\xff\xfe", mime_type="x/y")),
+            types.Part(function_call=types.FunctionCall(name="f", args={"a": [1, None]})),
+        ],
+    )
+    # What google.genai returns for the same message.
+    assert content.to_json_dict() == {
+        "parts": [
+            {"inline_data": {"data": "-__-", "mime_type": "x/y"}},
+            {"function_call": {"args": {"a": [1, None]}, "name": "f"}},
+        ],
+        "role": "user",
+    }
+    assert types.FunctionResponse(name="f", response={"x": 1}).to_json_dict() == {
+        "name": "f",
+        "response": {"x": 1},
+    }

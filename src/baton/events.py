@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError, from_json, to_json, to_jsonable_python
 
+from baton.gemini_fields import GeminiResponseFields
 from baton.types import (
     Content,
     FunctionCall,
@@ -263,7 +264,13 @@ class NodeInfo(WireModel):
         return run_id or None
 
 
-class Event(WireModel):
+def _message_content(message: Content | str) -> Content:
+    if isinstance(message, str):
+        return Content(role="model", parts=[Part(text=message)])
+    return message
+
+
+class Event(GeminiResponseFields, WireModel):
     """One thing that happened in a session: a message, an output, an interrupt, an error.
 
     Shortcuts accepted by the constructor: `message=` (a Content or a text) for
@@ -332,11 +339,7 @@ class Event(WireModel):
             fields["id"] = new_event_id()
         message = fields.pop("message", None)
         if message is not None and fields.get("content") is None:
-            fields["content"] = (
-                Content(role="model", parts=[Part(text=message)])
-                if isinstance(message, str)
-                else message
-            )
+            fields["content"] = _message_content(message)
         shortcut = {k: fields.pop(k) for k in ("state", "route") if k in fields}
         if shortcut:
             actions = fields.get("actions")
@@ -353,6 +356,21 @@ class Event(WireModel):
                 merged["route"] = shortcut["route"]
             fields["actions"] = merged
         return fields
+
+    @property
+    def message(self) -> Content | None:
+        """The event's `content`, by the name the constructor takes it (`message=`)."""
+        return self.content
+
+    @message.setter
+    def message(self, value: Content | str | None) -> None:
+        self.content = None if value is None else _message_content(value)
+
+    @property
+    def isolation_scope(self) -> None:
+        """Always None: the reference's internal scope of a delegated task's events;
+        baton scopes them by branch."""
+        return None
 
     @field_validator("output", mode="before")
     @classmethod

@@ -80,6 +80,11 @@ class WireModel(BaseModel):
         """Return the wire form as a JSON-compatible dict."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the dict the reference's (google.genai's) `to_json_dict` gives: field
+        names, unset (None) fields dropped, JSON values (bytes as base64)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
     @classmethod
     def from_wire(cls, data: str | bytes | dict[str, Any]) -> Self:
         """Parse the wire form (a JSON text or an already decoded dict)."""

@@ -9,7 +9,7 @@ a `Content` into a prompt or a log line sees the same text with baton.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from pydantic import BaseModel
 
@@ -41,6 +41,15 @@ class ReferenceRepr:
             return BaseModel.__repr_args__(model)
         values = model.__dict__  # a field's value (absent while validation fails)
         return [(name, values.get(name)) for name in self.reference_fields]
+
+    if not TYPE_CHECKING:  # type checkers keep refusing a misspelled attribute
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached when `name` is not an attribute: a field the reference's type
+            # has and baton's never holds reads None, as the reference's reads when unset.
+            if name in type(self).reference_fields:
+                return None
+            return super().__getattr__(name)
 
 
 def tree_repr(value: object, *, indent: int = 0, depth: int = _MAX_DEPTH) -> str:

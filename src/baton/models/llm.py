@@ -13,6 +13,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from baton.gemini_fields import GeminiResponseFields
 from baton.types import (
     Content,
     FunctionDeclaration,
@@ -104,7 +105,7 @@ class LlmRequest(WireModel):
         )
 
 
-class LlmResponse(WireModel):
+class LlmResponse(GeminiResponseFields, WireModel):
     """One response (or, when streaming, one chunk of it) from a model.
 
     `partial=True` marks a streamed chunk whose content the final response repeats;
