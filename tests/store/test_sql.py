@@ -456,7 +456,7 @@ async def test_migration_20_keeps_leases_and_unneeded_keys_out_of_the_indexes(
     async with _database(store_url) as database:
         await _migrate(database, up_to=19)
         await database.transact(_seed_version_8, write=True)
-        assert await _migrate(database) == [20]
+        assert await _migrate(database) == ALL_STEPS[19:]
         shape = await database.transact(_schema_shape, write=False)
         indexes = await database.transact(_index_definitions, write=False)
         unique = await database.transact(_notification_uniques, write=False)
@@ -516,6 +516,88 @@ async def test_an_outbox_row_holds_its_id_and_time_once_and_delivers_the_whole_b
 def _stored_bodies(connection: Connection) -> list[Any]:
     bodies = connection.scalars(select(schema.notifications.c.body).order_by("seq"))
     return list(bodies)
+
+
+# What a step or a lease call writes in an invocation's row: on PostgreSQL, an update
+# that changes none of the columns an index of the table holds (as key or in its WHERE)
+# rewrites the row in place, a HOT update, with no new index entry.
+_STEP_WRITES = (
+    "status",
+    "checkpoint",
+    "version",
+    "updated_at",
+    "error",
+    "lease_owner",
+    "lease_expires_at",
+    "lease_token",
+)
+
+
+async def test_migration_21_leaves_the_status_out_of_postgresqls_indexes_of_runs(
+    store_url: str, clock: FakeClock
+) -> None:
+    """A database of step 20 ends with today's shape: on PostgreSQL no index of
+    invocations holds a column a step or a lease changes, so a run pausing at a question
+    or resumed by an answer is a HOT update; the runs it had read back as what they are
+    (`unfinished`), and recovery still finds the lapsed running one, on PostgreSQL
+    through an index."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=20)
+        await database.transact(_seed_version_20, write=True)
+        assert await _migrate(database) == [21]
+        shape = await database.transact(_schema_shape, write=False)
+        indexes = await database.transact(_index_definitions, write=False)
+        unfinished = await database.transact(_unfinished_runs, write=False)
+    assert shape == _declared_shape(store_url)
+    assert unfinished == {"inv-old": True, "inv-paused": True, "inv-done": False}
+
+    store = SqlStore(store_url, clock=clock)
+    try:
+        with _recorded_selects() as selects:
+            orphans = await store.claim_orphans([APP], "w/1", timedelta(seconds=5), limit=5)
+            due = await store.next_due([APP])
+    finally:
+        await store.close()
+    assert [c.lease.invocation_id for c in orphans] == ["inv-old"]
+    assert due is not None
+    assert abs(due - (clock() + 5)) < 0.1  # the lease it just took
+    if open_dialect(store_url).name != "postgresql":
+        return
+    held = " ".join(indexes["baton_invocations"].values())
+    assert [c for c in _STEP_WRITES if c in held] == []
+    recovery = [(sql, p) for sql, p in selects if "baton_invocations.unfinished" in sql]
+    assert len(recovery) == 2  # the orphans' claim and the next lapse's read
+
+    def explain(connection: Connection) -> list[str]:
+        # A table of three rows is cheaper to read whole: make that the last resort.
+        connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        return [
+            "\n".join(str(row[0]) for row in connection.exec_driver_sql(f"EXPLAIN {sql}", p))
+            for sql, p in recovery
+        ]
+
+    async with _database(store_url) as database:
+        plans = await database.transact(explain, write=False)
+    for plan in plans:
+        assert "ix_baton_invocations_unfinished" in plan, plan
+
+
+def _seed_version_20(connection: Connection) -> None:
+    """A lapsed running run (`_seed_version_8`), a paused one and a finished one."""
+    _seed_version_8(connection)
+    for ident, status in (("inv-paused", "paused"), ("inv-done", "completed")):
+        connection.execute(
+            text(
+                "INSERT INTO baton_invocations (id, session_pk, status, fingerprint_digest, "
+                f"version, created_at, updated_at) SELECT '{ident}', pk, '{status}', 'fp', 1, "
+                "2.0, 2.0 FROM baton_sessions"
+            )
+        )
+
+
+def _unfinished_runs(connection: Connection) -> dict[str, bool]:
+    rows = connection.execute(select(schema.invocations.c.id, schema.invocations.c.unfinished))
+    return {str(ident): bool(unfinished) for ident, unfinished in rows}
 
 
 def _index_definitions(connection: Connection) -> dict[str, dict[str, str]]:

@@ -640,6 +640,28 @@ def _v20_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(statement) for statement in ddl]
 
 
+def _v21_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    # See `schema.invocations`: PostgreSQL's recovery index holds the unfinished runs, not
+    # their status, so a run that pauses or is resumed by an answer changes no indexed
+    # column (a HOT update). Adding a stored column rewrites the table on PostgreSQL (under
+    # its exclusive lock); SQLite and MySQL compute theirs when read (no index uses it).
+    unfinished = "status IN ('running', 'paused')"
+    if dialect == "postgresql":
+        ddl = [
+            "ALTER TABLE baton_invocations ADD COLUMN unfinished BOOLEAN "
+            f"GENERATED ALWAYS AS ({unfinished}) STORED",
+            "CREATE INDEX ix_baton_invocations_unfinished "
+            "ON baton_invocations (created_at) WHERE unfinished",
+            _drop_index(dialect, "ix_baton_invocations_status", "baton_invocations"),
+        ]
+    else:
+        ddl = [
+            "ALTER TABLE baton_invocations ADD COLUMN unfinished BOOLEAN "
+            f"GENERATED ALWAYS AS ({unfinished}) VIRTUAL"
+        ]
+    return [_ddl(statement) for statement in ddl]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -676,6 +698,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         20,
         "fewer index entries per run on PostgreSQL (and no unique notification ids on MySQL)",
         _v20_statements,
+    ),
+    Migration(
+        21,
+        "runs that pause or resume rewrite their row in place on PostgreSQL",
+        _v21_statements,
     ),
 )
 

@@ -43,6 +43,7 @@ from baton.sessions.sql.artifacts import delete_session_artifacts
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.schema import (
+    IS_RUNNING,
     IS_SESSION,
     events,
     fingerprints,
@@ -389,7 +390,7 @@ def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[An
     return (
         select(invocations.c.id, invocations.c.session_pk)
         .where(
-            invocations.c.status == InvocationStatus.RUNNING.value,
+            IS_RUNNING,
             dialect.in_apps(invocations.c.session_pk, request.app_names),
             lapsed,
         )
