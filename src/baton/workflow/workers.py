@@ -45,8 +45,6 @@ class ParallelWorker(BaseNode):
         *,
         node: BaseNode,
         max_parallel_workers: int | None = None,
-        retry_config: RetryConfig | None = None,
-        timeout: float | None = None,
     ) -> None:
         most = max_parallel_workers
         # A float or bool would pass `< 1` and leave asyncio.Semaphore no bound at all.
@@ -58,8 +56,6 @@ class ParallelWorker(BaseNode):
         super().__init__(
             name=node.name,
             rerun_on_resume=True,  # its items are dynamic children, resumed by a rerun
-            retry_config=retry_config,
-            timeout=timeout,
         )
         self.max_parallel_workers = max_parallel_workers
         self._node = node
