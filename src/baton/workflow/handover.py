@@ -174,6 +174,10 @@ class EngineDriver:
                 # The engine ended (`InvocationRun` keeps its error): as a task's, its
                 # outcome is the run's, not the caller's.
                 self._done = True
+                # A cancellation thrown in and let out holds, in its traceback, this frame,
+                # whose `throw` holds it: a cycle keeping the engine's frames, and the run
+                # they hold, for the garbage collector to find.
+                throw = None
                 return _ENDED
             if not self._cancel_unprotected or self._protect():
                 return yielded
