@@ -206,3 +206,35 @@ async def test_seed_002_curl_resume_works_as_written(start_live: StartLive) -> N
     assert frames, text
     assert '"invocationId":"invocation-123"' in frames[-1]
     assert '"longRunningToolIds":["approve"]' in frames[-1]
+
+
+async def test_sessions_an_older_baton_stored_under_padded_ids_can_be_read_and_deleted(
+    emptied_store_url: str, start_live: StartLive
+) -> None:
+    """An older baton stored session ids starting or ending with a space (refused since
+    69baf3c): GET and DELETE of the session find them under exactly their ids; a padded
+    spelling of another session's id is 404 on those routes (MySQL would take 's1 ' for
+    's1') and refused elsewhere, as any padded id is, and nothing changes."""
+    live: Live = await start_live(db_url=emptied_store_url)
+    store = live.service.store
+    await live.create("approval", "u", sessionId="s1")
+    for old in (" lead", "trail "):
+        await store.create_session("approval", "u", session_id=SessionId(old))
+    sessions = "/apps/approval/users/u/sessions"
+
+    for old in (" lead", "trail "):
+        r = await live.client.get(f"{sessions}/{old}")
+        assert (r.status_code, r.json()["id"]) == (200, old)
+        r = await live.client.delete(f"{sessions}/{old}")
+        assert r.status_code == 200, r.text
+    before = await snapshot(store, "approval", "u", "s1")
+    r = await live.client.get(f"{sessions}/s1 ")
+    assert r.status_code == 404, r.text
+    r = await live.client.delete(f"{sessions}/s1 ")
+    assert r.status_code == 404, r.text
+    r = await live.client.get(f"{sessions}/s1 /timeline")
+    assert r.status_code == 422, r.text
+    assert "starts or ends with a space" in r.text
+
+    assert [s.id for s in await store.list_sessions("approval", "u")] == ["s1"]
+    assert await snapshot(store, "approval", "u", "s1") == before

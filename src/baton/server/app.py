@@ -30,6 +30,7 @@ from fastapi import (
     params,
 )
 from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import JsonValue
@@ -38,6 +39,7 @@ from starlette.background import BackgroundTask
 from baton.aborting import AbortSignal
 from baton.errors import (
     AppNameRequiredError,
+    InvalidIdError,
     InvalidMessageError,
     SessionNotFoundError,
     SessionOptionsError,
@@ -78,7 +80,7 @@ from baton.server.settings import Limits
 from baton.server.sse import ChangeSignal, RunFeed, error_frame, frame, keepalive_frame
 from baton.server.stream_refusals import StreamRefusalsMiddleware
 from baton.server.timeline import Timeline, build_timeline
-from baton.sessions.ids import check_event, check_id
+from baton.sessions.ids import check_event, check_id, check_stored_id
 from baton.sessions.paging import DEFAULT_PAGE, MAX_PAGE, Page, read_every_page
 from baton.sessions.store import (
     Interrupt,
@@ -366,6 +368,7 @@ _IDLE: Final = 3600.0
 # Paths the hot routes share with their FastAPI routes.
 _USER: Final = "/apps/{app_name}/users/{user_id}"
 _SESSIONS: Final = f"{_USER}/sessions"
+_SESSION_PATH: Final = f"{_SESSIONS}/{{session_id}}"
 _RESPOND: Final = "/sessions/{session_id}/interrupts/{interrupt_id}/respond"
 
 
@@ -419,8 +422,25 @@ def _check_ids(request: Request) -> None:
     """
     for name in ("user_id", "session_id", "interrupt_id"):
         value = request.path_params.get(name) or request.query_params.get(name)
-        if value is not None:
+        if value is None:
+            continue
+        try:
             check_id(name, value)
+        except InvalidIdError:
+            # Speed: asked only of a refused id, so other requests pay nothing for it.
+            if not _reads_a_stored_session(request, name):
+                raise
+            check_stored_id(name, value)
+
+
+def _reads_a_stored_session(request: Request, name: str) -> bool:
+    """Whether `name` is the session id of a GET or DELETE of the session itself: an
+    older baton stored ids starting or ending with a space, and those sessions stay
+    readable and deletable under exactly their ids (`_session` finds no other)."""
+    if name != "session_id" or request.method not in ("GET", "DELETE"):
+        return False
+    route = request.scope.get("route")
+    return isinstance(route, APIRoute) and route.path == _SESSION_PATH
 
 
 # The checks of a route are one dependency, not one each: FastAPI's cost per dependency
@@ -635,7 +655,8 @@ async def _session(server: _Server, key: SessionKey, *, with_events: bool = True
     server.catalog.runner(key.app_name)
     store = server.catalog.session_service.store
     session = await store.get_session(key, with_events=with_events)
-    if session is None:
+    # MySQL ignores trailing spaces when it compares: 's1 ' finds 's1', which is not it.
+    if session is None or session.id != key.session_id or session.user_id != key.user_id:
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "
             f"'{key.app_name}'; list that user's sessions with GET "
