@@ -127,6 +127,40 @@ async def test_plain_step_lands_its_events_in_order_and_moves_the_update_time(
     )
 
 
+@pytest.mark.parametrize("count", [2, 4, 5, 9])
+async def test_a_step_lands_each_of_its_events_as_given_in_order(store: Store, count: int) -> None:
+    # PostgreSQL binds up to four events as plain values, more as JSON texts (`sql.step`).
+    await _running(store)
+    new = tuple(event(f"e{i}\u0000'\"{i}") for i in range(count))
+
+    assert await store.commit_step(step(key(), "inv-1", 2, events=new)) == 3
+
+    found = await store.get_session(key())
+    assert found is not None
+    assert found.events[1:] == list(new)
+
+
+async def test_a_step_binds_a_few_events_as_values_on_postgres(emptied_postgres_url: str) -> None:
+    # Two events (a resume's first step: the answer and the answered node's end) travel
+    # as plain values, not as JSON texts the server expands and zips; many still do.
+    store = SqlStore(emptied_postgres_url)
+    sent: list[str] = []
+    await _running(store)
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- the SQL sent
+    with executor._direct.watching(sent.append):
+        await store.commit_step(step(key(), "inv-1", 2, events=(event("x"), event("y"))))
+        many = tuple(event(f"m{i}") for i in range(5))
+        await store.commit_step(step(key(), "inv-1", 3, events=many))
+    found = await store.get_session(key())
+    await store.close()
+
+    few_sql, many_sql = sent
+    assert "json_array_elements" not in few_sql
+    assert "json_array_elements" in many_sql
+    assert found is not None
+    assert texts(found.events) == ["one", "x", "y", *(f"m{i}" for i in range(5))]
+
+
 async def test_a_step_finds_its_session_deleted_and_created_again_by_another_store(
     stores: StoreFactory, clock: FakeClock
 ) -> None:

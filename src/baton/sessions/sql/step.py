@@ -28,17 +28,19 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    column,
     func,
     literal_column,
     null,
     select,
     true,
     update,
+    values,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import Insert, UpdateBase
-from sqlalchemy.sql.selectable import CTE, Join, Select, TableValuedAlias
+from sqlalchemy.sql.selectable import CTE, Join, Select, TableValuedAlias, Values
 
 from baton.errors import BatonError, SessionNotFoundError, StaleVersionError
 from baton.events import Event
@@ -482,6 +484,45 @@ _ONE_EVENT = (
     cast(bindparam("key_event", type_=Text), JSON),
 )
 
+# A few events (a resume's first step appends two) are bound as plain values too, in a
+# VALUES list, not in the two JSON texts many events travel in: the server spares
+# decoding two texts, expanding them and joining them by position (`_EVENT_FIELDS`,
+# `_EVENT_VALUES`), the client encoding them.
+_MOST_EVENTS_BOUND = 4
+_EVENT_NAMES = tuple(
+    (f"key_invocation_id_{i}", f"key_author_{i}", f"key_timestamp_{i}", f"key_event_{i}")
+    for i in range(_MOST_EVENTS_BOUND)
+)
+
+
+def _events_bound(count: int) -> int:
+    """How many appended events a step binds as plain values: all of them when they are
+    one or a few (`_MOST_EVENTS_BOUND`), else none (they travel as JSON texts)."""
+    return count if 0 < count <= _MOST_EVENTS_BOUND else 0
+
+
+@cache
+def _events_as_values(count: int) -> Values:
+    """The rows of `count` events bound as plain values (`_EVENT_NAMES`), numbered (n)."""
+    rows: list[tuple[Any, ...]] = [
+        (
+            bindparam(invocation_id, type_=String),
+            bindparam(author, type_=String),
+            bindparam(timestamp, type_=Double),
+            bindparam(stored, type_=Text),
+            literal_column(str(n), Integer),
+        )
+        for n, (invocation_id, author, timestamp, stored) in enumerate(_EVENT_NAMES[:count])
+    ]
+    columns = (
+        column("invocation_id", String),
+        column("author", String),
+        column("timestamp", Double),
+        column("event", Text),
+        column("n", Integer),
+    )
+    return values(*columns, name="bound_events").data(rows)
+
 
 # A step that answers interrupts (the first step of a resume) marks them answered from
 # the advanced row too, so a stale version answers nothing either. An id answered twice
@@ -615,7 +656,7 @@ def _any_step_at_once(commit: StepCommit, now: float) -> OneStatementStep:
     # Positional: a cached call's keyword arguments cost a dict and its items a step.
     statement = _step_at_once(
         tuple(changes),
-        len(commit.events) == 1,  # one_event
+        _events_bound(len(commit.events)),  # bound_events
         _how_many(len(answers)),  # answering
         commit.lease is not None and not creating,  # fenced
         bool(commit.opened),  # opening
@@ -707,7 +748,7 @@ def _plain_statement(checkpoint: bool, /) -> Select[Any] | Insert:
     """The statement of `_plain_step`: `_step_at_once`'s for the same step, as the
     general path would key it (`invocation_changes`'s order of the changed columns)."""
     changed = ("version", "updated_at", "checkpoint") if checkpoint else ("version", "updated_at")
-    return _step_at_once(changed, True, _NONE, True, False, False, _NONE, False)
+    return _step_at_once(changed, 1, _NONE, True, False, False, _NONE, False)
 
 
 # How many rows of a kind (answers, notifications) a step writes, as `_step_at_once` is
@@ -720,8 +761,8 @@ def _how_many(count: int) -> int:
 
 
 def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
-    """The appended events' columns: plain values for one event (`_ONE_EVENT`), else
-    two JSON texts (`_EVENT_FIELDS`, `_EVENT_VALUES`)."""
+    """The appended events' columns: plain values for one event (`_ONE_EVENT`) and for a
+    few (`_events_as_values`), else two JSON texts (`_EVENT_FIELDS`, `_EVENT_VALUES`)."""
     if len(new) == 1:
         (event,) = new
         return {
@@ -730,6 +771,16 @@ def _events_params(new: tuple[Event, ...]) -> dict[str, Any]:
             "key_timestamp": event.timestamp,
             "key_event": stored_event(event),
         }
+    if _events_bound(len(new)):
+        parameters: dict[str, Any] = {}
+        for (invocation_id, author, timestamp, stored), event in zip(
+            _EVENT_NAMES, new, strict=False
+        ):
+            parameters[invocation_id] = event.invocation_id
+            parameters[author] = event.author
+            parameters[timestamp] = event.timestamp
+            parameters[stored] = stored_event(event)
+        return parameters
     return {
         "key_event_fields": json_text([(e.invocation_id, e.author, e.timestamp) for e in new]),
         "key_events": _json_array(map(stored_event, new)),
@@ -862,9 +913,19 @@ def _append_one_event(advanced: Any) -> Insert:
     return events.insert().from_select(_EVENT_COLUMNS, rows).returning(events.c.seq)
 
 
-def _appended_rows(advanced: Any) -> Select[*tuple[Any, ...]]:
-    """The event rows of a step appending none or several, from the advanced row (none
-    when stale)."""
+def _appended_rows(advanced: Any, bound: int) -> Select[*tuple[Any, ...]]:
+    """The event rows of a step appending none or several (`bound` of them as plain
+    values, see `_events_bound`), from the advanced row (none when stale)."""
+    if bound:
+        given = _events_as_values(bound)
+        rows = select(
+            advanced.c.session_pk,
+            given.c.invocation_id,
+            given.c.author,
+            given.c.timestamp,
+            cast(given.c.event, JSON),
+        )
+        return rows.select_from(advanced.join(given, true())).order_by(given.c.n)
     rows = select(
         advanced.c.session_pk,
         _field(_EVENT_FIELDS.c.fields, 0),
@@ -879,7 +940,7 @@ def _appended_rows(advanced: Any) -> Select[*tuple[Any, ...]]:
 @cache
 def _step_at_once(
     changed: tuple[str, ...],
-    one_event: bool,
+    bound_events: int,
     answering: int,
     fenced: bool,
     opening: bool,
@@ -890,10 +951,11 @@ def _step_at_once(
 ) -> Select[Any] | Insert:
     advanced = _create_at_once(changed) if creating else _advance_at_once(changed, fenced=fenced)
     statement: Select[Any] | Insert
-    if one_event:
+    if bound_events == 1:
         statement = _append_one_event(advanced)
     else:
-        appended = events.insert().from_select(_EVENT_COLUMNS, _appended_rows(advanced))
+        rows = _appended_rows(advanced, bound_events)
+        appended = events.insert().from_select(_EVENT_COLUMNS, rows)
         statement = (
             select(func.coalesce(advanced.c.version, _stale(Integer)))
             .select_from(_LOCKED.outerjoin(advanced, true()))
