@@ -29,6 +29,7 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
+from baton.debug_print import print_event
 from baton.errors import (
     RunConfigError,
     StoreUnavailableError,
@@ -62,7 +63,7 @@ from baton.sessions.store import (
     Store,
 )
 from baton.tools.base_toolset import close_toolsets
-from baton.types import Content, InvocationId, SessionId
+from baton.types import Content, InvocationId, SessionId, UserContent
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.fingerprint import describe_difference, resumes_into
 from baton.workflow.fork_state import forked_checkpoint
@@ -246,6 +247,11 @@ class Runner:
         return root.state_schema if isinstance(root, Workflow) else None
 
     @property
+    def resumability_config(self) -> ResumabilityConfig | None:
+        """The app's `ResumabilityConfig` (None: not resumable)."""
+        return self.app.resumability_config
+
+    @property
     def store(self) -> Store:
         return self.session_service.store
 
@@ -385,6 +391,55 @@ class Runner:
                 yield seal
         finally:
             await self._release(lease, run)
+
+    async def run_debug(
+        self,
+        user_messages: str | Sequence[str],
+        *,
+        user_id: str = "debug_user_id",
+        session_id: str = "debug_session_id",
+        run_config: RunConfig | None = None,
+        quiet: bool = False,
+        verbose: bool = False,
+    ) -> list[Event]:
+        """Send each message in turn in one session (created when missing, continued
+        when not) and print what the agents say, for trying an agent out; as the
+        reference's `run_debug`. Use `run_async` in an application.
+
+        Args:
+            user_messages: a message, or several sent one after another.
+            user_id: the session's user.
+            session_id: the session; the same id again continues the conversation.
+            run_config: the runs' `RunConfig`.
+            quiet: print nothing.
+            verbose: print tool calls, tool results, code and files too, not only text.
+
+        Returns:
+            Every event of the runs, in order.
+        """
+        if (
+            await self.session_service.get_session(
+                app_name=self.app_name, user_id=user_id, session_id=session_id
+            )
+            is None
+        ):
+            await self.session_service.create_session(
+                app_name=self.app_name, user_id=user_id, session_id=session_id
+            )
+        events: list[Event] = []
+        for message in [user_messages] if isinstance(user_messages, str) else user_messages:
+            run = self.run_async(
+                user_id=user_id,
+                session_id=session_id,
+                new_message=UserContent(message),
+                run_config=run_config,
+            )
+            async with aclosing(run) as stream:
+                async for event in stream:
+                    if not quiet:
+                        print_event(event, verbose=verbose)
+                    events.append(event)
+        return events
 
     def run_live(self, *_: object, **__: object) -> AsyncGenerator[Event, None]:
         """The reference's live (audio/video, `LiveRequestQueue`) mode, which baton has not.
