@@ -5,6 +5,7 @@ the call's response in the parent's conversation. Every backend.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -316,3 +317,38 @@ async def test_a_task_agent_hands_part_of_its_task_to_a_task_agent_of_its_own(
     ]
     assert said(second) == [("coord", "Done")]
     assert seen(outer_model.requests[1])[-1] == ("user", "inner -> {'result': '42'}")
+
+
+async def test_a_task_agents_own_calls_in_one_turn_run_at_once(
+    service: BaseSessionService,
+) -> None:
+    """A task agent's model turn with two calls of its own tools runs them at once, as the
+    reference does (asyncio.gather): each tool returns only once both started (run one
+    after the other, the first would wait until the guard fails the test)."""
+    started: list[str] = []
+    both = asyncio.Event()
+
+    async def look(x: str) -> str:
+        """Looks something up."""
+        started.append(x)
+        if len(started) == 2:
+            both.set()
+        async with asyncio.timeout(10):  # a guard against a hang, not a measure
+            await both.wait()
+        return f"found {x}"
+
+    turn = [FunctionCall(id=f"l{x}", name="look", args={"x": x}) for x in "ab"]
+    coord = ScriptedModel([[ASK], "Done"])
+    asker = ScriptedModel([turn, finish(result="both")])
+    harness = await build_harness(coordinator(coord, asker, tools=[look]), service, resumable=True)
+
+    events = await harness.start("hello")
+
+    assert sorted(started) == ["a", "b"]
+    assert responses(events) == [
+        ("asker", "look", {"result": "found a"}),
+        ("asker", "look", {"result": "found b"}),
+        ("asker", "finish_task", {"result": "Task completed."}),
+        ("user", "asker", {"result": "both"}),
+    ]
+    assert said(events) == [("coord", "Done")]
