@@ -78,6 +78,8 @@ class CallPlanner:
         reads_own_events: a resumed run may read its invocation's events (the app has an
             agent, which learns from them how far its run got): an answer's claim then
             asks for them, which a store may read with it (`AnswerClaim.with_events`).
+        fingerprint: the workflow fingerprint runs resume under (the runner's), which an
+            answer's claim names (`AnswerClaim.fingerprint`).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class CallPlanner:
         clock: Clock = time.time,
         takes_replies: bool = False,
         reads_own_events: bool = True,
+        fingerprint: str | None = None,
     ) -> None:
         self.store = store
         self.app_name = app_name
@@ -96,6 +99,7 @@ class CallPlanner:
         self.clock = clock
         self.takes_replies = takes_replies
         self.reads_own_events = reads_own_events
+        self.fingerprint = fingerprint
 
     def session_key(
         self, user_id: str | None, session_id: str | None, session: Session | None
@@ -164,7 +168,12 @@ class CallPlanner:
             _check_answer_parts(message)
             answering = _Answering(occurrences or {}, answered_by, {})
             claim = answering.claim(
-                responses[0], invocation_id, owner, ttl, with_events=self.reads_own_events
+                responses[0],
+                invocation_id,
+                owner,
+                ttl,
+                with_events=self.reads_own_events,
+                fingerprint=self.fingerprint,
             )
             return await self._plan_claimed(
                 key, message, invocation_id, state_delta, answering, claim
@@ -574,6 +583,7 @@ class _Answering:
         ttl: timedelta,
         *,
         with_events: bool,
+        fingerprint: str | None,
     ) -> AnswerClaim:
         """The claim the read of the `first` answer's question takes, if it passes."""
         interrupt_id = first.id or ""
@@ -586,6 +596,7 @@ class _Answering:
             answered_by=self.answered_by,
             progress=bool(first.will_continue),
             with_events=with_events,
+            fingerprint=fingerprint,
         )
 
 

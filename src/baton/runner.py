@@ -227,6 +227,7 @@ class Runner:
             clock=clock,
             takes_replies=any(_may_run_task(n) for n in _tree(self.root)),
             reads_own_events=any(isinstance(n, BaseAgent) for n in _tree(self.root)),
+            fingerprint=self.fingerprint,
         )
         self._agents_checked = False
         self._loop_thread = LoopThread(f"baton-runner-{self.app_name}")

@@ -240,6 +240,55 @@ async def _blocked_behind(watcher: Any, holder_pid: int, count: int) -> None:
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.parametrize("named", [None, "fp", "another"])
+async def test_a_claim_returns_the_runs_own_fingerprint_whatever_the_claim_names(
+    store: Store, named: str | None
+) -> None:
+    # `_paused` starts the run under fingerprint 'fp'; a claim naming it may be handed it
+    # back without the stored text being read, one naming another gets the stored one.
+    await _paused(store)
+
+    answering = await store.claim_answering(key(), _claim(fingerprint=named))
+
+    assert answering.claimed is not None
+    _, invocation = answering.claimed
+    assert invocation.fingerprint == "fp"
+
+
+async def test_a_claim_naming_the_runs_fingerprint_reads_no_text_of_it(
+    emptied_postgres_url: str, clock: FakeClock
+) -> None:
+    # Speed: the workflow's structure as text is read and sent only when it differs from
+    # the one the claim names (the runner's), to say what changed.
+    store = SqlStore(emptied_postgres_url, clock=clock)
+    sent: list[list[tuple[Any, ...]]] = []
+    executor: Any = store._executor  # pyright: ignore[reportPrivateUsage] -- the rows it returns
+    direct = executor._direct
+    fetch = direct.fetch
+
+    async def recorded(statement: Any, params: Any) -> list[tuple[Any, ...]]:
+        rows = await fetch(statement, params)
+        sent.append(rows)
+        return rows
+
+    try:
+        await _paused(store, key("s1"), "inv-1")
+        await _paused(store, key("s2"), "inv-2")
+        direct.fetch = recorded
+        same = await store.claim_answering(key("s1"), _claim(fingerprint="fp"))
+        other = await store.claim_answering(key("s2"), _claim(fingerprint="changed"))
+    finally:
+        direct.fetch = fetch
+        await store.close()
+
+    assert same.claimed is not None
+    assert other.claimed is not None
+    same_rows, other_rows = sent
+    assert "fp" not in same_rows[0]
+    assert "fp" in other_rows[0]
+    assert same.claimed[1].fingerprint == other.claimed[1].fingerprint == "fp"
+
+
 async def test_a_claim_reads_its_runs_events_only_when_asked_for_them(
     emptied_postgres_url: str, clock: FakeClock
 ) -> None:

@@ -320,6 +320,10 @@ class AnswerClaim:
     # Whether the resume reads the claimed invocation's events (an agent's does): a store
     # that can read them with the claim returns them (`Answering.events`).
     with_events: bool = False
+    # The workflow fingerprint the resume runs under (the Runner's): when the claimed
+    # invocation's is the same, a store may hand this back as its fingerprint instead
+    # of reading the stored text (the text is what it then equals, byte for byte).
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ __all__ = [
     "IS_FREE",
     "RELEASE_LEASE",
     "RENEW_LEASE",
+    "STORED_FINGERPRINT",
     "TAKEN",
     "OrphanClaim",
     "claim_orphans",
@@ -117,12 +118,13 @@ IS_FREE = (
 CLAIM = UpdateReturning(TAKEN.where(_IS_INVOCATION, IS_FREE), _TOKEN, _IS_INVOCATION)
 # A claim that also returns the invocation (as `reads.INVOCATION`'s row; bind
 # `session_params` too): a resume's claim and checkpoint read in one round trip.
-_FINGERPRINT = (
+STORED_FINGERPRINT = (
     select(fingerprints.c.fingerprint)
     .where(fingerprints.c.digest == invocations.c.fingerprint_digest)
     .scalar_subquery()
-    .label("fingerprint")
 )
+"""The invocation's workflow fingerprint, kept in `fingerprints` (NULL without one)."""
+_FINGERPRINT = STORED_FINGERPRINT.label("fingerprint")
 CLAIM_LOADED = UpdateReturning(
     TAKEN.where(_IS_INVOCATION, invocations.c.session_pk == _SESSION_PK.scalar_subquery(), IS_FREE),
     (
