@@ -79,7 +79,11 @@ def _bounded_protocol(limits: Limits, parser: Parser) -> type[asyncio.Protocol]:
     settings = {"header_timeout": limits.read_timeout, "max_connections": limits.max_connections}
     if parser == "httptools":
         # Imported only then: it imports httptools, which an environment may lack.
-        from baton.server.httptools_protocol import BoundedHttpToolsProtocol
+        from baton.server.httptools_protocol import (
+            BoundedHttpToolsProtocol,
+            remember_valid_headers,
+        )
 
+        remember_valid_headers()
         return type("BoundedHttpToolsProtocol", (BoundedHttpToolsProtocol,), settings)
     return type("BoundedH11Protocol", (BoundedH11Protocol,), settings)
