@@ -9,9 +9,10 @@ with the agents' last checkpoints (`ctx.agent_states`) and ended marks.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, ClassVar, TypeVar, overload
+from typing import Any, ClassVar, Self, TypeVar, cast, overload
 
 from pydantic import (
     BaseModel,
@@ -42,6 +43,21 @@ from baton.workflow.nodes import NodeInput, RetryConfig, check_version
 __all__ = ["BaseAgent", "answer_text"]
 
 StateT = TypeVar("StateT", bound=BaseAgentState)
+
+
+def _shallow_copy(value: object) -> object:
+    # A list field (tools, callbacks) is the clone's own list, as in the reference.
+    return list(cast(list[object], value)) if isinstance(value, list) else value
+
+
+def _rebound(value: object, agent: BaseAgent, copy: BaseAgent) -> object:
+    """`value` with methods of `agent` (alone or in a list) bound to `copy` instead."""
+    if isinstance(value, list):
+        items = cast(list[object], value)
+        return [_rebound(item, agent, copy) for item in items]
+    if inspect.ismethod(value) and value.__self__ is agent:
+        return value.__func__.__get__(copy)
+    return value
 
 
 class BaseAgent(BaseModel):
@@ -155,6 +171,41 @@ class BaseAgent(BaseModel):
     def find_agent(self, name: str) -> BaseAgent | None:
         """The agent called `name` in this agent's subtree (itself included), or None."""
         return next((a for a in self.walk() if a.name == name), None)
+
+    def clone(self, update: Mapping[str, Any] | None = None) -> Self:
+        """A copy of this agent, built again from its fields, with `update`'s values.
+
+        As in the reference: its sub-agents are cloned too (unless `update` gives
+        `sub_agents`), the copy has no parent, and a callback that is a method of this
+        agent acts on the copy.
+
+        Raises:
+            ValueError: `update` names `parent_agent` or a field the class lacks.
+        """
+        changes = dict(update or {})
+        fields = type(self).model_fields
+        if "parent_agent" in changes:
+            raise ValueError(
+                "clone cannot set parent_agent: an agent gets its parent when it is given "
+                "as a sub-agent; pass the clone in the parent's sub_agents=[...]."
+            )
+        unknown = sorted(set(changes) - set(fields))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__} has no field {', '.join(map(repr, unknown))} to "
+                f"update in clone; its fields: {', '.join(fields)}."
+            )
+        given: dict[str, Any] = {
+            name: _shallow_copy(getattr(self, name)) for name in self.model_fields_set
+        }
+        given["sub_agents"] = [sub.clone() for sub in self.sub_agents]
+        copy = type(self)(**{**given, **changes})
+        for name in fields.keys() - changes.keys() - {"sub_agents"}:
+            value = getattr(copy, name)
+            rebound = _rebound(value, self, copy)
+            if rebound is not value:
+                setattr(copy, name, rebound)
+        return copy
 
     def find_sub_agent(self, name: str) -> BaseAgent | None:
         """The agent called `name` below this agent, or None."""
