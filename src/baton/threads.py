@@ -13,7 +13,9 @@ reused (a thread per concurrently running call, idle ones retire after
 then waits `HANDOFF_WAIT` seconds for the result with the GIL released, so a
 quick call costs two thread switches and no event-loop wake-up. A call still
 running after that becomes an ordinary await: the loop is never held longer
-than `HANDOFF_WAIT` by it.
+than `HANDOFF_WAIT` by it, and a function whose last call outlasted that wait
+is awaited through the loop from its next call on, without the wait (`_slow`),
+until one of its calls is quick again.
 
 A call abandoned by a timeout or a cancellation keeps running in its thread to
 its end (Python cannot stop a thread); its result is discarded.
@@ -27,9 +29,11 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Callable, Coroutine, Generator
 from contextlib import suppress
 from contextvars import Context, ContextVar, copy_context
+from functools import partial
 from typing import Any, Final, TypeVar, cast
 
 __all__ = [
@@ -45,8 +49,16 @@ T = TypeVar("T")
 
 logger = logging.getLogger("baton")
 
-HANDOFF_WAIT: Final = 0.0005
-"""Seconds the caller waits for a quick call's result before yielding to the event loop."""
+HANDOFF_WAIT: Final = 0.005
+"""Seconds the caller waits for a quick call's result before yielding to the event loop.
+
+Speed: longer than a kernel tick (4 ms at Linux's usual HZ=250). A wait due before the
+CPU's next tick is its earliest timer, so arming and cancelling it reprograms the CPU's
+timer (under KVM, an exit to the hypervisor for each), and the loop's work after the
+call then runs slower, as on a cold cache. With 0.5 ms, and both threads on one vCPU, a
+plain chain node (bench/baton_bench.py) cost 1.7 such writes of the timer and 20-22 µs
+more in memory, 17-34 on SQLite, whose work after each call is three times as long. A
+slow function holds the loop this long once, not each call (`_slow`)."""
 
 IDLE_SECONDS: Final = 30.0
 """An idle worker thread ends after this many seconds without work."""
@@ -291,20 +303,56 @@ def _carry_back(ran: Context) -> None:
             var.set(value)
 
 
-async def _hand_off(job: _Job) -> object:
+_SLOW_KEPT: Final = 256
+"""Slow functions remembered at most (`_slow`); past that the memory starts over."""
+
+_slow: set[int] = set()
+"""Functions (`_function_of`) whose last call outlasted `HANDOFF_WAIT`: their calls are
+awaited through the loop at once, so one that blocks holds the loop for the quick wait
+once, not on every call. Should an id be reused, a quick call takes it off again."""
+
+
+def _function_of(call: Callable[[], object]) -> int:
+    """Which function a call runs, for `_slow`: a partial's function, else the callable.
+
+    Speed: an id (a code object's hash is computed anew each time, ~1k instructions),
+    and an isinstance check rather than a `getattr` that fails for most callables."""
+    if isinstance(call, partial):
+        return id(cast("partial[object]", call).func)  # a string: no alias made per call
+    return id(call)
+
+
+async def _hand_off(job: _Job, function: int) -> object:
     """Run the job in a worker thread; its result, once the caller's context has what
     the call set in its copy.
 
     Speed: the caller first waits for a quick call's result with the GIL released
-    (`HANDOFF_WAIT`), then, only if the call is still running, through the loop.
+    (`HANDOFF_WAIT`), then, only if the call is still running, through the loop; a
+    call of a function known to be slow goes through the loop at once.
     """
-    _POOL.submit(job)
-    # Positional: a keyword argument costs a dict and a string lookup per call.
-    if not job.done.acquire(True, HANDOFF_WAIT):
-        await _woken(job)
+    if function in _slow:
+        await _through_loop(job, function)
+    else:
+        _POOL.submit(job)
+        # Positional: a keyword argument costs a dict and a string lookup per call.
+        if not job.done.acquire(True, HANDOFF_WAIT):
+            if len(_slow) >= _SLOW_KEPT:
+                _slow.clear()
+            _slow.add(function)
+            await _woken(job)
     result = job.outcome()
     _carry_back(job.context)
     return result
+
+
+async def _through_loop(job: _Job, function: int) -> None:
+    """Run a known slow function's call, awaiting it through the loop; a call that was
+    quick after all takes its function off `_slow`."""
+    started = time.monotonic()
+    _POOL.submit(job)
+    await _woken(job)
+    if time.monotonic() - started < HANDOFF_WAIT:
+        _slow.discard(function)
 
 
 async def _woken(job: _Job) -> None:
@@ -348,14 +396,14 @@ def run_sync(call: Callable[[], T]) -> Coroutine[Any, Any, T]:
     job = _Job(call, copy_context())
     bound = _RUN_BOUND.get()
     if bound is None:
-        return cast(Coroutine[Any, Any, T], _hand_off(job))
-    return cast(Coroutine[Any, Any, T], _bounded(bound, job))
+        return cast(Coroutine[Any, Any, T], _hand_off(job, _function_of(call)))
+    return cast(Coroutine[Any, Any, T], _bounded(bound, job, _function_of(call)))
 
 
-async def _bounded(bound: asyncio.Semaphore, job: _Job) -> object:
+async def _bounded(bound: asyncio.Semaphore, job: _Job, function: int) -> object:
     """`_hand_off` once the run's bound on its threads gives a slot."""
     async with bound:
-        return await _hand_off(job)
+        return await _hand_off(job, function)
 
 
 _END: Final = object()
@@ -374,7 +422,7 @@ class SyncSteps:
         job = _Job(self._step, copy_context())
         self._last = job
         try:
-            item = await _hand_off(job)
+            item = await _hand_off(job, id(self._generator))
         except Exception:
             self._open = False
             raise

@@ -10,6 +10,7 @@ import signal
 import threading
 from collections.abc import Generator, Iterator
 from contextvars import ContextVar
+from functools import partial
 
 import pytest
 
@@ -375,6 +376,27 @@ async def test_an_idle_worker_thread_retires_and_a_later_call_still_runs(
     worker.join(timeout=10)  # it waits 0.01 s for its next call, then ends
     assert not worker.is_alive()
     assert await run_sync(lambda: "still served") == "still served"
+
+
+async def test_a_function_that_outlasted_the_quick_wait_leaves_the_loop_free_on_its_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each call waits for a callback the loop runs only once the caller lets go of it.
+    loop = asyncio.get_running_loop()
+
+    def waits_for_the_loop(free: threading.Event) -> bool:
+        return free.wait(timeout=2)
+
+    async def call() -> bool:
+        free = threading.Event()
+        loop.call_soon(free.set)
+        return await run_sync(partial(waits_for_the_loop, free))
+
+    monkeypatch.setattr(threads, "HANDOFF_WAIT", 0.01)
+    assert await call()  # the loop was held for the quick wait, 0.01 s, then ran it
+    # A quick wait now would outlast the call's own wait: the loop would be held throughout.
+    monkeypatch.setattr(threads, "HANDOFF_WAIT", 10.0)
+    assert await call(), "the loop was held for the quick wait again"
 
 
 async def test_other_runs_finish_while_a_sync_node_blocks(store_url: str) -> None:
