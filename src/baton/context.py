@@ -8,10 +8,10 @@ A node sees its Context: the session state, the answers to its interrupts
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, JsonValue
 
@@ -72,6 +72,20 @@ def agent_key(name: str, branch: str | None, base: str | None) -> str:
     with its call's scope inside a delegated call (see `call_scope`)."""
     scope = call_scope(branch, base)
     return f"{scope}/{name}" if scope else name
+
+
+@runtime_checkable
+class AgentTree(Protocol):
+    """What `reset_sub_agent_states` reads of the running agent (a BaseAgent)."""
+
+    name: str
+
+    @property
+    def sub_agents(self) -> Sequence[AgentTree]: ...
+
+    def find_agent(self, name: str) -> AgentTree | None: ...
+
+    def walk(self) -> Iterator[AgentTree]: ...
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a microsecond per step
@@ -317,6 +331,36 @@ class InvocationContext:
     def end_of_agents(self) -> dict[str, bool]:
         """The agents whose run ended (`end_of_agent`), by agent name."""
         return self._end_of_agents
+
+    def set_agent_state(
+        self,
+        agent_name: str,
+        *,
+        agent_state: BaseModel | None = None,
+        end_of_agent: bool = False,
+    ) -> None:
+        """Set agent `agent_name`'s checkpoint (`agent_state`, a `BaseAgentState`), or
+        mark it ended (`end_of_agent`, its checkpoint dropped), or with neither forget
+        both so it runs afresh; as the reference's. In a run, committed with the next
+        event the run yields."""
+        key = agent_key(agent_name, self.branch, self.branch)
+        if end_of_agent:
+            self._agent_states.pop(key, None)
+            self._end_of_agents[key] = True
+        elif agent_state is not None:
+            self._agent_states[key] = agent_state.model_dump(mode="json")
+            self._end_of_agents[key] = False
+        else:
+            self._agent_states.pop(key, None)
+            self._end_of_agents.pop(key, None)
+
+    def reset_sub_agent_states(self, agent_name: str) -> None:
+        """Forget the checkpoints and ended marks of every agent below `agent_name` in
+        the running agent's tree (not in it: nothing), so they run afresh."""
+        tree = self.agent if isinstance(self.agent, AgentTree) else None
+        agent = tree.find_agent(agent_name) if tree is not None else None
+        for below in [a for sub in agent.sub_agents for a in sub.walk()] if agent else []:
+            self.set_agent_state(below.name)
 
     def populate_invocation_agent_states(self) -> None:
         """Read this invocation's checkpoints back from the session's events, as the

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext, State, agent_key, call_scope
@@ -334,6 +334,24 @@ class AgentContext(InvocationContext):
             self.run.agent_states.pop(self.agent_key(name), None)
             self.run.ended_agents.discard(self.agent_key(name))
             self.replays.pop(name, None)
+
+    def set_agent_state(
+        self,
+        agent_name: str,
+        *,
+        agent_state: BaseModel | None = None,
+        end_of_agent: bool = False,
+    ) -> None:
+        """As `InvocationContext.set_agent_state`, on this node run's checkpoints."""
+        key = self.agent_key(agent_name)
+        if end_of_agent:
+            self.run.agent_states.pop(key, None)
+            self.run.ended_agents.add(key)
+        elif agent_state is not None:
+            self.run.agent_states[key] = agent_state.model_dump(mode="json")
+            self.run.ended_agents.discard(key)
+        else:
+            self.reset_agent_states([agent_name])
 
     def should_pause_invocation(self, event: Event) -> bool:
         """True when `event` asks for input that has not been given yet."""
