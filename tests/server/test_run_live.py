@@ -14,11 +14,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from tests.server.conftest import Live, StartLive
+from tests.server.conftest import Live, StartLive, serve
 from tests.server.processes import BATON, serving
 
 _AGENT = """
@@ -137,3 +138,28 @@ async def test_a_socket_to_any_other_path_is_refused_before_its_handshake(
             pass
     assert refused.value.response.status_code == 403
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_run_live_is_reached_where_another_app_mounts_the_server(
+    start_live: StartLive,
+) -> None:
+    """Mounted by another app (a `root_path`), the server still takes `/run_live` below
+    its mount and refuses sockets to its other paths."""
+    live: Live = await start_live()
+    assert live.app is not None
+    parent = FastAPI()
+    parent.mount("/baton", live.app)
+    serving = await serve(parent)
+    try:
+        base = serving.url.replace("http://", "ws://") + "/baton"
+        async with asyncio.timeout(20), ws_connect(f"{base}/run_live?user_id=u&session_id=s") as s:
+            with pytest.raises(ConnectionClosed) as closed:
+                await s.recv()
+        assert closed.value.rcvd is not None
+        assert (closed.value.rcvd.code, "app_name" in closed.value.rcvd.reason) == (1008, True)
+        with pytest.raises(InvalidStatus) as refused:
+            async with asyncio.timeout(20), ws_connect(f"{base}/list-apps"):
+                pass
+        assert refused.value.response.status_code == 403
+    finally:
+        await serving.stop()

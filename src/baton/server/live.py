@@ -113,10 +113,18 @@ class _OnlyLiveSockets:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket" and scope["path"] != _ROUTE:
+        if scope["type"] == "websocket" and _route_path(scope) != _ROUTE:
             await send({"type": "websocket.close", "code": REFUSED})
             return
         await self.app(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The request's path below where the server is mounted (`root_path`, when another
+    app mounts it): what its routes match."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path.removeprefix(root) if root else path
 
 
 async def _refusal(
