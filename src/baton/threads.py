@@ -13,9 +13,9 @@ reused (a thread per concurrently running call, idle ones retire after
 then waits `HANDOFF_WAIT` seconds for the result with the GIL released, so a
 quick call costs two thread switches and no event-loop wake-up. A call still
 running after that becomes an ordinary await: the loop is never held longer
-than `HANDOFF_WAIT` by it, and a function whose last call outlasted that wait
-is awaited through the loop from its next call on, without the wait (`_slow`),
-until one of its calls is quick again.
+than `HANDOFF_WAIT` by it, and a function whose last call took longer than
+`QUICK_CALL` is awaited through the loop from its next call on, without the wait
+(`_slow`), until one of its calls is quick again.
 
 A call abandoned by a timeout or a cancellation keeps running in its thread to
 its end (Python cannot stop a thread); its result is discarded.
@@ -59,6 +59,11 @@ call then runs slower, as on a cold cache. With 0.5 ms, and both threads on one 
 plain chain node (bench/baton_bench.py) cost 1.7 such writes of the timer and 20-22 µs
 more in memory, 17-34 on SQLite, whose work after each call is three times as long. A
 slow function holds the loop this long once, not each call (`_slow`)."""
+
+QUICK_CALL: Final = 0.0005
+"""Seconds past which a call marks its function slow (`_slow`), though it ended within
+`HANDOFF_WAIT`: the loop is held only while a call is quick, so calls of a few ms each
+in several runs at once still run side by side, not one after another on the loop."""
 
 IDLE_SECONDS: Final = 30.0
 """An idle worker thread ends after this many seconds without work."""
@@ -307,7 +312,7 @@ _SLOW_KEPT: Final = 256
 """Slow functions remembered at most (`_slow`); past that the memory starts over."""
 
 _slow: set[int] = set()
-"""Functions (`_function_of`) whose last call outlasted `HANDOFF_WAIT`: their calls are
+"""Functions (`_function_of`) whose last call outlasted `QUICK_CALL`: their calls are
 awaited through the loop at once, so one that blocks holds the loop for the quick wait
 once, not on every call. Should an id be reused, a quick call takes it off again."""
 
@@ -333,25 +338,32 @@ async def _hand_off(job: _Job, function: int) -> object:
     if function in _slow:
         await _through_loop(job, function)
     else:
+        started = time.monotonic()
         _POOL.submit(job)
         # Positional: a keyword argument costs a dict and a string lookup per call.
         if not job.done.acquire(True, HANDOFF_WAIT):
-            if len(_slow) >= _SLOW_KEPT:
-                _slow.clear()
-            _slow.add(function)
+            _mark_slow(function)
             await _woken(job)
+        elif time.monotonic() - started > QUICK_CALL:
+            _mark_slow(function)  # it held the loop throughout: not again
     result = job.outcome()
     _carry_back(job.context)
     return result
 
 
+def _mark_slow(function: int) -> None:
+    if len(_slow) >= _SLOW_KEPT:
+        _slow.clear()
+    _slow.add(function)
+
+
 async def _through_loop(job: _Job, function: int) -> None:
     """Run a known slow function's call, awaiting it through the loop; a call that was
-    quick after all takes its function off `_slow`."""
+    quick after all (`QUICK_CALL`) takes its function off `_slow`."""
     started = time.monotonic()
     _POOL.submit(job)
     await _woken(job)
-    if time.monotonic() - started < HANDOFF_WAIT:
+    if time.monotonic() - started < QUICK_CALL:
         _slow.discard(function)
 
 

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Generator, Iterator
 from contextvars import ContextVar
 from functools import partial
@@ -401,6 +402,28 @@ async def test_a_function_that_outlasted_the_quick_wait_leaves_the_loop_free_on_
     # A quick wait now would outlast the call's own wait: the loop would be held throughout.
     monkeypatch.setattr(threads, "HANDOFF_WAIT", 10.0)
     assert await call(), "the loop was held for the quick wait again"
+
+
+async def test_a_function_whose_call_held_the_loop_for_more_than_a_quick_call_does_not_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call that ended within the quick wait but took longer than `QUICK_CALL` held the
+    loop all that time: the function's next call goes through the loop, so several runs
+    calling a function of a few ms each run side by side."""
+    loop = asyncio.get_running_loop()
+
+    def works_then_waits_for_the_loop(free: threading.Event | None) -> bool:
+        if free is None:
+            time.sleep(0.002)  # the work of a call: four quick ones (`QUICK_CALL`)
+            return True
+        return free.wait(timeout=2)
+
+    # A quick wait this long would outlast any call: only `_slow` lets the loop go.
+    monkeypatch.setattr(threads, "HANDOFF_WAIT", 10.0)
+    assert await run_sync(partial(works_then_waits_for_the_loop, None))
+    free = threading.Event()
+    loop.call_soon(free.set)
+    assert await run_sync(partial(works_then_waits_for_the_loop, free)), "the loop was held"
 
 
 async def test_other_runs_finish_while_a_sync_node_blocks(store_url: str) -> None:
