@@ -442,3 +442,16 @@ def test_to_json_dict_gives_the_reference_s_dict() -> None:
         "name": "f",
         "response": {"x": 1},
     }
+
+
+def test_a_part_takes_one_positional_value_as_google_genai_s_does() -> None:
+    assert types.Part("hi") == types.Part(text="hi")
+    assert types.Part("hi").model_fields_set == {"text"}
+    assert types.Part({"text": "d"}) == types.Part(text="d")
+    call = types.Part.from_function_call(name="f", args={"a": 1})
+    assert types.Part(call) == call
+    assert types.Content(role="user", parts=[types.Part("x")]).text == "x"
+    with pytest.raises(ValueError, match="positional value and the fields"):
+        types.Part("a", text="b")
+    with pytest.raises(ValueError, match="cannot be made from a value of type int"):
+        types.Part(3)  # pyright: ignore[reportArgumentType] -- refused at run time

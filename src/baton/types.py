@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from enum import StrEnum
-from typing import Any, ClassVar, Final, Literal, NewType, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NewType, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_camel, to_snake
@@ -253,6 +253,47 @@ class Part(ReferenceRepr, StrictWireModel):
     media_processing: str | None = None
     speech_metadata: dict[str, JsonValue] | None = None
 
+    if TYPE_CHECKING:
+        # The signature pyright checks: one positional value, as google.genai's Part takes,
+        # or the fields by name.
+        def __init__(
+            self,
+            value: str | Part | dict[str, Any] | None = None,
+            /,
+            *,
+            media_resolution: dict[str, JsonValue] | None = None,
+            code_execution_result: CodeExecutionResult | None = None,
+            executable_code: ExecutableCode | None = None,
+            file_data: FileData | None = None,
+            function_call: FunctionCall | None = None,
+            function_response: FunctionResponse | None = None,
+            inline_data: Blob | None = None,
+            text: str | None = None,
+            thought: bool | None = None,
+            thought_signature: bytes | str | None = None,
+            video_metadata: dict[str, JsonValue] | None = None,
+            tool_call: dict[str, JsonValue] | None = None,
+            tool_response: dict[str, JsonValue] | None = None,
+            part_metadata: dict[str, JsonValue] | None = None,
+            audio_transcription: dict[str, JsonValue] | None = None,
+            media_processing: str | None = None,
+            speech_metadata: dict[str, JsonValue] | None = None,
+        ) -> None: ...
+    else:
+
+        def __init__(self, value: object = None, /, **fields: Any) -> None:
+            # `Part("hi")` as google.genai takes it: a text, another part (copied) or a
+            # dict of fields; `model_fields_set` holds what the value set.
+            if value is not None:
+                if fields:
+                    raise ValueError(
+                        f"Part was given a positional value and the fields {sorted(fields)}; "
+                        "give either the value (a text, a Part or a dict of fields) or "
+                        "the fields by name."
+                    )
+                fields = _part_fields(value)
+            super().__init__(**fields)
+
     @field_validator("thought_signature", mode="before")
     @classmethod
     def _decode_signature(cls, value: object) -> object:
@@ -282,6 +323,21 @@ class Part(ReferenceRepr, StrictWireModel):
     def from_function_response(cls, *, name: str, response: dict[str, JsonValue]) -> Part:
         """A function-response part (set `.function_response.id` to answer an interrupt)."""
         return cls(function_response=FunctionResponse(name=name, response=response))
+
+
+def _part_fields(value: object) -> dict[str, Any]:
+    """The fields a Part's positional value stands for."""
+    if isinstance(value, str):
+        return {"text": value}
+    if isinstance(value, Part):
+        return {name: getattr(value, name) for name in value.model_fields_set}
+    if isinstance(value, dict):
+        return dict(cast("dict[str, Any]", value))
+    raise ValueError(
+        f"Part cannot be made from a value of type {type(value).__name__}; give a text, "
+        "a Part or a dict of its fields, or name the fields (Part(inline_data=Blob(...)) "
+        "for bytes)."
+    )
 
 
 class Content(ReferenceRepr, StrictWireModel):
