@@ -378,3 +378,22 @@ def test_equal_agent_trees_fingerprint_alike_and_every_difference_is_named(
         assert old == fingerprint(build(root_a))
         assert (old == new) == (first == second)
         assert (describe_difference(old, new) == "") == (first == second)
+
+
+def test_a_workflow_keeps_its_edges_as_given_and_its_fingerprint_as_before() -> None:
+    def draft(node_input: str) -> str:
+        return node_input
+
+    def review(node_input: str) -> bool:
+        return True
+
+    items: list[object] = [("START", draft, review), (review, {False: draft})]
+    wf = Workflow(name="wf", edges=items)
+    assert wf.edges == items
+    assert wf.edges is not items  # a later change to the caller's list changes nothing
+    # The fingerprint runs paused under earlier versions recorded: the edges add nothing.
+    assert fingerprint_of(wf) == (
+        '{"edges":["START -> draft","draft -> review","review -> draft [False]"],'
+        '"nodes":{"draft":"FunctionNode","review":"FunctionNode"},"workflow":"wf"}'
+    )
+    assert "edges" not in wf.model_dump()

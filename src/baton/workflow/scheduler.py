@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import ClassVar, final
+from typing import Any, ClassVar, final
 
-from pydantic import BaseModel, JsonValue, SkipValidation
+from pydantic import BaseModel, Field, JsonValue, SkipValidation
 
 from baton.context import Context, InvocationContext
 from baton.errors import GraphValidationError, WorkflowConfigurationError
@@ -77,6 +77,9 @@ class Workflow(BaseNode):
     signs_own_failure: ClassVar[bool] = True
 
     graph: Graph
+    # The edge items as given, as the reference keeps them: read, never run from (the
+    # graph is what runs, and what the fingerprint describes), and left out of dumps.
+    edges: SkipValidation[list[Any]] = Field(default_factory=list[Any], exclude=True)
     max_concurrency: int | None = None
     state_schema: SkipValidation[type[BaseModel] | None] = None
 
@@ -104,7 +107,8 @@ class Workflow(BaseNode):
             raise GraphValidationError(
                 name, [f"max_concurrency must be at least 1, got {max_concurrency}."]
             )
-        graph, problems = parse_graph(name, list(edges))
+        given = list(edges)
+        graph, problems = parse_graph(name, given)
         if graph is None:
             raise GraphValidationError(name, problems)
         # pydantic's own __init__ validates every field of this class, its own included.
@@ -117,6 +121,7 @@ class Workflow(BaseNode):
             retry_config=retry_config,
             timeout=timeout,
             graph=graph,
+            edges=given,
             max_concurrency=max_concurrency,
             state_schema=state_schema,
             input_schema=input_schema,
