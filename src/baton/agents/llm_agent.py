@@ -28,7 +28,7 @@ from collections.abc import (
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Final, Literal, cast, final
+from typing import Any, ClassVar, Final, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -237,7 +237,6 @@ class _Transfer:
     handover: Handover | None = None
 
 
-@final
 class LlmAgent(BaseAgent):
     """An agent that asks a model, runs the tools it calls, and repeats until it answers.
 
