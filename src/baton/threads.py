@@ -63,7 +63,9 @@ slow function holds the loop this long once, not each call (`_slow`)."""
 QUICK_CALL: Final = 0.0005
 """Seconds past which a call marks its function slow (`_slow`), though it ended within
 `HANDOFF_WAIT`: the loop is held only while a call is quick, so calls of a few ms each
-in several runs at once still run side by side, not one after another on the loop."""
+in several runs at once still run side by side, not one after another on the loop. The
+call's own time in its thread, not its wait for one, so a busy machine (or valgrind)
+marks no quick function slow."""
 
 IDLE_SECONDS: Final = 30.0
 """An idle worker thread ends after this many seconds without work."""
@@ -72,7 +74,18 @@ IDLE_SECONDS: Final = 30.0
 class _Job:
     """One call handed to a worker thread, and its outcome."""
 
-    __slots__ = ("after", "call", "context", "done", "error", "finished", "lock", "result", "wake")
+    __slots__ = (
+        "after",
+        "call",
+        "context",
+        "done",
+        "error",
+        "finished",
+        "lock",
+        "result",
+        "took",
+        "wake",
+    )
 
     def __init__(self, call: Callable[[], object], context: Context) -> None:
         self.call = call
@@ -85,12 +98,15 @@ class _Job:
         self.finished = False
         self.wake: Callable[[], None] | None = None
         self.after: Callable[[], object] | None = None
+        self.took = 0.0  # seconds the call itself ran (not its wait for a thread)
 
     def execute(self) -> None:
+        started = time.monotonic()
         try:
             self.result = self.context.run(self.call)
         except BaseException as error:  # handed to the caller, who raises it
             self.error = error
+        self.took = time.monotonic() - started
 
     def seal(self) -> tuple[Callable[[], None] | None, Callable[[], object] | None]:
         """Mark the job finished; who to wake and what to run after it, if anyone asked."""
@@ -338,13 +354,12 @@ async def _hand_off(job: _Job, function: int) -> object:
     if function in _slow:
         await _through_loop(job, function)
     else:
-        started = time.monotonic()
         _POOL.submit(job)
         # Positional: a keyword argument costs a dict and a string lookup per call.
         if not job.done.acquire(True, HANDOFF_WAIT):
             _mark_slow(function)
             await _woken(job)
-        elif time.monotonic() - started > QUICK_CALL:
+        elif job.took > QUICK_CALL:
             _mark_slow(function)  # it held the loop throughout: not again
     result = job.outcome()
     _carry_back(job.context)
@@ -359,11 +374,10 @@ def _mark_slow(function: int) -> None:
 
 async def _through_loop(job: _Job, function: int) -> None:
     """Run a known slow function's call, awaiting it through the loop; a call that was
-    quick after all (`QUICK_CALL`) takes its function off `_slow`."""
-    started = time.monotonic()
+    quick after all (`QUICK_CALL`, the call's own time) takes its function off `_slow`."""
     _POOL.submit(job)
     await _woken(job)
-    if time.monotonic() - started < QUICK_CALL:
+    if job.took < QUICK_CALL:
         _slow.discard(function)
 
 
