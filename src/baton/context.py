@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
     # Only a type here: baton.tools builds on this module.
     from baton.tools.confirmation import ToolConfirmation
+    from baton.workflow.nodes import Node
 
 __all__ = [
     "ChildRuns",
@@ -460,6 +461,9 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # engine's contexts cost nothing more to make).
     error: BaseException | None = None
     error_node_path: str = ""
+    # The node this run runs (the reference's `ctx.node`); set by whoever makes the
+    # context for a run (a class default: None for a context made outside a run).
+    node: Node | None = None
     # A node run answers no function call: the reference's tool fields are empty here.
     function_call_id: str | None = None
     tool_confirmation: ToolConfirmation | None = None

@@ -435,3 +435,25 @@ def test_retry_jitter_moves_each_wait_either_way_within_max_delay() -> None:
     # The reference's default jitter (1.0) applies when none is given: waits vary.
     assert len({RetryConfig().delay(1) for _ in range(5)}) > 1
     assert RetryConfig(jitter=0, max_delay=5).delay(4) == 5
+
+
+async def test_a_node_run_reads_its_own_node_from_ctx_node_as_in_the_reference(
+    make_harness: MakeHarness,
+) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def child(ctx: Context, node_input: str) -> str:
+        assert ctx.node is not None
+        seen.append((type(ctx.node).__name__, ctx.node.name))
+        return node_input
+
+    async def caller(ctx: Context, node_input: str) -> str:
+        assert ctx.node is not None
+        seen.append((type(ctx.node).__name__, ctx.node.name))
+        return await ctx.run_node(FunctionNode(child, name="helper"), node_input)
+
+    step = FunctionNode(caller, name="step", rerun_on_resume=True)
+    h = await make_harness(Workflow(name="wf", edges=[("START", step)]))
+
+    assert outputs(await h.start("a")) == [("helper", "a"), ("step", "a")]
+    assert seen == [("FunctionNode", "step"), ("FunctionNode", "helper")]

@@ -639,6 +639,7 @@ def _context_for(
         state_schema=current_state_schema.get(),
         branch=record.branch,
     )
+    ctx.node = node
     return ctx
 
 

@@ -140,6 +140,7 @@ class NodeRunner:
             output=outcome.output,
             branch=outcome.branch,
         )
+        ctx.node = self._node
         routes = outcome.routes
         ctx.route = None if not routes else routes[0] if len(routes) == 1 else list(routes)
         return ctx
@@ -152,6 +153,7 @@ class NodeRunner:
             run_id=self._run_id,
             node_name=self._node.name,
         )
+        ctx.node = self._node
         ctx.error = failure.error
         ctx.error_node_path = failure.path
         return ctx
