@@ -662,6 +662,21 @@ def _v21_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(statement) for statement in ddl]
 
 
+def _v22_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
+    # Step 21 undone (see `schema.invocations`): PostgreSQL's recovery index holds the
+    # status again, so recovery's two reads find the running runs without walking the
+    # paused ones, which wait for people and can be many. Dropping a column does not
+    # rewrite the table on PostgreSQL; SQLite's and MySQL's column was computed when read.
+    ddl: list[str] = []
+    if dialect == "postgresql":
+        ddl += [
+            "CREATE INDEX ix_baton_invocations_status ON baton_invocations (status)",
+            _drop_index(dialect, "ix_baton_invocations_unfinished", "baton_invocations"),
+        ]
+    ddl.append("ALTER TABLE baton_invocations DROP COLUMN unfinished")
+    return [_ddl(statement) for statement in ddl]
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -703,6 +718,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         21,
         "runs that pause or resume rewrite their row in place on PostgreSQL",
         _v21_statements,
+    ),
+    Migration(
+        22,
+        "recovery finds running runs by their status again on PostgreSQL (step 21 undone)",
+        _v22_statements,
     ),
 )
 

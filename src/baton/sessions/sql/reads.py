@@ -18,7 +18,6 @@ from baton.events import Event
 from baton.sessions.paging import Position
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.schema import (
-    IS_RUNNING,
     IS_SESSION,
     event_from_row,
     events,
@@ -450,7 +449,7 @@ def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None
         interrupts.c.app_name.in_(app_names),
     )
     lapse = select(func.min(invocations.c.lease_expires_at)).where(
-        IS_RUNNING,
+        invocations.c.status == InvocationStatus.RUNNING.value,
         session_in_apps(invocations.c.session_pk, app_names),
     )
     row = connection.execute(select(deadline.scalar_subquery(), lapse.scalar_subquery())).one()

@@ -23,7 +23,6 @@ from sqlalchemy import (
     Boolean,
     Column,
     ColumnElement,
-    Computed,
     Double,
     ForeignKey,
     ForeignKeyConstraint,
@@ -48,10 +47,9 @@ from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.sql.ddl import BaseDDLElement
 
 from baton.events import Event
-from baton.sessions.store import InvocationStatus, SessionKey
+from baton.sessions.store import SessionKey
 
 __all__ = [
-    "IS_RUNNING",
     "IS_SESSION",
     "Json",
     "app_states",
@@ -79,9 +77,6 @@ __all__ = [
 ]
 
 metadata = MetaData()
-
-_RUNNING = InvocationStatus.RUNNING.value
-_PAUSED = InvocationStatus.PAUSED.value
 
 
 class Json(JSON):
@@ -200,31 +195,18 @@ invocations = Table(
     # The workflow's fingerprint, in `fingerprints` under this digest: a step rewrites
     # the row (PostgreSQL writes a new copy per UPDATE), so the graph is not in it.
     Column("fingerprint_digest", String(64), nullable=False, server_default=""),
-    # Whether the run may still go on (running or paused), computed by the database from
-    # `status`: what PostgreSQL's recovery index holds instead of the status itself.
-    # PostgreSQL stores it; SQLite and MySQL compute it when read (migration 21: SQLite
-    # cannot add a stored column, and no index there uses it).
-    Column(
-        "unfinished",
-        Boolean,
-        Computed(f"status IN ('{_RUNNING}', '{_PAUSED}')", persisted=True),
-    ),
-    # Recovery looks for running invocations whose lease expired. On PostgreSQL among the
-    # unfinished ones (few rows, filtered by status and sorted by their lease once found; a
-    # locking read locks only the rows it returns), so that no index holds a column a step
-    # or a lease changes: PostgreSQL then rewrites the row in place (a HOT update) instead
-    # of adding an entry to each of the table's three indexes. Migration 20 took the
-    # lease's columns out (a claim: 3 index entries and ~230 bytes of WAL fewer), migration
-    # 21 the status, which a run changes when it pauses and when an answer resumes it:
-    # of a HITL run's four updates of its row three are HOT, not one (6 index entries and
-    # ~470 bytes of WAL fewer); only the run's end, which leaves the index, is not. MySQL's
-    # locking read locks every row it reads before sorting them, so two workers
+    # Recovery looks for running invocations whose lease expired. On PostgreSQL by status
+    # alone (few rows, filtered and sorted by their lease once found; a locking read locks
+    # only the rows it returns): the lease's columns stay out of every index, so taking,
+    # renewing or releasing a lease changes no indexed column and PostgreSQL rewrites the
+    # row in place (a HOT update) instead of adding an entry to each of the table's three
+    # indexes (migration 20: a HITL run's claim, 3 index entries and ~230 bytes of WAL
+    # fewer). The status stays in it although a run that pauses or is resumed changes it
+    # (no HOT update then): an index of the unfinished runs instead (migration 21, undone
+    # by 22) made both recovery reads walk every paused run, and they can be many.
+    # MySQL's locking read locks every row it reads before sorting them, so two workers
     # recovering at once would not share the runs: it reads them in lease order.
-    Index(
-        "ix_baton_invocations_unfinished",
-        "created_at",
-        postgresql_where=text("unfinished"),
-    ).ddl_if(dialect="postgresql"),
+    Index("ix_baton_invocations_status", "status").ddl_if(dialect="postgresql"),
     Index("ix_baton_invocations_status_lease", "status", "lease_expires_at").ddl_if(
         callable_=_unless_on_postgresql
     ),
@@ -428,13 +410,6 @@ schema_version = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("version", Integer, nullable=False),
 )
-
-
-IS_RUNNING: ColumnElement[bool] = and_(
-    invocations.c.unfinished, invocations.c.status == InvocationStatus.RUNNING.value
-)
-"""The WHERE clause picking running invocations: `unfinished` first, which PostgreSQL's
-recovery index holds (its only index that can find them, see `invocations`)."""
 
 
 IS_SESSION: ColumnElement[bool] = and_(

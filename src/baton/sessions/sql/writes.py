@@ -43,7 +43,6 @@ from baton.sessions.sql.artifacts import delete_session_artifacts
 from baton.sessions.sql.dialect import SqlDialect
 from baton.sessions.sql.direct import UpdateReturning
 from baton.sessions.sql.schema import (
-    IS_RUNNING,
     IS_SESSION,
     events,
     fingerprints,
@@ -392,7 +391,7 @@ def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[An
     return (
         select(invocations.c.id, invocations.c.session_pk)
         .where(
-            IS_RUNNING,
+            invocations.c.status == InvocationStatus.RUNNING.value,
             dialect.in_apps(invocations.c.session_pk, request.app_names),
             lapsed,
         )
