@@ -734,34 +734,6 @@ class HttpOptions(ReferenceRepr, StrictWireModel):
     retry_options: HttpRetryOptions | None = None
 
 
-# Fields of the reference's config that only Gemini's own API takes: refused by name,
-# with what to do, rather than by pydantic's bare "extra inputs are not permitted".
-_GEMINI_ONLY: Final = frozenset(
-    {
-        "should_return_http_response",
-        "response_logprobs",
-        "logprobs",
-        "routing_config",
-        "model_selection_config",
-        "cached_content",
-        "response_modalities",
-        "media_resolution",
-        "speech_config",
-        "audio_timestamp",
-        "automatic_function_calling",
-        "image_config",
-        "enable_enhanced_civic_answers",
-        "model_armor_config",
-        "service_tier",
-        "audio_transcription_config",
-        "continuation_token",
-        "automatic_continuation",
-        "generation_output_config",
-        "store",
-    }
-)
-
-
 class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     """How the model should answer: instruction, tools, sampling, output format.
 
@@ -871,3 +843,11 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     def function_declarations(self) -> list[FunctionDeclaration]:
         """Every declared function, across `tools`, in order."""
         return [d for tool in self.tools for d in tool.function_declarations or []]
+
+
+# Fields of the reference's config that only Gemini's own API takes: refused by name,
+# with what to do, rather than by pydantic's bare "extra inputs are not permitted".
+# They are the reference's fields that baton's config does not have.
+_GEMINI_ONLY: Final = frozenset(GenerateContentConfig.reference_fields).difference(
+    GenerateContentConfig.model_fields
+)
