@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Final, final
+from typing import Final, TextIO, final
 
 from pydantic import JsonValue
 from rich.console import Console, Group
@@ -33,6 +33,7 @@ from baton.errors import (
 )
 from baton.events import REQUEST_INPUT_FUNCTION, Event
 from baton.history import EntryKind, TimelineEntry, acting_node, describe_event
+from baton.keyboard import read_typed_line
 from baton.runner import Runner
 from baton.sessions.store import Interrupt, InvocationStatus, SessionKey
 from baton.types import Content, SessionId
@@ -98,21 +99,25 @@ def _stdin_reader(_: str) -> str | None:
     return line.rstrip("\n") if line else None
 
 
-def prompt_reader(console: Console) -> ReadLine:
-    """Reads answers at a terminal prompt; Ctrl-C or Ctrl-D ends input (None), at once."""
+def prompt_reader(console: Console, stdin: TextIO | None = None) -> ReadLine:
+    """Reads answers at a terminal prompt (`stdin`, default sys.stdin); Ctrl-C or Ctrl-D
+    ends input (None), at once."""
 
     def read(prompt: str) -> str | None:
         # The command's asyncio.Runner takes SIGINT to cancel its task, which can only
         # happen once this blocking read returns (after Enter): while reading, Ctrl-C
-        # raises KeyboardInterrupt here instead.
+        # raises KeyboardInterrupt here instead, wherever it lands (see baton.keyboard).
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return console.input(f"[bold cyan]{prompt}[/] ")
-        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: stop asking, stay paused
-            console.print()
-            return None
+            console.print(f"[bold cyan]{prompt}[/] ", end="")
+            line = read_typed_line(stdin or sys.stdin)
+        except KeyboardInterrupt:
+            line = None
         finally:
             signal.signal(signal.SIGINT, previous)
+        if line is None:  # Ctrl-C or Ctrl-D: stop asking, stay paused
+            console.print()
+        return line
 
     return read
 

@@ -644,17 +644,38 @@ def test_a_bad_page_is_refused_naming_it(command: list[str], tmp_path: Path) -> 
     assert "--limit" in out
 
 
+# Widens the moment between the prompt appearing and the read starting: input() calls
+# PyOS_InputHook right before its read(2), and pause() returns once a signal has landed.
+LATE_READ = """import ctypes
+hook = ctypes.c_void_p.in_dll(ctypes.pythonapi, "PyOS_InputHook")
+hook.value = ctypes.cast(ctypes.CDLL(None).pause, ctypes.c_void_p).value
+"""
+
+
+@pytest.mark.parametrize("moment", ["reading", "before the read starts", "in another thread"])
 def test_ctrl_c_at_a_terminal_prompt_stops_at_once_and_says_how_to_resume(
-    tmp_path: Path,
+    tmp_path: Path, moment: str
 ) -> None:
     """At a real terminal (a pty), Ctrl-C at the prompt ends the command without Enter:
-    the command's event loop would otherwise only cancel its task once the read returned."""
+    the command's event loop would otherwise only cancel its task once the read returned.
+    Also when it lands after the prompt shows and before the read starts (input() then
+    read on, waiting for Enter: a CI run, whose test typed it at once), or when the kernel
+    hands the SIGINT to another of its threads (aiosqlite's), which interrupts no read."""
     args = [str(BATON), "run", APP, "taxi 12 EUR", "--db", str(tmp_path / "s.db")]
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    if moment == "before the read starts":
+        (tmp_path / "sitecustomize.py").write_text(LATE_READ)
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
     pid, fd = pty.fork()
     if pid == 0:  # the child: baton, with the pty as its terminal
-        os.execve(args[0], args, {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})
+        os.execve(args[0], args, env)
     seen = read_until(fd, "review_0>")
-    os.write(fd, b"\x03")  # Ctrl-C, as typed: the terminal sends SIGINT
+    if moment == "in another thread":  # kill(2) on a thread's id prefers that thread
+        os.kill(
+            min(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid), signal.SIGINT
+        )
+    else:
+        os.write(fd, b"\x03")  # Ctrl-C, as typed: the terminal sends SIGINT
     seen += read_until(fd, "baton web")
     _, status = os.waitpid(pid, 0)
     os.close(fd)

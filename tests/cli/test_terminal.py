@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -233,14 +236,29 @@ async def test_fields_are_checked_as_they_are_typed_and_ctrl_c_leaves_the_run_pa
     assert f"`baton resume {session_id} -p examples/`" in console.export_text()
 
 
-def test_ctrl_c_at_a_prompt_ends_input_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    console = Console(record=True, color_system=None)
+def test_a_prompt_reads_typed_lines_and_ctrl_c_ends_input_even_in_another_thread() -> None:
+    """A line typed is the answer; Ctrl-C ends input (None) at once, also when the SIGINT
+    lands in another thread, which interrupts no read of this one (input() waited on)."""
+    shown = threading.Event()
 
-    def interrupted(prompt: str = "", *, password: bool = False, stream: object = None) -> str:
-        raise KeyboardInterrupt
+    class Screen(io.StringIO):
+        def write(self, text: str) -> int:
+            shown.set()
+            return super().write(text)
 
-    monkeypatch.setattr(console, "input", interrupted)
-    assert prompt_reader(console)("review_0>") is None
+    read_end, write_end = os.pipe()
+    with open(read_end, encoding="utf-8") as stdin, open(write_end, "wb", 0) as keys:
+        read = prompt_reader(Console(file=Screen(), color_system=None), stdin)
+        keys.write(b"yes\n")
+        assert read("review_0>") == "yes"
+        shown.clear()
+        ctrl_c = threading.Thread(
+            target=lambda: shown.wait()
+            and signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        )
+        ctrl_c.start()
+        assert read("review_0>") is None
+        ctrl_c.join()
 
 
 def test_field_descriptions_are_shown_with_the_schema() -> None:
