@@ -408,6 +408,33 @@ async def test_sessions_an_older_baton_stored_under_padded_ids_can_be_read_and_d
     assert [(s.user_id, s.id, s.state) for s in listed.sessions] == [(USER, "s1", {"n": 1})]
 
 
+async def test_ids_differing_only_in_trailing_spaces_name_different_sessions(store: Store) -> None:
+    """An older baton stored 'trail ' (and user 'ann '); 'trail' is another session, and
+    each is read, listed and deleted only under its exact id (MariaDB's PAD SPACE
+    collation took 'trail' for 'trail ': the create collided, and a get read the other)."""
+    service = BaseSessionService(store)
+    for user, session in ((USER, "trail "), ("ann ", "s1")):  # the store takes any id
+        await store.create_session(APP, user, session_id=SessionId(session), state={"n": 1})
+    await service.create_session(app_name=APP, user_id=USER, session_id="trail", state={"n": 2})
+    await service.create_session(app_name=APP, user_id="ann", session_id="s1", state={"n": 2})
+
+    for user, session, n in ((USER, "trail", 2), (USER, "trail ", 1), ("ann", "s1", 2)):
+        found = await service.get_session(app_name=APP, user_id=user, session_id=session)
+        assert found is not None
+        assert (found.user_id, found.id, found.state) == (user, session, {"n": n})
+    listed = await service.list_sessions(app_name=APP, user_id="ann")
+    assert [(s.user_id, s.state) for s in listed.sessions] == [("ann", {"n": 2})]
+
+    await service.delete_session(app_name=APP, user_id=USER, session_id="trail")
+    await service.delete_session(app_name=APP, user_id="ann", session_id="s1")
+    assert await service.get_session(app_name=APP, user_id=USER, session_id="trail") is None
+    listed = await service.list_sessions(app_name=APP)
+    assert sorted((s.user_id, s.id, s.state) for s in listed.sessions) == [
+        ("ann ", "s1", {"n": 1}),
+        (USER, "trail ", {"n": 1}),
+    ]
+
+
 async def test_get_session_config_keeps_the_newest_events_from_a_timestamp_on(
     store: Store, clock: FakeClock
 ) -> None:

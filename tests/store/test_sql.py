@@ -27,6 +27,7 @@ from baton import types
 from baton.artifacts import SqliteArtifactService
 from baton.database_memory import SqliteMemoryService
 from baton.errors import ExtraNotInstalledError, InvocationBusyError
+from baton.sessions.artifacts import ArtifactKey, ArtifactSave
 from baton.sessions.services import (
     BaseSessionService,
     DatabaseSessionService,
@@ -531,7 +532,7 @@ async def test_migration_22_undoes_21_and_recovery_finds_only_the_running_run(
         assert await _migrate(database, up_to=21) == [21]
         unfinished = await database.transact(_unfinished_runs, write=False)
         at_21 = await database.transact(_index_definitions, write=False)
-        assert await _migrate(database) == [22]
+        assert await _migrate(database, up_to=22) == [22]
         shape = await database.transact(_schema_shape, write=False)
         indexes = await database.transact(_index_definitions, write=False)
     assert unfinished == {"inv-old": True, "inv-paused": True, "inv-done": False}
@@ -571,6 +572,49 @@ def _unfinished_runs(connection: Connection) -> dict[str, bool]:
     """Step 21's computed column, by run (it is gone from `schema` since step 22)."""
     rows = connection.execute(text("SELECT id, unfinished FROM baton_invocations"))
     return {str(ident): bool(unfinished) for ident, unfinished in rows}
+
+
+async def test_migration_23_tells_ids_apart_by_their_trailing_spaces(
+    store_url: str, clock: FakeClock
+) -> None:
+    """A database of step 22 holding session 'trail ' (an older baton's): after step 23
+    session 'trail' can be created beside it (MySQL's unique key took them for one), and
+    each session and its artifacts are found under exactly its id."""
+    async with _database(store_url) as database:
+        await _migrate(database, up_to=22)
+        await database.transact(_seed_padded_session, write=True)
+        assert await _migrate(database) == [23]
+        shape = await database.transact(_schema_shape, write=False)
+    store = SqlStore(store_url, clock=clock)
+    try:
+        await _save_artifact(store, "trail ", "old.txt")
+        await store.create_session(APP, USER, session_id=SessionId("trail"), state={"n": 2})
+        await _save_artifact(store, "trail", "new.txt")
+        for session, n, name in (("trail", 2, "new.txt"), ("trail ", 1, "old.txt")):
+            found = await store.get_session(key(session))
+            assert found is not None
+            assert (found.id, found.state) == (session, {"n": n})
+            assert await store.list_artifact_names(APP, USER, session) == [name]
+        await store.delete_session(key("trail"))
+        assert await store.get_session(key("trail")) is None
+        assert [s.id for s in await store.list_sessions(APP, USER)] == ["trail "]
+    finally:
+        await store.close()
+    assert shape == _declared_shape(store_url)
+
+
+def _seed_padded_session(connection: Connection) -> None:
+    connection.execute(
+        text(
+            "INSERT INTO baton_sessions (app_name, user_id, session_id, state, updated_at) "
+            f"VALUES ('{APP}', '{USER}', 'trail ', '{{\"n\": 1}}', 1.0)"
+        )
+    )
+
+
+async def _save_artifact(store: SqlStore, session: str, filename: str) -> None:
+    name = ArtifactKey(APP, USER, session, filename)
+    await store.save_artifact(ArtifactSave(name, b'{"text": "x"}', "text/plain"))
 
 
 _RUNNING = 20

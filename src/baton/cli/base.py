@@ -212,7 +212,7 @@ async def find_session(catalog: AppCatalog, user: str | None, session_id: str) -
             found += [session] if session is not None else []
         else:
             found += await store.list_sessions(name, session_id=SessionId(session_id))
-    # MySQL ignores trailing spaces when it compares: 's1 ' finds 's1', which is not it.
+    # MySQL before 8.0.17 ignores trailing spaces (migration 23): 's1 ' finds 's1'.
     found = [s for s in found if s.id == session_id]
     if len(found) > 1:
         owners = ", ".join(sorted(f"{s.app_name}/{s.user_id}" for s in found))

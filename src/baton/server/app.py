@@ -655,7 +655,7 @@ async def _session(server: _Server, key: SessionKey, *, with_events: bool = True
     server.catalog.runner(key.app_name)
     store = server.catalog.session_service.store
     session = await store.get_session(key, with_events=with_events)
-    # MySQL ignores trailing spaces when it compares: 's1 ' finds 's1', which is not it.
+    # MySQL before 8.0.17 ignores trailing spaces (migration 23): 's1 ' finds 's1'.
     if session is None or session.id != key.session_id or session.user_id != key.user_id:
         raise SessionNotFoundError(
             f"session '{key.session_id}' of user '{key.user_id}' does not exist in app "

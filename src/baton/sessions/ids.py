@@ -51,7 +51,7 @@ def check_id(field: str, value: str) -> None:
         InvalidIdError: naming `field`, the rule broken and where.
     """
     check_stored_id(field, value)
-    # MySQL compares text ignoring trailing spaces ("s1 " would find session "s1") and
+    # MySQL before 8.0.17 compares text ignoring trailing spaces ("s1 " finds "s1") and
     # the reference strips ids on some backends: a padded id would name a different
     # session depending on where it is stored.
     if value != value.strip(" "):

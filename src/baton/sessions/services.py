@@ -129,7 +129,7 @@ class BaseSessionService:
     ) -> Session:
         """The session an older baton stored under names starting or ending with a space
         (refused since 69baf3c), found under exactly those names: it stays readable and
-        deletable. MySQL ignores trailing spaces when it compares, so a session found
+        deletable. MySQL before 8.0.17 ignores trailing spaces, so a session found
         under other names is not it.
 
         Raises:

@@ -13,8 +13,9 @@ What differs from PostgreSQL:
   poll every second, as on SQLite (`wakes_other_processes` is False).
 - DDL commits by itself, so migrations hold a named lock (GET_LOCK) instead of a
   transaction's.
-- Text is stored as utf8mb4 with binary collation (see `schema.binary_text`): ids
-  compare by their characters, as on SQLite and PostgreSQL, not case-insensitively.
+- Text is stored as utf8mb4 with a binary NO PAD collation (`schema.binary_text`, then
+  migration 23): ids compare by their characters, as on SQLite and PostgreSQL, not
+  case-insensitively, and trailing spaces count.
 """
 
 from __future__ import annotations

@@ -677,6 +677,51 @@ def _v22_statements(dialect: str) -> Sequence[ExecutableDDLElement]:
     return [_ddl(statement) for statement in ddl]
 
 
+# Every baton table at step 22.
+_V23_TABLES = (
+    "baton_sessions",
+    "baton_events",
+    "baton_invocations",
+    "baton_fingerprints",
+    "baton_interrupts",
+    "baton_artifacts",
+    "baton_question_checkpoints",
+    "baton_notifications",
+    "baton_notification_receivers",
+    "baton_memories",
+    "baton_memory_words",
+    "baton_forgotten_memories",
+    "baton_app_states",
+    "baton_user_states",
+    "baton_schema_version",
+)
+
+# The binary collations that compare trailing spaces: MariaDB's, then MySQL 8.0.17's.
+_V23_NO_PAD = ("utf8mb4_nopad_bin", "utf8mb4_0900_bin")
+
+
+def _v23_statements(dialect: str) -> Sequence[DataChange]:
+    # utf8mb4_bin is a PAD SPACE collation: 'trail' equals 'trail ', which an older baton
+    # stored (ids may not end with a space since 69baf3c). A unique key took the two for
+    # one session, and every lookup by id read either. A NO PAD binary collation compares
+    # ids exactly, as SQLite and PostgreSQL do, with no cost to a query: it reads the
+    # same index. Converting rewrites each table, once.
+    return [_v23_compare_trailing_spaces] if dialect == "mysql" else []
+
+
+def _v23_compare_trailing_spaces(connection: Connection) -> None:
+    names = ", ".join(f"'{name}'" for name in _V23_NO_PAD)
+    query = "SELECT collation_name FROM information_schema.collations WHERE collation_name IN "
+    offered = set(connection.scalars(text(f"{query}({names})")))
+    found = [name for name in _V23_NO_PAD if name in offered]
+    if not found:  # MySQL before 8.0.17: trailing spaces stay ignored
+        return
+    for table in _V23_TABLES:
+        connection.execute(
+            text(f"ALTER TABLE {table} CONVERT TO CHARACTER SET utf8mb4 COLLATE {found[0]}")
+        )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, invocations, interrupts and leases", _v1_statements),
     Migration(2, "leases on invocations with fencing tokens; interrupt deadlines", _v2_statements),
@@ -723,6 +768,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         22,
         "recovery finds running runs by their status again on PostgreSQL (step 21 undone)",
         _v22_statements,
+    ),
+    Migration(
+        23,
+        "ids that differ only in trailing spaces are different ids on MySQL",
+        _v23_statements,
     ),
 )
 

@@ -480,9 +480,9 @@ def session_params(key: SessionKey) -> dict[str, str]:
 
 def binary_text(table: Table) -> Table:
     """`table`, stored on MySQL as utf8mb4 with binary collation: ids compare by their
-    characters (case and accents count), as on SQLite and PostgreSQL; only trailing
-    spaces are still ignored, as in every MySQL collation. Other databases ignore these
-    options."""
+    characters (case and accents count), as on SQLite and PostgreSQL. Migration 23 then
+    makes it the NO PAD one, where trailing spaces count too (its name differs between
+    MariaDB and MySQL, so steps write this one). Other databases ignore these options."""
     table.dialect_kwargs.update(mysql_charset="utf8mb4", mysql_collate="utf8mb4_bin")
     return table
 
