@@ -306,8 +306,10 @@ def test_event_actions_take_the_reference_s_empty_fields_and_refuse_their_values
         '{"requestedAuthConfigs": {}, "transferReason": null}'
     )
     assert exported.to_wire() == {"stateDelta": {}, "artifactDelta": {}}
-    with pytest.raises(ValidationError, match="EventActions.requested_auth_configs is a field of"):
-        EventActions.model_validate({"requestedAuthConfigs": {"c1": {}}})
+    with pytest.raises(ValidationError, match="EventActions.compaction is a field of"):
+        EventActions.model_validate({"compaction": {"startTimestamp": 1}})
+    asked = EventActions.model_validate({"requestedAuthConfigs": {"c1": {"credentialKey": "k"}}})
+    assert asked.to_wire()["requestedAuthConfigs"] == {"c1": {"credentialKey": "k"}}
 
 
 def test_event_code_written_for_the_reference_reads_its_empty_maps_and_helpers() -> None:

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 import pydantic_core
 from pydantic import JsonValue
 
+from baton.auth.auth_flow import answered_config
 from baton.errors import InvalidResponseError
+from baton.events import REQUEST_CREDENTIAL_FUNCTION
 from baton.sessions.store import Interrupt
 
 if TYPE_CHECKING:
@@ -37,7 +39,9 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
     terminal or a form reaches an integer schema as 42). An optional property (not
     in its object's `required`) that arrives as null, where its schema does not
     accept null, is treated as absent: forms send null for every field left empty.
-    The answer without those keys is what is validated and returned.
+    The answer without those keys is what is validated and returned. An answer to a
+    credential request is read and checked whole (see `answered_config`): what is kept is
+    the request's AuthConfig with the user's credential in it.
 
     Raises:
         InvalidResponseError: the answer does not match; names the interrupt and the problem.
@@ -54,6 +58,8 @@ def validate_answer(row: Interrupt, value: JsonValue) -> JsonValue:
         validator.iter_errors(value)  # pyright: ignore[reportUnknownMemberType] -- the stubs leave `instance` untyped
     )
     if not errors:
+        if row.function_name == REQUEST_CREDENTIAL_FUNCTION:
+            return answered_config(row.payload, value)
         return value
     error = _most_relevant(errors)
     where = "/".join(str(p) for p in error.absolute_path) or "the answer"

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope
+from baton.auth.auth_credential import AuthCredential
+from baton.auth.auth_flow import stored_credential
+from baton.auth.auth_tool import AuthConfig, checked_config
 from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
@@ -26,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: baton.tools builds on this module.
     from baton.tools.confirmation import ToolConfirmation
 
-__all__ = ["CallbackContext", "ToolState"]
+__all__ = ["CallbackContext", "ToolState", "refuse_credential_request"]
 
 
 class ToolState(UndeletableKeys, StatePrefixes, MutableMapping[str, JsonValue]):
@@ -225,40 +228,56 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
         """The artifacts the context reaches (its session's and its user's)."""
         return self._artifact_scope
 
-    async def save_credential(self, auth_config: object) -> NoReturn:
-        """The reference's credential store; baton has no credential service.
+    async def save_credential(self, auth_config: AuthConfig) -> None:
+        """Keep `auth_config.exchanged_auth_credential` in the Runner's credential service,
+        under `auth_config.credential_key`, for this user.
 
         Raises:
-            NoCredentialServiceError: always.
+            NoCredentialServiceError: the Runner has no credential service.
         """
-        refuse_credentials("save_credential")
+        service = self._invocation_context.credential_service
+        if service is None:
+            refuse_credentials("save_credential")
+        await service.save_credential(checked_config(auth_config, "save_credential"), self)
 
-    async def load_credential(self, auth_config: object) -> NoReturn:
-        """The reference's credential store; baton has no credential service.
+    async def load_credential(self, auth_config: AuthConfig) -> AuthCredential | None:
+        """The credential the Runner's credential service keeps under
+        `auth_config.credential_key` for this user, or None.
 
         Raises:
-            NoCredentialServiceError: always.
+            NoCredentialServiceError: the Runner has no credential service.
         """
-        refuse_credentials("load_credential")
+        service = self._invocation_context.credential_service
+        if service is None:
+            refuse_credentials("load_credential")
+        return await service.load_credential(checked_config(auth_config, "load_credential"), self)
 
-    def get_auth_response(self, auth_config: object) -> NoReturn:
-        """The reference's answer to an auth request; baton has no auth flow.
+    def get_auth_response(self, auth_config: AuthConfig) -> AuthCredential | None:
+        """The credential a user gave for `auth_config`, as the session state holds it
+        (`temp:<credential_key>` or `<credential_key>`), or None. A tool's context also
+        has the answer to its own `request_credential`."""
+        return stored_credential(checked_config(auth_config, "get_auth_response"), self.state)
+
+    def request_credential(self, auth_config: AuthConfig) -> None:
+        """Ask the user for a credential for the function call this context belongs to;
+        only a `ToolContext` belongs to one.
 
         Raises:
-            NoCredentialServiceError: always.
+            ValueError: this context belongs to no function call.
         """
-        refuse_credentials("get_auth_response")
-
-    def request_credential(self, auth_config: object) -> NoReturn:
-        """The reference's auth request for a tool call; baton has no auth flow.
-
-        Raises:
-            NoCredentialServiceError: always.
-        """
-        refuse_credentials("request_credential")
+        refuse_credential_request(type(self).__name__)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(agent_name={self.agent_name!r})"
+
+
+def refuse_credential_request(context: str) -> NoReturn:
+    """Raise the error `request_credential` raises outside a tool call."""
+    raise ValueError(
+        f"request_credential needs the function call it belongs to, and this {context} has "
+        "none; call it from a tool the model called, or keep credentials with "
+        "save_credential / load_credential."
+    )
 
 
 def _stand_in(

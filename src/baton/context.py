@@ -30,6 +30,8 @@ from baton.ui_widget import UiWidget, add_ui_widget
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Tracer
 
+    from baton.auth.credential_service import BaseCredentialService
+
     # Only a type here: baton.tools builds on this module.
     from baton.tools.confirmation import ToolConfirmation
     from baton.workflow.nodes import Node
@@ -132,6 +134,8 @@ class InvocationContext:
         commit: lands a step (default: none; a caller-built context stores nothing).
         artifact_service: where `save_artifact` / `load_artifact` keep files.
         memory_service: the user's memory (`search_memory`, `add_session_to_memory`).
+        credential_service: where `save_credential` / `load_credential` keep users'
+            credentials (`Runner(credential_service=...)`).
         plugins: the Runner's plugins.
         run_config: what the call asked for (a `RunConfig`; default `RunConfig()`).
         agent, session_service: kept for code written for the reference.
@@ -160,6 +164,7 @@ class InvocationContext:
         agent_name: str = "",
         artifact_service: BaseArtifactService | None = None,
         memory_service: BaseMemoryService | None = None,
+        credential_service: BaseCredentialService | None = None,
         plugins: PluginManager = NO_PLUGINS,
         tracer: Tracer | None = None,
         agent: object = None,
@@ -186,6 +191,7 @@ class InvocationContext:
         self.agent_name = agent_name or str(getattr(agent, "name", ""))
         self.artifact_service = artifact_service
         self.memory_service = memory_service
+        self.credential_service = credential_service
         self.plugins = plugins
         self.session_service = session_service
         self.resumability_config = resumability_config

@@ -279,8 +279,8 @@ class ExtraNotInstalledError(BatonError, ImportError):
 
 
 class NoCredentialServiceError(BatonError, ValueError):
-    """A context's credential method was called: baton has no credential service (the
-    reference's `get_credential`, `request_credential`, `load_credential`, ...)."""
+    """`save_credential` / `load_credential` were called and the Runner has no
+    credential service, or `get_credential` (which baton resolves nothing for)."""
 
 
 class StateDeleteError(BatonError, AttributeError, TypeError):

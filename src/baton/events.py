@@ -42,7 +42,9 @@ __all__ = [
     "ASSIGNEES_KEY",
     "CONFIRMATION_SCHEMA",
     "JSON_SCALARS",
+    "ONE_ANSWER_FUNCTIONS",
     "REQUEST_CONFIRMATION_FUNCTION",
+    "REQUEST_CREDENTIAL_FUNCTION",
     "REQUEST_INPUT_FUNCTION",
     "RESPONSE_SCHEMAS_KEY",
     "TASK_REPLY_FUNCTION",
@@ -75,6 +77,17 @@ its long-running calls (call id -> user id), for the interrupt index."""
 
 REQUEST_CONFIRMATION_FUNCTION: Final = "adk_request_confirmation"
 """The function name under which a tool's confirmation request reaches clients."""
+
+REQUEST_CREDENTIAL_FUNCTION: Final = "adk_request_credential"
+"""The function name under which a tool's request for a user's credential reaches clients
+(args `functionCallId` and `authConfig`, as the reference's)."""
+
+ONE_ANSWER_FUNCTIONS: Final = (
+    REQUEST_INPUT_FUNCTION,
+    REQUEST_CONFIRMATION_FUNCTION,
+    REQUEST_CREDENTIAL_FUNCTION,
+)
+"""Questions one answer settles: a progress update (`will_continue`) to them is refused."""
 
 TASK_REPLY_FUNCTION: Final = "baton_task_reply"
 """The function name of the interrupt a task agent's question opens (a model reply that
@@ -194,22 +207,16 @@ def _refuse_a_value(value: object, info: ValidationInfo) -> None:
         return None
     raise ValueError(
         f"EventActions.{info.field_name} is a field of the reference's EventActions that "
-        "baton does not support (auth requests, compaction, a forced model response); leave "
+        "baton does not support (compaction, a forced model response); leave "
         "it out."
     )
 
 
 # A field the reference's EventActions has and baton's does not: empty, it is accepted and
-# not kept (the reference's session exports carry "requestedAuthConfigs": {} on every
-# event); with a value, it is refused by name. Any other unknown field is refused too.
+# not kept (the reference's session exports carry them empty on every event); with a
+# value, it is refused by name. Any other unknown field is refused too.
 _ReferenceOnly: TypeAlias = Annotated[
     None, BeforeValidator(_refuse_a_value), Field(exclude=True, repr=False)
-]
-# The same for a field the reference defaults to {} (code reading it gets {} too).
-_ReferenceOnlyMap: TypeAlias = Annotated[
-    dict[str, JsonValue],
-    BeforeValidator(lambda value, info: _refuse_a_value(value, info) or {}),  # pyright: ignore[reportUnknownLambdaType] -- pydantic's validator signature
-    Field(exclude=True, repr=False),
 ]
 
 
@@ -233,7 +240,11 @@ class EventActions(StrictWireModel):
     # Set only on the event `Runner.rewind_async` appends: every event from this
     # invocation's first one up to the rewind event no longer counts (`live_events`).
     rewind_before_invocation_id: str | None = None
-    requested_auth_configs: _ReferenceOnlyMap = Field(default_factory=dict[str, JsonValue])
+    # The credentials the event's tool calls asked for (`tool_context.request_credential`),
+    # by call id: each an AuthConfig's JSON, without the agent's secrets.
+    requested_auth_configs: dict[str, JsonValue] = Field(
+        default_factory=dict[str, JsonValue], exclude_if=operator.not_
+    )
     compaction: _ReferenceOnly = None
     # Widgets a client shows beside the event (`render_ui_widget`), in the order rendered.
     render_ui_widgets: list[UiWidget] | None = None

@@ -63,6 +63,8 @@ from baton.workflow.nodes import Node
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from opentelemetry.trace import Span
 
+    from baton.auth.credential_service import BaseCredentialService
+
 __all__ = ["InvocationRun", "PlanKind", "RunEvents", "RunPlan", "RunSettings"]
 
 
@@ -128,6 +130,7 @@ class RunSettings:
     lease_ttl: timedelta
     artifact_service: BaseArtifactService | None = None
     memory_service: BaseMemoryService | None = None
+    credential_service: BaseCredentialService | None = None
     plugins: PluginManager = NO_PLUGINS
     # The Runner's, for the reference's `ctx._invocation_context.session_service`.
     session_service: object = None
@@ -187,6 +190,7 @@ class InvocationRun:
             agent_name=settings.root.name,
             artifact_service=settings.artifact_service,
             memory_service=settings.memory_service,
+            credential_service=settings.credential_service,
             plugins=settings.plugins,
             session_service=settings.session_service,
             run_config=run_config,

@@ -36,7 +36,7 @@ from baton.errors import (
     UnknownInterruptError,
 )
 from baton.events import (
-    REQUEST_CONFIRMATION_FUNCTION,
+    ONE_ANSWER_FUNCTIONS,
     REQUEST_INPUT_FUNCTION,
     TASK_REPLY_FUNCTION,
     task_reply,
@@ -623,10 +623,10 @@ def _check_progress(row: Interrupt) -> None:
     """Refuse `will_continue` for anything but an agent's long-running tool call.
 
     Raises:
-        InvalidMessageError: the interrupt is a question or a confirmation, which one
-            answer settles.
+        InvalidMessageError: the interrupt is a question, a confirmation or a credential
+            request, which one answer settles.
     """
-    if row.function_name in (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION):
+    if row.function_name in ONE_ANSWER_FUNCTIONS:
         raise InvalidMessageError(
             f"interrupt '{row.interrupt_id}' ({row.function_name}) takes one answer; "
             "will_continue (a progress update, more responses to follow) is for a "

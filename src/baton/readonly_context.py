@@ -89,6 +89,11 @@ class ReadonlyContext:
         return self._invocation_context.user_id
 
     @property
+    def app_name(self) -> str:
+        """The app's name (a credential service keeps credentials by app and user)."""
+        return self._invocation_context.app_name
+
+    @property
     def run_config(self) -> RunConfig:
         """What the run was asked for (`run_async(run_config=...)`)."""
         return self._invocation_context.run_config
@@ -106,20 +111,29 @@ class ReadonlyContext:
         return self._invocation_context.is_aborted
 
     def get_credential(self, key: str) -> NoReturn:
-        """The reference's resolved credential by key; baton has no credential service.
+        """The reference's credential resolved for a tool that declares its auth config
+        (its `CredentialManager`); baton resolves none that way.
 
         Raises:
-            NoCredentialServiceError: always.
+            NoCredentialServiceError: always; a tool asks with
+                `tool_context.request_credential(auth_config)` and reads the answer with
+                `get_auth_response(auth_config)`, or `load_credential(auth_config)`.
         """
-        refuse_credentials("get_credential")
+        raise NoCredentialServiceError(
+            f"get_credential('{key}') reads a credential the reference resolves for a tool "
+            "that declares its auth config, which baton does not do; in the tool, call "
+            "tool_context.get_auth_response(auth_config) (and request_credential when it "
+            "returns None), or load_credential(auth_config) with a Runner credential_service."
+        )
 
 
 def refuse_credentials(method: str) -> NoReturn:
-    """Raise the error every credential method raises: baton has no credential service."""
+    """Raise the error `save_credential` / `load_credential` raise without a credential
+    service."""
     raise NoCredentialServiceError(
-        f"{method} needs a credential service, which baton does not have (the reference's "
-        "BaseCredentialService and auth flow are not supported); pass the credential to the "
-        "tool yourself, e.g. from an environment variable or the session state."
+        f"{method} needs a credential service, and the Runner was given none; pass "
+        "Runner(credential_service=InMemoryCredentialService()) (or "
+        "SessionStateCredentialService(), from baton.auth.credential_service)."
     )
 
 

@@ -27,6 +27,7 @@ from baton.agents import BaseAgent, LlmAgent
 from baton.agents.first_instructions import check_first_instructions
 from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
+from baton.auth.credential_service import BaseCredentialService
 from baton.blocking import LoopThread
 from baton.database_memory import memory_in
 from baton.debug_print import print_event
@@ -158,6 +159,10 @@ class Runner:
             tools use. None: in the sessions' database when it is SQL
             (`baton.database_memory.SqlMemoryService`); with sessions in memory, none
             (the calls raise, as in the reference).
+        credential_service: where tools' `save_credential` / `load_credential` keep the
+            credentials users gave them (`baton.auth.credential_service`'s
+            `InMemoryCredentialService`, `SessionStateCredentialService`, or your own
+            `BaseCredentialService`). None: those calls raise, as in the reference.
         plugins: runner-wide callbacks (`baton.plugins.BasePlugin`), asked before the
             agents' own; or give them as `App(plugins=[...])`, not both.
         plugin_close_timeout: seconds each plugin's `close()` may take when the runner
@@ -182,6 +187,7 @@ class Runner:
         plugins: Sequence[BasePlugin] | None = None,
         plugin_close_timeout: float = 5.0,
         memory_service: BaseMemoryService | None = None,
+        credential_service: BaseCredentialService | None = None,
         auto_create_session: bool = False,
         lease_ttl: timedelta = timedelta(seconds=30),
         worker_id: str | None = None,
@@ -213,6 +219,7 @@ class Runner:
         self.memory_service = (
             memory_service if memory_service is not None else memory_in(session_service.store)
         )
+        self.credential_service = _checked_credential_service(credential_service)
         self.plugin_manager = PluginManager(
             plugins if plugins is not None else app.plugins, close_timeout=plugin_close_timeout
         )
@@ -847,6 +854,7 @@ class Runner:
             lease_ttl=self.lease_ttl,
             artifact_service=self.artifact_service,
             memory_service=self.memory_service,
+            credential_service=self.credential_service,
             plugins=self.plugin_manager,
             session_service=self.session_service,
         )
@@ -966,6 +974,16 @@ class InMemoryRunner(Runner):
     def session_service(self, service: BaseSessionService) -> None:
         assert isinstance(service, InMemorySessionService)
         self._sessions = service
+
+
+def _checked_credential_service(service: object) -> BaseCredentialService | None:
+    if service is None or isinstance(service, BaseCredentialService):
+        return service
+    raise TypeError(
+        f"credential_service must be a baton credential service (InMemoryCredentialService(), "
+        f"SessionStateCredentialService(), or a BaseCredentialService subclass from "
+        f"baton.auth.credential_service), got {type(service).__name__}."
+    )
 
 
 def _checked_artifact_service(service: object) -> BaseArtifactService | None:

@@ -134,29 +134,32 @@ async def test_is_aborted_tells_a_tool_its_caller_aborted_the_run() -> None:
     assert seen == [False, True]
 
 
-async def test_credential_methods_name_the_missing_credential_service() -> None:
+async def test_credential_methods_name_what_is_missing() -> None:
     failures: dict[str, str] = {}
 
     async def sign_in(tool_context: ToolContext) -> str:
         """Signs in."""
         attempts: dict[str, Callable[[], object]] = {
             "get_credential": lambda: tool_context.get_credential("k"),
-            "request_credential": lambda: tool_context.request_credential(object()),
-            "get_auth_response": lambda: tool_context.get_auth_response(object()),
+            "request_credential": lambda: tool_context.request_credential(object()),  # pyright: ignore[reportArgumentType] -- the wrong type is the point
+            "get_auth_response": lambda: tool_context.get_auth_response(object()),  # pyright: ignore[reportArgumentType] -- the wrong type is the point
         }
         for name, attempt in attempts.items():
-            with pytest.raises(NoCredentialServiceError) as caught:
+            with pytest.raises((NoCredentialServiceError, TypeError)) as caught:
                 attempt()
-            failures[name] = str(caught.value)
-        with pytest.raises(NoCredentialServiceError):
-            await tool_context.load_credential(object())
+            failures[name] = f"{type(caught.value).__name__}: {caught.value}"
+        with pytest.raises(NoCredentialServiceError, match="the Runner was given none"):
+            await tool_context.load_credential(object())  # pyright: ignore[reportArgumentType] -- no service is checked first
         return "ok"
 
     model = ScriptedModel([FunctionCall(name="sign_in", args={}, id="c1"), "done"])
     await run_once(LlmAgent(name="a", model=model, tools=[sign_in]))
-    assert set(failures) == {"get_credential", "request_credential", "get_auth_response"}
-    for name, said in failures.items():
-        assert said.startswith(f"{name} needs a credential service, which baton does not have")
+    assert failures["get_credential"].startswith("NoCredentialServiceError: get_credential('k')")
+    for name in ("request_credential", "get_auth_response"):
+        assert failures[name] == (
+            f"TypeError: {name} takes an AuthConfig (from baton.auth.auth_tool: its "
+            "auth_scheme and raw_auth_credential), got object."
+        )
     assert isinstance(NoCredentialServiceError("x"), ValueError)
 
 

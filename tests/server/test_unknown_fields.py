@@ -42,9 +42,9 @@ async def test_a_session_s_events_ignore_an_unknown_event_field(start_live: Star
     [
         {"author": "user", "content": _BAD_PART},
         {"author": "user", "actions": {"bogus": 1}},
-        {"author": "user", "actions": {"requestedAuthConfigs": {"c1": {"authScheme": "x"}}}},
+        {"author": "user", "actions": {"compaction": {"startTimestamp": 1}}},
     ],
-    ids=["part", "actions", "auth-request"],
+    ids=["part", "actions", "compaction"],
 )
 async def test_a_session_s_events_refuse_unknown_fields_inside(
     start_live: StartLive, event: dict[str, object]
@@ -53,7 +53,7 @@ async def test_a_session_s_events_refuse_unknown_fields_inside(
     body = {"sessionId": "s1", "events": [event]}
     r = await live.client.post("/apps/approval/users/u/sessions", json=body)
     assert r.status_code == 422, r.text
-    assert "bogus" in r.text or "requested_auth_configs" in r.text
+    assert "bogus" in r.text or "compaction" in r.text
     missing = await live.client.get("/apps/approval/users/u/sessions/s1")
     assert missing.status_code == 404
 

@@ -587,7 +587,7 @@ def test_credentials_baton_cannot_use_by_itself_are_refused_naming_what_is_missi
     )
     in_query = APIKey(**{"in": APIKeyIn.query}, name="key")  # pyright: ignore[reportArgumentType]
     api_key = AuthCredential(auth_type=AuthCredentialTypes.API_KEY, api_key="k")
-    consent = r"oauth2 credential needs a user's consent .* baton has no credential service"
+    consent = r"oauth2 credential needs a user's consent .* a toolset asks no user for consent"
     with pytest.raises(NotImplementedError, match=consent):
         build(OAuth2(flows=OAuthFlows()), oauth2)
     with pytest.raises(NotImplementedError, match="service account needs exchanging"):

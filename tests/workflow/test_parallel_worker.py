@@ -407,5 +407,5 @@ def test_node_takes_auth_config_none_and_refuses_a_credential_request() -> None:
 
     # The reference's signature default, which code spelling every option passes.
     assert node(auth_config=None)(f).name == "f"
-    with pytest.raises(NoCredentialServiceError, match="no credential service"):
+    with pytest.raises(NoCredentialServiceError, match="which baton does not do for workflow"):
         node(f, auth_config={"auth_scheme": "oauth2"})

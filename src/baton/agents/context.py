@@ -146,6 +146,7 @@ class AgentContext(InvocationContext):
             agent_name=ic.agent_name,
             artifact_service=ic.artifact_service,
             memory_service=ic.memory_service,
+            credential_service=ic.credential_service,
             plugins=ic.plugins,
             session_service=ic.session_service,
             run_config=ic.run_config,

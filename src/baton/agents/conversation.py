@@ -24,8 +24,8 @@ from collections.abc import Collection, Sequence
 from pydantic import JsonValue
 
 from baton.agents.quotation import quoted_turn
-from baton.events import REQUEST_CONFIRMATION_FUNCTION, Event
-from baton.tools.confirmation import call_keys, confirmation_id
+from baton.events import Event
+from baton.tools.confirmation import call_keys, is_person_request, request_ids
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 
 __all__ = ["conversation", "input_text", "is_visible", "match_responses"]
@@ -88,7 +88,7 @@ def conversation(
         for e in visible
         if e.author == agent
         for c in e.function_calls
-        if c.id and c.name != REQUEST_CONFIRMATION_FUNCTION
+        if c.id and not is_person_request(c.name)
     }
     answers = _answers(visible, own_calls)
     requests = {
@@ -96,7 +96,7 @@ def conversation(
         for e in visible
         if e.author == agent
         for c in e.function_calls
-        if c.id and c.name == REQUEST_CONFIRMATION_FUNCTION
+        if c.id and is_person_request(c.name)
     }
     unanswered: dict[str, list[tuple[int, int, Part]]] = {r: [] for r in requests}
     confirmations = unanswered | _answers(visible, requests)
@@ -148,9 +148,10 @@ def _responses(event: Event) -> list[FunctionResponse]:
 
 
 def _is_confirmation(event: Event) -> bool:
-    """Whether `event` asks a person to confirm a call, or answers such a request."""
+    """Whether `event` asks a person to confirm a call (or for a credential), or answers
+    such a request."""
     names = [c.name for c in event.function_calls] + [r.name for r in _responses(event)]
-    return REQUEST_CONFIRMATION_FUNCTION in names
+    return any(is_person_request(name) for name in names)
 
 
 def _answers(
@@ -202,13 +203,9 @@ def _responses_to(
     to confirm them, `confirmations`: by request id, none yet: []), wherever it was
     recorded.
     """
-    calls = [
-        c
-        for c in event.function_calls
-        if c.id in answers and c.name != REQUEST_CONFIRMATION_FUNCTION
-    ]
+    calls = [c for c in event.function_calls if c.id in answers and not is_person_request(c.name)]
     ids = dict.fromkeys(c.id or "" for c in calls)
-    asked = [r for r in map(confirmation_id, call_keys(calls)) if r in confirmations]
+    asked = [r for key in call_keys(calls) for r in request_ids(key, confirmations)]
     found = sorted(
         [*(a for i in ids for a in answers[i]), *(a for r in asked for a in confirmations[r])],
         key=lambda a: (a[0], a[1]),
@@ -251,10 +248,13 @@ def match_responses(
             the calls and of the person's answers to their confirmation requests.
         asked: the ids of the confirmation requests made for the calls.
     """
-    requests = [confirmation_id(key) for key in call_keys(calls)]
     answered = {r.id: where for where, r in reversed(responses) if r.id in asked}
-    # A call not asked takes a response from the start; one asked, once answered.
-    since = [answered.get(r, math.inf) if r in asked else -1 for r in requests]
+    # A call not asked takes a response from the start; one asked, once every request
+    # about it was answered.
+    since = [
+        max((answered.get(r, math.inf) for r in request_ids(key, asked)), default=-1)
+        for key in call_keys(calls)
+    ]
     found: list[int | None] = [None] * len(calls)
     for at in range(len(responses) - 1, -1, -1):
         where, response = responses[at]
@@ -293,6 +293,7 @@ def _shows(part: Part, event: Event, *, agent: str) -> bool:
     if part.thought or part.function_response is not None:
         return False
     if part.function_call is not None:
-        # A confirmation request is between the agent and a person, not the model.
-        return event.author == agent and part.function_call.name != REQUEST_CONFIRMATION_FUNCTION
+        # A confirmation or credential request is between the agent and a person, not the
+        # model.
+        return event.author == agent and not is_person_request(part.function_call.name)
     return bool(part.text) or part.inline_data is not None or part.file_data is not None

@@ -22,6 +22,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Coroutine,
+    Mapping,
     MutableMapping,
     Sequence,
 )
@@ -108,11 +109,16 @@ from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_respons
 from baton.tools.base_toolset import BaseToolset
 from baton.tools.confirmation import (
     ToolConfirmation,
+    answered_credentials,
     asked_confirmation,
     call_keys,
     confirmation_id,
-    is_confirmation_call,
+    credential_id,
+    credential_request_event,
+    credential_requests,
+    is_person_request,
     request_event,
+    request_ids,
     requested_calls,
 )
 from baton.tools.signature import InvalidArgumentsError
@@ -738,26 +744,31 @@ class LlmAgent(BaseAgent):
         self, ctx: AgentContext, progress: _Progress, lro_ids: set[str]
     ) -> tuple[list[FunctionCall], set[str]]:
         """The last turn's calls still to run, and the ids of those waiting for a
-        confirmation. Calls sharing an id are told apart (see `match_responses`): one
-        may wait for its confirmation, or run once confirmed, after the other ended; each
-        is asked under its own key (see `confirmation_id`)."""
+        person's answer (a confirmation, a credential). Calls sharing an id are told apart
+        (see `match_responses`): one may wait for its confirmation, or run once confirmed,
+        after the other ended; each is asked under its own key (see `confirmation_id`)."""
         if progress.turn is None:
             return [], set()
         calls = progress.turn.function_calls
         requested = requested_calls(progress.current, self.name)
+        credentials = credential_requests(progress.current, self.name)
         keys = _call_keys(calls)
-        asked = [
-            (r := requested.get(confirmation_id(keys[id(c)]))) is not None and _is_same_call(c, r)
+        asks = [
+            [
+                r
+                for r in request_ids(keys[id(c)], requested.keys() | credentials)
+                if r in credentials or _is_same_call(c, requested[r])
+            ]
             for c in calls
         ]
-        requests = {confirmation_id(keys[id(c)]) for c, a in zip(calls, asked, strict=True) if a}
+        requests = {r for ids in asks for r in ids}
         matched = match_responses(calls, progress.responses(lro_ids), asked=requests)
         pending: list[FunctionCall] = []
         confirming: set[str] = set()
-        for call, response, was_asked in zip(calls, matched, asked, strict=True):
+        for call, response, ids in zip(calls, matched, asks, strict=True):
             if response is not None:
                 continue
-            if was_asked and confirmation_id(keys[id(call)]) not in ctx.resume_inputs:
+            if any(r not in ctx.resume_inputs for r in ids):
                 confirming.add(call.id or "")
             else:
                 pending.append(call)
@@ -1395,12 +1406,13 @@ class LlmAgent(BaseAgent):
         `sync_tools`: see `ToolContext`); `key` names the call in its idempotency key
         and its confirmation request's id (its id unless calls of its turn share it, see
         `_call_keys`)."""
-        answer = ctx.resume_inputs.get(confirmation_id(key or call.id or ""))
+        key = key or call.id or ""
+        answer = ctx.resume_inputs.get(confirmation_id(key))
         return ToolContext(
             state=ctx.state,
             function_call_id=call.id,
             agent_name=self.name,
-            idempotency_key=f"{ctx.idempotency_key}/{key or call.id}",
+            idempotency_key=f"{ctx.idempotency_key}/{key}",
             tool_confirmation=None if answer is None else ToolConfirmation.from_answer(answer),
             artifact_service=ctx.artifact_service,
             app_name=ctx.app_name,
@@ -1410,6 +1422,7 @@ class LlmAgent(BaseAgent):
             shared_writes=shared_writes,
             sync_tools=sync_tools,
             invocation_context=ctx,
+            auth_responses=_auth_responses(ctx.resume_inputs, key),
         )
 
     async def _call_tool(
@@ -1444,6 +1457,15 @@ class LlmAgent(BaseAgent):
         if asked is not None and tool_context.tool_confirmation is None:
             # The result waits for a person.
             return request_event(call, asked, event, key=key or call.id or "")
+        credential = tool_context.actions.requested_auth_configs.get(call.id or "")
+        if credential is not None:
+            # The result waits for the user's credential; a tool given one that asks again
+            # asks a new question.
+            key = key or call.id or ""
+            attempt = answered_credentials(key, ctx.resume_inputs)
+            return credential_request_event(
+                credential, event, call_id=call.id or "", request_id=credential_id(key, attempt)
+            )
         # A long-running tool's falsy return ({}, "", 0, [], None) is no interim result, as
         # in the reference: the call's response comes later.
         if not (interim and not result):
@@ -1647,6 +1669,17 @@ def _without_thought_marks(event: Event) -> Event:
     unmarked = [p.model_copy(update={"thought": None}) if p.thought else p for p in parts]
     content = event.content.model_copy(update={"parts": unmarked}) if event.content else None
     return event.model_copy(update={"content": content})
+
+
+def _auth_responses(answers: Mapping[str, JsonValue], key: str) -> dict[str, JsonValue]:
+    """The credentials answered to the credential requests of the call keyed `key`, by
+    credential key (a later answer for a key stands)."""
+    found: dict[str, JsonValue] = {}
+    for attempt in range(answered_credentials(key, answers)):
+        answer = answers[credential_id(key, attempt)]
+        if isinstance(answer, dict) and isinstance(answer.get("credentialKey"), str):
+            found[cast(str, answer["credentialKey"])] = answer.get("exchangedAuthCredential")
+    return found
 
 
 def _is_same_call(call: FunctionCall, other: FunctionCall) -> bool:
@@ -1874,7 +1907,7 @@ def _is_model_turn(event: Event) -> bool:
     if event.content is None or event.content.role != "model":
         return False
     # A confirmation request is the agent's own call to the client, not the model's turn.
-    return not any(is_confirmation_call(c) for c in event.function_calls)
+    return not any(is_person_request(c.name) for c in event.function_calls)
 
 
 def _check_generate_content_config(agent: str, config: GenerateContentConfig | None) -> None:

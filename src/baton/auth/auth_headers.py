@@ -15,17 +15,17 @@ import httpx
 
 from baton.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
 
-__all__ = ["ClientCredentialsGrant", "auth_headers"]
+__all__ = ["ClientCredentialsGrant", "auth_headers", "token_answer"]
 
 _TOKEN_REQUEST_SECONDS = 10.0
 _EXPIRY_MARGIN_SECONDS = 10.0
 _CLIENT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 
 _CONSENT = (
-    "{what} needs {need}, and baton has no credential service nor asks a user for "
-    "consent; pass the access token as AuthCredential(auth_type=AuthCredentialTypes.HTTP, "
-    "http=HttpAuth(scheme='bearer', credentials=HttpCredentials(token=...))), or send it "
-    "from a header_provider."
+    "{what} needs {need}, and a toolset asks no user for consent (a tool's "
+    "request_credential does); pass the access token as "
+    "AuthCredential(auth_type=AuthCredentialTypes.HTTP, http=HttpAuth(scheme='bearer', "
+    "credentials=HttpCredentials(token=...))), or send it from a header_provider."
 )
 
 
@@ -185,20 +185,31 @@ class ClientCredentialsGrant:
                 answer = await client.post(self.token_url, data=form, headers=headers)
         except httpx.HTTPError as error:
             raise ConnectionError(f"{failed}: {error}") from error
-        if answer.status_code != 200:
-            raise ConnectionError(f"{failed}: HTTP {answer.status_code} {answer.text[:200]}")
-        try:
-            body: object = answer.json()
-        except ValueError:
-            body = None
-        fields = cast(dict[str, object], body) if isinstance(body, dict) else {}
-        token, expires_in = fields.get("access_token"), fields.get("expires_in")
-        if not isinstance(token, str) or not token:
-            raise ConnectionError(f"{failed}: its answer has no access_token.")
+        fields = token_answer(answer, failed)
+        token, expires_in = str(fields["access_token"]), fields.get("expires_in")
         until = float("inf")
         if isinstance(expires_in, int | float) and not isinstance(expires_in, bool):
             until = time.monotonic() + max(0.0, expires_in - _EXPIRY_MARGIN_SECONDS)
         return token, until
+
+
+def token_answer(answer: httpx.Response, failed: str) -> dict[str, object]:
+    """A token endpoint's answer's fields, once it gave an access token.
+
+    Raises:
+        ConnectionError: it refused (`failed` says what failed), or gave no access_token.
+    """
+    if answer.status_code != 200:
+        raise ConnectionError(f"{failed}: HTTP {answer.status_code} {answer.text[:200]}")
+    try:
+        body: object = answer.json()
+    except ValueError:
+        body = None
+    fields = cast(dict[str, object], body) if isinstance(body, dict) else {}
+    token = fields.get("access_token")
+    if not isinstance(token, str) or not token:
+        raise ConnectionError(f"{failed}: its answer has no access_token.")
+    return fields
 
 
 def _api_key(scheme: object | None, credential: AuthCredential, owner: str) -> dict[str, str]:

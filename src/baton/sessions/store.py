@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol, TypeAlias
 from pydantic import Field, JsonValue, computed_field
 
 from baton.errors import InvocationBusyError, LeaseLostError, StaleSessionError, StateDeleteError
-from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION, Event
+from baton.events import ONE_ANSWER_FUNCTIONS, Event
 from baton.sessions.artifacts import ArtifactKey, ArtifactSave, StoredArtifact
 from baton.sessions.paging import Position
 from baton.types import InterruptId, InvocationId, SessionId, WireModel
@@ -707,13 +707,9 @@ def answerable(rows: Sequence[Interrupt], claim: AnswerClaim, now: float) -> Inv
         (row.expires_at is not None and row.expires_at <= now)
         or (claim.occurrence is not None and claim.occurrence != row.occurrence)
         or (row.assignee is not None and row.assignee != claim.answered_by)
-        or (claim.progress and row.function_name in _ONE_ANSWER_FUNCTIONS)
+        or (claim.progress and row.function_name in ONE_ANSWER_FUNCTIONS)
     )
     return None if refused else InvocationId(row.invocation_id)
-
-
-_ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
-"""Questions one answer settles: a progress update (`will_continue`) to them is refused."""
 
 
 def ends_run(status: InvocationStatus | None, error: str | None) -> bool:

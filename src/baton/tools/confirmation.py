@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any, Final, TypeAlias, final
 
@@ -24,7 +24,12 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 from baton.errors import InvalidResponseError
-from baton.events import CONFIRMATION_SCHEMA, REQUEST_CONFIRMATION_FUNCTION, Event
+from baton.events import (
+    CONFIRMATION_SCHEMA,
+    REQUEST_CONFIRMATION_FUNCTION,
+    REQUEST_CREDENTIAL_FUNCTION,
+    Event,
+)
 from baton.threads import run_sync
 from baton.types import Content, FunctionCall, Part
 
@@ -34,13 +39,19 @@ __all__ = [
     "REQUIRED",
     "ConfirmationRule",
     "ToolConfirmation",
+    "answered_credentials",
     "asked_confirmation",
     "call_keys",
     "check_rule",
     "confirmation_id",
+    "credential_id",
+    "credential_request_event",
+    "credential_requests",
     "is_confirmation_call",
+    "is_person_request",
     "needs_confirmation",
     "request_event",
+    "request_ids",
     "requested_calls",
 ]
 
@@ -103,6 +114,38 @@ def confirmation_id(call_key: str) -> str:
     return f"adk-confirm-{call_key}"
 
 
+def credential_id(call_key: str, attempt: int = 0) -> str:
+    """The id of the `attempt`th credential request of the model's call keyed `call_key`
+    (see `confirmation_id`): `adk-auth-c1`, then `adk-auth-c1~1` when the tool, given a
+    credential, asks again (a new question, not the answered one reopened)."""
+    return f"adk-auth-{call_key}" + (f"~{attempt}" if attempt else "")
+
+
+def answered_credentials(call_key: str, answers: Mapping[str, object]) -> int:
+    """How many of the call's credential requests (see `credential_id`) were answered."""
+    attempt = 0
+    while credential_id(call_key, attempt) in answers:
+        attempt += 1
+    return attempt
+
+
+def request_ids(call_key: str, asked: Collection[str]) -> list[str]:
+    """The ids in `asked` of the requests a person answers for the call keyed `call_key`:
+    its confirmation request, its credential requests."""
+    credentials = credential_id(call_key)
+    return [
+        r
+        for r in asked
+        if r in (confirmation_id(call_key), credentials) or r.startswith(f"{credentials}~")
+    ]
+
+
+def is_person_request(name: str | None) -> bool:
+    """Whether a call of this name is the agent's request to a person about a tool call
+    (a confirmation or a credential), not a call the model made."""
+    return name in (REQUEST_CONFIRMATION_FUNCTION, REQUEST_CREDENTIAL_FUNCTION)
+
+
 def call_keys(calls: Sequence[FunctionCall]) -> list[str]:
     """A key for each call of a turn: its id, told apart when calls share one (`c1`,
     `c1#1`), as a model may give two calls of a turn the same id and the reference runs
@@ -143,6 +186,36 @@ def request_event(
             "long_running_tool_ids": {request.id or ""},
         }
     )
+
+
+def credential_request_event(
+    request: JsonValue, template: Event, *, call_id: str, request_id: str
+) -> Event:
+    """The credential request for the call `call_id`: the tool's event, its response
+    replaced by the reference's long-running `adk_request_credential` call (args
+    `functionCallId`, `authConfig`)."""
+    call = FunctionCall(
+        id=request_id,
+        name=REQUEST_CREDENTIAL_FUNCTION,
+        args={"functionCallId": call_id, "authConfig": request},
+    )
+    return template.model_copy(
+        update={
+            "content": Content(role="user", parts=[Part(function_call=call)]),
+            "long_running_tool_ids": {request_id},
+        }
+    )
+
+
+def credential_requests(events: list[Event], agent: str) -> set[str]:
+    """The ids of the credential requests `agent` made in these events."""
+    return {
+        call.id or ""
+        for event in events
+        if event.author == agent
+        for call in event.function_calls
+        if call.name == REQUEST_CREDENTIAL_FUNCTION
+    }
 
 
 def requested_calls(events: list[Event], agent: str) -> dict[str, FunctionCall]:

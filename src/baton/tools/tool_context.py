@@ -16,7 +16,10 @@ from typing import final
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactScope, BaseArtifactService
-from baton.callback_context import CallbackContext, ToolState
+from baton.auth.auth_credential import AuthCredential
+from baton.auth.auth_flow import auth_request, exchange_code, is_exchangeable, with_client
+from baton.auth.auth_tool import AuthConfig, checked_config
+from baton.callback_context import CallbackContext, ToolState, refuse_credential_request
 from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryScope
@@ -60,6 +63,8 @@ class ToolContext(CallbackContext):
             state never interleaves with another's; async tools run at once.
         invocation_context: the invocation (ids, `session`, `branch`, `run_config` read
             it); without one, see `CallbackContext`.
+        auth_responses: the credentials the user gave in answer to this call's
+            `request_credential`, by credential key (checked when they were answered).
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class ToolContext(CallbackContext):
         shared_writes: MutableMapping[str, JsonValue] | None = None,
         sync_tools: asyncio.Lock | None = None,
         invocation_context: InvocationContext | None = None,
+        auth_responses: Mapping[str, JsonValue] | None = None,
     ) -> None:
         if invocation_context is not None:
             invocation_id = invocation_context.invocation_id
@@ -111,6 +117,8 @@ class ToolContext(CallbackContext):
         self.idempotency_key = idempotency_key
         self.tool_confirmation = tool_confirmation
         self._sync_tools = sync_tools
+        self._auth_responses = dict(auth_responses or {})
+        self._exchanged: dict[str, AuthCredential] = {}
 
     @property
     def sync_tools(self) -> asyncio.Lock | None:
@@ -137,6 +145,57 @@ class ToolContext(CallbackContext):
         requested = dict(self.actions.requested_tool_confirmations or {})
         requested[self.function_call_id] = asked.to_json()
         self.actions.requested_tool_confirmations = requested
+
+    def request_credential(self, auth_config: AuthConfig) -> None:
+        """Ask the user for the credential `auth_config` describes before this call's
+        result counts.
+
+        The call's result is not sent to the model; the run pauses with an
+        `adk_request_credential` call (args `functionCallId` and `authConfig`: for an
+        OAuth2 client, a sign-in link in `exchangedAuthCredential.oauth2.authUri`; none
+        of the agent's secrets). Once answered, the tool runs again and
+        `get_auth_response(auth_config)` returns the credential.
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+            ValueError: this context belongs to no function call, or an OAuth2 config
+                has no client or names no authorization endpoint.
+        """
+        if not self.function_call_id:
+            refuse_credential_request(type(self).__name__)
+        request = auth_request(checked_config(auth_config, "request_credential"))
+        asked = request.model_dump(mode="json", by_alias=True, exclude_none=True)
+        requested = dict(self.actions.requested_auth_configs)
+        requested[self.function_call_id] = to_json_value(asked, what="auth_config")
+        self.actions.requested_auth_configs = requested
+
+    def get_auth_response(self, auth_config: AuthConfig) -> AuthCredential | None:
+        """The credential the user gave for `auth_config` in answer to this call's
+        `request_credential` (else what the session state holds, see
+        `CallbackContext.get_auth_response`), or None: then ask with
+        `request_credential`.
+
+        An OAuth2 sign-in's answer (`auth_response_uri` or `auth_code`) is exchanged for
+        a token at the scheme's token endpoint here, with the client id and secret of
+        `auth_config` (once per call; the request blocks this thread, as the
+        reference's does).
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+            ConnectionError: the token endpoint could not be reached or refused the code.
+            ValueError: the scheme names no token endpoint.
+        """
+        key = checked_config(auth_config, "get_auth_response").credential_key or ""
+        if key in self._exchanged:
+            return self._exchanged[key].model_copy(deep=True)
+        answer = self._auth_responses.get(key)
+        if answer is None:
+            return super().get_auth_response(auth_config)
+        credential = with_client(auth_config, AuthCredential.model_validate(answer))
+        if is_exchangeable(auth_config, credential):
+            credential = exchange_code(auth_config, credential)
+        self._exchanged[key] = credential
+        return credential.model_copy(deep=True)
 
     def __repr__(self) -> str:
         return (

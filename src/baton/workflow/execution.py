@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from pydantic import JsonValue
 
+from baton.auth.auth_flow import CREDENTIAL_SCHEMA, credential_message
 from baton.context import Context, InvocationContext, StepParts, agent_key, current_workflow
 from baton.errors import (
     InputTimeoutError,
@@ -32,6 +33,7 @@ from baton.events import (
     CONFIRMATION_SCHEMA,
     JSON_SCALARS,
     REQUEST_CONFIRMATION_FUNCTION,
+    REQUEST_CREDENTIAL_FUNCTION,
     REQUEST_INPUT_FUNCTION,
     RESPONSE_SCHEMAS_KEY,
     TASK_REPLY_FUNCTION,
@@ -447,6 +449,10 @@ class _Collector:
                 hint = asked.get("hint") if isinstance(asked, dict) else None
                 message = hint if isinstance(hint, str) and hint else None
                 self._open(iid, name, message, args, CONFIRMATION_SCHEMA)
+            elif name == REQUEST_CREDENTIAL_FUNCTION:
+                # A tool waits for the user's credential: the answer must hold one (see
+                # `read_answer`, which checks it against these args before it is stored).
+                self._open(iid, name, credential_message(args), args, CREDENTIAL_SCHEMA)
             else:
                 # An agent's long-running tool call: the tool may declare the answer it
                 # expects, and who must give it.

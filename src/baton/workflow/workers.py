@@ -161,7 +161,7 @@ class NodeOptions(TypedDict, total=False):
     require_confirmation: Confirmation | None
     parameter_binding: Literal["state", "node_input"]
     # The reference's option to ask the user for a credential first: only None is taken
-    # (baton has no credential service).
+    # (nodes do not ask for credentials; a tool's request_credential does).
     auth_config: object | None
 
 
@@ -206,14 +206,16 @@ def node(
         TypeError: an option `node()` does not take (a misspelling, say), named.
         WorkflowConfigurationError: `max_parallel_workers` without `parallel_worker=True`,
             or not a whole number of at least 1 (a ValueError, as the reference's).
-        NoCredentialServiceError: an `auth_config` other than None.
+        NoCredentialServiceError: an `auth_config` other than None (nodes do not ask for
+            credentials).
     """
     _check_options(dict(options))
     if options.get("auth_config") is not None:
         raise NoCredentialServiceError(
             "node(auth_config=...) asks the user for a credential before the node runs, "
-            "and baton has no credential service: leave auth_config out and let the node "
-            "read its credential itself (an environment variable, the session state)."
+            "which baton does not do for workflow nodes: leave auth_config out and let the "
+            "node read its credential itself (the session state, a credential service), or "
+            "ask from an LlmAgent tool with tool_context.request_credential(auth_config)."
         )
     parallel = options.get("parallel_worker", False)
     most = options.get("max_parallel_workers")

@@ -74,7 +74,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.selectable import CTE, Select
 
-from baton.events import REQUEST_CONFIRMATION_FUNCTION, REQUEST_INPUT_FUNCTION, assemble
+from baton.events import ONE_ANSWER_FUNCTIONS, assemble
 from baton.sessions.sql.dialect import Rows, SqlDialect
 from baton.sessions.sql.reads import (
     SESSION_INTERRUPTS,
@@ -162,7 +162,7 @@ def _lets_through(row: Any) -> ColumnElement[bool]:
     """`answerable`'s rule for the one open row (the count is checked apart)."""
     occurrence = bindparam("key_occurrence", type_=String)
     one_answer = or_(
-        *(row.function_name == literal_column(f"'{name}'") for name in _ONE_ANSWER_FUNCTIONS)
+        *(row.function_name == literal_column(f"'{name}'") for name in ONE_ANSWER_FUNCTIONS)
     )
     return and_(
         or_(row.expires_at.is_(None), row.expires_at > bindparam("key_now")),
@@ -173,9 +173,6 @@ def _lets_through(row: Any) -> ColumnElement[bool]:
         or_(row.assignee.is_(None), row.assignee == bindparam("key_answered_by", type_=String)),
         not_(and_(bindparam("key_progress", type_=Boolean), one_answer)),
     )
-
-
-_ONE_ANSWER_FUNCTIONS = (REQUEST_INPUT_FUNCTION, REQUEST_CONFIRMATION_FUNCTION)
 
 
 NO_FLUSH_WAIT = func.set_config(

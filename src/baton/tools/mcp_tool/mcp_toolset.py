@@ -124,7 +124,7 @@ class McpToolset(BaseToolset):  # not final: MCPToolset, its older name, subclas
         NotImplementedError: a credential that needs a user's consent (OAuth2 or OpenID
             Connect without an access token, its scheme offering no client-credentials
             grant) or a Google token exchange (a service account), or an auth_scheme
-            without its auth_credential: baton has no credential service.
+            without its auth_credential: a toolset asks no user for consent.
         TypeError: connection_params is none of the classes above; require_confirmation
             is neither a bool nor a function.
     """
