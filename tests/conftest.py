@@ -164,6 +164,18 @@ async def emptied_postgres_url(tmp_path: Path) -> AsyncIterator[str]:
         yield url
 
 
+@pytest.fixture(params=[_POSTGRES, _MYSQL])
+async def two_server_urls(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[str, str]]:
+    """Two new databases on one server (PostgreSQL schemas, MySQL databases), unmigrated."""
+    async with (
+        _database_url(request.param, tmp_path) as first,
+        _database_url(request.param, tmp_path) as second,
+    ):
+        yield first, second
+
+
 @pytest.fixture
 async def mysql_url(tmp_path: Path) -> AsyncIterator[str]:
     """A new MySQL/MariaDB database's URL, for tests of what only MySQL does."""

@@ -47,6 +47,7 @@ T = TypeVar("T")
 ALL_STEPS = [m.number for m in MIGRATIONS]
 MIGRATORS = 4
 PROCESSES = 2  # each child imports baton (about a second), so few
+WITHIN = 30.0  # seconds any awaited outcome may take on a loaded machine
 
 
 @dataclass(frozen=True)
@@ -892,6 +893,35 @@ def _declared_shape(url: str) -> Shape:
         )
         for table in schema.metadata.sorted_tables
     }
+
+
+async def test_a_migration_waits_for_no_other_database_on_the_server(
+    two_server_urls: tuple[str, str],
+) -> None:
+    """Each database's migration lock is its own: while a migration of one database holds
+    its lock, another database on the same server (another app's, another test's)
+    migrates. It waited for the other: up to 60 s on MySQL, for ever on PostgreSQL."""
+    first, second = two_server_urls
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_lock(connection: Connection) -> None:
+        with open_dialect(first).migration_lock(connection):
+            holding.set()
+            release.wait(WITHIN)
+
+    async def migrating_first() -> None:
+        async with _database(first) as database:
+            await database.transact(hold_lock, write=True)
+
+    holder = threading.Thread(target=asyncio.run, args=(migrating_first(),))
+    holder.start()
+    try:
+        assert await asyncio.to_thread(holding.wait, WITHIN)
+        async with _database(second) as database, asyncio.timeout(WITHIN):
+            assert await _migrate(database) == ALL_STEPS
+    finally:
+        release.set()
+        await asyncio.to_thread(holder.join)
 
 
 async def test_concurrent_migrations_apply_each_step_once(store_url: str) -> None:

@@ -67,7 +67,10 @@ _DUPLICATE_KEY = (1062, 1586)  # ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME
 # lock wait timeout (1205), deadlock victim (1213), connection killed (1927, MariaDB),
 # can't connect (2002, 2003), server gone away or lost mid-query (2006, 2013, 2055).
 _UNAVAILABLE = frozenset((1053, 1205, 1213, 1927, 2002, 2003, 2006, 2013, 2055))
-_MIGRATION_LOCK = "baton_migrate"
+# GET_LOCK's names are the server's, so the database's own name goes in it (hashed: a
+# name is at most 64 characters): migrations of other databases on the server, or of
+# other tests' databases, do not wait for this one.
+_MIGRATION_LOCK = "CONCAT('baton_migrate:', MD5(DATABASE()))"
 _NO_LIMIT = 2**64 - 1
 _MIGRATION_WAIT_S = 60
 
@@ -189,12 +192,12 @@ def _named_lock(connection: Connection) -> Iterator[None]:
     """GET_LOCK belongs to the connection, not the transaction: DDL's implicit commits
     keep it, and it is released here (or when the connection closes)."""
     acquired = connection.scalar(
-        text("SELECT GET_LOCK(:name, :wait)"),
-        {"name": _MIGRATION_LOCK, "wait": _MIGRATION_WAIT_S},
+        text(f"SELECT GET_LOCK({_MIGRATION_LOCK}, :wait)"), {"wait": _MIGRATION_WAIT_S}
     )
     if acquired != 1:
         raise TimeoutError(
-            f"another process held baton's migration lock for {_MIGRATION_WAIT_S} s; "
+            f"another process held baton's migration lock of this database for "
+            f"{_MIGRATION_WAIT_S} s; "
             "retry when its migration has finished."
         )
     try:
@@ -203,7 +206,7 @@ def _named_lock(connection: Connection) -> Iterator[None]:
         # as it was (DDL already committed everything else by itself).
         connection.exec_driver_sql("COMMIT")
     finally:
-        connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MIGRATION_LOCK})
+        connection.execute(text(f"SELECT RELEASE_LOCK({_MIGRATION_LOCK})"))
 
 
 def create_mysql_engine(url: URL, engine_options: Mapping[str, Any] | None = None) -> AsyncEngine:

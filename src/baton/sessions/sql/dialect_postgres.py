@@ -47,7 +47,9 @@ DRIVER = "postgresql+asyncpg"
 NAMES = ("postgresql", "postgres", DRIVER)
 
 _UNIQUE_VIOLATION = "23505"
-# Any 64-bit constant works; it only has to be the same in every baton process.
+# Any 64-bit constant works; it only has to be the same in every baton process. The key
+# is hashed with the schema's name (advisory locks are the database's), so migrations of
+# other schemas, or of other tests' schemas, do not wait for this one.
 _MIGRATION_LOCK_KEY = 0x62_61_74_6F_6E_00_00_01
 
 _RELEASED = RELEASE_LEASE.with_returning.cte("released")
@@ -146,7 +148,10 @@ class PostgresDialect(ReturningStatements):
 @contextmanager
 def _advisory_lock(connection: Connection) -> Iterator[None]:
     # Held until the transaction ends: released with the migration's commit.
-    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+    connection.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(current_schema(), :key))"),
+        {"key": _MIGRATION_LOCK_KEY},
+    )
     yield
 
 
