@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias, run
 from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
+from baton.auth.auth_credential import AuthCredential
+from baton.auth.auth_flow import stored_credential
+from baton.auth.auth_tool import AuthConfig, checked_config
 from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
@@ -593,6 +596,17 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     def get_invocation_context(self) -> InvocationContext:
         """The invocation this run belongs to (shared by all its node runs)."""
         return self._invocation_context
+
+    def get_auth_response(self, auth_config: AuthConfig) -> AuthCredential | None:
+        """The credential the user gave for `auth_config` (a node's `auth_config` puts
+        the answer to its request in the state, see `baton.workflow.authorizing`), as
+        the state holds it under `temp:<credential_key>` or `<credential_key>`; None
+        when it holds none.
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+        """
+        return stored_credential(checked_config(auth_config, "get_auth_response"), self.state)
 
     def request_confirmation(
         self, *, hint: str | None = None, payload: JsonValue = None

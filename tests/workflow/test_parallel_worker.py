@@ -19,7 +19,6 @@ from pydantic import JsonValue, ValidationError
 
 from baton import Context, Event, Node, RequestInput, Workflow, node
 from baton.errors import (
-    NoCredentialServiceError,
     NodeTimeoutError,
     WorkflowChangedError,
     WorkflowConfigurationError,
@@ -401,11 +400,11 @@ def test_a_run_recorded_before_workers_named_their_item_still_resumes(
     assert resumes_into(named, current) == (options == {})
 
 
-def test_node_takes_auth_config_none_and_refuses_a_credential_request() -> None:
+def test_node_takes_auth_config_none_and_refuses_one_that_is_no_auth_config() -> None:
     def f(node_input: int) -> int:
         return node_input
 
     # The reference's signature default, which code spelling every option passes.
     assert node(auth_config=None)(f).name == "f"
-    with pytest.raises(NoCredentialServiceError, match="which baton does not do for workflow"):
-        node(f, auth_config={"auth_scheme": "oauth2"})
+    with pytest.raises(TypeError, match="auth_config must be an AuthConfig"):
+        node(f, auth_config={"auth_scheme": "oauth2"})  # pyright: ignore[reportCallIssue, reportArgumentType] -- the wrong type is the point

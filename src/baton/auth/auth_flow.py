@@ -117,10 +117,10 @@ def credential_message(request: JsonValue) -> str:
     """What a credential request asks, for a person reading the pending question."""
     fields = _fields(_fields(request).get("authConfig"))
     link = _fields(_fields(fields.get("exchangedAuthCredential")).get("oauth2")).get("authUri")
-    kind = scheme_type(fields.get("authScheme")) or "a"
+    kind = scheme_type(fields.get("authScheme")) or "unknown scheme"
     if isinstance(link, str) and link:
-        return f"Sign in to grant access ({kind} credential): {link}"
-    return f"A {kind} credential is needed to go on."
+        return f"Sign in to grant access ({kind}): {link}"
+    return f"A credential ({kind}) is needed to go on."
 
 
 def is_exchangeable(config: AuthConfig, credential: AuthCredential) -> bool:

@@ -34,9 +34,11 @@ from pydantic import (
     model_validator,
 )
 
+from baton.auth.auth_tool import AuthConfig
 from baton.context import Context
 from baton.schemas import SchemaType
 from baton.threads import SyncSteps, run_sync
+from baton.workflow.authorizing import check_auth_config, credential_gate
 from baton.workflow.binding import Binder, NodeInput
 from baton.workflow.confirming import Confirmation, check_confirmation, confirmation_gate
 
@@ -312,17 +314,20 @@ class FunctionNode(BaseNode):
             `baton.workflow.confirming`). Needs `rerun_on_resume` (the default with it).
         parameter_binding: "state" (the default) binds parameters by name from session
             state (see `baton.workflow.binding`); "node_input" from the input object.
+        auth_config: a credential the user must give before the function runs (see
+            `baton.workflow.authorizing`). Needs `rerun_on_resume` (the default with it).
 
     Raises:
         TypeError: no function, or a `require_confirmation` that is neither a bool nor
             a callable.
-        ValueError: a lambda without a name, `require_confirmation` with
+        ValueError: a lambda without a name, `require_confirmation` or `auth_config` with
             `rerun_on_resume=False`, or an unknown `parameter_binding`.
     """
 
     func: Callable[..., Any]
     require_confirmation: SkipValidation[Confirmation] = False
     parameter_binding: Literal["state", "node_input"] = "state"
+    auth_config: SkipValidation[AuthConfig | None] = None
     _binder: Binder = PrivateAttr()
     # The settings taken from the function because the caller left them out: a function
     # given later (`func = ...`, `model_copy(update={"func": ...})`) sets them again.
@@ -342,6 +347,7 @@ class FunctionNode(BaseNode):
         output_schema: SchemaType | None = None,
         require_confirmation: Confirmation = False,
         parameter_binding: Literal["state", "node_input"] = "state",
+        auth_config: AuthConfig | None = None,
     ) -> None:
         if func is None or not callable(func):
             raise TypeError(f"FunctionNode needs a function (positional or func=), got {func!r}.")
@@ -349,6 +355,9 @@ class FunctionNode(BaseNode):
         if node_name == "<lambda>":
             raise ValueError("a lambda has no usable name; pass FunctionNode(fn, name='...').")
         check_confirmation(node_name, require_confirmation)
+        check_auth_config(node_name, auth_config, rerun_on_resume)
+        if auth_config is not None:
+            rerun_on_resume = True
         if require_confirmation is not False:
             if rerun_on_resume is False:
                 raise ValueError(
@@ -371,6 +380,7 @@ class FunctionNode(BaseNode):
             output_schema=output_schema,
             require_confirmation=require_confirmation,
             parameter_binding=parameter_binding,
+            auth_config=auth_config,
             func=func,
         )
         self._binder = Binder(func, node_name, from_input=parameter_binding == "node_input")
@@ -422,7 +432,7 @@ class FunctionNode(BaseNode):
         forgotten when a setting changes, as `is_bare_call` is."""
         if not self.is_bare_call:
             return None
-        if self.require_confirmation is not False:
+        if self.is_gated:
             return self.call
         binder, kind, func = self._calling
         bind = binder.bind
@@ -467,6 +477,7 @@ class FunctionNode(BaseNode):
         cached = self.__dict__
         cached.pop("is_bare_call", None)
         cached.pop("quick_call", None)
+        cached.pop("is_gated", None)
         if rebind:
             for name in _FROM_FUNC:
                 cached.pop(name, None)
@@ -503,7 +514,7 @@ class FunctionNode(BaseNode):
         """
         binder, kind, func = self._calling
         kwargs = binder.bind(ctx, node_input)
-        if self.require_confirmation is False:
+        if not self.is_gated:
             return _started(kind, func, kwargs)
         return self._call_gated(ctx, node_input, kwargs, kind, func)
 
@@ -515,21 +526,41 @@ class FunctionNode(BaseNode):
         kind: str,
         func: Callable[..., Any],
     ) -> object:
-        """`call` for a function that may need confirmation."""
-        instead = await confirmation_gate(
-            self.name, self.require_confirmation, ctx, node_input, kwargs
-        )
+        """`call` for a function that may need confirmation or a credential."""
+        instead = await self._gate(ctx, node_input, kwargs)
         if instead is not None:
             return instead
         return await _started(kind, func, kwargs)
 
-    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
-        binder, kind, func = self._calling
-        kwargs = binder.bind(ctx, node_input)
+    @cached_property
+    def is_gated(self) -> bool:
+        """Whether a run may ask before the function runs (a confirmation, a credential).
+
+        Speed: one read of the instance's __dict__ per run instead of two pydantic fields.
+        Cached, and forgotten when a setting changes, as `is_bare_call` is."""
+        return self.require_confirmation is not False or self.auth_config is not None
+
+    async def _gate(
+        self, ctx: Context, node_input: NodeInput, kwargs: dict[str, Any]
+    ) -> object | None:
+        """What the run yields instead of calling the function (a question, a rejection),
+        or None when it may run: confirmed first, then given its credential, as the
+        reference asks."""
         if self.require_confirmation is not False:
             instead = await confirmation_gate(
                 self.name, self.require_confirmation, ctx, node_input, kwargs
             )
+            if instead is not None:
+                return instead
+        if self.auth_config is not None:
+            return await credential_gate(self.auth_config, ctx)
+        return None
+
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        binder, kind, func = self._calling
+        kwargs = binder.bind(ctx, node_input)
+        if self.is_gated:
+            instead = await self._gate(ctx, node_input, kwargs)
             if instead is not None:
                 yield instead
                 return

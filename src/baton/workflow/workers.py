@@ -16,8 +16,9 @@ from typing import Any, Literal, TypedDict, Unpack, final, overload
 
 from pydantic import Field, JsonValue, PrivateAttr, model_validator
 
+from baton.auth.auth_tool import AuthConfig
 from baton.context import Context
-from baton.errors import NoCredentialServiceError, WorkflowConfigurationError
+from baton.errors import WorkflowConfigurationError
 from baton.schemas import SchemaType
 from baton.types import Content
 from baton.workflow.binding import NodeInput
@@ -160,9 +161,8 @@ class NodeOptions(TypedDict, total=False):
     max_parallel_workers: int | None
     require_confirmation: Confirmation | None
     parameter_binding: Literal["state", "node_input"]
-    # The reference's option to ask the user for a credential first: only None is taken
-    # (nodes do not ask for credentials; a tool's request_credential does).
-    auth_config: object | None
+    # Ask the user for a credential before each run (see `baton.workflow.authorizing`).
+    auth_config: AuthConfig | None
 
 
 def _or_false(require: Confirmation | None) -> Confirmation:
@@ -206,17 +206,9 @@ def node(
         TypeError: an option `node()` does not take (a misspelling, say), named.
         WorkflowConfigurationError: `max_parallel_workers` without `parallel_worker=True`,
             or not a whole number of at least 1 (a ValueError, as the reference's).
-        NoCredentialServiceError: an `auth_config` other than None (nodes do not ask for
-            credentials).
+        TypeError: an `auth_config` that is not an AuthConfig.
     """
     _check_options(dict(options))
-    if options.get("auth_config") is not None:
-        raise NoCredentialServiceError(
-            "node(auth_config=...) asks the user for a credential before the node runs, "
-            "which baton does not do for workflow nodes: leave auth_config out and let the "
-            "node read its credential itself (the session state, a credential service), or "
-            "ask from an LlmAgent tool with tool_context.request_credential(auth_config)."
-        )
     parallel = options.get("parallel_worker", False)
     most = options.get("max_parallel_workers")
     if most is not None and not parallel:
@@ -239,6 +231,7 @@ def node(
             output_schema=options.get("output_schema"),
             require_confirmation=_or_false(options.get("require_confirmation")),
             parameter_binding=options.get("parameter_binding", "state"),
+            auth_config=options.get("auth_config"),
         )
         if not parallel:
             return built

@@ -1,0 +1,167 @@
+"""A workflow node that needs a user's credential (`@node(auth_config=...)`, as the
+reference's) on every backend: the run pauses with `adk_request_credential` (id
+`wf_auth:<node path>`), the answer after a restart runs the node with its credential, and
+a malformed answer is refused with nothing stored."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from fastapi.openapi.models import APIKey, APIKeyIn
+from pydantic import JsonValue
+
+from baton import App, Context, FunctionNode, ResumabilityConfig, Runner, Workflow, node
+from baton.auth import AuthCredential, AuthCredentialTypes
+from baton.auth.auth_tool import AuthConfig
+from baton.errors import InvalidResponseError
+from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event
+from baton.sessions.services import BaseSessionService
+from baton.sessions.store import InterruptStatus, InvocationStatus
+from baton.types import FunctionCall
+from tests.agents.test_tool_credentials import TokenEndpoint, oauth2_config, signed_in
+from tests.conftest import StoreFactory
+from tests.harness import Counter, Harness, asked, outputs
+
+CONFIG = AuthConfig(
+    auth_scheme=APIKey.model_validate({"in": APIKeyIn.header, "name": "X-Key"}),
+    raw_auth_credential=AuthCredential(auth_type=AuthCredentialTypes.API_KEY),
+)
+KEY = "adk_apiKey_9a46dad5a84303f3_apiKey_0e0c64790d90ab22"
+
+
+def build(counter: Counter) -> Workflow:
+    @node(auth_config=CONFIG)
+    def fetch(ctx: Context) -> str:
+        credential = ctx.get_auth_response(CONFIG)
+        counter.bump("fetch")
+        return f"fetched with {credential.api_key if credential else None}"
+
+    return Workflow(name="wf", edges=[("START", fetch)])
+
+
+def harness(stores: StoreFactory, counter: Counter, session_id: str) -> Harness:
+    service = BaseSessionService(stores.open())
+    config = ResumabilityConfig(is_resumable=True)
+    app = App(name="app", root_agent=build(counter), resumability_config=config)
+    return Harness(Runner(app=app, session_service=service), service, session_id)
+
+
+async def start(stores: StoreFactory, counter: Counter) -> tuple[Harness, list[Event]]:
+    session = await BaseSessionService(stores.open()).create_session(app_name="app", user_id="u")
+    h = harness(stores, counter, session.id)
+    return h, await h.start()
+
+
+def request_of(events: list[Event]) -> FunctionCall:
+    [call] = [c for e in events for c in e.function_calls if c.name == REQUEST_CREDENTIAL_FUNCTION]
+    return call
+
+
+async def test_a_node_asks_for_its_credential_and_runs_with_it_after_a_restart(
+    stores: StoreFactory,
+) -> None:
+    counter = Counter()
+    h, first = await start(stores, counter)
+
+    request = request_of(first)
+    assert request.model_dump(by_alias=True, exclude_none=True) == {
+        "id": "wf_auth:wf@1/fetch@1",
+        "name": REQUEST_CREDENTIAL_FUNCTION,
+        "args": {
+            "functionCallId": "wf_auth:wf@1/fetch@1",
+            "authConfig": {
+                "authScheme": {"type": "apiKey", "in": "header", "name": "X-Key"},
+                "rawAuthCredential": {"authType": "apiKey"},
+                "credentialKey": KEY,
+            },
+            "message": "A credential (apiKey) is needed to go on.",
+        },
+    }
+    assert asked(first) == ["wf_auth:wf@1/fetch@1"]
+    assert counter.runs == {}
+    [row] = await h.runner.pending(session_id=h.session_id)
+    assert row.function_name == REQUEST_CREDENTIAL_FUNCTION
+    again = harness(stores, counter, h.session_id)
+    config: dict[str, JsonValue] = dict(request.args or {})["authConfig"]  # type: ignore[assignment]
+    answer: dict[str, JsonValue] = {
+        **config,
+        "exchangedAuthCredential": {"authType": "apiKey", "apiKey": "K7"},
+    }
+
+    resumed = await again.answer(
+        ("wf_auth:wf@1/fetch@1", answer), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False
+    )
+
+    assert outputs(resumed) == [("fetch", "fetched with K7")]
+    assert counter.runs == {"fetch": 1}
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_node_s_malformed_credential_is_refused_with_nothing_stored(
+    stores: StoreFactory,
+) -> None:
+    counter = Counter()
+    h, _ = await start(stores, counter)
+
+    with pytest.raises(InvalidResponseError, match="lacks apiKey"):
+        await h.answer(
+            ("wf_auth:wf@1/fetch@1", {"exchangedAuthCredential": {"authType": "apiKey"}}),
+            name=REQUEST_CREDENTIAL_FUNCTION,
+            wrap=False,
+        )
+
+    [row] = await h.runner.pending(session_id=h.session_id)
+    assert row.status == InterruptStatus.OPEN
+    assert counter.runs == {}
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+
+async def test_a_node_s_oauth2_sign_in_is_exchanged_for_a_token(stores: StoreFactory) -> None:
+    endpoint = TokenEndpoint()
+    serving = threading.Thread(target=endpoint.server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        config = oauth2_config(endpoint.url)
+        tokens: list[str | None] = []
+
+        @node(auth_config=config)
+        def fetch(ctx: Context) -> str:
+            credential = ctx.get_auth_response(config)
+            tokens.append(
+                credential.oauth2.access_token if credential and credential.oauth2 else None
+            )
+            return "fetched"
+
+        service = BaseSessionService(stores.open())
+        session = await service.create_session(app_name="app", user_id="u")
+        app = App(
+            name="app",
+            root_agent=Workflow(name="wf", edges=[("START", fetch)]),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        )
+        h = Harness(Runner(app=app, session_service=service), service, session.id)
+        request = request_of(await h.start())
+
+        await h.answer(
+            ("wf_auth:wf@1/fetch@1", signed_in(request)),
+            name=REQUEST_CREDENTIAL_FUNCTION,
+            wrap=False,
+        )
+
+        assert tokens == ["AT-1"]
+        [(_, form)] = endpoint.requests
+        assert form["code"] == ["abc"]
+    finally:
+        endpoint.server.shutdown()
+        endpoint.server.server_close()
+        serving.join()
+
+
+def test_a_node_asking_for_a_credential_must_run_again_once_answered() -> None:
+    def fetch(node_input: str) -> str:
+        return node_input
+
+    with pytest.raises(ValueError, match="auth_config needs rerun_on_resume=True"):
+        FunctionNode(fetch, auth_config=CONFIG, rerun_on_resume=False)
+    assert FunctionNode(fetch, auth_config=CONFIG).rerun_on_resume
