@@ -135,3 +135,28 @@ async def test_a_rerun_after_a_restart_gets_the_same_message(
     message = types.Content(role="user", parts=[types.Part(text="ship it")])
     assert seen == [message, message]
     assert outputs(done) == [("ask", "yes: ship it")]
+
+
+async def test_a_message_with_bytes_reaches_the_first_nodes_whole_in_a_nested_workflow_too(
+    make_harness: MakeHarness,
+) -> None:
+    message = types.Content(
+        role="user",
+        parts=[
+            types.Part(text="what is on it?"),
+            types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00\xff")),
+        ],
+    )
+    seen: dict[str, object] = {}
+
+    def first(node_input: types.Content) -> None:
+        seen["first"] = node_input
+
+    def inner_first(node_input: types.Content) -> None:
+        seen["inner"] = node_input
+
+    inner = Workflow(name="inner", edges=[("START", inner_first)])
+    h = await make_harness(Workflow(name="wf", edges=[("START", (first, inner))]))
+    await h.collect(new_message=message)
+
+    assert seen == {"first": message, "inner": message}

@@ -142,7 +142,9 @@ class Workflow(BaseNode):
         if not state.started or restarted:
             state.started = True
             successors = self.graph.successors(_START, [])
-            state.queue.extend(_start_triggers(successors, node_input, record.branch))
+            state.queue.extend(
+                _start_triggers(successors, node_input, record.message_input, record.branch)
+            )
         schema = self.state_schema or current_state_schema.get()
         token = current_state_schema.set(schema)  # the children's tasks inherit it
         author = current_workflow.set(self.name)  # its children's events are signed with it
@@ -180,13 +182,18 @@ class Workflow(BaseNode):
 
 
 def _start_triggers(
-    successors: Sequence[str], node_input: NodeInput, branch: str | None
+    successors: Sequence[str], node_input: NodeInput, message_input: bool, branch: str | None
 ) -> list[Trigger]:
     """START's successors' triggers, on the workflow's branch (on lanes of their own when
     there are several): a user's message goes on as one (`Content`), as in the reference;
-    anything else as it is."""
-    message = isinstance(node_input, Content)
-    value = node_input.model_dump(mode="json", exclude_none=True) if message else node_input
+    anything else as it is. `message_input`: `node_input` is a message's JSON already
+    (the workflow's record says so, see `_run_once`)."""
+    message = message_input or isinstance(node_input, Content)
+    value = (
+        node_input.model_dump(mode="json", exclude_none=True)
+        if isinstance(node_input, Content)
+        else node_input
+    )
     fan_out = len(successors) > 1
     return [
         Trigger(node=n, input=value, message=message, branch=branch, fan_out=fan_out)
