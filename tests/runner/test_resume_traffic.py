@@ -10,6 +10,7 @@ them binding an array.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
@@ -138,3 +139,30 @@ async def test_runner_answer_sends_what_run_async_does(emptied_postgres_url: str
 
     assert await _status(runner, session_id) is InvocationStatus.COMPLETED
     assert seen.statements == ["WITH", "WITH", "WITH"]
+
+
+async def test_an_answer_nobody_listens_for_starts_no_background_sending(
+    emptied_postgres_url: str,
+) -> None:
+    """Where no process listens to questions (the pause's NOTIFY found none), the answer's
+    change to them is dropped as it is made: no statement, and no task started to find
+    nothing to send."""
+    runner, session_id, store = await _paused(emptied_postgres_url)
+    loop = asyncio.get_running_loop()
+    started: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        started.append(coro.__qualname__)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(counting)
+    try:
+        with traffic(store) as seen:
+            await _drain(runner, session_id, _answer())
+    finally:
+        loop.set_task_factory(None)
+
+    assert await _status(runner, session_id) is InvocationStatus.COMPLETED
+    assert seen.statements == ["WITH", "WITH", "WITH"]
+    assert seen.announcements == 0
+    assert started == []

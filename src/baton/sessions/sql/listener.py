@@ -331,6 +331,10 @@ class Announcer:
         """Send `NOTIFY <channel>, app_name` soon (in the background), on `CHANNEL` when
         the change is `work`, else on `QUESTIONS_CHANNEL`; with `run_goes_on`, along with
         the run's next statement (see the class docstring)."""
+        if not work and self._nobody_watches():
+            # Dropped here, as `_send_pending` would drop it. Speed: no task started for
+            # it, to find nothing to send (a resume's answer: 1 of its ~7 loop passes).
+            return
         self._pending.add((CHANNEL if work else QUESTIONS_CHANNEL, app_name))
         if not run_goes_on:
             self._start()
@@ -369,7 +373,7 @@ class Announcer:
         loop = asyncio.get_running_loop()
         while self._pending:
             notices, self._pending = sorted(self._pending), set()
-            if not self._watched and loop.time() < self._checked_at + _WATCHERS_FRESH:
+            if self._nobody_watches():
                 notices = [notice for notice in notices if notice[0] == CHANNEL]
                 if not notices:
                     continue  # nobody listens to questions: no statement at all
@@ -390,6 +394,13 @@ class Announcer:
             loop.call_later(_SPACING, _end_pause, pause)
             await pause
             self._pause = None
+
+    def _nobody_watches(self) -> bool:
+        """Whether the last look, still fresh (`_WATCHERS_FRESH`), found no process
+        listening to questions: changes to them are dropped without a statement."""
+        if self._watched:
+            return False
+        return asyncio.get_running_loop().time() < self._checked_at + _WATCHERS_FRESH
 
 
 def _end_pause(pause: asyncio.Future[None]) -> None:
