@@ -16,6 +16,7 @@ from baton.artifacts import (
     InMemoryArtifactService,
     SqliteArtifactService,
 )
+from baton.compaction import BaseEventsSummarizer, EventsCompactionConfig, LlmEventSummarizer
 from baton.context import Context, InvocationContext
 from baton.events import Event, EventActions, RequestInput
 from baton.run_config import RunConfig, StreamingMode, ToolThreadPoolConfig
@@ -50,6 +51,7 @@ __all__ = [
     "BaseAgent",
     "BaseAgentState",
     "BaseArtifactService",
+    "BaseEventsSummarizer",
     "BaseNode",
     "Context",
     "DatabaseArtifactService",
@@ -57,6 +59,7 @@ __all__ = [
     "Edge",
     "Event",
     "EventActions",
+    "EventsCompactionConfig",
     "FunctionNode",
     "FunctionTool",
     "InMemoryArtifactService",
@@ -65,6 +68,7 @@ __all__ = [
     "InvocationContext",
     "JoinNode",
     "LlmAgent",
+    "LlmEventSummarizer",
     "LongRunningFunctionTool",
     "LoopAgent",
     "Node",

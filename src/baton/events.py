@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, Self, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -51,6 +51,7 @@ __all__ = [
     "TASK_REPLY_SCHEMA",
     "Event",
     "EventActions",
+    "EventCompaction",
     "NodeInfo",
     "RequestInput",
     "RouteValue",
@@ -207,7 +208,7 @@ def _refuse_a_value(value: object, info: ValidationInfo) -> None:
         return None
     raise ValueError(
         f"EventActions.{info.field_name} is a field of the reference's EventActions that "
-        "baton does not support (compaction, a forced model response); leave "
+        "baton does not support (a forced model response); leave "
         "it out."
     )
 
@@ -218,6 +219,25 @@ def _refuse_a_value(value: object, info: ValidationInfo) -> None:
 _ReferenceOnly: TypeAlias = Annotated[
     None, BeforeValidator(_refuse_a_value), Field(exclude=True, repr=False)
 ]
+
+
+class EventCompaction(StrictWireModel):
+    """A summary that stands in for the session's events from `start_timestamp` to
+    `end_timestamp` (both included) in what models are shown; the events stay stored."""
+
+    start_timestamp: float
+    end_timestamp: float
+    compacted_content: Content
+
+    @model_validator(mode="after")
+    def _is_a_range(self) -> Self:
+        start, end = self.start_timestamp, self.end_timestamp
+        if not (math.isfinite(start) and math.isfinite(end) and start <= end):
+            raise ValueError(
+                f"a compaction covers the events from startTimestamp to endTimestamp, which "
+                f"must be finite with start <= end; got {start!r} to {end!r}."
+            )
+        return self
 
 
 class EventActions(StrictWireModel):
@@ -245,7 +265,8 @@ class EventActions(StrictWireModel):
     requested_auth_configs: dict[str, JsonValue] = Field(
         default_factory=dict[str, JsonValue], exclude_if=operator.not_
     )
-    compaction: _ReferenceOnly = None
+    # Set only on the event a compaction appends (see `baton.compaction`).
+    compaction: EventCompaction | None = None
     # Widgets a client shows beside the event (`render_ui_widget`), in the order rendered.
     render_ui_widgets: list[UiWidget] | None = None
     set_model_response: _ReferenceOnly = None

@@ -29,6 +29,12 @@ from baton.answering import answers_message
 from baton.artifacts import BaseArtifactService
 from baton.auth.credential_service import BaseCredentialService
 from baton.blocking import LoopThread
+from baton.compaction import (
+    EventsCompactionConfig,
+    check_summarizer,
+    compact_session,
+    summarizer_for,
+)
 from baton.database_memory import memory_in
 from baton.debug_print import print_event
 from baton.errors import (
@@ -75,6 +81,7 @@ from baton.workflow.scheduler import Workflow
 __all__ = [
     "INCARNATION",
     "App",
+    "EventsCompactionConfig",
     "InMemoryRunner",
     "ResumabilityConfig",
     "Runner",
@@ -105,6 +112,8 @@ class App(BaseModel):
     root_agent: Any
     description: str = ""
     plugins: list[Any] = Field(default_factory=list[Any])
+    events_compaction_config: EventsCompactionConfig | None = None
+    context_cache_config: Any = None
     resumability_config: ResumabilityConfig | None = None
 
     @model_validator(mode="before")
@@ -141,6 +150,24 @@ class App(BaseModel):
                 f"root_agent must be a workflow, agent or node, got {type(root).__name__}."
             )
         return root
+
+    @field_validator("context_cache_config")
+    @classmethod
+    def _no_context_cache(cls, config: Any) -> Any:
+        if config is not None:
+            raise ValueError(
+                "context_cache_config asks for Gemini context caching, which baton's model "
+                "adapters (OpenAI-compatible chat completions, the scripted model) cannot "
+                "do; leave it out (an OpenAI-compatible server caches repeated prompt "
+                "prefixes by itself)."
+            )
+        return config
+
+    @model_validator(mode="after")
+    def _can_summarize(self) -> Self:
+        if self.events_compaction_config is not None:
+            check_summarizer(self.events_compaction_config, self.root_agent)
+        return self
 
 
 class Runner:
@@ -381,6 +408,7 @@ class Runner:
         # fails before it reads it. An answer's checks may have claimed it already.
         lease, invocation = await self._lease(plan, owner)
         run: InvocationRun | None = None
+        seal: Event | None = None
         try:
             run = await self._open_run(plan, lease, answered_by, invocation, config)
             run.invocation.abort_signal = abort_signal
@@ -399,6 +427,14 @@ class Runner:
                 yield seal
         finally:
             await self._release(lease, run)
+        if seal is None:
+            await self._compact(plan.key)
+
+    async def _compact(self, key: SessionKey) -> None:
+        """Summarize the session's older events if the app's config says it is due."""
+        config = self.app.events_compaction_config
+        if config is not None:
+            await compact_session(self.store, key, config, summarizer_for(config, self.root))
 
     async def run_debug(
         self,

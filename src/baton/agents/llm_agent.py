@@ -104,6 +104,7 @@ from baton.plugins.manager import PluginManager
 from baton.readonly_context import ReadonlyContext
 from baton.run_config import apply_run_config
 from baton.schemas import SchemaType, check_node_data
+from baton.sessions.compacted import compacted
 from baton.threads import run_sync
 from baton.tools import BaseTool, FunctionTool, ToolContext, to_function_response
 from baton.tools.base_toolset import BaseToolset
@@ -723,7 +724,8 @@ class LlmAgent(BaseAgent):
                 "the session; the session's events were removed while the run was paused."
             )
         if self.include_contents == "default":
-            return events[: start + 1]
+            # The summaries stored before the run stand for the events they cover.
+            return compacted(events[: start + 1], agent=self.name)
         return _current_turn(events, start, self.name)
 
     async def _run_tool(
