@@ -15,6 +15,7 @@ from baton import (
     EventsCompactionConfig,
     LlmAgent,
     LlmEventSummarizer,
+    LongRunningFunctionTool,
     Runner,
     Workflow,
     types,
@@ -247,3 +248,43 @@ def test_context_caching_is_refused_as_gemini_only() -> None:
     agent = LlmAgent(name="assistant", model=ScriptedModel())
     with pytest.raises(ValidationError, match="Gemini context caching, which baton's model"):
         App(name="app", root_agent=agent, context_cache_config={"ttl_seconds": 600})
+
+
+def wait_for_job(what: str) -> None:
+    """Start a job whose result the client sends later."""
+    del what
+
+
+async def test_a_run_paused_on_a_call_resumes_after_a_compaction_and_is_summarized_once_answered(
+    stores: StoreFactory,
+) -> None:
+    def respond(request: LlmRequest) -> str | types.FunctionCall:
+        if _is_summary_request(request):
+            return f"SUMMARY{len(model.requests)}"
+        if request.contents[-1].function_responses:
+            return "done"
+        if _texts(request)[-1] == ("user", "go"):
+            return types.FunctionCall(id="c1", name="wait_for_job", args={"what": "x"})
+        return "ok"
+
+    model = ScriptedModel(responder=respond)
+    agent = LlmAgent(name="assistant", model=model, tools=[LongRunningFunctionTool(wait_for_job)])
+    config = EventsCompactionConfig(compaction_interval=1, overlap_size=0)
+    app = App(name="app", root_agent=agent, events_compaction_config=config)
+    runner = Runner(app=app, session_service=BaseSessionService(stores.open()))
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    await _say(runner, session.id, "go")
+    # Paused on the call: only what precedes it is summarized (request 2).
+    assert _texts(model.requests[1])[0][1].endswith("\n\nuser: go")
+    answer = types.FunctionResponse(id="c1", name="wait_for_job", response={"result": "42"})
+    message = types.Content(role="user", parts=[types.Part(function_response=answer)])
+    async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+        pass
+    # The resumed run is shown its history as it stood when it started.
+    assert [role for role, _ in _texts(model.requests[2])] == ["user", "model", "user"]
+    assert _texts(model.requests[3])[0][1].endswith(
+        "\n\nuser: go\nassistant called tool: wait_for_job({'what': 'x'})"
+        "\nTool response from wait_for_job: {'result': '42'}\nassistant: done"
+    )
+    await _say(runner, session.id, "more")
+    assert _texts(model.requests[4]) == [("model", "SUMMARY4"), ("user", "more")]
