@@ -58,15 +58,21 @@ def compacted(events: Sequence[Event], *, agent: str) -> list[Event]:
         at = bisect_right(starts, timestamp) - 1
         return at >= 0 and timestamp <= covered[at][1]
 
-    placed: list[tuple[float, int, Event]] = [
-        (event.timestamp, index, event)
-        for index, event in enumerate(events)
-        if not is_compaction(event) and not is_covered(event.timestamp)
-    ]
-    for index, summary in standing:
-        placed.append((summary.end_timestamp, index, _as_turn(events[index], summary, agent)))
-    placed.sort(key=lambda item: (item[0], item[1]))
-    return [event for _, _, event in placed]
+    summaries = sorted(
+        ((s.end_timestamp, i, _as_turn(events[i], s, agent)) for i, s in standing),
+        key=lambda item: (item[0], item[1]),
+    )
+    shown: list[Event] = []
+    for event in events:
+        if is_compaction(event) or is_covered(event.timestamp):
+            continue
+        # Each summary goes before the first event after its range; the events keep
+        # their stored order.
+        while summaries and summaries[0][0] < event.timestamp:
+            shown.append(summaries.pop(0)[2])
+        shown.append(event)
+    shown.extend(turn for _, _, turn in summaries)
+    return shown
 
 
 def newest_compaction(events: Sequence[Event]) -> EventCompaction | None:
