@@ -306,7 +306,10 @@ def test_event_actions_take_the_reference_s_empty_fields_and_refuse_their_values
         '{"requestedAuthConfigs": {}, "transferReason": null}'
     )
     assert exported.to_wire() == {"stateDelta": {}, "artifactDelta": {}}
-    with pytest.raises(ValidationError, match="EventActions.compaction is a field of"):
+    with pytest.raises(ValidationError, match="EventActions.set_model_response is a field of"):
+        EventActions.model_validate({"setModelResponse": {"text": "x"}})
+    # A compaction is kept (tests/agents/test_compaction.py); an incomplete one is refused.
+    with pytest.raises(ValidationError, match="compaction.endTimestamp\n  Field required"):
         EventActions.model_validate({"compaction": {"startTimestamp": 1}})
     asked = EventActions.model_validate({"requestedAuthConfigs": {"c1": {"credentialKey": "k"}}})
     assert asked.to_wire()["requestedAuthConfigs"] == {"c1": {"credentialKey": "k"}}
