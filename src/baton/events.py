@@ -29,6 +29,7 @@ from pydantic_core import PydanticSerializationError, from_json, to_json, to_jso
 from baton.gemini_fields import GeminiResponseFields
 from baton.types import (
     Content,
+    FinishReasonValue,
     FunctionCall,
     FunctionResponse,
     Part,
@@ -324,7 +325,7 @@ class Event(GeminiResponseFields, WireModel):
     error_code: str | None = None
     error_message: str | None = None
     custom_metadata: dict[str, JsonValue] | None = None
-    finish_reason: str | None = None
+    finish_reason: FinishReasonValue | None = None
     usage_metadata: UsageMetadata | None = None
 
     if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see
@@ -350,7 +351,7 @@ class Event(GeminiResponseFields, WireModel):
             error_code: str | None = None,
             error_message: str | None = None,
             custom_metadata: dict[str, JsonValue] | None = None,
-            finish_reason: str | None = None,
+            finish_reason: FinishReasonValue | None = None,
             usage_metadata: UsageMetadata | None = None,
             **extra: Any,
         ) -> None: ...

@@ -1,29 +1,96 @@
-"""Wire types: the message parts a conversation is made of, and what a model is asked
-with (its config, tools and their schemas).
+"""Wire types, under the names code written for the reference finds in
+`google.genai.types`: what a model is asked with (its config, tools and their schemas),
+defined here, and the message types (`baton.messages`), the enums (`baton.wire_enums`),
+Gemini's built-in tools and configs (`baton.gemini_tool_configs`, `baton.gemini_configs`),
+`Image` and `JSONSchema`, exported from here.
 
 They serialize to the reference system's JSON (camelCase keys, absent fields
-dropped), and accept snake_case or camelCase when parsed. The names are the ones
-code written for the reference finds in `google.genai.types`.
+dropped), and accept snake_case or camelCase when parsed.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NewType, Self, cast
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar, Final, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
-from pydantic.alias_generators import to_camel, to_snake
+from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
+from pydantic.alias_generators import to_snake
 
+from baton.gemini_configs import (
+    AutomaticFunctionCallingConfig,
+    GroundingMetadata,
+    MultiSpeakerVoiceConfig,
+    PrebuiltVoiceConfig,
+    SpeakerVoiceConfig,
+    SpeechConfig,
+    VoiceConfig,
+)
+from baton.gemini_tool_configs import (
+    ComputerUse,
+    DynamicRetrievalConfig,
+    EnterpriseWebSearch,
+    FileSearch,
+    GoogleMaps,
+    GoogleSearch,
+    GoogleSearchRetrieval,
+    Interval,
+    McpServer,
+    Retrieval,
+    ToolCodeExecution,
+    UrlContext,
+)
+from baton.images import Image
+from baton.json_schema_types import JSONSchema, JSONSchemaType, schema_fields_of
+from baton.messages import (
+    Blob,
+    CodeExecutionResult,
+    Content,
+    ExecutableCode,
+    FileData,
+    FinishReasonValue,
+    FunctionCall,
+    FunctionResponse,
+    GenerateContentResponseUsageMetadata,
+    InterruptId,
+    InvocationId,
+    ModalityTokenCount,
+    ModelContent,
+    Part,
+    RunId,
+    SessionId,
+    UsageMetadata,
+    UserContent,
+)
+from baton.wire_enums import (
+    Behavior,
+    FinishReason,
+    FunctionCallingConfigMode,
+    HarmBlockThreshold,
+    HarmCategory,
+    Language,
+    Modality,
+    Outcome,
+    ThinkingLevel,
+    Type,
+)
+from baton.wire_model import StrictWireModel, WireModel
 from baton.wire_repr import ReferenceRepr
 
 __all__ = [
+    "AutomaticFunctionCallingConfig",
+    "Behavior",
     "Blob",
     "CodeExecutionResult",
+    "ComputerUse",
     "Content",
+    "DynamicRetrievalConfig",
+    "EnterpriseWebSearch",
     "ExecutableCode",
     "FileData",
+    "FileSearch",
+    "FinishReason",
+    "FinishReasonValue",
     "FunctionCall",
     "FunctionCallingConfig",
     "FunctionCallingConfigMode",
@@ -31,420 +98,50 @@ __all__ = [
     "FunctionResponse",
     "GenerateContentConfig",
     "GenerateContentResponseUsageMetadata",
+    "GoogleMaps",
+    "GoogleSearch",
+    "GoogleSearchRetrieval",
+    "GroundingMetadata",
     "HarmBlockThreshold",
     "HarmCategory",
     "HttpOptions",
     "HttpRetryOptions",
+    "Image",
     "InterruptId",
+    "Interval",
     "InvocationId",
+    "JSONSchema",
+    "JSONSchemaType",
     "JsonValue",
     "Language",
+    "McpServer",
+    "Modality",
     "ModalityTokenCount",
     "ModelContent",
+    "MultiSpeakerVoiceConfig",
     "Outcome",
     "Part",
+    "PrebuiltVoiceConfig",
+    "Retrieval",
     "RunId",
     "SafetySetting",
     "Schema",
     "SessionId",
+    "SpeakerVoiceConfig",
+    "SpeechConfig",
     "StrictWireModel",
     "ThinkingConfig",
     "ThinkingLevel",
     "Tool",
+    "ToolCodeExecution",
     "ToolConfig",
     "Type",
+    "UrlContext",
     "UsageMetadata",
     "UserContent",
+    "VoiceConfig",
     "WireModel",
 ]
-
-
-class WireModel(BaseModel):
-    """Base of every serialized model: camelCase on the wire (`to_json`, `to_wire`,
-    `by_alias=True`), either case accepted. `model_dump()` and `model_dump_json()` give
-    the field names, as pydantic's and the reference's do, so code reading
-    `event.model_dump()["actions"]["state_delta"]` works."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        serialize_by_alias=False,
-        extra="ignore",
-    )
-
-    def to_json(self) -> str:
-        """Return the wire JSON: camelCase keys, unset (None) fields dropped."""
-        return self.model_dump_json(by_alias=True, exclude_none=True)
-
-    def to_wire(self) -> dict[str, Any]:
-        """Return the wire form as a JSON-compatible dict."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """Return the dict the reference's (google.genai's) `to_json_dict` gives: field
-        names, unset (None) fields dropped, JSON values (bytes as base64)."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-    @classmethod
-    def from_wire(cls, data: str | bytes | dict[str, Any]) -> Self:
-        """Parse the wire form (a JSON text or an already decoded dict)."""
-        if isinstance(data, str | bytes):
-            return cls.model_validate_json(data)
-        return cls.model_validate(data)
-
-
-class StrictWireModel(WireModel):
-    """A wire model whose unknown fields are refused, as the reference's message types
-    (google.genai's) and its EventActions refuse them: a misspelled field fails loudly."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class FunctionCall(ReferenceRepr, StrictWireModel):
-    """A request, by the model or a node, to call a function (or to ask a person)."""
-
-    reference_fields: ClassVar[tuple[str, ...]] = (
-        "id",
-        "args",
-        "name",
-        "partial_args",
-        "will_continue",
-    )
-
-    id: str | None = None
-    args: dict[str, JsonValue] | None = None
-    name: str | None = None
-
-
-class FunctionResponse(ReferenceRepr, StrictWireModel):
-    """The result of a function call; the answer to an interrupt carries its id."""
-
-    reference_fields: ClassVar[tuple[str, ...]] = (
-        "will_continue",
-        "scheduling",
-        "parts",
-        "id",
-        "name",
-        "response",
-    )
-
-    # More responses to the same call follow (a long-running tool's progress update):
-    # the call stays open, and each response gives the agent's model a turn.
-    will_continue: bool | None = None
-    id: str | None = None
-    name: str | None = None
-    response: dict[str, JsonValue] | None = None
-
-
-class Blob(ReferenceRepr, StrictWireModel):
-    """Bytes with their MIME type; `data` is base64 on the wire (URL-safe or standard
-    alphabet accepted, as the reference's client sends either)."""
-
-    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
-
-    data: bytes | None = None
-    display_name: str | None = None
-    mime_type: str | None = None
-
-    @field_validator("data", mode="before")
-    @classmethod
-    def _decode_base64(cls, value: object) -> object:
-        return _base64_bytes(value, "data")
-
-
-def _base64_bytes(value: object, field: str) -> object:
-    # A JSON text is decoded by `val_json_bytes`; a dict parsed from JSON arrives here
-    # with the base64 text still in it.
-    if not isinstance(value, str):
-        return value
-    padded = value + "=" * (-len(value) % 4)
-    try:
-        return base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
-    except binascii.Error as error:
-        raise ValueError(
-            f"{field} is not base64 ({error}); send the bytes base64-encoded."
-        ) from error
-
-
-class FileData(ReferenceRepr, StrictWireModel):
-    """A file kept elsewhere, by URI."""
-
-    display_name: str | None = None
-    file_uri: str | None = None
-    mime_type: str | None = None
-
-
-class _AnyCaseEnum(StrEnum):
-    """An enum whose values are taken in any case ("python" is PYTHON), as the reference's
-    (google.genai's) are; a value it does not have is refused, naming those it has."""
-
-    @classmethod
-    def _missing_(cls, value: object) -> Self:
-        if isinstance(value, str):
-            for member in cls:
-                if member.value == value.upper():
-                    return member
-        raise ValueError(
-            f"{value!r} is not a {cls.__name__}; use one of: {', '.join(m.value for m in cls)}."
-        )
-
-
-class Language(_AnyCaseEnum):
-    """The programming language of `ExecutableCode`."""
-
-    LANGUAGE_UNSPECIFIED = "LANGUAGE_UNSPECIFIED"
-    PYTHON = "PYTHON"
-
-
-class Outcome(_AnyCaseEnum):
-    """How running `ExecutableCode` ended."""
-
-    OUTCOME_UNSPECIFIED = "OUTCOME_UNSPECIFIED"
-    OUTCOME_OK = "OUTCOME_OK"
-    OUTCOME_FAILED = "OUTCOME_FAILED"
-    OUTCOME_DEADLINE_EXCEEDED = "OUTCOME_DEADLINE_EXCEEDED"
-
-
-class ExecutableCode(ReferenceRepr, StrictWireModel):
-    """Code a model wrote to be run (a code executor runs it); its result comes in a
-    `CodeExecutionResult` part."""
-
-    code: str | None = None
-    language: Language | None = None
-    id: str | None = None
-
-
-class CodeExecutionResult(ReferenceRepr, StrictWireModel):
-    """What running an `ExecutableCode` gave: its outcome and its output (stdout, or the
-    error when it failed)."""
-
-    outcome: Outcome | None = None
-    output: str | None = None
-    id: str | None = None
-
-
-class Part(ReferenceRepr, StrictWireModel):
-    """One part of a message: text, bytes, a file reference, a function call or response,
-    code a model wrote and what running it gave.
-
-    The reference's fields that only Gemini fills (`thought_signature` and those after it)
-    are kept as they came, stored and returned, so a session recorded with Gemini imports
-    and reads back whole; baton's chat-completions models are not sent them, as the
-    reference's LiteLlm does not send them to such models.
-    """
-
-    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64", extra="forbid")
-
-    media_resolution: dict[str, JsonValue] | None = None
-    code_execution_result: CodeExecutionResult | None = None
-    executable_code: ExecutableCode | None = None
-    file_data: FileData | None = None
-    function_call: FunctionCall | None = None
-    function_response: FunctionResponse | None = None
-    inline_data: Blob | None = None
-    text: str | None = None
-    thought: bool | None = None
-    thought_signature: bytes | None = None
-    video_metadata: dict[str, JsonValue] | None = None
-    tool_call: dict[str, JsonValue] | None = None
-    tool_response: dict[str, JsonValue] | None = None
-    part_metadata: dict[str, JsonValue] | None = None
-    audio_transcription: dict[str, JsonValue] | None = None
-    media_processing: str | None = None
-    speech_metadata: dict[str, JsonValue] | None = None
-
-    if TYPE_CHECKING:
-        # The signature pyright checks: one positional value, as google.genai's Part takes,
-        # or the fields by name.
-        def __init__(
-            self,
-            value: str | Part | dict[str, Any] | None = None,
-            /,
-            *,
-            media_resolution: dict[str, JsonValue] | None = None,
-            code_execution_result: CodeExecutionResult | None = None,
-            executable_code: ExecutableCode | None = None,
-            file_data: FileData | None = None,
-            function_call: FunctionCall | None = None,
-            function_response: FunctionResponse | None = None,
-            inline_data: Blob | None = None,
-            text: str | None = None,
-            thought: bool | None = None,
-            thought_signature: bytes | str | None = None,
-            video_metadata: dict[str, JsonValue] | None = None,
-            tool_call: dict[str, JsonValue] | None = None,
-            tool_response: dict[str, JsonValue] | None = None,
-            part_metadata: dict[str, JsonValue] | None = None,
-            audio_transcription: dict[str, JsonValue] | None = None,
-            media_processing: str | None = None,
-            speech_metadata: dict[str, JsonValue] | None = None,
-        ) -> None: ...
-    else:
-
-        def __init__(self, value: object = None, /, **fields: Any) -> None:
-            # `Part("hi")` as google.genai takes it: a text, another part (copied) or a
-            # dict of fields; `model_fields_set` holds what the value set.
-            if value is not None:
-                if fields:
-                    raise ValueError(
-                        f"Part was given a positional value and the fields {sorted(fields)}; "
-                        "give either the value (a text, a Part or a dict of fields) or "
-                        "the fields by name."
-                    )
-                fields = _part_fields(value)
-            super().__init__(**fields)
-
-    @field_validator("thought_signature", mode="before")
-    @classmethod
-    def _decode_signature(cls, value: object) -> object:
-        return _base64_bytes(value, "thought_signature")
-
-    @classmethod
-    def from_bytes(cls, *, data: bytes, mime_type: str) -> Part:
-        """A part holding bytes (an image, a PDF, ...)."""
-        return cls(inline_data=Blob(mime_type=mime_type, data=data))
-
-    @classmethod
-    def from_uri(cls, *, file_uri: str, mime_type: str | None = None) -> Part:
-        """A part naming a file by URI."""
-        return cls(file_data=FileData(file_uri=file_uri, mime_type=mime_type))
-
-    @classmethod
-    def from_text(cls, *, text: str) -> Part:
-        """A text part."""
-        return cls(text=text)
-
-    @classmethod
-    def from_function_call(cls, *, name: str, args: dict[str, JsonValue]) -> Part:
-        """A function-call part (no id; the runtime assigns one when it needs to)."""
-        return cls(function_call=FunctionCall(name=name, args=args))
-
-    @classmethod
-    def from_function_response(cls, *, name: str, response: dict[str, JsonValue]) -> Part:
-        """A function-response part (set `.function_response.id` to answer an interrupt)."""
-        return cls(function_response=FunctionResponse(name=name, response=response))
-
-
-def _part_fields(value: object) -> dict[str, Any]:
-    """The fields a Part's positional value stands for."""
-    if isinstance(value, str):
-        return {"text": value}
-    if isinstance(value, Part):
-        return {name: getattr(value, name) for name in value.model_fields_set}
-    if isinstance(value, dict):
-        return dict(cast("dict[str, Any]", value))
-    raise ValueError(
-        f"Part cannot be made from a value of type {type(value).__name__}; give a text, "
-        "a Part or a dict of its fields, or name the fields (Part(inline_data=Blob(...)) "
-        "for bytes)."
-    )
-
-
-class Content(ReferenceRepr, StrictWireModel):
-    """A message: a role and its parts."""
-
-    parts: list[Part] | None = None
-    role: Literal["user", "model"] | str | None = None
-
-    @property
-    def text(self) -> str:
-        """The concatenated text of the text parts ('' when there is none)."""
-        return "".join(part.text for part in self.parts or [] if part.text)
-
-    @property
-    def function_responses(self) -> list[FunctionResponse]:
-        """The function responses this message carries, in order."""
-        return [p.function_response for p in self.parts or [] if p.function_response]
-
-    @property
-    def function_calls(self) -> list[FunctionCall]:
-        """The function calls this message carries, in order."""
-        return [p.function_call for p in self.parts or [] if p.function_call]
-
-
-class ModalityTokenCount(ReferenceRepr, StrictWireModel):
-    """The tokens of one modality (`TEXT`, `IMAGE`, `AUDIO`, `VIDEO`, `DOCUMENT`)."""
-
-    modality: str | None = None
-    token_count: int | None = None
-
-
-class UsageMetadata(ReferenceRepr, StrictWireModel):
-    """Token counts of one model call, with the reference's fields.
-
-    A field baton's models do not fill stays None; it is kept when an event exported
-    from the reference is imported, and a field the reference does not have is refused.
-    """
-
-    reference_fields: ClassVar[tuple[str, ...]] = (
-        "cache_tokens_details",
-        "cached_content_token_count",
-        "candidates_token_count",
-        "candidates_tokens_details",
-        "prompt_token_count",
-        "prompt_tokens_details",
-        "thoughts_token_count",
-        "tool_use_prompt_token_count",
-        "tool_use_prompt_tokens_details",
-        "total_token_count",
-        "traffic_type",
-    )
-
-    prompt_token_count: int | None = None
-    candidates_token_count: int | None = None
-    total_token_count: int | None = None
-    cached_content_token_count: int | None = None
-    thoughts_token_count: int | None = None
-    tool_use_prompt_token_count: int | None = None
-    prompt_tokens_details: list[ModalityTokenCount] | None = None
-    candidates_tokens_details: list[ModalityTokenCount] | None = None
-    cache_tokens_details: list[ModalityTokenCount] | None = None
-    tool_use_prompt_tokens_details: list[ModalityTokenCount] | None = None
-    traffic_type: str | None = None
-
-
-# The reference's name for the same type.
-GenerateContentResponseUsageMetadata = UsageMetadata
-
-
-# Ids are plain strings on the wire; NewTypes keep them apart in signatures.
-SessionId = NewType("SessionId", str)
-InvocationId = NewType("InvocationId", str)
-InterruptId = NewType("InterruptId", str)
-RunId = NewType("RunId", str)
-
-
-def _parts_of(parts: str | Part | list[str | Part] | None) -> list[Part]:
-    """`UserContent` / `ModelContent` parts: a text or a Part, alone or in a list."""
-    items: list[str | Part] = parts if isinstance(parts, list) else [] if parts is None else [parts]
-    return [Part(text=item) if isinstance(item, str) else item for item in items]
-
-
-class UserContent(Content):
-    """A user's message: `UserContent("hi")` or `UserContent(parts=[...])`."""
-
-    def __init__(self, parts: str | Part | list[str | Part] | None = None, **fields: Any) -> None:
-        super().__init__(role="user", parts=_parts_of(parts), **fields)
-
-
-class ModelContent(Content):
-    """A model's message: `ModelContent("hello")` or `ModelContent(parts=[...])`."""
-
-    def __init__(self, parts: str | Part | list[str | Part] | None = None, **fields: Any) -> None:
-        super().__init__(role="model", parts=_parts_of(parts), **fields)
-
-
-class Type(StrEnum):
-    """A schema's type, in the reference's (OpenAPI) vocabulary."""
-
-    TYPE_UNSPECIFIED = "TYPE_UNSPECIFIED"
-    STRING = "STRING"
-    NUMBER = "NUMBER"
-    INTEGER = "INTEGER"
-    BOOLEAN = "BOOLEAN"
-    ARRAY = "ARRAY"
-    OBJECT = "OBJECT"
-    NULL = "NULL"
 
 
 class Schema(ReferenceRepr, StrictWireModel):
@@ -479,6 +176,9 @@ class Schema(ReferenceRepr, StrictWireModel):
         "type",
     )
 
+    additional_properties: JsonValue = None
+    defs: dict[str, Schema] | None = None
+    ref: str | None = None
     any_of: list[Schema] | None = None
     default: JsonValue = None
     description: str | None = None
@@ -507,6 +207,39 @@ class Schema(ReferenceRepr, StrictWireModel):
     def _upper_type(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value  # "object" as "OBJECT"
 
+    @classmethod
+    def from_json_schema(
+        cls,
+        *,
+        json_schema: JSONSchema | dict[str, JsonValue],
+        api_option: Literal["ENTERPRISE", "GEMINI_API", "VERTEX_AI"] = "GEMINI_API",
+        raise_error_on_unsupported_field: bool = False,
+    ) -> Schema:
+        """The Schema a JSON Schema stands for (`["string", "null"]` as a nullable
+        STRING, `$ref` / `$defs` as `ref` / `defs`).
+
+        Args:
+            json_schema: a `JSONSchema`, or the JSON Schema as a dict.
+            api_option: the reference's choice of dialect; baton's Schema is one.
+            raise_error_on_unsupported_field: the reference's; baton always refuses a
+                keyword a Schema cannot hold.
+
+        Returns:
+            The schema.
+
+        Raises:
+            ValueError: the JSON Schema uses `oneOf` or `uniqueItems`, or several
+                non-null types in one `type`.
+        """
+        if isinstance(json_schema, dict):
+            json_schema = JSONSchema.model_validate(json_schema)
+        return cls.model_validate(schema_fields_of(json_schema))
+
+    @property
+    def json_schema(self) -> JSONSchema:
+        """This schema as a `JSONSchema` (see `to_json_schema` for the dict)."""
+        return JSONSchema.model_validate(self.to_json_schema())
+
     def to_json_schema(self) -> dict[str, JsonValue]:
         """This schema as JSON Schema (lower-case types, `nullable` as a null type)."""
         out: dict[str, JsonValue] = {}
@@ -521,6 +254,16 @@ class Schema(ReferenceRepr, StrictWireModel):
             value = getattr(self, name)
             if value is not None:
                 out[key] = value
+        self._add_nested_json_schemas(out)
+        if self.additional_properties is not None:
+            out["additionalProperties"] = self.additional_properties
+        if self.ref is not None:
+            out["$ref"] = self.ref
+        if self.defs is not None:
+            out["$defs"] = {k: v.to_json_schema() for k, v in self.defs.items()}
+        return out
+
+    def _add_nested_json_schemas(self, out: dict[str, JsonValue]) -> None:
         if self.properties is not None:
             out["properties"] = {k: v.to_json_schema() for k, v in self.properties.items()}
         if self.required is not None:
@@ -529,7 +272,6 @@ class Schema(ReferenceRepr, StrictWireModel):
             out["items"] = self.items.to_json_schema()
         if self.any_of is not None:
             out["anyOf"] = [option.to_json_schema() for option in self.any_of]
-        return out
 
 
 _JSON_SCHEMA_BOUNDS = {
@@ -573,6 +315,66 @@ class FunctionDeclaration(ReferenceRepr, WireModel):
     name: str
     description: str = ""
     parameters: dict[str, JsonValue] | None = None
+    # Gemini's: baton's chat-completions models refuse a declaration with a response
+    # schema or NON_BLOCKING behavior (baton.models.gemini_only); a model of the user's
+    # that speaks Gemini's protocol receives them.
+    response: Schema | None = None
+    response_json_schema: dict[str, JsonValue] | None = None
+    behavior: Behavior | None = None
+
+    @classmethod
+    def from_callable(
+        cls,
+        *,
+        client: object = None,
+        callable: Callable[..., object],  # the reference's keyword
+        behavior: Behavior | None = None,
+        use_json_schema: bool = False,
+    ) -> FunctionDeclaration:
+        """The declaration of a Python function, as a `FunctionTool` declares it.
+
+        Args:
+            client: the reference's API client, which picks its schema dialect; baton has
+                one dialect (JSON Schema), so any value (or none) gives the same result.
+            callable: the function; its name, docstring and annotated parameters.
+            behavior: the declaration's `behavior`.
+            use_json_schema: the reference's choice of `parameters_json_schema` over
+                `parameters`; baton's `parameters` is JSON Schema either way.
+
+        Returns:
+            The declaration: the function's name, its whole docstring as the description
+            and its parameters as JSON Schema. Unlike the reference's, no `response`
+            schema is derived from the return annotation (chat-completions models cannot
+            be sent one).
+
+        Raises:
+            TypeError: the function's annotations cannot be turned into a JSON schema.
+        """
+        return cls.from_callable_with_api_option(
+            callable=callable, behavior=behavior, use_json_schema=use_json_schema
+        )
+
+    @classmethod
+    def from_callable_with_api_option(
+        cls,
+        *,
+        callable: Callable[..., object],  # the reference's keyword
+        api_option: Literal["ENTERPRISE", "GEMINI_API", "VERTEX_AI"] = "GEMINI_API",
+        behavior: Behavior | None = None,
+        use_json_schema: bool = False,
+    ) -> FunctionDeclaration:
+        """`from_callable` with the reference's API option (`api_option` only picks the
+        reference's schema dialect; baton's declaration is the same for each)."""
+        # tools.signature builds declarations from this module's types: imported here.
+        from baton.tools.signature import FunctionSignature
+
+        signature = FunctionSignature.of(callable)
+        return cls(
+            name=signature.name,
+            description=inspect.getdoc(callable) or "",
+            parameters=signature.parameters,
+            behavior=behavior,
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -590,39 +392,38 @@ class FunctionDeclaration(ReferenceRepr, WireModel):
         return fields
 
 
-class Tool(ReferenceRepr, WireModel):
-    """A group of functions the model may call, as the reference groups them.
+class Tool(ReferenceRepr, StrictWireModel):
+    """What the model may use: functions (`function_declarations`, what a model reads as
+    `llm_request.config.tools[i].function_declarations`), or one of Gemini's built-in
+    tools, which the model runs itself (`google_search=GoogleSearch()`, ...).
 
-    A model reads `llm_request.config.tools[i].function_declarations`.
+    A built-in tool reaches a model of the user's that speaks Gemini's protocol; baton's
+    chat-completions models refuse a request holding one, naming it and the model.
     """
 
-    reference_fields: ClassVar[tuple[str, ...]] = (
-        "retrieval",
-        "computer_use",
-        "file_search",
-        "google_search",
-        "google_maps",
-        "code_execution",
-        "enterprise_web_search",
-        "function_declarations",
-        "google_search_retrieval",
-        "parallel_ai_search",
-        "url_context",
-        "mcp_servers",
-        "exa_ai_search",
-    )
-
+    retrieval: Retrieval | None = None
+    computer_use: ComputerUse | None = None
+    file_search: FileSearch | None = None
+    google_search: GoogleSearch | None = None
+    google_maps: GoogleMaps | None = None
+    code_execution: ToolCodeExecution | None = None
+    enterprise_web_search: EnterpriseWebSearch | None = None
     function_declarations: list[FunctionDeclaration] | None = None
+    google_search_retrieval: GoogleSearchRetrieval | None = None
+    parallel_ai_search: dict[str, JsonValue] | None = None
+    url_context: UrlContext | None = None
+    mcp_servers: list[McpServer] | None = None
+    exa_ai_search: dict[str, JsonValue] | None = None
 
-
-class FunctionCallingConfigMode(StrEnum):
-    """Whether the model may, must or must not call functions."""
-
-    MODE_UNSPECIFIED = "MODE_UNSPECIFIED"
-    AUTO = "AUTO"
-    ANY = "ANY"
-    NONE = "NONE"
-    VALIDATED = "VALIDATED"
+    @property
+    def built_ins(self) -> list[str]:
+        """The names of the built-in tools this entry holds (its fields other than
+        `function_declarations` that are set), in the reference's order."""
+        return [
+            name
+            for name in type(self).model_fields
+            if name != "function_declarations" and getattr(self, name) is not None
+        ]
 
 
 class FunctionCallingConfig(ReferenceRepr, StrictWireModel):
@@ -650,16 +451,6 @@ class ToolConfig(ReferenceRepr, StrictWireModel):
     function_calling_config: FunctionCallingConfig | None = None
 
 
-class ThinkingLevel(StrEnum):
-    """How hard a reasoning model thinks."""
-
-    THINKING_LEVEL_UNSPECIFIED = "THINKING_LEVEL_UNSPECIFIED"
-    MINIMAL = "MINIMAL"
-    LOW = "LOW"
-    MEDIUM = "MEDIUM"
-    HIGH = "HIGH"
-
-
 class ThinkingConfig(ReferenceRepr, StrictWireModel):
     """A reasoning model's thinking: its level (or token budget), and whether its
     thoughts come back."""
@@ -667,28 +458,6 @@ class ThinkingConfig(ReferenceRepr, StrictWireModel):
     include_thoughts: bool | None = None
     thinking_budget: int | None = None
     thinking_level: ThinkingLevel | None = None
-
-
-class HarmCategory(StrEnum):
-    """A category of harmful content a safety setting is about."""
-
-    HARM_CATEGORY_UNSPECIFIED = "HARM_CATEGORY_UNSPECIFIED"
-    HARM_CATEGORY_HARASSMENT = "HARM_CATEGORY_HARASSMENT"
-    HARM_CATEGORY_HATE_SPEECH = "HARM_CATEGORY_HATE_SPEECH"
-    HARM_CATEGORY_SEXUALLY_EXPLICIT = "HARM_CATEGORY_SEXUALLY_EXPLICIT"
-    HARM_CATEGORY_DANGEROUS_CONTENT = "HARM_CATEGORY_DANGEROUS_CONTENT"
-    HARM_CATEGORY_CIVIC_INTEGRITY = "HARM_CATEGORY_CIVIC_INTEGRITY"
-
-
-class HarmBlockThreshold(StrEnum):
-    """From which probability of harm a response is blocked."""
-
-    HARM_BLOCK_THRESHOLD_UNSPECIFIED = "HARM_BLOCK_THRESHOLD_UNSPECIFIED"
-    BLOCK_LOW_AND_ABOVE = "BLOCK_LOW_AND_ABOVE"
-    BLOCK_MEDIUM_AND_ABOVE = "BLOCK_MEDIUM_AND_ABOVE"
-    BLOCK_ONLY_HIGH = "BLOCK_ONLY_HIGH"
-    BLOCK_NONE = "BLOCK_NONE"
-    OFF = "OFF"
 
 
 class SafetySetting(ReferenceRepr, StrictWireModel):
@@ -803,6 +572,7 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     safety_settings: list[SafetySetting] | None = None
     labels: dict[str, str] | None = None
     http_options: HttpOptions | None = None
+    automatic_function_calling: AutomaticFunctionCallingConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -817,6 +587,20 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
                     "API takes it; baton's models (chat completions) do not: leave it out."
                 )
         return data
+
+    @field_validator("automatic_function_calling")
+    @classmethod
+    def _no_automatic_calls(
+        cls, value: AutomaticFunctionCallingConfig | None
+    ) -> AutomaticFunctionCallingConfig | None:
+        if value is not None and value != AutomaticFunctionCallingConfig(disable=True):
+            raise ValueError(
+                f"automatic_function_calling={value.to_json_dict()}: baton's models never "
+                "call functions themselves (an agent runs its tools), so only "
+                "AutomaticFunctionCallingConfig(disable=True), which is what they do, is "
+                "taken: leave the other settings out."
+            )
+        return value
 
     @field_validator("response_schema", "response_json_schema", mode="before")
     @classmethod

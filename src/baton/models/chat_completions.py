@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from pydantic import JsonValue
 
+from baton.models.gemini_only import refuse_gemini_only
 from baton.models.llm import FunctionDeclaration, LlmRequest, LlmResponse, UsageMetadata
 from baton.types import (
     Blob,
@@ -78,8 +79,10 @@ def to_completion_params(request: LlmRequest, model: str) -> CompletionCreatePar
         Keyword arguments for `client.chat.completions.create`.
 
     Raises:
-        ValueError: a function call or response has no id (the protocol pairs them by id).
+        ValueError: a function call or response has no id (the protocol pairs them by id),
+            or the request holds what only Gemini's protocol carries (see `gemini_only`).
     """
+    refuse_gemini_only(request, request.model or model)
     config = request.config
     params: CompletionCreateParamsBase = {"model": model, "messages": to_messages(request)}
     if config.function_declarations:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from baton.gemini_fields import GeminiResponseFields
 from baton.types import (
     Content,
+    FinishReasonValue,
     FunctionDeclaration,
     GenerateContentConfig,
     Tool,
@@ -115,7 +116,7 @@ class LlmResponse(GeminiResponseFields, WireModel):
     content: Content | None = None
     partial: bool | None = None
     turn_complete: bool | None = None
-    finish_reason: str | None = None
+    finish_reason: FinishReasonValue | None = None
     error_code: str | None = None
     error_message: str | None = None
     usage_metadata: UsageMetadata | None = None

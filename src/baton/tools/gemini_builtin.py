@@ -1,27 +1,33 @@
-"""Gemini's built-in tools (google_search, url_context, enterprise_web_search): tools the
-reference asks a Gemini model to run itself. baton's models speak the OpenAI
-chat-completions protocol, which has no place for them, so an agent listing one fails
-before its model is asked, where the reference fails for a model it does not support."""
+"""Gemini's built-in tools (google_search, url_context, enterprise_web_search): tools a
+Gemini model runs itself. As in the reference, listing one adds its entry to the request
+(`types.Tool(google_search=types.GoogleSearch())`) when the model's name is a Gemini one,
+and fails the run before the model is asked otherwise. baton's own models speak the OpenAI
+chat-completions protocol, which has no place for them: they refuse such a request,
+naming the tool and the model (`baton.models.gemini_only`); a model of the user's that
+speaks Gemini's protocol receives the entry."""
 
 from __future__ import annotations
 
 from pydantic import JsonValue
 
+from baton.models.gemini_only import is_gemini_model, unsupported_built_in
 from baton.models.llm import LlmRequest
 from baton.tools.base import BaseTool
 from baton.tools.tool_context import ToolContext
+from baton.types import Tool
 
-__all__ = ["GeminiBuiltInTool", "unsupported_built_in"]
+__all__ = ["GeminiBuiltInTool", "offer_built_in", "unsupported_built_in"]
 
 
-def unsupported_built_in(what: str, model: str | None) -> ValueError:
-    """The error for a Gemini built-in `what` asked of `model`, saying what to do instead."""
-    return ValueError(
-        f"{what} is not supported for model {model}: it is a Gemini built-in the model runs "
-        "itself, and baton sends model requests over the OpenAI chat-completions protocol, "
-        "which has no place for it. Remove it from the agent, or give the agent a "
-        "FunctionTool that does the same through an API of your own."
-    )
+def offer_built_in(entry: Tool, label: str, llm_request: LlmRequest) -> None:
+    """Add a built-in tool's `entry` to a request for a Gemini model.
+
+    Raises:
+        ValueError: the request's model is not a Gemini one (named by `label`).
+    """
+    if not is_gemini_model(llm_request.model):
+        raise unsupported_built_in(label, llm_request.model)
+    llm_request.config.tools.append(entry)
 
 
 class GeminiBuiltInTool(BaseTool):
@@ -30,24 +36,26 @@ class GeminiBuiltInTool(BaseTool):
     Args:
         name: the reference's name for it.
         label: how the error names it (the reference's wording, e.g. "Google search tool").
+        entry: what it adds to the request's `config.tools`.
     """
 
-    def __init__(self, *, name: str, label: str) -> None:
+    def __init__(self, *, name: str, label: str, entry: Tool) -> None:
         super().__init__(name=name, description=name)
         self.label = label
+        self.entry = entry
 
     async def process_llm_request(
         self, *, tool_context: ToolContext, llm_request: LlmRequest
     ) -> None:
-        """Refuse the request before it is sent.
+        """Offer the tool to a Gemini model.
 
         Raises:
-            ValueError: always (no baton model runs Gemini's built-in tools).
+            ValueError: the model is not a Gemini one.
         """
-        raise unsupported_built_in(self.label, llm_request.model)
+        offer_built_in(self.entry.model_copy(deep=True), self.label, llm_request)
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
-        """Never reached: the request that would offer the tool is refused first.
+        """Never reached: the model runs the tool itself and never calls it by name.
 
         Raises:
             ValueError: always.
