@@ -40,6 +40,14 @@ class BaseTool:
         TypeError: the subclass implements neither `run` nor `run_async`.
     """
 
+    # Class-level defaults as well as instance values, as in the reference: a subclass
+    # whose __init__ does not call BaseTool's still reads as an ordinary tool.
+    is_long_running: bool = False
+    """Whether the tool's calls stay open until their FunctionResponse arrives."""
+
+    custom_metadata: dict[str, Any] | None = None
+    """Anything the tool's own code keeps with it (baton reads none of it)."""
+
     response_schema: dict[str, JsonValue] | None = None
     """For a long-running tool: the JSON schema of the answer it waits for (None: any).
     Answers are checked against it before they are stored, and forms are built from it."""
