@@ -87,7 +87,7 @@ def test_wire_keys_are_camel_case_and_snake_case_is_accepted() -> None:
     assert wire["longRunningToolIds"] == ["a", "b"]
     assert wire["actions"]["stateDelta"] == {"k": 1}
     assert wire["actions"]["route"] == "go"
-    assert wire["content"] == {"role": "model", "parts": [{"text": "hi"}]}
+    assert wire["content"] == {"role": "user", "parts": [{"text": "hi"}]}  # as the reference
     assert "output" not in wire
     snake = {
         "invocation_id": "inv",

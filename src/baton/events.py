@@ -9,7 +9,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Final, Self, TypeAlias, TypeVar
 
@@ -297,17 +297,29 @@ class NodeInfo(WireModel):
         return run_id or None
 
 
-def _message_content(message: Content | str) -> Content:
+MessageValue: TypeAlias = Content | Part | str | Sequence[Part | str]
+"""What `Event(message=)` takes: a Content as it is, or text and parts to make one of."""
+
+
+def _message_content(message: MessageValue) -> Content:
+    """`message` as a Content, with the reference's roles: a function call's Part given
+    alone is the model's, any other text or parts the user's (whoever the author is)."""
+    if isinstance(message, Content):
+        return message
+    if isinstance(message, Part):
+        return Content(role="model" if message.function_call else "user", parts=[message])
     if isinstance(message, str):
-        return Content(role="model", parts=[Part(text=message)])
-    return message
+        message = [message]
+    return Content(role="user", parts=[Part(text=p) if isinstance(p, str) else p for p in message])
 
 
 class Event(GeminiResponseFields, WireModel):
     """One thing that happened in a session: a message, an output, an interrupt, an error.
 
-    Shortcuts accepted by the constructor: `message=` (a Content or a text) for
-    `content`, `state=` for `actions.state_delta`, `route=` for `actions.route`.
+    Shortcuts accepted by the constructor: `message=` for `content` (a Content, or a
+    text, a Part or a list of them, which become a user's Content, a function call's
+    Part given alone a model's, as in the reference), `state=` for
+    `actions.state_delta`, `route=` for `actions.route`.
     """
 
     id: str = Field(default_factory=new_event_id)
@@ -333,7 +345,7 @@ class Event(GeminiResponseFields, WireModel):
         def __init__(
             self,
             *,
-            message: Content | str | None = None,
+            message: MessageValue | None = None,
             state: Mapping[str, object] | None = None,
             route: RouteValue | list[RouteValue] | None = None,
             output: object = None,
@@ -371,7 +383,12 @@ class Event(GeminiResponseFields, WireModel):
             # fields (`exclude_unset`) keeps it.
             fields["id"] = new_event_id()
         message = fields.pop("message", None)
-        if message is not None and fields.get("content") is None:
+        if message is not None:
+            if fields.get("content") is not None:
+                raise ValueError(
+                    "Event takes message= or content=, not both: they are one field "
+                    "(message= is content= given as a text, parts or a Content)."
+                )
             fields["content"] = _message_content(message)
         shortcut = {k: fields.pop(k) for k in ("state", "route") if k in fields}
         if shortcut:
@@ -396,7 +413,7 @@ class Event(GeminiResponseFields, WireModel):
         return self.content
 
     @message.setter
-    def message(self, value: Content | str | None) -> None:
+    def message(self, value: MessageValue | None) -> None:
         self.content = None if value is None else _message_content(value)
 
     @property

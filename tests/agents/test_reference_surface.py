@@ -41,7 +41,5 @@ async def test_a_tool_that_skips_base_tool_init_reads_as_an_ordinary_tool(
     events = await h.start()
 
     parts = [p for e in events if e.content for p in e.content.parts or []]
-    assert [p.function_response.response for p in parts if p.function_response] == [
-        {"said": "HI"}
-    ]
+    assert [p.function_response.response for p in parts if p.function_response] == [{"said": "HI"}]
     assert [p.text for p in parts if p.text] == ["done"]

@@ -193,3 +193,29 @@ def test_in_memory_runner_takes_an_app_or_an_agent() -> None:
     assert InMemoryRunner(app=App(name="mine", root_agent=wf)).app_name == "mine"
     assert InMemoryRunner(wf).app_name == "InMemoryRunner"
     assert isinstance(InMemoryRunner(wf).session_service, InMemorySessionService)
+
+
+async def test_a_node_s_event_message_is_a_user_content_as_in_the_reference() -> None:
+    async def speak(node_input: object):  # noqa: ANN202 -- an async generator node
+        yield Event(message="hi")
+        later = Event()
+        later.message = "set"
+        yield later
+        yield Event(message=["a", types.Part(text="b")])
+        yield Event(message=types.Part(function_call=types.FunctionCall(name="f", args={})))
+
+    runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", speak)]))
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+    events = [
+        e
+        async for e in runner.run_async(user_id="u", session_id=session.id, new_message=_text("go"))
+    ]
+
+    assert [(e.author, e.content.role, e.content.text) for e in events if e.content] == [
+        ("wf", "user", "hi"),
+        ("wf", "user", "set"),
+        ("wf", "user", "ab"),
+        ("wf", "model", ""),
+    ]
+    with pytest.raises(ValueError, match="message= or content=, not both"):
+        Event(message="hi", content=_text("there"))
