@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -196,7 +197,7 @@ def test_in_memory_runner_takes_an_app_or_an_agent() -> None:
 
 
 async def test_a_node_s_event_message_is_a_user_content_as_in_the_reference() -> None:
-    async def speak(node_input: object):  # noqa: ANN202 -- an async generator node
+    async def speak(node_input: object) -> AsyncIterator[Event]:
         yield Event(message="hi")
         later = Event()
         later.message = "set"
