@@ -23,6 +23,7 @@ from baton import (
 from baton.errors import UnknownInterruptError
 from baton.events import NodeInfo
 from baton.history import acting_node
+from baton.sessions import State
 from baton.sessions.services import InMemorySessionService, SqliteSessionService
 
 
@@ -220,3 +221,32 @@ async def test_a_node_s_event_message_is_a_user_content_as_in_the_reference() ->
     ]
     with pytest.raises(ValueError, match="message= or content=, not both"):
         Event(message="hi", content=_text("there"))
+
+
+def test_state_takes_the_reference_s_value_and_delta() -> None:
+    value: dict[str, JsonValue] = {"a": 1, "b": 1}
+    delta: dict[str, JsonValue] = {"b": 2}
+    state = State(value, delta)
+    assert (state["a"], state["b"], state.has_delta()) == (1, 2, True)
+
+    state["c"] = 3
+
+    assert delta == {"b": 2, "c": 3}  # the caller's delta receives the writes, as there
+    assert state.to_dict() == {"a": 1, "b": 2, "c": 3}
+    assert not State({"a": 1}, {}).has_delta()
+
+
+async def test_flush_on_every_session_service_keeps_what_was_appended(tmp_path: Path) -> None:
+    for sessions in (
+        InMemorySessionService(),
+        SqliteSessionService(str(tmp_path / "s.db")),
+    ):
+        session = await sessions.create_session(app_name="app", user_id="u")
+        await sessions.append_event(session, Event(author="user", message="hi"))
+
+        await sessions.flush()
+
+        stored = await sessions.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert stored is not None
+        assert [e.content.text for e in stored.events if e.content] == ["hi"]
+        await sessions.close()

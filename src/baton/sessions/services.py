@@ -287,6 +287,10 @@ class BaseSessionService:
         session.last_update_time = written_at
         return event
 
+    async def flush(self) -> None:
+        """Nothing to do: the reference's hook for services that buffer events. Every
+        event and state change is committed before the call that makes it returns."""
+
     async def close(self) -> None:
         """Release the store's connections."""
         await self.store.close()

@@ -16,20 +16,29 @@ __all__ = ["State"]
 
 
 class State(UndeletableKeys, StatePrefixes, MutableMapping[str, Any]):
-    """Session state as a node sees it: committed values overlaid with this run's writes."""
+    """Session state as a node sees it: committed values overlaid with this run's writes.
+
+    Args:
+        committed: the state as stored (never written to).
+        delta: writes not committed yet, as the reference's `State(value, delta)` takes
+            them: shown over `committed`, and this dict receives every later write.
+        schema: a pydantic model each write must fit (StateSchemaError otherwise).
+        writer: who writes, for error messages.
+    """
 
     def __init__(
         self,
         committed: dict[str, JsonValue],
-        *,
+        delta: dict[str, JsonValue] | None = None,
         schema: type[BaseModel] | None = None,
+        *,
         writer: str = "a node",
     ) -> None:
         self._committed = committed
         self._schema = schema
         self._writer = writer
-        self._writes: dict[str, JsonValue] = {}
-        self._pending: dict[str, JsonValue] = {}
+        self._writes: dict[str, JsonValue] = {} if delta is None else delta
+        self._pending: dict[str, JsonValue] = {} if delta is None else dict(delta)
 
     def __getitem__(self, key: str) -> Any:
         if key in self._writes:
