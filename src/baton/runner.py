@@ -9,6 +9,7 @@ is compared with the code at hand. Only then does the first step commit.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import socket
@@ -96,6 +97,8 @@ class ResumabilityConfig(BaseModel):
 
     is_resumable: bool = False
 
+
+_log = logging.getLogger("baton.runner")
 
 _APP_NAME: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9_-]*")
 
@@ -283,8 +286,19 @@ class Runner:
 
     @property
     def resumability_config(self) -> ResumabilityConfig | None:
-        """The app's `ResumabilityConfig` (None: not resumable)."""
+        """The app's `ResumabilityConfig` (None: not resumable); assigning one sets it for
+        the runs this runner starts or resumes from then on, as in the reference."""
         return self.app.resumability_config
+
+    @resumability_config.setter
+    def resumability_config(self, config: ResumabilityConfig | None) -> None:
+        if config is not None and not isinstance(config, ResumabilityConfig):  # pyright: ignore[reportUnnecessaryIsInstance] -- user input
+            raise TypeError(
+                f"Runner.resumability_config takes a ResumabilityConfig or None, got "
+                f"{config!r}; write ResumabilityConfig(is_resumable=True)."
+            )
+        # A copy: the App given may be served by other runners too.
+        self.app = self.app.model_copy(update={"resumability_config": config})
 
     @property
     def store(self) -> Store:
@@ -448,14 +462,16 @@ class Runner:
     ) -> list[Event]:
         """Send each message in turn in one session (created when missing, continued
         when not) and print what the agents say, for trying an agent out; as the
-        reference's `run_debug`. Use `run_async` in an application.
+        reference's `run_debug`, which also logs (INFO, logger `baton.runner`) each
+        message sent as `User > ...` and whether the session was created or continued.
+        Use `run_async` in an application.
 
         Args:
             user_messages: a message, or several sent one after another.
             user_id: the session's user.
             session_id: the session; the same id again continues the conversation.
             run_config: the runs' `RunConfig`.
-            quiet: print nothing.
+            quiet: print and log nothing.
             verbose: print tool calls, tool results, code and files too, not only text.
 
         Returns:
@@ -470,8 +486,14 @@ class Runner:
             await self.session_service.create_session(
                 app_name=self.app_name, user_id=user_id, session_id=session_id
             )
+            if not quiet:
+                _log.info("Created new session: %s", session_id)
+        elif not quiet:
+            _log.info("Continue session: %s", session_id)
         events: list[Event] = []
         for message in [user_messages] if isinstance(user_messages, str) else user_messages:
+            if not quiet:
+                _log.info("User > %s", message)
             run = self.run_async(
                 user_id=user_id,
                 session_id=session_id,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from baton import App, InMemoryRunner, LlmAgent, ResumabilityConfig, types
+from baton import App, Context, InMemoryRunner, LlmAgent, ResumabilityConfig, Workflow, types
 from baton.models import ScriptedModel
 
 
@@ -62,3 +64,41 @@ def test_a_runner_shows_its_app_s_resumability_config() -> None:
     app = App(name="app", root_agent=LlmAgent(name="a", model=model), resumability_config=config)
     assert InMemoryRunner(app=app).resumability_config is config
     assert InMemoryRunner(agent=LlmAgent(name="b", model=model)).resumability_config is None
+
+
+async def test_run_debug_logs_each_user_message_and_the_session_as_the_reference(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner = InMemoryRunner(agent=LlmAgent(name="helper", model=ScriptedModel(["a", "b", "c"])))
+
+    with caplog.at_level(logging.INFO, logger="baton.runner"):
+        await runner.run_debug("hi")
+        await runner.run_debug(["again"])
+        await runner.run_debug("hush", quiet=True)
+
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("baton.runner", logging.INFO, "Created new session: debug_session_id"),
+        ("baton.runner", logging.INFO, "User > hi"),
+        ("baton.runner", logging.INFO, "Continue session: debug_session_id"),
+        ("baton.runner", logging.INFO, "User > again"),
+    ]
+
+
+async def test_a_runner_s_resumability_config_assigned_applies_to_its_next_runs() -> None:
+    seen: list[bool] = []
+
+    def look(ctx: Context) -> None:
+        seen.append(ctx.is_resumable)
+
+    runner = InMemoryRunner(node=Workflow(name="wf", edges=[("START", look)]))
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+    await runner.run_debug("go", session_id=session.id, user_id="u", quiet=True)
+
+    runner.resumability_config = ResumabilityConfig(is_resumable=True)
+    await runner.run_debug("go", session_id=session.id, user_id="u", quiet=True)
+
+    assert seen == [False, True]
+    assert runner.resumability_config == ResumabilityConfig(is_resumable=True)
+    with pytest.raises(TypeError, match="takes a ResumabilityConfig or None, got True"):
+        runner.resumability_config = True  # pyright: ignore[reportAttributeAccessIssue] -- the bad input tested
+    assert runner.resumability_config == ResumabilityConfig(is_resumable=True)
