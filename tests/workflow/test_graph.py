@@ -21,7 +21,7 @@ from baton import (
     SequentialAgent,
     Workflow,
 )
-from baton.errors import GraphValidationError
+from baton.errors import GraphValidationError, WorkflowConfigurationError
 from baton.workflow.fingerprint import describe_difference
 from baton.workflow.graph import fingerprint_of, parse_graph
 
@@ -397,3 +397,17 @@ def test_a_workflow_keeps_its_edges_as_given_and_its_fingerprint_as_before() -> 
         '"nodes":{"draft":"FunctionNode","review":"FunctionNode"},"workflow":"wf"}'
     )
     assert "edges" not in wf.model_dump()
+
+
+def test_edges_assigned_after_construction_are_refused_and_change_nothing() -> None:
+    wf = Workflow(name="wf", edges=[("START", a, b)])
+    before = (edges_of(wf), fingerprint_of(wf.graph))
+
+    with pytest.raises(WorkflowConfigurationError, match="workflow 'wf': edges cannot be") as e:
+        wf.edges = [("START", c, d)]
+
+    assert "build a new Workflow" in str(e.value)
+    assert (edges_of(wf), fingerprint_of(wf.graph)) == before
+    assert wf.edges == [("START", a, b)]
+    wf.description = "other fields stay assignable"
+    assert wf.description == "other fields stay assignable"

@@ -64,6 +64,7 @@ class Workflow(BaseNode):
     Raises:
         GraphValidationError: every problem of the graph, in one error.
         TypeError: state_schema is not a pydantic model class.
+        WorkflowConfigurationError: (later) `edges` assigned: build a new Workflow.
     """
 
     emits_output: ClassVar[bool] = False
@@ -127,6 +128,17 @@ class Workflow(BaseNode):
             input_schema=input_schema,
             output_schema=output_schema,
         )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # The graph is built and checked from the edges once, at construction; an
+        # assignment after would change what the workflow shows, not what it runs.
+        if name == "edges":
+            raise WorkflowConfigurationError(
+                f"workflow '{self.name}': edges cannot be assigned after the workflow is "
+                "built (its graph is built and checked from them once, at construction); "
+                "build a new Workflow(name=..., edges=...) with the edges you want."
+            )
+        super().__setattr__(name, value)
 
     @property
     def nodes(self) -> dict[str, Node]:
