@@ -405,7 +405,12 @@ async def test_node_input_from_a_predecessor_is_a_user_turn(make: MakeRunner) ->
     ]
 
 
-async def test_an_agent_without_model_is_refused_with_a_hint() -> None:
+async def test_an_agent_without_model_is_refused_with_a_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without a key for the default model (see test_reference_surface for the default).
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     agent = LlmAgent(name="agent")
 
     with pytest.raises(ValueError, match="has no model"):

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from baton import LlmAgent, types
+from baton.callback_context import CallbackContext
 from baton.models import ScriptedModel
-from baton.tools import BaseTool, ToolContext
+from baton.readonly_context import ReadonlyContext
+from baton.tools import BaseTool, FunctionTool, ToolContext
+from baton.tools.base_toolset import BaseToolset
 from tests.agents.conftest import MakeRunner
 
 
@@ -43,3 +48,84 @@ async def test_a_tool_that_skips_base_tool_init_reads_as_an_ordinary_tool(
     parts = [p for e in events if e.content for p in e.content.parts or []]
     assert [p.function_response.response for p in parts if p.function_response] == [{"said": "HI"}]
     assert [p.text for p in parts if p.text] == ["done"]
+
+
+class Listed(BaseToolset):
+    """Lists one tool named after the state's `flavour`."""
+
+    async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
+        flavour = readonly_context.state["flavour"] if readonly_context else "none"
+        return [FunctionTool(lambda: flavour, name=f"get_{flavour}")]
+
+
+def greet(name: str) -> str:
+    return f"hello {name}"
+
+
+async def test_canonical_methods_take_a_context_as_the_reference_s(make: MakeRunner) -> None:
+    seen: list[object] = []
+
+    async def mood(ctx: ReadonlyContext) -> str:
+        return f"be {ctx.state['mood']}"
+
+    async def look(callback_context: CallbackContext) -> None:
+        seen.append(await agent.canonical_instruction(callback_context))
+        seen.append(await agent.canonical_global_instruction(callback_context))
+        seen.append([t.name for t in await agent.canonical_tools(callback_context)])
+        seen.append(await plain.canonical_instruction(callback_context))
+
+    agent = LlmAgent(
+        name="agent",
+        model=ScriptedModel(["done"]),
+        instruction=mood,
+        global_instruction="Hi {mood}",
+        tools=[greet, Listed()],
+        before_agent_callback=look,
+        sub_agents=[plain := LlmAgent(name="plain", instruction="Answer {mood}.")],
+    )
+    h = await make(agent, state={"mood": "kind", "flavour": "mint"})
+
+    with pytest.warns(DeprecationWarning, match="global_instruction"):  # as the reference
+        await h.start()
+
+    assert seen == [
+        ("be kind", True),
+        ("Hi {mood}", False),
+        ["greet", "get_mint"],
+        ("Answer {mood}.", False),
+    ]
+    assert [t.name for t in await plain.canonical_tools()] == []
+    assert [t.name for t in await agent.canonical_tools()] == ["greet", "get_none"]
+
+
+async def test_an_agent_without_model_takes_the_default_model(
+    make: MakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert LlmAgent.DEFAULT_MODEL == "gemini-3.5-flash"
+    monkeypatch.setattr(LlmAgent, "_default_model", LlmAgent.DEFAULT_MODEL)  # restored after
+    LlmAgent.set_default_model(ScriptedModel(["from the default"]))
+    h = await make(LlmAgent(name="agent"))
+
+    events = await h.start()
+
+    assert [e.content.text for e in events if e.content] == ["from the default"]
+    with pytest.raises(TypeError, match="takes a model string or a BaseLlm, got 3"):
+        LlmAgent.set_default_model(3)  # pyright: ignore[reportArgumentType] -- the bad input tested
+    with pytest.raises(ValueError, match="model string is empty"):
+        LlmAgent.set_default_model("")
+
+
+def test_the_default_gemini_model_without_a_key_is_refused_saying_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    agent = LlmAgent(name="agent")
+
+    with pytest.raises(ValueError, match="has no model") as e:
+        _ = agent.canonical_model
+
+    message = str(e.value)
+    assert "default model 'gemini-3.5-flash'" in message
+    assert "GEMINI_API_KEY" in message
+    assert "LlmAgent.set_default_model" in message

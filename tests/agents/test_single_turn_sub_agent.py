@@ -278,9 +278,9 @@ def test_a_single_turn_sub_agent_is_no_transfer_target() -> None:
     chat = LlmAgent(name="chat", model=ScriptedModel())
     boss = LlmAgent(name="boss", model=ScriptedModel(), sub_agents=[helper, chat])
 
-    assert sorted(boss.canonical_tools) == ["helper", "transfer_to_agent"]
-    assert sorted(chat.canonical_tools) == ["transfer_to_agent"]
-    assert sorted(helper.canonical_tools) == []
+    assert sorted(boss.tools_by_name) == ["helper", "transfer_to_agent"]
+    assert sorted(chat.tools_by_name) == ["transfer_to_agent"]
+    assert sorted(helper.tools_by_name) == []
 
 
 def test_a_tool_named_as_a_single_turn_sub_agent_is_refused() -> None:

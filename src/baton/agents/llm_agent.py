@@ -341,6 +341,12 @@ class LlmAgent(BaseAgent):
 
     ends_quietly: ClassVar[bool] = False  # the reference's LlmAgent ends with an event
 
+    DEFAULT_MODEL: ClassVar[str] = "gemini-3.5-flash"
+    """The model of agents that have none (nor an ancestor LlmAgent with one), as the
+    reference's; baton reaches it through Gemini's OpenAI-compatible endpoint, which
+    needs GEMINI_API_KEY (or GOOGLE_API_KEY). Change it with `set_default_model`."""
+    _default_model: ClassVar[str | BaseLlm] = DEFAULT_MODEL
+
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
     _transfer: AgentTransferTool | None = PrivateAttr(default=None)
@@ -448,30 +454,88 @@ class LlmAgent(BaseAgent):
 
     @property
     def canonical_model(self) -> BaseLlm:
-        """The model object (resolved once).
+        """The model object (resolved once): the agent's, else its nearest ancestor
+        LlmAgent's, else the default (`DEFAULT_MODEL`, or `set_default_model`'s).
 
         Raises:
-            ValueError: neither this agent nor an ancestor LlmAgent has a model.
+            ValueError: the model string cannot be used (UnknownModelError, or a
+                Gemini model without its key); for the default, saying how to pick one.
         """
         if self._llm is None:
             agent: BaseAgent | None = self
             while isinstance(agent, LlmAgent) and not agent.model:
                 agent = agent.parent_agent
-            if not isinstance(agent, LlmAgent):
-                raise ValueError(
-                    f"LlmAgent '{self.name}' has no model; pass model= (a BaseLlm or a string "
-                    "such as 'openai/gpt-4o-mini')."
-                )
-            self._llm = resolve_model(agent.model)
+            if isinstance(agent, LlmAgent):
+                self._llm = resolve_model(agent.model)
+            else:
+                self._llm = self._resolve_default_model()
         return self._llm
+
+    def _resolve_default_model(self) -> BaseLlm:
+        default = type(self)._default_model
+        try:
+            return resolve_model(default)
+        except ValueError as error:
+            raise ValueError(
+                f"LlmAgent '{self.name}' has no model, nor an ancestor LlmAgent with one, so "
+                f"it takes the default model {default!r}, which cannot be used: {error} Pass "
+                "model= (a BaseLlm or a string such as 'openai/gpt-4o-mini'), or set the "
+                "default with LlmAgent.set_default_model(...)."
+            ) from error
+
+    @classmethod
+    def set_default_model(cls, model: str | BaseLlm) -> None:
+        """Set the model of the agents (of this class and its subclasses) that have none,
+        nor an ancestor LlmAgent with one, as the reference's; agents that already
+        resolved theirs keep it.
+
+        Args:
+            model: a BaseLlm, or a model string `baton.models.resolve_model` takes.
+
+        Raises:
+            TypeError: `model` is neither a string nor a BaseLlm.
+            ValueError: `model` is an empty string.
+        """
+        if not isinstance(model, str | BaseLlm):  # pyright: ignore[reportUnnecessaryIsInstance] -- user input
+            raise TypeError(
+                f"LlmAgent.set_default_model takes a model string or a BaseLlm, got {model!r}."
+            )
+        if not model:
+            raise ValueError("LlmAgent.set_default_model: the model string is empty; name one.")
+        cls._default_model = model
+
+    async def canonical_instruction(self, ctx: ReadonlyContext) -> tuple[str, bool]:
+        """The agent's instruction for `ctx`, and whether it came from a provider (then
+        no `{key}` templating applies to it), as the reference's."""
+        return await _canonical(self.instruction, ctx)
+
+    async def canonical_global_instruction(self, ctx: ReadonlyContext) -> tuple[str, bool]:
+        """The agent's (deprecated) global instruction for `ctx`, and whether it came
+        from a provider, as the reference's."""
+        return await _canonical(self.global_instruction, ctx)
 
     @property
     def toolsets(self) -> list[BaseToolset]:
         """The toolsets among `tools` (a Runner closes them when it closes)."""
         return [t for t in self.tools if isinstance(t, BaseToolset)]
 
+    async def canonical_tools(self, ctx: ReadonlyContext | None = None) -> list[BaseTool]:
+        """The tools of `tools`, in their order, as the reference's: plain functions
+        wrapped in FunctionTool, each toolset's listed for `ctx` (a toolset whose
+        listing raises gives none, logged). Tools baton adds (`transfer_to_agent`, a
+        sub-agent's, `set_model_response`, `finish_task`) are not among them."""
+        own = iter(self._tools.values())  # begins with `tools`' own, in their order
+        tools: list[BaseTool] = []
+        for item in self.tools:
+            if isinstance(item, BaseToolset):
+                # The reference hands a toolset the caller's context as it is, None too.
+                tools += await _list_tools(self.name, item, ctx)
+            else:
+                tools.append(next(own))
+        return tools
+
     @property
-    def canonical_tools(self) -> dict[str, BaseTool]:
+    def tools_by_name(self) -> dict[str, BaseTool]:
         """The tools by name (plain functions wrapped in FunctionTool), with
         `transfer_to_agent` when the agent may transfer somewhere (and no tool of its own
         has that name), without those of its toolsets (see `tools_for`). Its targets
@@ -483,7 +547,7 @@ class LlmAgent(BaseAgent):
         return {**self._tools, TRANSFER_FUNCTION: self._transfer}
 
     async def tools_for(self, ctx: AgentContext) -> dict[str, BaseTool]:
-        """The tools its model is offered in `ctx`'s run: `canonical_tools` with those its
+        """The tools its model is offered in `ctx`'s run: `tools_by_name` with those its
         toolsets list for the invocation, in the order of `tools`. A toolset whose
         listing raises is left out, the error logged, as the reference does: the run
         goes on without its tools.
@@ -493,13 +557,13 @@ class LlmAgent(BaseAgent):
         """
         toolsets = self.toolsets
         if not toolsets:
-            return self.canonical_tools
+            return self.tools_by_name
         readonly = ReadonlyContext(ctx, agent_name=self.name)
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(_list_tools(self.name, t, readonly)) for t in toolsets]
         listed = iter([task.result() for task in tasks])
-        # canonical_tools begins with the agent's own tools, in the order of `tools`.
-        own = iter(self.canonical_tools.values())
+        # tools_by_name begins with the agent's own tools, in the order of `tools`.
+        own = iter(self.tools_by_name.values())
         groups = [next(listed) if isinstance(t, BaseToolset) else [next(own)] for t in self.tools]
         tools: dict[str, BaseTool] = {}
         for tool in [*(t for group in groups for t in group), *own]:
@@ -1769,9 +1833,16 @@ async def _resolved(
                 agent=agent,
             )
         return fill_instruction(instruction, ctx.state, agent=agent, artifacts=read)
-    if inspect.iscoroutinefunction(instruction):
-        return await instruction(ctx)
-    made = await run_sync(partial(instruction, ctx))  # a plain provider never holds the loop
+    return await _provided(instruction, ctx)
+
+
+async def _provided(provider: InstructionProvider, ctx: AgentContext | ReadonlyContext) -> str:
+    """What an instruction provider gives for `ctx`."""
+    # The type names the run's context; the reference's callers hand a ReadonlyContext.
+    context = cast(InvocationContext, ctx)
+    if inspect.iscoroutinefunction(provider):
+        return await provider(context)
+    made = await run_sync(partial(provider, context))  # a plain provider never holds the loop
     return await made if inspect.isawaitable(made) else made
 
 
@@ -1879,8 +1950,17 @@ def _runs_together(call: FunctionCall, tools: dict[str, BaseTool]) -> bool:
     return not isinstance(tools.get(call.name or ""), TaskAgentTool)
 
 
+async def _canonical(
+    instruction: str | InstructionProvider, ctx: ReadonlyContext
+) -> tuple[str, bool]:
+    """An instruction field's text for `ctx`, and whether a provider gave it."""
+    if isinstance(instruction, str):
+        return instruction, False
+    return await _provided(instruction, ctx), True
+
+
 async def _list_tools(
-    agent: str, toolset: BaseToolset, readonly: ReadonlyContext
+    agent: str, toolset: BaseToolset, readonly: ReadonlyContext | None
 ) -> list[BaseTool]:
     """The toolset's tools for the run; none when listing them raises (logged)."""
     try:

@@ -83,7 +83,7 @@ def _instruction_text(agent: LlmAgent) -> str:
 
 async def _own_tools(agent: LlmAgent) -> list[BaseTool]:
     """The agent's `tools`, a toolset's listed outside any run; not `transfer_to_agent`."""
-    own = iter(agent.canonical_tools.values())  # begins with `tools`' own, in their order
+    own = iter(agent.tools_by_name.values())  # begins with `tools`' own, in their order
     tools: list[BaseTool] = []
     for item in agent.tools:
         if isinstance(item, BaseToolset):
