@@ -851,7 +851,8 @@ class Runner:
         Raises:
             WorkflowConfigurationError: the root is an LlmAgent with mode='single_turn'.
             UnknownModelError, ExtraNotInstalledError: a model string cannot be used.
-            ValueError: an LlmAgent has no model, nor an ancestor LlmAgent to take it from.
+            ValueError: an LlmAgent has no model, nor an ancestor LlmAgent with one, and the
+                default model cannot be used (a Gemini model without its key).
         """
         if self._agents_checked:
             return
