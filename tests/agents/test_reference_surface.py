@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
-from baton import LlmAgent, types
+from baton import (
+    BaseAgent,
+    Event,
+    InvocationContext,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+    Workflow,
+    types,
+)
 from baton.callback_context import CallbackContext
+from baton.errors import StateSchemaError
+from baton.history import acting_node
 from baton.models import ScriptedModel
 from baton.readonly_context import ReadonlyContext
 from baton.tools import BaseTool, FunctionTool, ToolContext
@@ -129,3 +143,70 @@ def test_the_default_gemini_model_without_a_key_is_refused_saying_what_to_do(
     assert "default model 'gemini-3.5-flash'" in message
     assert "GEMINI_API_KEY" in message
     assert "LlmAgent.set_default_model" in message
+
+
+class Quiet(BaseAgent):
+    """Says `text` when it has one, and writes `writes` into the state first."""
+
+    text: str = ""
+    writes: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        yield Event(
+            author=self.name,
+            content=types.ModelContent(self.text) if self.text else None,
+            state=self.writes,
+        )
+
+
+def after(node_input: str) -> str:
+    return f"after {node_input}"
+
+
+@pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, LoopAgent])
+async def test_an_agent_node_waiting_for_output_triggers_nothing_without_one(
+    make: MakeRunner, kind: type[BaseAgent]
+) -> None:
+    options: dict[str, Any] = {"max_iterations": 1} if kind is LoopAgent else {}
+    silent = kind(name="silent", sub_agents=[Quiet(name="q")], wait_for_output=True, **options)
+    assert silent.wait_for_output
+    h = await make(Workflow(name="wf", edges=[("START", silent, after)]))
+
+    events = await h.start()
+
+    assert [acting_node(e) for e in events if e.output is not None] == []
+    loud = kind(name="loud", sub_agents=[Quiet(name="q")], **options)
+    h = await make(Workflow(name="wf2", edges=[("START", loud, after)]))
+    assert [e.output for e in await h.start() if e.output is not None] == ["after None"]
+
+
+class Counts(BaseModel):
+    count: int = 0
+
+
+@pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, LoopAgent])
+async def test_an_agent_s_state_schema_refuses_a_write_of_its_tree(
+    make: MakeRunner, kind: type[BaseAgent]
+) -> None:
+    options: dict[str, Any] = {"max_iterations": 1} if kind is LoopAgent else {}
+    bad = kind(
+        name="a", sub_agents=[Quiet(name="q", writes={"bogus": 1})], state_schema=Counts, **options
+    )
+    h = await make(Workflow(name="wf", edges=[("START", bad)]))
+
+    with pytest.raises(StateSchemaError, match="agent 'a' wrote state key 'bogus'"):
+        await h.start()
+
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state == {}
+    good = kind(
+        name="b", sub_agents=[Quiet(name="q", writes={"count": 3})], state_schema=Counts, **options
+    )
+    h = await make(Workflow(name="wf2", edges=[("START", good)]))
+    await h.start()
+    session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state == {"count": 3}
+    with pytest.raises(TypeError, match="state_schema must be a pydantic model class, got 3"):
+        kind(name="c", state_schema=3)  # pyright: ignore[reportArgumentType] -- the bad input tested

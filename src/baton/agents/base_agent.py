@@ -21,6 +21,7 @@ from pydantic import (
     InstanceOf,
     JsonValue,
     PrivateAttr,
+    SkipValidation,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -78,6 +79,11 @@ class BaseAgent(BaseModel):
             `baton.agents.callbacks`.
         after_agent_callback: called when the agent finishes; a returned Content is
             added as a reply, in the event that ends the agent.
+        wait_for_output: as a node of a workflow, a run that ends without output or
+            route triggers nothing (its successors wait for a run that gives one).
+        state_schema: a pydantic model every state write of the agent's tree (its
+            callbacks', tools') must fit, in place of its workflow's (StateSchemaError,
+            nothing stored); see `baton.schemas`.
         version: the agent's code version (e.g. of its instruction or tools), part of
             the workflow's fingerprint: change it so that runs started before the
             change are refused on resume (WorkflowChangedError) instead of continuing.
@@ -110,8 +116,19 @@ class BaseAgent(BaseModel):
     before_agent_callback: Callbacks = None
     after_agent_callback: Callbacks = None
     version: StrictStr | StrictInt | None = None  # strict: True is not version 1
+    wait_for_output: bool = False
+    state_schema: SkipValidation[type[BaseModel] | None] = None
 
     _parent: BaseAgent | None = PrivateAttr(default=None)
+
+    @field_validator("state_schema")
+    @classmethod
+    def _schema_is_a_model(cls, schema: object) -> object:
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(
+                f"an agent's state_schema must be a pydantic model class, got {schema!r}."
+            )
+        return schema
 
     @field_validator("name")
     @classmethod
@@ -266,6 +283,8 @@ class BaseAgent(BaseModel):
 
     async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
         """Run the agent tree as one node run (the Node protocol)."""
+        if self.state_schema is not None:
+            ctx.state.check_writes_against(self.state_schema, f"agent '{self.name}'")
         text_input = self.node_value(ctx, node_input)
         agent_ctx = AgentContext(ctx, node_input=text_input, branch=ctx.branch)
         agent_ctx.node_agent = self.name

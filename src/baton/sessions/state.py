@@ -62,6 +62,12 @@ class State(UndeletableKeys, StatePrefixes, MutableMapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._writes or key in self._committed
 
+    def check_writes_against(self, schema: type[BaseModel], writer: str) -> None:
+        """Check the writes from now on against `schema` instead (an agent node's own
+        state_schema takes the place of its workflow's), naming `writer` in errors."""
+        self._schema = schema
+        self._writer = writer
+
     def has_delta(self) -> bool:
         """Whether this view holds writes not yet attached to an event."""
         return bool(self._pending)
