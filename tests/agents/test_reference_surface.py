@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from baton import (
     BaseAgent,
@@ -22,10 +22,11 @@ from baton import (
 from baton.callback_context import CallbackContext
 from baton.errors import StateSchemaError
 from baton.history import acting_node
-from baton.models import ScriptedModel
+from baton.models import LlmRequest, ScriptedModel
 from baton.readonly_context import ReadonlyContext
 from baton.tools import BaseTool, FunctionTool, ToolContext
 from baton.tools.base_toolset import BaseToolset
+from baton.workflow.workers import ParallelWorker
 from tests.agents.conftest import MakeRunner
 
 
@@ -159,7 +160,7 @@ class Quiet(BaseAgent):
         )
 
 
-def after(node_input: str) -> str:
+def after(node_input: object) -> str:
     return f"after {node_input}"
 
 
@@ -210,3 +211,41 @@ async def test_an_agent_s_state_schema_refuses_a_write_of_its_tree(
     assert session.state == {"count": 3}
     with pytest.raises(TypeError, match="state_schema must be a pydantic model class, got 3"):
         kind(name="c", state_schema=3)  # pyright: ignore[reportArgumentType] -- the bad input tested
+
+
+def three(node_input: object) -> list[str]:
+    return ["a", "b", "c"]
+
+
+def echo(request: LlmRequest) -> str:
+    return f"echo {request.contents[-1].text}"
+
+
+async def test_an_llm_agent_parallel_worker_runs_once_per_item(make: MakeRunner) -> None:
+    agent = LlmAgent(name="each", model=ScriptedModel(responder=echo), parallel_worker=True)
+    h = await make(Workflow(name="wf", edges=[("START", three, agent, after)]))
+
+    events = await h.start()
+
+    replies = sorted(e.content.text for e in events if e.author == "each" and e.content)
+    assert replies == ["echo a", "echo b", "echo c"]
+    assert [(acting_node(e), e.output) for e in events if e.output is not None] == [
+        ("three", ["a", "b", "c"]),
+        ("each", ["echo a", "echo b", "echo c"]),
+        ("after", "after ['echo a', 'echo b', 'echo c']"),
+    ]
+    assert agent.parallel_worker  # the flag stays as given, as the reference's
+
+
+@pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, LoopAgent])
+async def test_parallel_worker_on_other_agents_is_refused_naming_what_works(
+    make: MakeRunner, kind: type[BaseAgent]
+) -> None:
+    with pytest.raises(ValidationError, match=f"{kind.__name__} takes no parallel_worker"):
+        kind(name="a", sub_agents=[Quiet(name="q", text="hi")], parallel_worker=True)
+
+    options: dict[str, Any] = {"max_iterations": 1} if kind is LoopAgent else {}
+    worker = ParallelWorker(node=kind(name="a", sub_agents=[Quiet(name="q", text="hi")], **options))
+    h = await make(Workflow(name="wf", edges=[("START", three, worker)]))
+    events = await h.start()
+    assert [e.content.text for e in events if e.author == "q" and e.content] == ["hi"] * 3

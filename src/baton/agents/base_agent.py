@@ -26,6 +26,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from baton.agents.callbacks import CallbackContext, Callbacks, chain, run_callbacks
@@ -120,6 +121,21 @@ class BaseAgent(BaseModel):
     state_schema: SkipValidation[type[BaseModel] | None] = None
 
     _parent: BaseAgent | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_worker_flag(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and "parallel_worker" in data
+            and "parallel_worker" not in cls.model_fields
+        ):
+            raise ValueError(
+                f"{cls.__name__} takes no parallel_worker (as in the reference, only an LlmAgent "
+                "does); to run it once per item of a list, make it the node of "
+                "ParallelWorker(node=...) (baton.workflow.workers) in the workflow's edges."
+            )
+        return cast(object, data)
 
     @field_validator("state_schema")
     @classmethod

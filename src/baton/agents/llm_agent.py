@@ -19,6 +19,7 @@ import uuid
 import warnings
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Coroutine,
@@ -126,6 +127,7 @@ from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 from baton.workflow.execution import message_value
 from baton.workflow.nodes import NodeInput
+from baton.workflow.workers import ParallelWorker
 
 __all__ = [
     "AGENT_NAME_LABEL",
@@ -347,6 +349,8 @@ class LlmAgent(BaseAgent):
     needs GEMINI_API_KEY (or GOOGLE_API_KEY). Change it with `set_default_model`."""
     _default_model: ClassVar[str | BaseLlm] = DEFAULT_MODEL
 
+    parallel_worker: bool | None = None
+    _worker: ParallelWorker | None = PrivateAttr(default=None)
     _llm: BaseLlm | None = PrivateAttr(default=None)
     _tools: dict[str, BaseTool] = PrivateAttr(default_factory=dict[str, BaseTool])
     _transfer: AgentTransferTool | None = PrivateAttr(default=None)
@@ -354,6 +358,9 @@ class LlmAgent(BaseAgent):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
+        if self.parallel_worker:
+            each = self.model_copy(update={"parallel_worker": False})
+            self._worker = ParallelWorker(node=each)
         delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
         own = [t for t in self.tools if not isinstance(t, BaseToolset)]
         self._tools = _index_tools([*own, *delegated], agent=self.name)
@@ -575,6 +582,25 @@ class LlmAgent(BaseAgent):
                 )
             tools[tool.name] = tool
         return tools
+
+    @property
+    def item_node(self) -> LlmAgent | None:
+        """With `parallel_worker`, the agent each item runs through (it goes into the
+        workflow's fingerprint as a worker's item does); None without."""
+        return None if self._worker is None else cast(LlmAgent, self._worker.item_node)
+
+    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+        """Run as one node run; with `parallel_worker`, once per item of the input list
+        (each item's run a child of this one), the output the list of their outputs."""
+        runs = (
+            super().run(ctx, node_input)
+            if self._worker is None
+            else self._worker.run(ctx, node_input)
+        )
+        # Both are async generators, typed as the Node protocol's AsyncIterator.
+        async with aclosing(cast(AsyncGenerator[object, None], runs)) as items:
+            async for item in items:
+                yield item
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)

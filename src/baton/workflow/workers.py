@@ -21,6 +21,7 @@ from baton.context import Context
 from baton.errors import WorkflowConfigurationError
 from baton.schemas import SchemaType
 from baton.types import Content
+from baton.workflow import nodes
 from baton.workflow.binding import NodeInput
 from baton.workflow.confirming import Confirmation
 from baton.workflow.nodes import BaseNode, FunctionNode, RetryConfig
@@ -34,17 +35,17 @@ class ParallelWorker(BaseNode):
     outputs the list of their outputs.
 
     Args:
-        node: the node each item runs through; the worker takes its name.
+        node: the node (or agent) each item runs through; the worker takes its name.
         max_parallel_workers: how many items run at once (None: all).
     """
 
     max_parallel_workers: int | None = None
-    _node: BaseNode = PrivateAttr()
+    _node: nodes.Node = PrivateAttr()
 
     def __init__(
         self,
         *,
-        node: BaseNode,
+        node: nodes.Node,
         max_parallel_workers: int | None = None,
     ) -> None:
         most = max_parallel_workers
@@ -62,7 +63,7 @@ class ParallelWorker(BaseNode):
         self._node = node
 
     @property
-    def item_node(self) -> BaseNode:
+    def item_node(self) -> nodes.Node:
         """The node each item runs through (its options are in the fingerprint)."""
         return self._node
 
