@@ -41,7 +41,7 @@ class Shout(BaseTool):
         return types.FunctionDeclaration(
             name=self.name,
             description=self.description,
-            parameters_json_schema={"type": "object", "properties": {"word": {"type": "string"}}},
+            parameters={"type": "object", "properties": {"word": {"type": "string"}}},
         )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
@@ -80,7 +80,7 @@ def greet(name: str) -> str:
 async def test_canonical_methods_take_a_context_as_the_reference_s(make: MakeRunner) -> None:
     seen: list[object] = []
 
-    async def mood(ctx: ReadonlyContext) -> str:
+    async def mood(ctx: InvocationContext) -> str:  # handed a ReadonlyContext here
         return f"be {ctx.state['mood']}"
 
     async def look(callback_context: CallbackContext) -> None:
@@ -242,7 +242,7 @@ async def test_parallel_worker_on_other_agents_is_refused_naming_what_works(
     make: MakeRunner, kind: type[BaseAgent]
 ) -> None:
     with pytest.raises(ValidationError, match=f"{kind.__name__} takes no parallel_worker"):
-        kind(name="a", sub_agents=[Quiet(name="q", text="hi")], parallel_worker=True)
+        kind(name="a", sub_agents=[Quiet(name="q", text="hi")], parallel_worker=True)  # pyright: ignore[reportCallIssue] -- the bad input tested
 
     options: dict[str, Any] = {"max_iterations": 1} if kind is LoopAgent else {}
     worker = ParallelWorker(node=kind(name="a", sub_agents=[Quiet(name="q", text="hi")], **options))
