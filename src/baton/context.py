@@ -22,6 +22,7 @@ from baton.auth.auth_tool import AuthConfig, checked_config
 from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
+from baton.node_actions import NodeActions
 from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.readonly_context import ReadonlyContext, refuse_confirmation
 from baton.run_config import RunConfig, check_run_config
@@ -50,12 +51,19 @@ __all__ = [
     "StepParts",
     "agent_key",
     "call_scope",
+    "current_node_run",
     "current_workflow",
 ]
 
 current_workflow: Final[ContextVar[str | None]] = ContextVar("baton_current_workflow", default=None)
 """The name of the workflow whose children run in this task (None outside any workflow):
 the author of their events, which a node's `ctx.event_author` reads."""
+
+current_node_run: Final[ContextVar[Context | None]] = ContextVar(
+    "baton_current_node_run", default=None
+)
+"""The context of the node run whose children run in this task (a workflow's, or a node's
+calling `ctx.run_node`; None for the invocation's root run): their `ctx.parent_ctx`."""
 
 
 def call_scope(branch: str | None, base: str | None) -> str:
@@ -407,6 +415,7 @@ class NamedRun:
     use_as_output: bool = False
     use_sub_branch: bool = False
     override_branch: str | None = None
+    caller: Context | None = None  # the child's parent_ctx
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,8 +443,10 @@ class ChildRuns(Protocol):
         use_sub_branch: bool = False,
         override_branch: str | None = None,
         raise_on_wait: bool = False,
+        caller: Context | None = None,
     ) -> Any:
-        """Run `node` as a checkpointed child run and return its output."""
+        """Run `node` as a checkpointed child run and return its output; `caller` is the
+        calling run's context (the child's `parent_ctx`)."""
         ...
 
     async def run_named(self, node: Any, run_id: str, request: NamedRun) -> NamedOutcome:
@@ -480,6 +491,14 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # (class defaults: most runs render none, and a context is made for every run).
     _ui_widgets: list[UiWidget] | None = None
     _shown_widgets: int = 0
+    # The context of the run this one runs inside (`parent_ctx`), once read or set (see
+    # `pin_parent_ctx`); `ctx.actions`, made on first use; the author pinned on a context
+    # that children read as their parent's (see `event_author`). Class defaults: a context
+    # is made for every node run, and most never read them.
+    _parent_ctx: Context | None = None
+    _parent_known: bool = False
+    _actions: NodeActions | None = None
+    _author: str | None = None
 
     def __init__(
         self,
@@ -551,6 +570,11 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
         """The user's memory, as the Runner's memory service keeps it."""
         return self._invocation_context.memory_scope()
 
+    def pending_artifact_delta(self) -> dict[str, int]:
+        """Versions saved since the last event, as they stand (`ctx.actions.artifact_delta`)."""
+        scope = self._artifact_scope
+        return scope.delta if scope is not None else {}
+
     def take_artifact_delta(self) -> dict[str, int]:
         """Versions saved since the last event (they go on the next one)."""
         scope = self._artifact_scope
@@ -567,6 +591,12 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
         if self._ui_widgets is None:
             self._ui_widgets = []
         add_ui_widget(self._ui_widgets, ui_widget, where=f"node run '{self.node_path}'")
+
+    @property
+    def pending_ui_widgets(self) -> tuple[UiWidget, ...]:
+        """Widgets rendered since the last event (`ctx.actions.render_ui_widgets`)."""
+        widgets = self._ui_widgets
+        return tuple(widgets[self._shown_widgets :]) if widgets else ()
 
     def take_ui_widgets(self) -> list[UiWidget]:
         """Widgets rendered since the last event (they go on the next one)."""
@@ -590,8 +620,61 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     @property
     def event_author(self) -> str:
         """The author of this run's events when it is not the node's own name: the
-        enclosing workflow's ("" at the top, where the node signs its events itself)."""
-        return current_workflow.get() or ""
+        enclosing workflow's ("" at the top, where the node signs its events itself); a
+        workflow's own context's is its name, as in the reference."""
+        author = self._author
+        return author if author is not None else current_workflow.get() or ""
+
+    def pin_event_author(self, author: str | None = None) -> None:
+        """Fix `event_author` to `author` (default: what it reads here), before children
+        that read this context as their `parent_ctx` run in tasks of their own."""
+        self._author = self.event_author if author is None else author
+
+    @property
+    def actions(self) -> NodeActions:
+        """What this run's next event carries, as the reference's `ctx.actions`:
+        `state_delta` (its state writes not yet on an event; writes go to `ctx.state`),
+        `artifact_delta`, `route` (`ctx.route`). Setting an action only an agent or a
+        tool takes (`escalate`, `transfer_to_agent`, `skip_summarization`, ...) raises
+        `NodeActionError`, saying what a node does instead (see `baton.node_actions`)."""
+        actions = self._actions
+        if actions is None:
+            actions = self._actions = NodeActions(self)
+        return actions
+
+    @property
+    def parent_ctx(self) -> Context | None:
+        """The context of the node run this one runs inside: the enclosing workflow's, or
+        the node's that called `ctx.run_node` (or ran it with a `NodeRunner`). The root
+        run's is the invocation's root context (no node, node path ""), whose own is None;
+        a context made outside a run has none. A resumed run sees the same chain."""
+        if not self._parent_known:
+            self.pin_parent_ctx()
+        return self._parent_ctx
+
+    def pin_parent_ctx(self, parent: Context | None = None) -> None:
+        """Fix `parent_ctx`: to `parent` when given, else (once) to the run this context's
+        run runs inside, as its own task shows it (`current_node_run`).
+
+        Speed: read on first use, not as the context is made (a context variable's read
+        costs ~1k instructions a node run). Only in the run's own task does the variable
+        name its parent, so a run whose context its children read pins it before they
+        start (a workflow's, a `ctx.run_node` caller's).
+        """
+        if parent is None:
+            if self._parent_known:
+                return
+            if self._children is not None:  # made by the engine for a run
+                parent = current_node_run.get()
+                if parent is None or parent._invocation_context is not self._invocation_context:
+                    # The invocation's root run (whatever runs its Runner's caller).
+                    parent = Context(
+                        self._invocation_context, node_path="", run_id="", node_name=""
+                    )
+                    parent._parent_known = True
+                    parent._author = ""
+        self._parent_ctx = parent
+        self._parent_known = True
 
     def get_invocation_context(self) -> InvocationContext:
         """The invocation this run belongs to (shared by all its node runs)."""
@@ -710,6 +793,7 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
             use_sub_branch=use_sub_branch,
             override_branch=override_branch,
             raise_on_wait=raise_on_wait,
+            caller=self,
         )
 
     @property

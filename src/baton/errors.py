@@ -38,6 +38,7 @@ __all__ = [
     "LlmCallsLimitExceededError",
     "MissingParameterError",
     "NoCredentialServiceError",
+    "NodeActionError",
     "NodeFailedError",
     "NodeSchemaError",
     "NodeTimeoutError",
@@ -281,6 +282,13 @@ class ExtraNotInstalledError(BatonError, ImportError):
 class NoCredentialServiceError(BatonError, ValueError):
     """`save_credential` / `load_credential` were called and the Runner has no
     credential service, or `get_credential` (which baton resolves nothing for)."""
+
+
+class NodeActionError(BatonError, ValueError):
+    """A node run set an action of `ctx.actions` that only an agent or a tool takes
+    (`escalate`, `transfer_to_agent`, `skip_summarization`, ...), or recorded an artifact
+    version by hand: the message says what a node does instead. A `ValueError`, as the
+    reference raises for a node's `transfer_to_agent`."""
 
 
 class StateDeleteError(BatonError, AttributeError, TypeError):

@@ -72,6 +72,12 @@ class State(UndeletableKeys, StatePrefixes, MutableMapping[str, Any]):
         """Whether this view holds writes not yet attached to an event."""
         return bool(self._pending)
 
+    @property
+    def pending(self) -> dict[str, JsonValue]:
+        """Writes not yet attached to an event (the reference's `ctx.actions.state_delta`);
+        read it, write through the state."""
+        return self._pending
+
     def changes(self, writes: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Those of `writes` the committed state does not hold already (a None write
         changes a key that is there)."""

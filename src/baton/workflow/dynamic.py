@@ -19,7 +19,7 @@ from typing import Any, TypeAlias, final
 
 from pydantic import JsonValue
 
-from baton.context import InvocationContext, NamedOutcome, NamedRun
+from baton.context import Context, InvocationContext, NamedOutcome, NamedRun, current_node_run
 from baton.errors import (
     AlreadyAnsweredError,
     OutputAlreadySetError,
@@ -117,9 +117,11 @@ class DynamicRuns:
         use_sub_branch: bool = False,
         override_branch: str | None = None,
         raise_on_wait: bool = False,
+        caller: Context | None = None,
     ) -> Any:
         """Run `node` as a child of this run and return its output (see the module doc and
-        `Context.run_node` for the options; a child keeps the ones it started with).
+        `Context.run_node` for the options; a child keeps the ones it started with);
+        `caller` is the calling run's context, the child's `parent_ctx`.
 
         Raises:
             WorkflowChangedError: this call differs from the one recorded at its position.
@@ -140,7 +142,7 @@ class DynamicRuns:
             record = self._new_record(
                 child, call.key, value, use_as_output, use_sub_branch, override_branch
             )
-        await self._start(child, record)
+        await self._start(child, record, caller)
         if record.status is RunStatus.COMPLETED:
             return self._settled(child, record.output, record.routes, record.path, raise_on_wait)
         raise ChildInterrupted(record.path, list(record.interrupts))
@@ -195,7 +197,7 @@ class DynamicRuns:
             await asyncio.wait((running,))
             running.result()  # its failure, raised to this caller too
         else:
-            self._named[key] = task = self._start(node, record)
+            self._named[key] = task = self._start(node, record, request.caller)
             await task
         done = record.status is RunStatus.COMPLETED
         return NamedOutcome(
@@ -256,10 +258,22 @@ class DynamicRuns:
         self._state().runs[key] = record
         return record
 
-    def _start(self, child: Node, record: RunRecord) -> asyncio.Task[None]:
+    def _start(self, child: Node, record: RunRecord, caller: Context | None) -> asyncio.Task[None]:
         """Execute the child, complete it from its answers or leave it waiting: a task
-        this run's end settles; await it."""
-        task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
+        this run's end settles; await it. `caller`: the calling run's context (not kept
+        here: the caller's context holds these calls, and a cycle would outlive the run)."""
+        if caller is not None:
+            # What the child reads of the caller as its parent_ctx, as it reads here (not
+            # in the child's task, nor in a child workflow's children's).
+            caller.pin_event_author()
+            caller.pin_parent_ctx()
+        # The child's task is made with the caller as its parent_ctx (a task copies the
+        # context variables it is made with).
+        parent = current_node_run.set(caller)
+        try:
+            task = asyncio.ensure_future(self._run(child, record, self._invocation, self._finished))
+        finally:
+            current_node_run.reset(parent)
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
         return task

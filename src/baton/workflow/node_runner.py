@@ -118,6 +118,7 @@ class NodeRunner:
             use_as_output=self._use_as_output,
             use_sub_branch=self._use_sub_branch,
             override_branch=self._override_branch,
+            caller=self._parent,
         )
         try:
             outcome = await self._children.run_named(self._node, self._run_id, request)
@@ -141,6 +142,7 @@ class NodeRunner:
             branch=outcome.branch,
         )
         ctx.node = self._node
+        ctx.pin_parent_ctx(parent)
         routes = outcome.routes
         ctx.route = None if not routes else routes[0] if len(routes) == 1 else list(routes)
         return ctx
@@ -154,6 +156,7 @@ class NodeRunner:
             node_name=self._node.name,
         )
         ctx.node = self._node
+        ctx.pin_parent_ctx(self._parent)
         ctx.error = failure.error
         ctx.error_node_path = failure.path
         return ctx

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, final
 
 from pydantic import BaseModel, Field, JsonValue, SkipValidation
 
-from baton.context import Context, InvocationContext
+from baton.context import Context, InvocationContext, current_node_run
 from baton.errors import GraphValidationError, WorkflowConfigurationError
 from baton.schemas import SchemaType, current_state_schema
 from baton.types import Content
@@ -160,9 +160,14 @@ class Workflow(BaseNode):
         schema = self.state_schema or current_state_schema.get()
         token = current_state_schema.set(schema)  # the children's tasks inherit it
         author = current_workflow.set(self.name)  # its children's events are signed with it
+        # What its children read of it as their parent_ctx, pinned before they run.
+        ctx.pin_event_author(self.name)  # its own context's author: itself, as in the reference
+        ctx.pin_parent_ctx()
+        parent = current_node_run.set(ctx)
         try:
             await _Scheduler(self, ctx, record, state, replay=replay, frontier=frontier).run()
         finally:
+            current_node_run.reset(parent)
             current_workflow.reset(author)
             current_state_schema.reset(token)
         ctx.open_interrupts = {
