@@ -66,6 +66,10 @@ from baton.types import InterruptId, InvocationId, SessionId
 __all__ = ["MemoryStore"]
 
 _T = TypeVar("_T")
+# Read on every step: globals, not class attributes (a lookup on an Enum or a pydantic
+# model class passes through its metaclass's __getattr__ hook, ~1k instructions apiece).
+_EVENT_SERIALIZER: Final = Event.__pydantic_serializer__
+_REWOUND: Final = InvocationStatus.REWOUND
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -257,9 +261,13 @@ class MemoryStore:
             # keyword plumbing and the decode to str (bytes parse back just the same).
             # Unset (None) fields left out, as the SQL stores keep events: a third less
             # work, and an event loads back with the same fields set on every backend.
-            # Found on the class: through the instance (a pydantic model's __getattr__
-            # hook) the lookup alone costs ~500 instructions.
-            stored = type(event).__pydantic_serializer__.to_json(event, exclude_none=True)
+            # Found once, not on the class nor the instance: through either (pydantic's
+            # metaclass's and model's __getattr__ hooks) the lookup alone costs 500-1k
+            # instructions.
+            serializer = (
+                _EVENT_SERIALIZER if type(event) is Event else type(event).__pydantic_serializer__
+            )
+            stored = serializer.to_json(event, exclude_none=True)
             data.events.append(stored)
             # Found, not `setdefault(id, [])`: that builds a list to throw away, every event.
             kept = data.events_of.get(event.invocation_id)
@@ -276,7 +284,7 @@ class MemoryStore:
             if commit.opened or commit.answered:
                 self._write_interrupts(data, commit, now)
                 self._wakeups.notify(questions_only=not opens_deadline(commit))
-            if commit.status is InvocationStatus.REWOUND:
+            if commit.status is _REWOUND:
                 self._close_rewound(data, commit.invocation_id)
         if may_notify(commit):
             for notification in notifications_of(commit, now):

@@ -82,6 +82,12 @@ _ASKED: Final = "?"
 """In `RunRecord.yielded`: the run asked a question of its own there (no digest is "?")."""
 _NOTHING_REPLAYED: Final[tuple[int, dict[str, JsonValue]]] = (0, {})
 """What `_Collector.drop_replayed` finds in a run with no earlier execution (never mutated)."""
+# Read on every node run: globals, not class attributes. A lookup on an Enum class, or on
+# a pydantic model class, passes through its metaclass's __getattr__ hook: ~1k
+# instructions apiece on Python 3.11.
+_COMPLETED: Final = RunStatus.COMPLETED
+_WAITING: Final = RunStatus.WAITING
+_of_output: Final = Event.of_output
 
 
 def event_author(node: Node) -> str:
@@ -996,7 +1002,7 @@ def _output_event(
         branch = record.output_branch
     elif output is not None and record.terminal_of:
         output_for = [record.path, *record.terminal_of]
-    return Event.of_output(
+    return _of_output(
         output,
         invocation_id=invocation_id,
         author=author,
@@ -1114,7 +1120,7 @@ def _commit_end(
         # Copies only of what is there: an empty literal costs no call (most runs have
         # no questions, agent states or routes; every run's last step).
         record.interrupts = list(ctx.open_interrupts) if ctx.open_interrupts else []
-        record.status = RunStatus.WAITING if record.interrupts else RunStatus.COMPLETED
+        record.status = _WAITING if record.interrupts else _COMPLETED
         record.output = ctx.output
         record.waits_for_output = children is not None and children.waits_for_output
         record.routes = routes

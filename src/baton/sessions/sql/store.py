@@ -86,6 +86,9 @@ _SAVE_ATTEMPTS = 20
 # `answering.is_raced`); past this many, the last read stands unclaimed, and the Runner
 # claims apart and checks the answer against the claimed checkpoint.
 _RACES = 5
+# Read on every step: a global, not the enum's attribute (a lookup on an Enum class passes
+# through its metaclass's __getattr__ hook, ~1k instructions on Python 3.11).
+_REWOUND = InvocationStatus.REWOUND
 Ts = TypeVarTuple("Ts")
 
 
@@ -314,7 +317,7 @@ class SqlStore:
             version = await self._write(
                 self._dialect.write_step, commit, self._clock(), self._session_keys
             )
-        if commit.opened or commit.answered or commit.status is InvocationStatus.REWOUND:
+        if commit.opened or commit.answered or commit.status is _REWOUND:
             work = opens_deadline(commit)
             self._wakeups.notify(questions_only=not work)
             if self._announcer is not None:
