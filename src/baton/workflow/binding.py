@@ -24,11 +24,11 @@ from baton.context import Context
 from baton.errors import MissingParameterError
 from baton.types import Content, Part
 
-__all__ = ["Binder", "NodeInput"]
+__all__ = ["JSON_TYPES", "Binder", "NodeInput"]
 
 _EMPTY: Final = inspect.Parameter.empty
 # The types of a decoded JSON value (None's too): none of them is a `Content`.
-_JSON_TYPES: Final = frozenset({str, int, float, bool, dict, list, type(None)})
+JSON_TYPES: Final = frozenset({str, int, float, bool, dict, list, type(None)})
 
 NodeInput: TypeAlias = JsonValue | Content
 """What a node run receives: a predecessor's output, or (after START) the user's message."""
@@ -88,6 +88,20 @@ class Binder:
     def takes_ctx(self) -> bool:
         return bool(self._ctx_params)
 
+    @property
+    def passes_json_input(self) -> bool:
+        """Whether `bind` of a JSON input (a value of `JSON_TYPES`) is just
+        `{"node_input": node_input}`: the function's one parameter is `node_input`, whose
+        annotation converts nothing (none, JsonValue, Any, object)."""
+        param = self._input_param
+        return (
+            param is not None
+            and param.adapter is None
+            and param.annotation is not Content
+            and not self._ctx_params
+            and not self._state_params
+        )
+
     def bind(self, ctx: Context, node_input: NodeInput) -> dict[str, Any]:
         """The arguments for one call.
 
@@ -140,7 +154,7 @@ class Binder:
     def _convert(self, param: _Param, value: NodeInput) -> Any:
         # Speed: a value of a JSON type (most inputs) is no message: the isinstance test,
         # a pass through the model class's ABCMeta (~700 instructions), is skipped.
-        if type(value) not in _JSON_TYPES and isinstance(value, Content):
+        if type(value) not in JSON_TYPES and isinstance(value, Content):
             value = _from_message(param.annotation, value)
             if isinstance(value, Content):
                 return value
