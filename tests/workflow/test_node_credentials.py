@@ -11,10 +11,19 @@ import pytest
 from fastapi.openapi.models import APIKey, APIKeyIn
 from pydantic import JsonValue
 
-from baton import App, Context, FunctionNode, ResumabilityConfig, Runner, Workflow, node
+from baton import (
+    App,
+    Context,
+    FunctionNode,
+    RequestInput,
+    ResumabilityConfig,
+    Runner,
+    Workflow,
+    node,
+)
 from baton.auth import AuthCredential, AuthCredentialTypes
 from baton.auth.auth_tool import AuthConfig
-from baton.errors import InvalidResponseError
+from baton.errors import InvalidResponseError, WorkflowChangedError
 from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus
@@ -22,6 +31,7 @@ from baton.types import FunctionCall
 from tests.agents.test_tool_credentials import TokenEndpoint, oauth2_config, signed_in
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, asked, outputs
+from tests.runner.test_guarantees import snapshot
 
 CONFIG = AuthConfig(
     auth_scheme=APIKey.model_validate({"in": APIKeyIn.header, "name": "X-Key"}),
@@ -30,8 +40,8 @@ CONFIG = AuthConfig(
 KEY = "adk_apiKey_9a46dad5a84303f3_apiKey_0e0c64790d90ab22"
 
 
-def build(counter: Counter) -> Workflow:
-    @node(auth_config=CONFIG)
+def build(counter: Counter, *, auth_config: AuthConfig | None = CONFIG) -> Workflow:
+    @node(auth_config=auth_config, rerun_on_resume=True)
     def fetch(ctx: Context) -> str:
         credential = ctx.get_auth_response(CONFIG)
         counter.bump("fetch")
@@ -40,10 +50,13 @@ def build(counter: Counter) -> Workflow:
     return Workflow(name="wf", edges=[("START", fetch)])
 
 
-def harness(stores: StoreFactory, counter: Counter, session_id: str) -> Harness:
+def harness(
+    stores: StoreFactory, counter: Counter, session_id: str, workflow: Workflow | None = None
+) -> Harness:
     service = BaseSessionService(stores.open())
     config = ResumabilityConfig(is_resumable=True)
-    app = App(name="app", root_agent=build(counter), resumability_config=config)
+    root = workflow or build(counter)
+    app = App(name="app", root_agent=root, resumability_config=config)
     return Harness(Runner(app=app, session_service=service), service, session_id)
 
 
@@ -115,6 +128,70 @@ async def test_a_node_s_malformed_credential_is_refused_with_nothing_stored(
     assert row.status == InterruptStatus.OPEN
     assert counter.runs == {}
     assert (await h.invocation()).status == InvocationStatus.PAUSED
+
+
+async def test_a_node_that_stopped_asking_for_its_credential_does_not_resume_a_run_that_asked(
+    stores: StoreFactory,
+) -> None:
+    """`auth_config` is in the fingerprint, as `require_confirmation` is: a run paused for
+    a node's credential is refused by code whose node no longer asks (its body would run
+    without the credential the answer gives), and nothing changes; code that asks
+    resumes it."""
+    counter = Counter()
+    h, first = await start(stores, counter)
+    before = await snapshot(h.service, h.key)
+    changed = harness(stores, counter, h.session_id, build(counter, auth_config=None))
+    config: dict[str, JsonValue] = dict(request_of(first).args or {})["authConfig"]  # type: ignore[assignment]
+    answer: dict[str, JsonValue] = {
+        **config,
+        "exchangedAuthCredential": {"authType": "apiKey", "apiKey": "K7"},
+    }
+    iid = "wf_auth:wf@1/fetch@1"
+
+    with pytest.raises(WorkflowChangedError) as caught:
+        await changed.answer((iid, answer), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False)
+
+    invocation = await h.invocation()
+    assert str(caught.value) == (
+        f"workflow 'wf' changed since invocation '{invocation.id}' started: node 'fetch' "
+        "changed (FunctionNode(rerun, auth) -> FunctionNode(rerun)). Resume with the "
+        "code it started with, or start a new run."
+    )
+    assert await snapshot(h.service, h.key) == before
+    assert counter.runs == {}
+    resumed = await h.answer((iid, answer), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False)
+    assert outputs(resumed) == [("fetch", "fetched with K7")]
+
+
+async def test_a_run_paused_before_its_node_asked_for_a_credential_resumes_and_asks(
+    stores: StoreFactory,
+) -> None:
+    """A node that asks for a credential only in the code resuming the run (or a run
+    recorded before credentials were fingerprinted) resumes: it asks before its body
+    runs."""
+    counter = Counter()
+
+    def first() -> RequestInput:
+        return RequestInput(interrupt_id="first")
+
+    def flow(auth_config: AuthConfig | None) -> Workflow:
+        @node(auth_config=auth_config, rerun_on_resume=True)
+        def fetch(ctx: Context) -> str:
+            credential = ctx.get_auth_response(CONFIG)
+            counter.bump("fetch")
+            return f"fetched with {credential.api_key if credential else None}"
+
+        return Workflow(name="wf", edges=[("START", first, fetch)])
+
+    session = await BaseSessionService(stores.open()).create_session(app_name="app", user_id="u")
+    h = harness(stores, counter, session.id, flow(None))
+    await h.start()
+    later = harness(stores, counter, h.session_id, flow(CONFIG))
+
+    events = await later.answer(("first", "go"))
+
+    assert asked(events) == ["wf_auth:wf@1/fetch@1"]
+    assert counter.runs == {}
 
 
 async def test_a_node_s_oauth2_sign_in_is_exchanged_for_a_token(stores: StoreFactory) -> None:

@@ -2,7 +2,7 @@
 
 A fingerprint (see `graph.fingerprint_of`) is canonical JSON: the workflow's name,
 its nodes by name with their kinds, and its edges. A kind is a class name (with the
-node's resume options: `FunctionNode(rerun, confirm)`), a nested
+node's resume options: `FunctionNode(rerun, confirm, auth)`), a nested
 workflow (`{"Workflow": structure}`) or an agent with sub-agents
 (`{"Agent": {"kind": ..., "sub_agents": [{"name": ..., "kind": ...}, ...]}}`).
 """
@@ -16,6 +16,7 @@ from typing import Final, cast
 
 __all__ = [
     "AGENT_KEY",
+    "AUTH_FLAG",
     "CONFIRM_FLAG",
     "ITEM_OF",
     "WORKFLOW_KEY",
@@ -31,7 +32,9 @@ AGENT_KEY: Final = "Agent"
 CONFIRM_FLAG: Final = "confirm"
 """A node kind's flag for a node that asks a person to confirm its runs (`FunctionNode(rerun,
 confirm)`); such a node always reruns on resume."""
-_ASKING: Final = f"(rerun, {CONFIRM_FLAG})"
+AUTH_FLAG: Final = "auth"
+"""A node kind's flag for a node that asks the user for a credential before it runs
+(`FunctionNode(rerun, auth)`, `auth_config`); such a node always reruns on resume."""
 ITEM_OF: Final = " of "
 """In a parallel worker's kind, what comes before the kind of the node each item runs
 through (`ParallelWorker(rerun) of FunctionNode version 2`)."""
@@ -41,18 +44,29 @@ _WORKER_WITH_ITEM: Final = re.compile(rf"(\w+(?:\([^)]*\))?){ITEM_OF}.*", re.DOT
 def resumes_into(recorded: str, current: str) -> bool:
     """Whether a run that started with the fingerprint `recorded` may resume under code
     fingerprinted `current`: the same structure, or one where only nodes that did not ask
-    for a confirmation now do.
+    for a confirmation (or a credential) now do.
 
-    The second case is a run started before baton fingerprinted confirmations (its
-    nodes that asked were recorded without the flag, and still ask), or a node that
-    started asking since: it asks before its body runs, so nothing runs unconfirmed.
-    A node that stopped asking is a change: it would run a body the person rejected.
+    The second case is a run started before baton fingerprinted confirmations or
+    credentials (its nodes that asked were recorded without the flag, and still ask), or
+    a node that started asking since: it asks before its body runs, so nothing runs
+    unconfirmed or without its credential. A node that stopped asking is a change: it
+    would run a body the person rejected, or one that no longer reads the credential
+    the run waits for.
     """
     if recorded == current:
         return True
-    if _ASKING not in recorded and current.replace(_ASKING, "(rerun)") == recorded:
+    if _without_new_asks(recorded, current) == recorded:
         return True
     return _recorded_before_items(recorded, current)
+
+
+def _without_new_asks(recorded: str, current: str) -> str:
+    """`current` without the asking flags that `recorded` has on none of its nodes (the
+    credential flag comes last in a kind, so it goes first)."""
+    for flag in (AUTH_FLAG, CONFIRM_FLAG):
+        if f", {flag}" not in recorded:
+            current = current.replace(f", {flag}", "")
+    return current
 
 
 def _recorded_before_items(recorded: str, current: str) -> bool:

@@ -15,7 +15,14 @@ from typing import Any, Final, final
 from pydantic import JsonValue
 
 from baton.events import RouteValue
-from baton.workflow.fingerprint import AGENT_KEY, CONFIRM_FLAG, ITEM_OF, WORKFLOW_KEY, digest_of
+from baton.workflow.fingerprint import (
+    AGENT_KEY,
+    AUTH_FLAG,
+    CONFIRM_FLAG,
+    ITEM_OF,
+    WORKFLOW_KEY,
+    digest_of,
+)
 from baton.workflow.nodes import START, FunctionNode, JoinNode, Node, StartNode
 
 __all__ = [
@@ -161,6 +168,8 @@ def _kind(node: Node) -> JsonValue:
     flags = ["rerun"] if node.rerun_on_resume else []
     if _asks_confirmation(node):
         flags.append(CONFIRM_FLAG)
+    if _asks_credential(node):
+        flags.append(AUTH_FLAG)
     kind = _versioned(type(node).__name__ + (f"({', '.join(flags)})" if flags else ""), node)
     item = getattr(node, "item_node", None)
     if item is not None:
@@ -189,6 +198,17 @@ def _asks_confirmation(node: object) -> bool:
     Read by attribute: most nodes have no such option.
     """
     return getattr(node, "require_confirmation", False) is not False
+
+
+def _asks_credential(node: object) -> bool:
+    """Whether the node asks the user for a credential before it runs (`auth_config`):
+    as `require_confirmation`, it decides what a paused run waits for, so a run that
+    paused to ask must not resume into code that no longer asks (its body would run
+    without the credential the answer gave).
+
+    Read by attribute: most nodes have no such option.
+    """
+    return getattr(node, "auth_config", None) is not None
 
 
 def _versioned(kind: str, node: object) -> str:
