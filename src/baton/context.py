@@ -111,6 +111,8 @@ class StepParts:
     state_delta: dict[str, JsonValue] = field(default_factory=dict)
     opened: tuple[Interrupt, ...] = ()
     answered: tuple[tuple[str, JsonValue], ...] = ()
+    # The answered ids whose answer holds a user's secret (see `StepCommit`).
+    private_answers: frozenset[str] = frozenset()
     # The step may land together with the invocation's next one, as long as no node's
     # own code runs in between (see `InvocationContext.land_held`).
     joinable: bool = False

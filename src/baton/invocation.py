@@ -27,7 +27,7 @@ from baton.errors import (
     StaleVersionError,
     StoreUnavailableError,
 )
-from baton.events import Event, EventActions
+from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event, EventActions
 from baton.memory import BaseMemoryService
 from baton.plugins.manager import NO_PLUGINS, PluginManager
 from baton.run_config import RunConfig
@@ -300,12 +300,19 @@ class InvocationRun:
             for row, value in self.plan.answers
             if row.interrupt_id not in continuing
         )
+        # A credential answer is the user's secret: no webhook receiver gets it.
+        private = frozenset(
+            row.interrupt_id
+            for row, _ in self.plan.answers
+            if row.function_name == REQUEST_CREDENTIAL_FUNCTION
+        )
         # Joinable: a run completing from its answers lands them with its output.
         await self._land(
             StepParts(
                 events=parts.events,
                 state_delta=parts.state_delta,
                 answered=answered,
+                private_answers=private,
                 joinable=True,
             ),
             mutate,
@@ -442,6 +449,9 @@ class InvocationRun:
             self.lease,
             release,
         )
+        if parts.private_answers:
+            private = frozenset(InterruptId(i) for i in parts.private_answers)
+            step = replace(step, private_answers=private)
         self.committing = True
         try:
             self.version = await self.store.commit_step(step)
@@ -473,6 +483,7 @@ class InvocationRun:
             state_delta=parts.state_delta,
             opened=parts.opened,
             answered=parts.answered,
+            private_answers=parts.private_answers,
         )
 
     async def _commit_again(self, step: StepCommit, unavailable: StoreUnavailableError) -> int:
@@ -744,6 +755,7 @@ def _joined(
         state_delta={**first.state_delta, **parts.state_delta},
         opened=first.opened + parts.opened,
         answered=first.answered + parts.answered,
+        private_answers=first.private_answers | parts.private_answers,
         joinable=parts.joinable,
     )
     return joined, status or held_status, held_by or answered_by

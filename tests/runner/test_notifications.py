@@ -7,17 +7,22 @@ order, and a sender's claim keeps the others out until it lapses.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from pydantic import JsonValue
 
 from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow
 from baton.errors import InvalidResponseError, InvocationNotFoundError
+from baton.events import REQUEST_CREDENTIAL_FUNCTION
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import Notification, Store
 from tests.conftest import StoreFactory
-from tests.harness import Harness
+from tests.harness import Counter, Harness, outputs
+from tests.workflow.test_node_credentials import build as build_credential_flow
+from tests.workflow.test_node_credentials import request_of
 
 TTL = timedelta(seconds=30)
 RECEIVER = "http://receiver.test/hook"
@@ -228,3 +233,39 @@ async def test_a_rewind_notifies_which_runs_it_undid_and_a_refused_one_nothing(
         "eventId": event.id,
         "stateDelta": event.actions.state_delta,
     }
+
+
+async def test_a_credential_answer_is_not_in_its_notification(stores: StoreFactory) -> None:
+    """The answer to a credential request is the user's secret (an API key, a token):
+    its `question.answered` notification says it was answered, by whom, and not with
+    what; the run goes on with it."""
+    counter = Counter()
+    service = BaseSessionService(stores.open())
+    app = App(
+        name="app",
+        root_agent=build_credential_flow(counter),
+        resumability_config=ResumabilityConfig(is_resumable=True),
+    )
+    session = await service.create_session(app_name="app", user_id="u")
+    h = Harness(Runner(app=app, session_service=service), service, session.id)
+    store = h.runner.store
+    request = request_of(await h.start())
+    await _drain(store)
+    config: dict[str, JsonValue] = dict(request.args or {})["authConfig"]  # type: ignore[assignment]
+    answer: dict[str, JsonValue] = {
+        **config,
+        "exchangedAuthCredential": {"authType": "apiKey", "apiKey": "K7-secret"},
+    }
+
+    events = await h.answer(
+        ("wf_auth:wf@1/fetch@1", answer), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False
+    )
+
+    assert outputs(events) == [("fetch", "fetched with K7-secret")]
+    answered, completed = await _drain(store)
+    assert answered.body["question"] == {
+        "interruptId": "wf_auth:wf@1/fetch@1",
+        "answeredBy": None,
+    }
+    assert completed.kind == "run.completed"
+    assert "K7-secret" not in json.dumps([answered.body, completed.body])

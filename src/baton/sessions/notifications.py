@@ -65,7 +65,7 @@ def notifications_of(commit: StepCommit, now: float) -> list[Notification]:
     for interrupt_id, answer in commit.answered:
         kind = NotificationKind.QUESTION_EXPIRED if expired else NotificationKind.QUESTION_ANSWERED
         question: dict[str, JsonValue] = {"interruptId": interrupt_id}
-        if not expired or answer is not None:
+        if (not expired or answer is not None) and interrupt_id not in commit.private_answers:
             question["answer"] = answer
         question["answeredBy"] = commit.answered_by
         found.append(_notification(commit, kind, now, question=question))

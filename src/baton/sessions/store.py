@@ -247,6 +247,9 @@ class StepCommit:
     # For commits outside any run (`invocation_id=None`, `append_event`'s): a run's steps
     # are fenced by its version and lease, and PostgreSQL's one-statement step skips it.
     unchanged_since: float | None = None
+    # The answers in `answered` that hold a user's secret (a credential request's): kept
+    # in the index as any answer, left out of the notifications the step records.
+    private_answers: frozenset[InterruptId] = frozenset()
 
 
 @dataclass(slots=True)
