@@ -288,3 +288,47 @@ async def test_a_run_paused_on_a_call_resumes_after_a_compaction_and_is_summariz
     )
     await _say(runner, session.id, "more")
     assert _texts(model.requests[4]) == [("model", "SUMMARY4"), ("user", "more")]
+
+
+class _Raced(BaseEventsSummarizer):
+    """Summarizes as the default does, but another runner of the same session says
+    something while the summary is being written."""
+
+    def __init__(self, other: Runner, session_id: str, summarizer: BaseEventsSummarizer) -> None:
+        self.other, self.session_id, self.summarizer = other, session_id, summarizer
+        self.calls = 0
+
+    async def maybe_summarize_events(self, *, events: list[Event]) -> Event | None:
+        self.calls += 1
+        if self.calls == 1:
+            await _say(self.other, self.session_id, "meanwhile")
+        return await self.summarizer.maybe_summarize_events(events=events)
+
+
+async def test_a_summary_of_a_session_another_runner_changed_meanwhile_is_dropped(
+    stores: StoreFactory,
+) -> None:
+    model = _chat_model()
+    plain = LlmAgent(name="assistant", model=model, instruction="Be brief.")
+    other = Runner(
+        app=App(name="app", root_agent=plain), session_service=BaseSessionService(stores.open())
+    )
+    session = await other.session_service.create_session(app_name="app", user_id="u")
+    raced = _Raced(other, session.id, LlmEventSummarizer(llm=model))
+    config = EventsCompactionConfig(summarizer=raced, compaction_interval=1, overlap_size=0)
+    runner = _runner(stores.open(), model, config)
+
+    await _say(runner, session.id, "msg1")
+    stored = await _events(stores.open(), session.id)
+    # The summary of msg1's invocation was written after "meanwhile" landed: dropped.
+    assert [(e.author, e.actions.compaction) for e in stored] == [
+        ("user", None),
+        ("assistant", None),
+        ("user", None),
+        ("assistant", None),
+    ]
+    assert _is_summary_request(model.requests[-1])
+    # The next invocation's end summarizes again, and that summary lands.
+    await _say(runner, session.id, "msg2")
+    stored = await _events(stores.open(), session.id)
+    assert [e.actions.compaction is not None for e in stored] == [False] * 6 + [True]
