@@ -149,6 +149,15 @@ def test_a_function_declaration_is_made_from_a_callable() -> None:
     assert same.behavior is types.Behavior.BLOCKING
 
 
+def test_an_api_option_the_reference_does_not_have_is_refused_naming_those_it_has() -> None:
+    with pytest.raises(ValueError, match="api_option 'GEMINI' is not one of") as refused:
+        types.FunctionDeclaration.from_callable_with_api_option(
+            callable=lookup,
+            api_option="GEMINI",  # pyright: ignore[reportArgumentType] -- the wrong value is the point
+        )
+    assert "'ENTERPRISE', 'GEMINI_API', 'VERTEX_AI'" in str(refused.value)
+
+
 def test_a_function_declaration_takes_the_reference_s_response_and_behavior() -> None:
     declared = types.FunctionDeclaration.model_validate(
         {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, Literal, cast
+from typing import Any, ClassVar, Final, Literal, TypeAlias, cast, get_args
 
 from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
 from pydantic.alias_generators import to_snake
@@ -212,7 +212,7 @@ class Schema(ReferenceRepr, StrictWireModel):
         cls,
         *,
         json_schema: JSONSchema | dict[str, JsonValue],
-        api_option: Literal["ENTERPRISE", "GEMINI_API", "VERTEX_AI"] = "GEMINI_API",
+        api_option: _ApiOption = "GEMINI_API",
         raise_error_on_unsupported_field: bool = False,
     ) -> Schema:
         """The Schema a JSON Schema stands for (`["string", "null"]` as a nullable
@@ -298,6 +298,10 @@ def _as_json_schema(value: object) -> object:
     return value
 
 
+_ApiOption: TypeAlias = Literal["ENTERPRISE", "GEMINI_API", "VERTEX_AI"]
+"""The reference's API options of `FunctionDeclaration.from_callable_with_api_option`."""
+
+
 class FunctionDeclaration(ReferenceRepr, WireModel):
     """A function the model may call: its name, what it does, and its JSON-schema
     parameters (given as JSON Schema, a `Schema`, or `parameters_json_schema`)."""
@@ -364,7 +368,18 @@ class FunctionDeclaration(ReferenceRepr, WireModel):
         use_json_schema: bool = False,
     ) -> FunctionDeclaration:
         """`from_callable` with the reference's API option (`api_option` only picks the
-        reference's schema dialect; baton's declaration is the same for each)."""
+        reference's schema dialect; baton's declaration is the same for each).
+
+        Raises:
+            ValueError: `api_option` is not one of the reference's.
+            TypeError: as `from_callable`.
+        """
+        if api_option not in get_args(_ApiOption):
+            raise ValueError(
+                f"api_option {api_option!r} is not one of "
+                f"{', '.join(repr(o) for o in get_args(_ApiOption))}; baton's declaration is "
+                "the same for each, so leave it out or give one of them."
+            )
         # tools.signature builds declarations from this module's types: imported here.
         from baton.tools.signature import FunctionSignature
 
