@@ -237,6 +237,39 @@ async def test_an_llm_agent_parallel_worker_runs_once_per_item(make: MakeRunner)
     assert agent.parallel_worker  # the flag stays as given, as the reference's
 
 
+def look_up(item: str) -> str:
+    """Look an item up."""
+    return f"found {item}"
+
+
+def look_up_then_answer(request: LlmRequest) -> str | types.FunctionCall:
+    last = request.contents[-1]
+    if last.function_responses:
+        return f"done {last.function_responses[0].response}"
+    return types.FunctionCall(name="look_up", args={"item": last.text})
+
+
+async def test_a_parallel_worker_llm_agent_s_items_are_offered_its_tools(
+    make: MakeRunner,
+) -> None:
+    model = ScriptedModel(responder=look_up_then_answer)
+    agent = LlmAgent(name="each", model=model, tools=[look_up], parallel_worker=True)
+    h = await make(Workflow(name="wf", edges=[("START", three, agent)]))
+
+    events = await h.start()
+
+    assert [e.output for e in events if e.output is not None][-1] == [
+        "done {'result': 'found a'}",
+        "done {'result': 'found b'}",
+        "done {'result': 'found c'}",
+    ]
+    offered = [
+        [d.name for t in r.config.tools or [] for d in t.function_declarations or []]
+        for r in model.requests
+    ]
+    assert offered == [["look_up"]] * 6
+
+
 @pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, LoopAgent])
 async def test_parallel_worker_on_other_agents_is_refused_naming_what_works(
     make: MakeRunner, kind: type[BaseAgent]

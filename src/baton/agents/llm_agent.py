@@ -358,9 +358,6 @@ class LlmAgent(BaseAgent):
 
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        if self.parallel_worker:
-            each = self.model_copy(update={"parallel_worker": False})
-            self._worker = ParallelWorker(node=each)
         delegated = [_sub_agent_tool(a) for a in self.sub_agents if a.runs_as_tool()]
         own = [t for t in self.tools if not isinstance(t, BaseToolset)]
         self._tools = _index_tools([*own, *delegated], agent=self.name)
@@ -377,6 +374,11 @@ class LlmAgent(BaseAgent):
                     "(FunctionTool(func, name=...))."
                 )
             self._tools[FINISH_TASK] = FinishTaskTool(self.output_schema)
+        if self.parallel_worker:
+            # Copied last, so the item agent has the tools and reply format built above
+            # (a copy does not run model_post_init).
+            each = self.model_copy(update={"parallel_worker": False})
+            self._worker = ParallelWorker(node=each)
 
     def _add_set_model_response(self, output_schema: SchemaType) -> None:
         """How its model gives its structured reply (see `baton.agents.structured`): as
