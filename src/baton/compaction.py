@@ -20,7 +20,7 @@ from typing import Any, Final, Self, final
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from baton.agents import LlmAgent
-from baton.errors import StaleSessionError
+from baton.errors import SessionNotFoundError, StaleSessionError
 from baton.events import Event, EventActions, EventCompaction
 from baton.models.llm import BaseLlm, LlmRequest
 from baton.models.registry import resolve_model
@@ -263,7 +263,7 @@ async def compact_session(
 
     Best effort, as the invocation already ended: a summarizer that fails is logged and
     the session is left as it was (the next invocation's end tries again); so is a
-    summary of a session that changed while it was written.
+    summary of a session that changed, or was deleted, while it was written.
     """
     session = await store.get_session(key)
     if session is None:
@@ -291,5 +291,9 @@ async def compact_session(
         await store.commit_session_events(commit)
     except StaleSessionError:
         _log.info("session '%s' changed while it was summarized; summary dropped", key.session_id)
+        return None
+    except SessionNotFoundError:
+        # Deleted by another call: the invocation that ended went well all the same.
+        _log.info("session '%s' was deleted while it was summarized", key.session_id)
         return None
     return summary

@@ -332,3 +332,37 @@ async def test_a_summary_of_a_session_another_runner_changed_meanwhile_is_droppe
     await _say(runner, session.id, "msg2")
     stored = await _events(stores.open(), session.id)
     assert [e.actions.compaction is not None for e in stored] == [False] * 6 + [True]
+
+
+class _Deleting(BaseEventsSummarizer):
+    """Another client deletes the session while its summary is being written."""
+
+    def __init__(self, service: BaseSessionService, summarizer: BaseEventsSummarizer) -> None:
+        self.service, self.summarizer = service, summarizer
+
+    async def maybe_summarize_events(self, *, events: list[Event]) -> Event | None:
+        await self.service.delete_session(app_name="app", user_id="u", session_id=_SESSION)
+        return await self.summarizer.maybe_summarize_events(events=events)
+
+
+_SESSION = "deleted-meanwhile"
+
+
+async def test_a_summary_of_a_session_deleted_meanwhile_is_dropped_and_the_run_ends_well(
+    stores: StoreFactory,
+) -> None:
+    model = _chat_model()
+    service = BaseSessionService(stores.open())
+    summarizer = _Deleting(service, LlmEventSummarizer(llm=model))
+    config = EventsCompactionConfig(summarizer=summarizer, compaction_interval=1, overlap_size=0)
+    runner = _runner(stores.open(), model, config)
+    await runner.session_service.create_session(app_name="app", user_id="u", session_id=_SESSION)
+
+    message = types.Content(role="user", parts=[types.Part(text="msg1")])
+    seen = [
+        e.content.text if e.content else None
+        async for e in runner.run_async(user_id="u", session_id=_SESSION, new_message=message)
+    ]
+
+    assert seen == ["reply1"]
+    assert await service.get_session(app_name="app", user_id="u", session_id=_SESSION) is None
