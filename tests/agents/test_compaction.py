@@ -366,3 +366,42 @@ async def test_a_summary_of_a_session_deleted_meanwhile_is_dropped_and_the_run_e
 
     assert seen == ["reply1"]
     assert await service.get_session(app_name="app", user_id="u", session_id=_SESSION) is None
+
+
+async def test_events_stored_out_of_timestamp_order_are_shown_in_stored_order_around_a_summary(
+    stores: StoreFactory,
+) -> None:
+    model = _chat_model()
+    config = EventsCompactionConfig(compaction_interval=100, overlap_size=0)
+    runner = _runner(stores.open(), model, config)
+    service = runner.session_service
+    session = await service.create_session(app_name="app", user_id="u")
+
+    def said(author: str, text: str, at: float) -> Event:
+        role = "user" if author == "user" else "model"
+        content = types.Content(role=role, parts=[types.Part(text=text)])
+        return Event(author=author, invocation_id="i", timestamp=at, content=content)
+
+    summary = EventCompaction(
+        start_timestamp=100.0,
+        end_timestamp=101.0,
+        compacted_content=types.Content(role="model", parts=[types.Part(text="S")]),
+    )
+    for event in [
+        said("user", "one", 100.0),
+        said("assistant", "two", 101.0),
+        Event(author="user", invocation_id="c", actions=EventActions(compaction=summary)),
+        # Committed in this order, the first stamped later (its node made it earlier).
+        said("user", "three", 300.0),
+        said("assistant", "four", 200.0),
+    ]:
+        await service.append_event(session, event)
+
+    await _say(runner, session.id, "five")
+
+    assert _texts(model.requests[0]) == [
+        ("model", "S"),
+        ("user", "three"),
+        ("model", "four"),
+        ("user", "five"),
+    ]
