@@ -242,3 +242,40 @@ def test_a_node_asking_for_a_credential_must_run_again_once_answered() -> None:
     with pytest.raises(ValueError, match="auth_config needs rerun_on_resume=True"):
         FunctionNode(fetch, auth_config=CONFIG, rerun_on_resume=False)
     assert FunctionNode(fetch, auth_config=CONFIG).rerun_on_resume
+
+
+async def test_a_node_without_ctx_leaves_its_credential_for_the_nodes_after_it(
+    stores: StoreFactory,
+) -> None:
+    """A credential gate writes the run's state (`temp:<credential_key>`) before the
+    function runs, a function that takes no `ctx` too: the write is taken with the run's
+    output, and the nodes after it in the invocation read it."""
+    counter = Counter()
+
+    @node(auth_config=CONFIG)
+    async def fetch(node_input: JsonValue) -> str:
+        counter.bump("fetch")
+        return "fetched"
+
+    def use(ctx: Context, node_input: str) -> str:
+        credential = ctx.get_auth_response(CONFIG)
+        return f"{node_input} with {credential.api_key if credential else None}"
+
+    workflow = Workflow(name="wf", edges=[("START", fetch, use)])
+    session = await BaseSessionService(stores.open()).create_session(app_name="app", user_id="u")
+    h = harness(stores, counter, session.id, workflow)
+    first = await h.start()
+    config: dict[str, JsonValue] = dict(request_of(first).args or {})["authConfig"]  # type: ignore[assignment]
+    answer: dict[str, JsonValue] = {
+        **config,
+        "exchangedAuthCredential": {"authType": "apiKey", "apiKey": "K7"},
+    }
+    again = harness(stores, counter, h.session_id, workflow)
+
+    resumed = await again.answer(
+        ("wf_auth:wf@1/fetch@1", answer), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False
+    )
+
+    assert outputs(resumed) == [("fetch", "fetched"), ("use", "fetched with K7")]
+    assert counter.runs == {"fetch": 1}
+    assert (await again.invocation()).status == InvocationStatus.COMPLETED
