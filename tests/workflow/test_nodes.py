@@ -266,6 +266,46 @@ async def test_state_writes_are_visible_downstream_and_ride_on_events(
     assert session.state == {"count": 2}
 
 
+class _Stamped(FunctionNode):  # pyright: ignore[reportGeneralTypeIssues] -- a subclass, as code written for the reference makes
+    """A function node whose own code writes the run's state around its function's."""
+
+    async def call(self, ctx: Context, node_input: Any) -> object:  # pyright: ignore[reportIncompatibleMethodOverride] -- awaits the same
+        ctx.state["stamped"] = "by call"
+        return await super().call(ctx, node_input)
+
+    async def run(self, ctx: Context, node_input: Any):  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
+        ctx.state["stamped"] = "by run"
+        async for item in super().run(ctx, node_input):
+            yield item
+
+
+async def test_a_function_node_subclass_s_state_writes_land_though_its_function_takes_no_ctx(
+    make_harness: MakeHarness,
+) -> None:
+    """The function takes no `ctx`, but the node's own code (a `FunctionNode` subclass's
+    `call` or `run`) does: what it writes lands with the run, for the nodes after it."""
+
+    async def returns(node_input: Any) -> str:
+        return "returned"
+
+    async def yields(node_input: Any):
+        yield "yielded"
+
+    def read(ctx: Context, node_input: str) -> str:
+        return f"{node_input}, stamped {ctx.state.get('stamped')}"
+
+    for func, said, by in ((yields, "yielded", "by run"), (returns, "returned", "by call")):
+        stamped = _Stamped(func)  # pyright: ignore[reportCallIssue] -- FunctionNode's __init__, unseen in a subclass
+        h = await make_harness(Workflow(name="wf", edges=[("START", stamped, read)]))
+
+        events = await h.start()
+
+        assert outputs(events)[-1] == ("read", f"{said}, stamped {by}")
+        session = await h.service.get_session(app_name="app", user_id="u", session_id=h.session_id)
+        assert session is not None
+        assert session.state == {"stamped": by}
+
+
 async def test_second_output_in_one_run_fails_with_a_clear_error(make_harness: MakeHarness) -> None:
     def twice():
         yield 1

@@ -792,9 +792,10 @@ def _child_runs(node: Node, record: RunRecord, invocation: InvocationContext) ->
 
     Speed: most node runs call no node; such a function's runs skip making the calls'
     object and asking it after the run whether it has children and delegates output.
-    The collector reads None as "the code never sees `ctx`" too (`_Collector.ctx_unseen`).
+    The collector reads None as "the code never sees `ctx`" too (`_Collector.ctx_unseen`):
+    a FunctionNode's own, not a subclass's, whose `call` or `run` may use it.
     """
-    if record.child is None and isinstance(node, FunctionNode) and not node.takes_ctx:
+    if record.child is None and type(node) is FunctionNode and not node.takes_ctx:
         return None
     return DynamicRuns(record, invocation, run_child)
 
