@@ -11,10 +11,11 @@ a pause or a restart, on every backend.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from baton import BaseNode, Context, RequestInput, Workflow, node, types
 from baton.errors import MissingParameterError
@@ -160,3 +161,132 @@ async def test_a_message_with_bytes_reaches_the_first_nodes_whole_in_a_nested_wo
     await h.collect(new_message=message)
 
     assert seen == {"first": message, "inner": message}
+
+
+ANNOTATIONS: dict[str, object] = {
+    "untyped": None,
+    "Any": Any,
+    "object": object,
+    "JsonValue": JsonValue,
+    "str": str,
+    "str | None": str | None,
+    "dict": dict[str, Any],
+    "list": list[Any],
+    "Order": Order,
+    "Order | None": Order | None,
+    "Content": types.Content,
+}
+
+
+def readers_of(seen: dict[str, object], labels: Iterable[str]) -> tuple[Any, ...]:
+    """A node for each annotation of `ANNOTATIONS` named, as an `async def` (whose JSON
+    input a run passes as it is when the annotation converts nothing) and as a plain
+    `def` (bound every run); each notes what it got under its annotation and kind."""
+
+    def both(label: str) -> tuple[Any, Any]:
+        async def quick(node_input):  # pyright: ignore[reportMissingParameterType, reportUnknownParameterType] -- annotated below
+            seen[f"async {label}"] = node_input
+
+        def bound(node_input):  # pyright: ignore[reportMissingParameterType, reportUnknownParameterType] -- annotated below
+            seen[f"def {label}"] = node_input
+
+        for func, kind in ((quick, "async"), (bound, "def")):
+            if ANNOTATIONS[label] is not None:
+                func.__annotations__ = {"node_input": ANNOTATIONS[label]}
+            func.__name__ = f"{kind}_{label.replace(' | ', '_or_')}"
+        return node(quick), node(bound)
+
+    return tuple(n for label in labels for n in both(label))
+
+
+def same(labels: Iterable[str], value: object) -> dict[str, object]:
+    return {label: value for label in labels}
+
+
+def assert_both_kinds_got(seen: dict[str, object], expected: dict[str, object]) -> None:
+    got = {label: seen.get(f"async {label}", "<not run>") for label in expected}
+    assert got == expected
+    assert got == {label: seen.get(f"def {label}", "<not run>") for label in expected}
+    assert {label: type(v) for label, v in got.items()} == {
+        label: type(v) for label, v in expected.items()
+    }
+
+
+async def test_an_async_node_gets_each_input_as_a_plain_one_does(
+    make_harness: MakeHarness,
+) -> None:
+    """What an `async def` node receives (most of them take a JSON input passed as it is,
+    without binding) is what a plain one, bound every run, receives: the user's message,
+    a node's object, a pydantic model it returned, a list, a number."""
+    seen: dict[str, object] = {}
+    order = Order(item="pen", qty=2)
+    from_message: dict[str, object] = {
+        "untyped": USER_MESSAGE,
+        "Any": USER_MESSAGE,
+        "object": USER_MESSAGE,
+        "JsonValue": {"item": "pen", "qty": 2},
+        "str": MESSAGE,
+        "str | None": MESSAGE,
+        "dict": {"item": "pen", "qty": 2},
+        "Order": order,
+        "Order | None": order,
+        "Content": USER_MESSAGE,
+    }
+
+    h = await make_harness(Workflow(name="wf", edges=[("START", readers_of(seen, from_message))]))
+    await h.start(MESSAGE)
+
+    assert_both_kinds_got(seen, from_message)
+    untyped = ("untyped", "Any", "object", "JsonValue")
+    for value, expected in (
+        (
+            {"item": "pen", "qty": 2},
+            same((*untyped, "dict"), {"item": "pen", "qty": 2})
+            | {"Order": order, "Order | None": order},
+        ),
+        (order, same(untyped, {"item": "pen", "qty": 2}) | {"Order": order}),
+        ([1, 2.5, "x", None], same((*untyped, "list"), [1, 2.5, "x", None])),
+        (2.5, same(untyped, 2.5)),
+        ("pen", same((*untyped, "str", "str | None"), "pen")),
+    ):
+        seen.clear()
+
+        async def produce() -> object:
+            return value  # noqa: B023 -- run before the loop goes on
+
+        wf = Workflow(name="wf", edges=[("START", produce, readers_of(seen, expected))])
+        await (await make_harness(wf)).start()
+
+        assert_both_kinds_got(seen, expected)
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "replay"])
+async def test_an_async_node_gets_an_input_read_back_after_a_restart_as_a_plain_one_does(
+    stores: StoreFactory, resumable: bool
+) -> None:
+    """The input of a node that runs after a restart comes back from the store: an
+    `async def` node gets it as a plain one does, on every backend."""
+    seen: dict[str, object] = {}
+    order = Order(item="p\u00e9n \U0001f58a", qty=2)
+    value = {"order": order.model_dump(), "share": 0.1, "big": 2**53 + 1, "none": None}
+    expected = same(("untyped", "Any", "object", "JsonValue", "dict"), value)
+
+    def flow() -> Workflow:
+        async def produce() -> object:
+            return value
+
+        @node(rerun_on_resume=True)
+        async def ask(ctx: Context, node_input: Any) -> Any:
+            if "ok" not in ctx.resume_inputs:
+                return RequestInput(interrupt_id="ok", message="go on?")
+            return node_input
+
+        return Workflow(name="wf", edges=[("START", produce, ask, readers_of(seen, expected))])
+
+    h = await open_harness(stores, flow(), resumable)
+    assert asked(await h.start()) == ["ok"]
+    later = restarted(h, stores, flow(), resumable)
+
+    await later.answer(("ok", "yes"))
+
+    assert_both_kinds_got(seen, expected)
