@@ -362,3 +362,37 @@ async def test_bad_writes_through_ctx_actions_state_delta_are_refused(
     assert "ctx.actions.state_delta of node run 'wf@1/step@1' takes a mapping" in str(errors[2])
     assert "state value 'f'" in str(errors[3])
     assert [e.actions.state_delta for e in events if e.actions.state_delta] == [{"kept": 1}]
+
+
+async def test_a_refused_action_commits_nothing_of_the_run_on_every_backend(
+    stores: StoreFactory,
+) -> None:
+    """A run that sets an action a node may not take fails as a run whose code raised: its
+    state writes and output are not stored, the node after it does not run, and a new
+    process reading the session finds only the failure."""
+    ran: list[str] = []
+
+    def step(ctx: Context, node_input: Any) -> str:
+        ctx.state["written"] = True
+        ctx.actions.escalate = True
+        return "out"
+
+    def after(node_input: Any) -> str:
+        ran.append("after")
+        return "after"
+
+    flow = Workflow(name="wf", edges=[("START", step, after)])
+    h = await build_harness(flow, BaseSessionService(stores.open()), resumable=True)
+
+    with pytest.raises(NodeActionError, match=r"node run 'wf@1/step@1' set ctx.actions.escalate"):
+        await h.start()
+
+    assert ran == []
+    fresh = BaseSessionService(stores.open())
+    session = await fresh.get_session(app_name="app", user_id="u", session_id=h.session_id)
+    assert session is not None
+    assert session.state == {}
+    assert [e.output for e in session.events if e.output is not None] == []
+    assert [
+        (e.error_code, e.node_info and e.node_info.path) for e in session.events if e.error_code
+    ] == [("NodeActionError", "wf@1/step@1")]
