@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from pydantic import JsonValue, ValidationError
@@ -32,6 +33,8 @@ from baton.run_config import check_run_config
 from baton.tools import FunctionTool
 from baton.types import FunctionCall
 from tests.harness import Harness, MakeHarness
+
+WITHIN = 30.0  # seconds the unbounded nodes may take to all be running, on a loaded machine
 
 
 def _go() -> types.Content:
@@ -211,13 +214,19 @@ async def test_model_input_context_goes_before_the_message_and_is_never_stored(
     assert "the user is on mobile" not in stored
 
 
-def _parallel_sleepers(state: dict[str, int], lock: threading.Lock) -> Workflow:
+def _a_moment() -> None:
+    time.sleep(0.05)
+
+
+def _parallel_sleepers(
+    state: dict[str, int], lock: threading.Lock, hold: Callable[[], object]
+) -> Workflow:
     def make(name: str):
         def sleeper(node_input: object) -> None:
             with lock:
                 state["now"] += 1
                 state["peak"] = max(state["peak"], state["now"])
-            time.sleep(0.05)  # long enough for unbounded siblings to overlap
+            hold()
             with lock:
                 state["now"] -= 1
 
@@ -234,10 +243,15 @@ async def test_tool_thread_pool_max_workers_bounds_the_runs_threads(
     free = {"now": 0, "peak": 0}
     lock = threading.Lock()
     one = RunConfig(tool_thread_pool_config=ToolThreadPoolConfig(max_workers=1))
+    # Unbounded, the three meet in their threads (each waits for the other two; the
+    # barrier's timeout only bounds a failure). Bounded, each holds its thread a moment
+    # for a sibling to overlap it: a window that can only miss a broken bound, never
+    # fail a working one.
+    all_three = threading.Barrier(3, timeout=WITHIN)
 
-    h = await make_harness(_parallel_sleepers(bounded, lock))
+    h = await make_harness(_parallel_sleepers(bounded, lock, _a_moment))
     await h.collect(new_message=_go(), run_config=one)
-    h = await make_harness(_parallel_sleepers(free, lock))
+    h = await make_harness(_parallel_sleepers(free, lock, all_three.wait))
     await h.collect(new_message=_go())
 
     assert bounded["peak"] == 1
