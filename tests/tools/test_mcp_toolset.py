@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import httpx
 import pytest
@@ -53,7 +53,7 @@ from baton.tools.mcp_tool import (
     StreamableHTTPConnectionParams,
 )
 from baton.tools.mcp_tool.mcp_toolset import _Listings  # pyright: ignore[reportPrivateUsage]
-from baton.tools.mcp_tool.sdk import dump, field, mcp_types
+from baton.tools.mcp_tool.sdk import create_mcp_http_client, dump, field, mcp_types
 from baton.types import FunctionDeclaration
 from baton.ui_widget import UiWidget
 from tests.tools.mcp_servers import (
@@ -447,6 +447,32 @@ async def test_an_idle_http_session_closes_itself_and_the_next_call_opens_anothe
     await manager.close()
     with pytest.raises(ValueError, match="idle_timeout must be positive"):
         MCPSessionManager(StreamableHTTPConnectionParams(url=http_url), idle_timeout=0)
+
+
+async def test_a_session_slower_to_open_than_its_idle_timeout_still_takes_the_call(
+    http_url: str,
+) -> None:
+    # Each request reaches the server late, as from a slow or busy one: the session takes
+    # longer to open than its idle timeout, which counts from when it is ready, not from
+    # when it began opening (it closed itself before the call that opened it could use it).
+    idle = 0.3
+
+    def slow_client(**kwargs: Any) -> Any:
+        client = create_mcp_http_client(**kwargs)
+
+        async def late(request: object) -> None:
+            await asyncio.sleep(idle)  # the slowness under test, not a wait for anything
+
+        client.event_hooks = {"request": [late], "response": []}
+        return client
+
+    params = StreamableHTTPConnectionParams(url=http_url, httpx_client_factory=slow_client)
+    manager = MCPSessionManager(params, idle_timeout=idle)
+
+    called = await manager.run(lambda session: session.call_tool("session_id", {}))
+
+    assert str(field(called, "structuredContent")["result"])
+    await manager.close()
 
 
 async def _until_idle_closed(manager: MCPSessionManager) -> None:

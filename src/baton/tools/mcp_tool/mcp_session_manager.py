@@ -510,6 +510,7 @@ class _Session:
                 with anyio.fail_after(within):
                     await session.initialize()
                 self._session = session
+                self.touch()  # its idle time starts now: opening is not being unused
                 self._ready.set()
                 await self._until_closed_or_idle()
 
