@@ -6,11 +6,12 @@ tool."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from fastapi.openapi.models import APIKey, APIKeyIn
 from pydantic import JsonValue
 
-from baton import App, ResumabilityConfig
+from baton import App, Context, ResumabilityConfig, Workflow, node
 from baton.agents import LlmAgent
 from baton.auth import AuthCredential, AuthCredentialTypes
 from baton.auth.auth_tool import AuthConfig
@@ -96,3 +97,34 @@ async def test_a_credential_answer_over_http_is_checked_then_resumes_the_tool(
         if "functionResponse" in p and e["author"] == "vault"
     ]
     assert results == [{"key": "K1"}]
+
+
+def node_vault_app() -> App:
+    @node(auth_config=CONFIG)
+    def with_key(ctx: Context) -> str:
+        credential = ctx.get_auth_response(CONFIG)
+        return f"key {credential.api_key if credential else None}"
+
+    workflow = Workflow(name="nodes", edges=[("START", with_key)])
+    return App(
+        name="nodes", root_agent=workflow, resumability_config=ResumabilityConfig(is_resumable=True)
+    )
+
+
+async def test_a_workflow_nodes_credential_request_is_answered_at_its_respond_route(
+    start_live: Any,
+) -> None:
+    """Its id (`wf_auth:<node path>`) holds a `/`, sent as %2F: the route takes it whole."""
+    live: Live = await start_live(apps=[node_vault_app()])
+    session = await live.create("nodes", "u")
+    await live.start("nodes", "u", session)
+    [row] = (await live.client.get("/apps/nodes/users/u/pending")).json()
+    assert row["interruptId"] == "wf_auth:nodes@1/with_key@1"
+    url = f"/apps/nodes/users/u/sessions/{session}/interrupts/{quote(row['interruptId'], safe='')}"
+
+    answered = await live.client.post(f"{url}/respond", json={"response": "K2"})
+
+    assert answered.status_code == 200, answered.text
+    outputs = [e["output"] for e in answered.json() if "output" in e]
+    assert outputs[-1] == "key K2"
+    assert (await live.client.get("/apps/nodes/users/u/pending")).json() == []

@@ -369,7 +369,9 @@ _IDLE: Final = 3600.0
 _USER: Final = "/apps/{app_name}/users/{user_id}"
 _SESSIONS: Final = f"{_USER}/sessions"
 _SESSION_PATH: Final = f"{_SESSIONS}/{{session_id}}"
-_RESPOND: Final = "/sessions/{session_id}/interrupts/{interrupt_id}/respond"
+# `:path`: an interrupt id may hold a `/` (a workflow node's credential request,
+# `wf_auth:<node path>`), which a client sends as %2F and the server receives decoded.
+_RESPOND: Final = "/sessions/{session_id}/interrupts/{interrupt_id:path}/respond"
 
 
 def _accepting(server: _Server) -> params.Depends:

@@ -49,7 +49,7 @@ _Body = TypeVar("_Body", bound=BaseModel)
 # The content types whose body FastAPI parses as JSON, among those clients send; any
 # other (FastAPI parses `*/*+json` too) goes to FastAPI, which decides the same way.
 _JSON_TYPES: Final = frozenset({"application/json", "application/json; charset=utf-8"})
-_PARAMETER: Final = re.compile(r"\{(\w+)\}")
+_PARAMETER: Final = re.compile(r"\{(\w+(?::path)?)\}")
 
 
 @final
@@ -58,7 +58,8 @@ class HotRoute(Generic[_Body]):
     """A POST route `HotRoutes` serves, declared as its FastAPI route is.
 
     Args:
-        path: the route's path, each `{name}` one path segment (FastAPI's `str` parameter).
+        path: the route's path, each `{name}` one path segment (FastAPI's `str` parameter),
+            each `{name:path}` one or more (an interrupt id may hold a `/`).
         body: the model of the route's JSON body.
         serve: the route's dependencies' checks, then its endpoint's code, given the
             request, the path's parameters and the body.
@@ -75,7 +76,7 @@ class HotRoute(Generic[_Body]):
     def __post_init__(self) -> None:
         parts = _PARAMETER.split(self.path)  # literal, name, literal, name, ..., literal
         regex = "".join(
-            f"(?P<{part}>[^/]+)" if odd else re.escape(part) for odd, part in _alternate(parts)
+            _parameter_pattern(part) if odd else re.escape(part) for odd, part in _alternate(parts)
         )
         object.__setattr__(self, "pattern", re.compile(regex))
 
@@ -89,6 +90,11 @@ class HotRoute(Generic[_Body]):
             return self.body.model_validate(json.loads(body))
         except Exception:  # not JSON, not this model, or worse: FastAPI's to answer
             return None
+
+
+def _parameter_pattern(parameter: str) -> str:
+    name, _, convertor = parameter.partition(":")
+    return f"(?P<{name}>.+)" if convertor == "path" else f"(?P<{name}>[^/]+)"
 
 
 def _alternate(parts: list[str]) -> list[tuple[bool, str]]:

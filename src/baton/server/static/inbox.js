@@ -374,9 +374,80 @@ async function respond(item, value, keyFor) {
   else await report(item.appName, item.sessionId, `answered ${item.interruptId}`, events);
 }
 
+// ---- Credential requests (adk_request_credential) ----
+// What is asked in a person's words (an API key and where it is sent, a token, or a
+// sign-in at the OAuth2 provider), and one field. The answer is the request's AuthConfig
+// with the typed key or token, or the pasted sign-in address, in exchangedAuthCredential:
+// the shape the server checks (the terminal builds the same, baton.auth.credential_asking).
+// A key or token is typed into a password field and goes into the request only: never
+// into the page's other parts, the activity log, the console or local storage.
+
+function credentialAsk(item) {
+  const config = (item.payload && item.payload.authConfig) || {};
+  const scheme = config.authScheme || {};
+  const exchanged = config.exchangedAuthCredential || {};
+  const link = exchanged.oauth2 && exchanged.oauth2.authUri;
+  if (scheme.type === "apiKey") {
+    const where = `the ${scheme.in || "header"} ${scheme.name || ""}`.trim();
+    return { config, typed: "API key", what: `API key (sent in ${where})`, credential: (v) => ({ authType: "apiKey", apiKey: v }) };
+  }
+  if (scheme.type === "http") {
+    const name = scheme.scheme || "bearer";
+    return { config, typed: "token", what: `${name} token (HTTP ${name} authentication)`, credential: (v) => ({ authType: "http", http: { scheme: name, credentials: { token: v } } }) };
+  }
+  if (link) {
+    let provider = link;
+    try { provider = new URL(link).hostname; } catch { /* shown as given */ }
+    return { config, typed: "redirect URL", what: `sign in at ${provider} (${scheme.type})`, link, provider,
+      credential: (v) => ({ ...exchanged, oauth2: { ...exchanged.oauth2, authResponseUri: v } }) };
+  }
+  return { config, typed: "token", what: `access token (${scheme.type || "unknown scheme"})`, credential: (v) => ({ authType: "oauth2", oauth2: { accessToken: v } }) };
+}
+
+function credentialCard(item) {
+  const ask = credentialAsk(item);
+  const secret = ask.typed !== "redirect URL";
+  const error = el("div", { class: "error", role: "alert" });
+  const submit = el("button", { type: "submit", text: secret ? `Send ${ask.typed}` : "Send" });
+  const field = el("input", {
+    name: "credential", type: secret ? "password" : "url", autocomplete: "off", spellcheck: "false", required: true,
+    placeholder: secret ? `the ${ask.typed} (not shown)` : "https://… (the address the sign-in sent you to)",
+  });
+  const label = secret ? `${ask.typed[0].toUpperCase()}${ask.typed.slice(1)}` : "Then paste the address the sign-in sent you to";
+  const steps = ask.link
+    ? [el("p", {}, [el("a", { class: "sign-in", href: ask.link, target: "_blank", rel: "noopener noreferrer", text: `Sign in at ${ask.provider}` })])]
+    : [];
+  const hint = item.message && !(ask.link && item.message.includes(ask.link)) ? el("p", { class: "hint", text: item.message }) : null;
+  const request = el("details", { class: "value" }, [el("summary", { text: "request" }), Render.json(item.payload, 1)]);
+  const node = el("form", { class: "card credential", novalidate: true, "data-interrupt": item.interruptId, "data-session": item.sessionId }, [
+    meta(item), el("h3", { text: `Asks for: ${ask.what}` }), hint, ...steps,
+    el("label", { class: "credential-field" }, [label, field]), request,
+    el("div", { class: "actions" }, [submit, error]),
+  ]);
+  const keyFor = answerKeys();
+  node.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.textContent = "";
+    const typed = field.value.trim();
+    if (!typed) { error.textContent = `Type the ${ask.typed} first.`; return; }
+    submit.disabled = true;
+    try {
+      await respond(item, { ...ask.config, exchangedAuthCredential: ask.credential(typed) }, keyFor);
+      field.value = "";
+      submit.textContent = "Sent";
+    } catch (e) {
+      error.textContent = e.message; // the server's reason; the question stays open
+      submit.disabled = false;
+    }
+  });
+  return node;
+}
+// ---- end of credential requests ----
+
 function card(item) {
   if (waitsOnSomeoneElse(item)) return waitingCard(item);
   if (item.functionName === "adk_request_confirmation") return confirmationCard(item);
+  if (item.functionName === "adk_request_credential") return credentialCard(item);
   const form = SchemaForm.create(item.responseSchema || null);
   const error = el("div", { class: "error", role: "alert" });
   const submit = el("button", { type: "submit", text: "Submit answer" });
