@@ -591,18 +591,14 @@ class LlmAgent(BaseAgent):
         workflow's fingerprint as a worker's item does); None without."""
         return None if self._worker is None else cast(LlmAgent, self._worker.item_node)
 
-    async def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator is an AsyncIterator
+    def run(self, ctx: Context, node_input: NodeInput) -> AsyncIterator[object]:
         """Run as one node run; with `parallel_worker`, once per item of the input list
         (each item's run a child of this one), the output the list of their outputs."""
-        runs = (
-            super().run(ctx, node_input)
-            if self._worker is None
-            else self._worker.run(ctx, node_input)
-        )
-        # Both are async generators, typed as the Node protocol's AsyncIterator.
-        async with aclosing(cast(AsyncGenerator[object, None], runs)) as items:
-            async for item in items:
-                yield item
+        # Hands over the chosen generator itself rather than re-yielding it from one
+        # more generator, whose frame every event and await of the run passed through.
+        if self._worker is None:
+            return super().run(ctx, node_input)
+        return self._worker.run(ctx, node_input)
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         agent_ctx = as_agent_context(ctx)
