@@ -197,7 +197,7 @@ class InvocationRun:
         )
         self.invocation.stream_partial = self._stream_partial
         # Merged into every event of the call (the reference's RunConfig.custom_metadata).
-        self._metadata = self.invocation.run_config.custom_metadata
+        self._metadata = self.invocation.current_run_config.custom_metadata
 
     async def begin(self, answered_by: str | None) -> None:
         await self._offer_user_message()
@@ -569,7 +569,7 @@ class InvocationRun:
         invocation.land_held = None
 
     async def _drive(self) -> None:
-        pool = self.invocation.run_config.tool_thread_pool_config
+        pool = self.invocation.current_run_config.tool_thread_pool_config
         if pool is not None:
             bound_run_threads(pool.max_workers)
         if not is_tracing():

@@ -52,7 +52,7 @@ from baton.memory import BaseMemoryService, InMemoryMemoryService
 from baton.planning import CallPlanner
 from baton.plugins import BasePlugin, PluginManager
 from baton.rewinding import Rewind, rewind_session
-from baton.run_config import RunConfig, check_run_config
+from baton.run_config import RunConfig, run_config_in_force
 from baton.schemas import check_state_delta
 from baton.sessions.checkpoints import Checkpoint, list_checkpoints
 from baton.sessions.ids import check_id
@@ -386,7 +386,7 @@ class Runner:
                 calls its model first names a key or artifact the session does not have;
                 before anything changed (see `check_first_instructions`).
         """
-        config = check_run_config(run_config)
+        run_config_in_force(run_config)  # refused before anything changes
         key = self.planner.session_key(user_id, session_id, session)
         self._check_agents()
         # A write the app's state_schema refuses is refused before anything is stored.
@@ -424,7 +424,7 @@ class Runner:
         run: InvocationRun | None = None
         seal: Event | None = None
         try:
-            run = await self._open_run(plan, lease, answered_by, invocation, config)
+            run = await self._open_run(plan, lease, answered_by, invocation, run_config)
             run.invocation.abort_signal = abort_signal
             run.invocation.first_artifacts = first_artifacts
             async with run.events(yield_user_message) as events:

@@ -30,7 +30,7 @@ from baton.errors import LlmCallsLimitExceededError, RunConfigError
 from baton.events import Event
 from baton.models import ScriptedModel
 from baton.run_config import check_run_config
-from baton.tools import FunctionTool
+from baton.tools import FunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.harness import Harness, MakeHarness
 
@@ -282,6 +282,53 @@ async def test_a_caller_built_context_takes_a_run_config_and_checks_it() -> None
     with pytest.raises(LlmCallsLimitExceededError, match="max_llm_calls=1"):
         _ = [e async for e in events]
     assert tool_runs == [0]
+
+
+async def test_a_runs_change_to_its_default_run_config_reaches_no_other_run(
+    make_harness: MakeHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ADK_MAX_LLM_CALLS", raising=False)
+    changed: list[int] = []
+
+    def tighten(x: int, tool_context: ToolContext) -> int:
+        if not changed:  # the first run's call only
+            config = tool_context.run_config
+            config.max_llm_calls = 1
+            config.custom_metadata = {"tenant": "first"}
+            assert config.output_audio_transcription is not None
+            config.output_audio_transcription["changed"] = True
+        changed.append(x)
+        return x
+
+    calls = [FunctionCall(id=f"c{i}", name="tighten", args={"x": i}) for i in range(2)]
+    agent = LlmAgent(
+        name="agent",
+        model=ScriptedModel([*calls, "done"], responder=lambda _: "again"),
+        tools=[FunctionTool(tighten)],
+    )
+    h = await make_harness(agent)
+
+    # The change holds for the rest of its own run: its second model call is refused.
+    with pytest.raises(LlmCallsLimitExceededError, match="max_llm_calls=1"):
+        await h.collect(new_message=_go())
+    # The next run, also without a run_config, makes its two model calls under the default.
+    events = await h.collect(new_message=_go())
+
+    assert changed == [0, 1]
+    assert [e.content.text for e in events if e.content and e.content.text] == ["done"]
+    assert all(e.custom_metadata is None for e in events)
+    for config in (RunConfig(), check_run_config(None)):
+        assert config.max_llm_calls == 500
+        assert config.custom_metadata is None
+        assert config.output_audio_transcription == {}
+
+    # A caller-built context without a run_config: its run's own, too.
+    session = await h.service.create_session(app_name="app", user_id="u")
+    one, other = (InvocationContext(invocation_id=i, session=session) for i in ("a", "b"))
+    assert one.run_config is one.run_config
+    one.run_config.max_llm_calls = 1
+    assert other.run_config.max_llm_calls == 500
+    assert check_run_config(None).max_llm_calls == 500
 
 
 async def test_a_node_reads_the_calls_custom_metadata(make_harness: MakeHarness) -> None:

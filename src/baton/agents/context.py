@@ -19,6 +19,7 @@ from baton.artifacts import ArtifactScope
 from baton.context import Context, InvocationContext, State, agent_key, call_scope
 from baton.events import Event
 from baton.memory import MemoryScope
+from baton.run_config import RunConfig
 from baton.sessions.store import Interrupt, Session
 
 __all__ = ["AgentContext", "EventLog", "as_agent_context"]
@@ -149,7 +150,8 @@ class AgentContext(InvocationContext):
             credential_service=ic.credential_service,
             plugins=ic.plugins,
             session_service=ic.session_service,
-            run_config=ic.run_config,
+            # Read through `invocation_context` (see `run_config`): checked already.
+            run_config=ic.current_run_config,
         )
         self.stream_partial = ic.stream_partial
         self.abort_signal = ic.abort_signal
@@ -222,6 +224,20 @@ class AgentContext(InvocationContext):
     def invocation_context(self) -> InvocationContext:
         """The invocation's own context (shared by every node run)."""
         return self.run.invocation_context
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The invocation's (one per call, shared by every node run)."""
+        return self.run.invocation_context.run_config
+
+    @run_config.setter
+    def run_config(self, value: RunConfig) -> None:
+        self.run.invocation_context.run_config = value
+
+    @property
+    def current_run_config(self) -> RunConfig:
+        """The invocation's (see `InvocationContext.current_run_config`)."""
+        return self.run.invocation_context.current_run_config
 
     def count_llm_call(self, agent: str) -> None:
         """Counted on the invocation's own context: the limit is the call's, over every

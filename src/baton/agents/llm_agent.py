@@ -1073,7 +1073,7 @@ class LlmAgent(BaseAgent):
         the turn that commits."""
         llm = self.canonical_model
         response: LlmResponse | None = None
-        streaming = ctx.run_config.is_streaming
+        streaming = ctx.current_run_config.is_streaming
         generated = (
             llm.generate_content_async(request, stream=True)
             if streaming
@@ -1097,7 +1097,7 @@ class LlmAgent(BaseAgent):
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
         llm = self.canonical_model
         config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
-        apply_run_config(config, ctx.run_config)
+        apply_run_config(config, ctx.current_run_config)
         contents = _with_input_context(ctx, await self._contents(ctx, progress))
         request = LlmRequest(model=llm.model, contents=contents, config=config)
         paragraphs, instruction_turn = await self._instructions(ctx)
@@ -1185,7 +1185,7 @@ class LlmAgent(BaseAgent):
             at = None if text is None else (0, text)
             own = self._with_plans_shown(own)
             return conversation(own, agent=self.name, branch=ctx.branch, node_input=at)
-        thoughts = ctx.run_config.include_thoughts_from_other_agents
+        thoughts = ctx.current_run_config.include_thoughts_from_other_agents
         events = [*await self._before_run(ctx, progress.run_start), *progress.current]
         events = self._with_plans_shown(events)
         if ctx.call_turn is not None:
@@ -2037,7 +2037,7 @@ def _check_generate_content_config(agent: str, config: GenerateContentConfig | N
 def _with_input_context(ctx: AgentContext, contents: list[Content]) -> list[Content]:
     """The call's `RunConfig.model_input_context` (never stored) put before the user's
     message of the invocation, as the reference does (first, when it is not there)."""
-    extra = ctx.run_config.model_input_context
+    extra = ctx.current_run_config.model_input_context
     if not extra:
         return contents
     message = ctx.user_content
