@@ -430,19 +430,25 @@ async def test_a_progress_factory_makes_each_calls_callback_with_its_context(log
 async def test_an_idle_http_session_closes_itself_and_the_next_call_opens_another(
     http_url: str,
 ) -> None:
-    manager = MCPSessionManager(StreamableHTTPConnectionParams(url=http_url), idle_timeout=0.3)
+    params = StreamableHTTPConnectionParams(url=http_url)
 
-    async def session_id() -> str:
+    async def session_id(manager: MCPSessionManager) -> str:
         called = await manager.run(lambda session: session.call_tool("session_id", {}))
         return str(field(called, "structuredContent")["result"])
 
-    first = await session_id()
-    assert await session_id() == first  # in use: kept
+    # In use: kept. (With a timeout no stall of a loaded host outlasts: with 0.3 s the
+    # second call could come after the session had rightly closed itself.)
+    kept = MCPSessionManager(params, idle_timeout=60)
+    assert await session_id(kept) == await session_id(kept)
+    await kept.close()
+
+    manager = MCPSessionManager(params, idle_timeout=0.3)
+    first = await session_id(manager)
     await _until_idle_closed(manager)
 
     # The server has ended it too (the client ended it as it closed).
     assert await _answer_status(http_url, first) == 404
-    second = await session_id()
+    second = await session_id(manager)
     assert second != first
     await manager.close()
     with pytest.raises(ValueError, match="idle_timeout must be positive"):
