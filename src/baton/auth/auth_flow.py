@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import httpx
 from pydantic import JsonValue, ValidationError
 
 from baton.auth.auth_credential import (
@@ -286,6 +285,8 @@ def _code(oauth2: OAuth2Auth) -> str:
 def _post_token_request(
     url: str, form: dict[str, str], headers: dict[str, str]
 ) -> dict[str, object]:
+    import httpx  # here, not at the top: `import baton` and `baton --help` never need it
+
     failed = f"the authorization-code token request to {url} failed"
     try:
         with httpx.Client(timeout=_TOKEN_REQUEST_SECONDS) as client:

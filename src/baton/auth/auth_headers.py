@@ -9,11 +9,14 @@ from __future__ import annotations
 import base64
 import time
 from enum import Enum
-from typing import cast, final
-
-import httpx
+from typing import TYPE_CHECKING, cast, final
 
 from baton.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
+
+if TYPE_CHECKING:
+    # httpx is imported where a token is requested: `import baton` (and `baton --help`)
+    # never needs it, and it is a sixth of a server's imports.
+    import httpx
 
 __all__ = ["ClientCredentialsGrant", "auth_headers", "token_answer"]
 
@@ -179,6 +182,8 @@ class ClientCredentialsGrant:
             form["client_id"] = self._client_id
             if self._method == "client_secret_post":
                 form["client_secret"] = self._secret
+        import httpx  # loaded here, when a token is requested: see the import above
+
         failed = f"{self._owner}'s client-credentials token request to {self.token_url} failed"
         try:
             async with httpx.AsyncClient(timeout=_TOKEN_REQUEST_SECONDS) as client:
