@@ -202,17 +202,23 @@ class TokenEndpoint:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+        self._serving = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> TokenEndpoint:
+        """Serve until the `with` block ends."""
+        self._serving.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._serving.join()
 
 
 @pytest.fixture
 def token_endpoint() -> Iterator[TokenEndpoint]:
-    endpoint = TokenEndpoint()
-    thread = threading.Thread(target=endpoint.server.serve_forever, daemon=True)
-    thread.start()
-    yield endpoint
-    endpoint.server.shutdown()
-    endpoint.server.server_close()
-    thread.join()
+    with TokenEndpoint() as endpoint:
+        yield endpoint
 
 
 def oauth2_config(token_url: str) -> AuthConfig:

@@ -6,7 +6,6 @@ code exchanged at a real token endpoint on 127.0.0.1."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,14 +73,9 @@ SECRET = "sekrit-KEY-42"
 
 @pytest.fixture
 def token_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[TokenEndpoint]:
-    endpoint = TokenEndpoint()
-    thread = threading.Thread(target=endpoint.server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("VAULT_TOKEN_URL", endpoint.url)  # read by the served app
-    yield endpoint
-    endpoint.server.shutdown()
-    endpoint.server.server_close()
-    thread.join()
+    with TokenEndpoint() as endpoint:
+        monkeypatch.setenv("VAULT_TOKEN_URL", endpoint.url)  # read by the served app
+        yield endpoint
 
 
 @pytest.fixture

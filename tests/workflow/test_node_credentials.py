@@ -5,8 +5,6 @@ a malformed answer is refused with nothing stored."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from fastapi.openapi.models import APIKey, APIKeyIn
 from pydantic import JsonValue
@@ -27,8 +25,7 @@ from baton.errors import InvalidResponseError, WorkflowChangedError
 from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus
-from baton.types import FunctionCall
-from tests.agents.test_tool_credentials import TokenEndpoint, oauth2_config, signed_in
+from tests.agents.test_tool_credentials import TokenEndpoint, oauth2_config, request_of, signed_in
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, asked, outputs
 from tests.runner.test_guarantees import snapshot
@@ -64,11 +61,6 @@ async def start(stores: StoreFactory, counter: Counter) -> tuple[Harness, list[E
     session = await BaseSessionService(stores.open()).create_session(app_name="app", user_id="u")
     h = harness(stores, counter, session.id)
     return h, await h.start()
-
-
-def request_of(events: list[Event]) -> FunctionCall:
-    [call] = [c for e in events for c in e.function_calls if c.name == REQUEST_CREDENTIAL_FUNCTION]
-    return call
 
 
 async def test_a_node_asks_for_its_credential_and_runs_with_it_after_a_restart(
@@ -195,10 +187,7 @@ async def test_a_run_paused_before_its_node_asked_for_a_credential_resumes_and_a
 
 
 async def test_a_node_s_oauth2_sign_in_is_exchanged_for_a_token(stores: StoreFactory) -> None:
-    endpoint = TokenEndpoint()
-    serving = threading.Thread(target=endpoint.server.serve_forever, daemon=True)
-    serving.start()
-    try:
+    with TokenEndpoint() as endpoint:
         config = oauth2_config(endpoint.url)
         tokens: list[str | None] = []
 
@@ -229,10 +218,6 @@ async def test_a_node_s_oauth2_sign_in_is_exchanged_for_a_token(stores: StoreFac
         assert tokens == ["AT-1"]
         [(_, form)] = endpoint.requests
         assert form["code"] == ["abc"]
-    finally:
-        endpoint.server.shutdown()
-        endpoint.server.server_close()
-        serving.join()
 
 
 def test_a_node_asking_for_a_credential_must_run_again_once_answered() -> None:
