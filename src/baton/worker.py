@@ -166,6 +166,9 @@ class Worker:
             # Runs of this worker id's earlier incarnation (a restart), not this one's.
             worker=self.worker_id if reclaim_own else None,
             spare=own_prefix(self.worker_id),
+            # A run in hand whose lease lapsed (its renewals stalled) is still running
+            # here: claiming it would start it a second time in this process.
+            skip=tuple(self._active),
         )
         for each in claimed:
             self._spawn(group, each.lease.invocation_id, self._recover(each))

@@ -29,6 +29,7 @@ from baton.types import InvocationId
 from baton.worker import Worker
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.graph import fingerprint_of
+from tests.conftest import FakeClock, StoreFactory
 from tests.store.builders import snapshot
 
 TTL = timedelta(seconds=1)  # a lease that must lapse, or a worker that looks once per TTL
@@ -71,10 +72,16 @@ def _runner(
     worker_id: str = "here",
     name: str = "app",
     lease_ttl: timedelta = TTL,
+    clock: FakeClock | None = None,
 ) -> Runner:
     app = App(name=name, root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))
+    timed: dict[str, Any] = {} if clock is None else {"clock": clock}
     return Runner(
-        app=app, session_service=BaseSessionService(store), lease_ttl=lease_ttl, worker_id=worker_id
+        app=app,
+        session_service=BaseSessionService(store),
+        lease_ttl=lease_ttl,
+        worker_id=worker_id,
+        **timed,
     )
 
 
@@ -392,3 +399,43 @@ async def test_a_worker_never_takes_back_the_runs_its_own_process_is_running(
         events = await holder
 
     assert [getattr(e, "output", None) for e in events][-1] == "done"
+
+
+def _held(counts: dict[str, int], started: asyncio.Event, gate: asyncio.Event) -> Workflow:
+    """A one-node workflow whose node counts its starts and then waits for `gate`."""
+
+    async def held(node_input: str) -> str:
+        counts["held"] = counts.get("held", 0) + 1
+        started.set()
+        await gate.wait()
+        return "done"
+
+    return Workflow(name="w", edges=[("START", held)])
+
+
+async def test_a_run_this_worker_continues_is_not_started_again_when_its_lease_lapses(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    # The worker's rounds driven one at a time on the test's clock. Its run's renewals
+    # stalled (a loaded machine, the database away a while): by the store's clock the
+    # lease lapsed while the node still runs here. The next round must not claim that
+    # run and start it a second time in this process.
+    store = stores.open()
+    counts: dict[str, int] = {}
+    started, gate = asyncio.Event(), asyncio.Event()
+    runner = _runner(store, _held(counts, started, gate), lease_ttl=LONG_TTL, clock=clock)
+    key = await _left_by_a_dead_process(runner, "dead-host:1/abc", ttl=LONG_TTL)
+    lapse = LONG_TTL.total_seconds() + 1
+    clock.advance(lapse)
+    worker = Worker([runner], worker_id="here")
+
+    async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+        await worker._recover_orphans(group, reclaim_own=False)  # pyright: ignore[reportPrivateUsage] -- one round
+        await started.wait()
+        clock.advance(lapse)
+        await worker._recover_orphans(group, reclaim_own=False)  # pyright: ignore[reportPrivateUsage] -- the next
+        gate.set()
+
+    assert counts == {"held": 1}
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.status is InvocationStatus.COMPLETED

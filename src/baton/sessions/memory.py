@@ -589,6 +589,7 @@ class MemoryStore:
         limit: int,
         worker: str | None = None,
         spare: str | None = None,
+        skip: Sequence[str] = (),
     ) -> list[Claimed]:
         now = self._clock()
         mine = None if worker is None else f"{worker}/"
@@ -607,6 +608,7 @@ class MemoryStore:
             for row in data.invocations.values()
             if row.invocation.status is InvocationStatus.RUNNING
             and (row.lease is None or row.lease.expires_at <= now or restarted(row.lease.owner))
+            and row.invocation.id not in skip
         ]
         found.sort(key=lambda pair: (pair[1].lease.expires_at if pair[1].lease else 0.0))
         claimed: list[Claimed] = []

@@ -559,13 +559,15 @@ class Store(Protocol):
         limit: int,
         worker: str | None = None,
         spare: str | None = None,
+        skip: Sequence[str] = (),
     ) -> list[Claimed]:
         """Claim up to `limit` invocations of these apps that are `running` with no live
         lease (their holder died, stalled, lost the database or handed them over) — and,
         when `worker` is given, also those whose lease is held by an owner named
         `worker/...` (that worker restarted), except owners starting with `spare` (this
-        very process's own calls). Each is claimed by exactly one caller, even when
-        several processes ask at once. Oldest leases first."""
+        very process's own calls). Never the invocations in `skip` (those the caller runs
+        already, whose lease may have lapsed while it ran). Each is claimed by exactly one
+        caller, even when several processes ask at once. Oldest leases first."""
         ...
 
     async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:

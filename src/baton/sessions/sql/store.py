@@ -513,13 +513,14 @@ class SqlStore:
         limit: int,
         worker: str | None = None,
         spare: str | None = None,
+        skip: Sequence[str] = (),
     ) -> list[Claimed]:
         """Claim running invocations with no live lease (see `Store.claim_orphans`)."""
         if not app_names or limit < 1:
             return []
         now = self._clock()
         request = writes.OrphanClaim(
-            tuple(app_names), owner, now + ttl.total_seconds(), limit, worker, spare
+            tuple(app_names), owner, now + ttl.total_seconds(), limit, worker, spare, tuple(skip)
         )
         return await self._write(writes.claim_orphans, self._dialect, request, now)
 

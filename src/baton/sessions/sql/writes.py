@@ -375,6 +375,7 @@ class OrphanClaim:
     limit: int
     worker: str | None = None
     spare: str | None = None
+    skip: tuple[str, ...] = ()
 
 
 def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[Any, Any]:
@@ -386,6 +387,8 @@ def _orphans(dialect: SqlDialect, request: OrphanClaim, now: float) -> Select[An
                 request.spare, autoescape=True
             )
         lapsed = lapsed | restarted
+    if request.skip:  # the caller's runs in hand: one clause more only while it has some
+        lapsed = lapsed & invocations.c.id.not_in(request.skip)
     # One table, the apps' sessions in a subquery: a locking read locks (and skips) only
     # invocation rows, never a session another step holds (MySQL has no FOR UPDATE OF).
     return (
