@@ -185,7 +185,13 @@ class Worker:
     ) -> None:
         task = group.create_task(work)
         self._active[invocation_id] = task
-        task.add_done_callback(lambda _: self._active.pop(invocation_id, None))
+
+        def done(_: asyncio.Task[None]) -> None:
+            # Only its own entry: a newer task of the invocation must stay tracked.
+            if self._active.get(invocation_id) is task:
+                del self._active[invocation_id]
+
+        task.add_done_callback(done)
 
     async def _recover(self, claimed: Claimed) -> None:
         runner = self._runners[claimed.key.app_name]

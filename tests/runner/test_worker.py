@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from baton import App, RequestInput, ResumabilityConfig, Runner, Workflow, types
 from baton.errors import InputExpiredError, InputTimeoutError
+from baton.sessions.memory import MemoryStore
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql.store import SqlStore
 from baton.sessions.store import (
@@ -439,3 +440,31 @@ async def test_a_run_this_worker_continues_is_not_started_again_when_its_lease_l
     assert counts == {"held": 1}
     (invocation,) = await store.list_invocations(key)
     assert invocation.status is InvocationStatus.COMPLETED
+
+
+async def test_a_task_that_ends_leaves_a_newer_task_of_its_invocation_tracked() -> None:
+    # Two tasks of one invocation, the newer spawned while the older still ran: the older's
+    # end must not drop the newer from what the worker tracks (what `stop` gives its grace
+    # and then cuts off, and what a round checks before starting an invocation's work).
+    worker = Worker([_runner(MemoryStore(), _chain({}))], worker_id="here")
+    older_ends = asyncio.Event()
+
+    async def older() -> None:
+        await older_ends.wait()
+
+    async def newer() -> None:
+        await asyncio.Event().wait()  # runs until cut off
+
+    async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+        worker._spawn(group, "inv-1", older())  # pyright: ignore[reportPrivateUsage] -- as a round does
+        first = worker._active["inv-1"]  # pyright: ignore[reportPrivateUsage] -- what it tracks
+        worker._spawn(group, "inv-1", newer())  # pyright: ignore[reportPrivateUsage]
+        second = worker._active["inv-1"]  # pyright: ignore[reportPrivateUsage]
+        older_ends.set()
+        await first
+
+        assert worker._active == {"inv-1": second}  # pyright: ignore[reportPrivateUsage]
+        worker.drain(grace=0)
+        await worker._finish_active()  # pyright: ignore[reportPrivateUsage] -- the end of `run`
+
+    assert second.cancelled()
