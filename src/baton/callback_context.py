@@ -18,7 +18,7 @@ from baton.auth.auth_credential import AuthCredential
 from baton.auth.auth_flow import stored_credential
 from baton.auth.auth_tool import AuthConfig, checked_config
 from baton.context import InvocationContext
-from baton.events import EventActions, to_json_value
+from baton.events import EventActions, RouteValue, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
 from baton.readonly_context import ReadonlyContext, refuse_confirmation, refuse_credentials
 from baton.sessions.store import Session, StatePrefixes, UndeletableKeys
@@ -26,8 +26,10 @@ from baton.types import Content
 from baton.ui_widget import UiWidget, add_ui_widget
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    # Only a type here: baton.tools builds on this module.
+    # Only types here: baton.tools builds on this module, baton.workflow on baton.tools.
+    from baton.context import Context
     from baton.tools.confirmation import ToolConfirmation
+    from baton.workflow.nodes import Node
 
 __all__ = ["CallbackContext", "ToolState", "refuse_credential_request"]
 
@@ -110,6 +112,43 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # An agent or model callback answers no function call (a `ToolContext` does).
     function_call_id: str | None = None
     tool_confirmation: ToolConfirmation | None = None
+    # A node run's fields, as the reference's tool and callback contexts (its node
+    # `Context` itself) have them: code written for a node's ctx reads them here too, and
+    # finds no node run of the context's own (the agent's run is its node's).
+    output: Any = None
+    route: RouteValue | list[RouteValue] | None = None
+    isolation_scope: str | None = None
+
+    @property
+    def node(self) -> Node | None:
+        """None: a callback or a tool call is no node run (see `node_path`)."""
+        return None
+
+    @property
+    def parent_ctx(self) -> Context | None:
+        """None, as in the reference: a callback or a tool call runs inside no node run
+        of its own."""
+        return None
+
+    @property
+    def resume_inputs(self) -> dict[str, Any]:
+        """Empty: a tool's answers come as its `tool_confirmation` or its credentials."""
+        return {}
+
+    @property
+    def interrupt_ids(self) -> set[str]:
+        """Empty: a tool call asks through `request_confirmation` / `request_credential`."""
+        return set()
+
+    @property
+    def error(self) -> BaseException | None:
+        """None: only a `NodeRunner`'s context of a failed child run has one."""
+        return None
+
+    @property
+    def error_node_path(self) -> str:
+        """Empty: see `error`."""
+        return ""
 
     def __init__(
         self,

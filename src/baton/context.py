@@ -511,6 +511,9 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
     # The node this run runs (the reference's `ctx.node`); set by whoever makes the
     # context for a run (a class default: None for a context made outside a run).
     node: Node | None = None
+    # The reference's scope tag of a run's events (internal there, and never set in
+    # baton: `run_node` takes no `override_isolation_scope`).
+    isolation_scope: str | None = None
     # A node run answers no function call: the reference's tool fields are empty here.
     function_call_id: str | None = None
     tool_confirmation: ToolConfirmation | None = None

@@ -281,3 +281,45 @@ def test_a_tool_context_made_by_hand_belongs_to_no_node_run_nor_call() -> None:
         context.request_confirmation(hint="sure?")
     with pytest.raises(ValueError, match="made outside a run and has no invocation"):
         context.get_invocation_context()
+
+
+def workflow_fields(ctx: Any) -> tuple[Any, ...]:
+    """What code written for a node's `ctx` reads of it, in one tuple."""
+    return (
+        ctx.node,
+        ctx.parent_ctx,
+        ctx.resume_inputs,
+        ctx.interrupt_ids,
+        ctx.output,
+        ctx.route,
+        ctx.error,
+        ctx.error_node_path,
+        ctx.isolation_scope,
+    )
+
+
+async def test_tool_and_callback_contexts_read_a_node_contexts_fields_as_the_reference() -> None:
+    # The reference's ToolContext and CallbackContext are its node Context: code written
+    # for a node's ctx (a helper shared by a node and a tool) reads them there too, and
+    # finds no node run of their own (probed on 2.13: None, {}, set(), "", also inside a
+    # workflow).
+    seen: dict[str, Any] = {}
+
+    def look(tool_context: ToolContext) -> str:
+        """Looks around."""
+        seen["tool"] = workflow_fields(tool_context)
+        return "ok"
+
+    def before_agent(callback_context: CallbackContext) -> None:
+        seen["agent"] = workflow_fields(callback_context)
+
+    def node_scope(ctx: Context) -> None:
+        seen["node"] = ctx.isolation_scope
+
+    model = ScriptedModel([FunctionCall(name="look", args={}, id="c1"), "done"])
+    agent = LlmAgent(name="a", model=model, tools=[look], before_agent_callback=before_agent)
+    await run_once(Workflow(name="wf", edges=[("START", node_scope, agent)]))
+    no_ids: set[str] = set()
+    none: tuple[Any, ...] = (None, None, {}, no_ids, None, None, None, "", None)
+    assert seen == {"tool": none, "agent": none, "node": None}
+    assert workflow_fields(ToolContext()) == none
