@@ -23,7 +23,9 @@
 PostgreSQL is `postgresql+asyncpg://postgres@127.0.0.1:5432/test` unless
 `BATON_TEST_POSTGRES_URL` says otherwise; MySQL is `mysql+asyncmy://root@127.0.0.1:3306/test`
 unless `BATON_TEST_MYSQL_URL` says otherwise. When one cannot be reached its tests are
-skipped, except under `CI=true`, where they fail.
+skipped, except under `CI=true`, where they fail. Whether it can is decided once per test
+process, at its first use: a server that refuses is decided at once, one slow to answer
+(a loaded machine) is given up to `CONNECT_BUDGET` (see `run_on_server`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -42,8 +45,8 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 from hypothesis import HealthCheck, settings
 from sqlalchemy import make_url, text
-from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from baton.models import OpenAiModel
 from baton.sessions.memory import MemoryStore
@@ -72,7 +75,8 @@ settings.load_profile("baton")
 
 _POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
 _MYSQL = pytest.param("mysql", marks=pytest.mark.mysql)
-_unreachable: dict[str, str] = {}  # why a server could not be reached, once per test run
+reachability: dict[str, str | None] = {}
+"""Per server, once per test process: None if it answered, else why it could not be reached."""
 
 
 class FakeClock:
@@ -282,24 +286,24 @@ class _ServerDatabase:
 
     async def create(self) -> None:
         if self.backend == "mysql":
-            await _run_on_server("MySQL", MYSQL_URL, f"CREATE DATABASE `{self.name}`")
+            await run_on_server("MySQL", MYSQL_URL, f"CREATE DATABASE `{self.name}`")
         else:
-            await _run_on_server("PostgreSQL", POSTGRES_URL, f'CREATE SCHEMA "{self.name}"')
+            await run_on_server("PostgreSQL", POSTGRES_URL, f'CREATE SCHEMA "{self.name}"')
 
     async def drop(self) -> None:
         if self.backend == "mysql":
-            await _run_on_server("MySQL", MYSQL_URL, f"DROP DATABASE IF EXISTS `{self.name}`")
+            await run_on_server("MySQL", MYSQL_URL, f"DROP DATABASE IF EXISTS `{self.name}`")
         else:
             statement = f'DROP SCHEMA IF EXISTS "{self.name}" CASCADE'
-            await _run_on_server("PostgreSQL", POSTGRES_URL, statement)
+            await run_on_server("PostgreSQL", POSTGRES_URL, statement)
 
     async def empty(self) -> bool:
         """Delete every row but the schema version's; False (and nothing deleted) unless
         the schema is at the latest version."""
-        engine = create_async_engine(MYSQL_URL if self.backend == "mysql" else POSTGRES_URL)
+        url = MYSQL_URL if self.backend == "mysql" else POSTGRES_URL
         version = f"SELECT version FROM {self.table(schema_version.name)}"
         try:
-            async with engine.begin() as connection:
+            async with _connection(url) as connection, connection.begin():
                 if await connection.scalar(text(version)) != LATEST_VERSION:
                     return False
                 for table in reversed(metadata.sorted_tables):
@@ -308,8 +312,6 @@ class _ServerDatabase:
             return True
         except DBAPIError:  # never migrated: no version table
             return False
-        finally:
-            await engine.dispose()
 
 
 _used: dict[Backend, list[_ServerDatabase]] = {"postgres": [], "mysql": []}
@@ -376,31 +378,111 @@ def pytest_sessionfinish() -> None:
     migrated SQLite file."""
     left = [database for free in _used.values() for database in free]
     if left:
-        asyncio.run(_drop_all(left))
+        with own_loop() as runner:
+            runner.run(_drop_all(left))
     for template in _sqlite_template:
         shutil.rmtree(template.parent, ignore_errors=True)
 
 
 async def _drop_all(databases: list[_ServerDatabase]) -> None:
     for database in databases:
-        with suppress(pytest.skip.Exception, pytest.fail.Exception):  # its server went away
+        gone = (pytest.skip.Exception, pytest.fail.Exception, OSError, DBAPIError)
+        with suppress(*gone):  # its server went away
             await database.drop()
 
 
-async def _run_on_server(server: str, url: str, statement: str) -> None:
-    if server in _unreachable:
-        _skip_or_fail(server, url, _unreachable[server])
-    engine = create_async_engine(
-        url, connect_args={"connect_timeout": 5} if server == "MySQL" else {"timeout": 5}
-    )
+async def run_on_server(server: str, url: str, statement: str) -> None:
+    """Run `statement` on `server`, once it is known to answer (see `_reachable`).
+
+    A server found there that fails later (a statement's error, or no connection within
+    `CONNECT_BUDGET`) fails the test at hand, not every test after it."""
+    await _reachable(server, url)
+    await _execute(url, statement)
+
+
+CONNECT_BUDGET = 90.0
+"""Seconds a server may take, over every try, to answer a connection before it counts as
+not answering: a loaded machine (two test processes beside other work) has made single
+connects take several seconds; a server that needs a minute and a half is broken."""
+
+CONNECT_ATTEMPT = 15.0  # one try's bound
+
+
+async def _reachable(server: str, url: str) -> None:
+    """Skip (fail under CI=true) unless `server` answers; decided once per test process.
+
+    A refusal, an unknown host, a login or database the server refuses is decided at
+    once: the server is not there as the tests need it, and asking again will not change
+    that. A connection that does not answer in time is asked again until
+    `CONNECT_BUDGET` is spent, so a slow connect under load is not taken for an absent
+    server (which under CI=true failed every test of that server that followed).
+    """
+    if server not in reachability:
+        try:
+            await _execute(url, "SELECT 1")
+            reachability[server] = None
+        except (OSError, TimeoutError, DBAPIError) as error:
+            reachability[server] = _why(error)
+    reason = reachability[server]
+    if reason is not None:
+        _skip_or_fail(server, url, reason)
+
+
+async def _execute(url: str, statement: str) -> None:
+    async with _connection(url) as connection, connection.begin():
+        await connection.execute(text(statement))
+
+
+@asynccontextmanager
+async def _connection(url: str) -> AsyncIterator[AsyncConnection]:
+    """A connection to `url` for the fixtures' own statements (see `_connect`)."""
+    mysql = make_url(url).get_backend_name() == "mysql"
+    bound = {"connect_timeout": round(CONNECT_ATTEMPT)} if mysql else {"timeout": CONNECT_ATTEMPT}
+    engine = create_async_engine(url, connect_args=bound)
     try:
-        async with engine.begin() as connection:
-            await connection.execute(text(statement))
-    except (OSError, TimeoutError, OperationalError) as error:
-        _unreachable[server] = f"{type(error).__name__}: {error}"
-        _skip_or_fail(server, url, _unreachable[server])
+        connection = await _connect(engine)
+        try:
+            yield connection
+        finally:
+            await connection.close()
     finally:
         await engine.dispose()
+
+
+async def _connect(engine: AsyncEngine) -> AsyncConnection:
+    """Connect, trying again while the server is slow or busy (a try timed out, or it
+    has no connection free) until `CONNECT_BUDGET` is spent; any other error is raised
+    at once. The statements are not bounded: pytest's own timeout bounds a test."""
+    deadline = time.monotonic() + CONNECT_BUDGET
+    while True:
+        try:
+            # The drivers' own bound goes first; asyncmy's leaves the handshake unbounded.
+            async with asyncio.timeout(2 * CONNECT_ATTEMPT):
+                return await engine.connect()
+        except (TimeoutError, DBAPIError) as error:
+            if not _is_busy(error) or time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(0.5)  # a busy server's connections free up over time
+
+
+def _is_busy(error: BaseException) -> bool:
+    """True for an error that says "later", not "never": a timeout (asyncmy wraps its
+    own in an OperationalError), too many connections (PostgreSQL 53300, MySQL 1040), a
+    PostgreSQL still starting (57P03)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, TimeoutError):
+            return True
+        code = getattr(cause, "sqlstate", None) or (getattr(cause, "args", None) or [None])[0]
+        if code in {"53300", "57P03", 1040}:
+            return True
+        cause = cause.__cause__ or getattr(cause, "orig", None)
+    return False
+
+
+def _why(error: BaseException) -> str:
+    last = f"{type(error).__name__}: {error}"
+    return f"no connection within {CONNECT_BUDGET:.0f} s; {last}" if _is_busy(error) else last
 
 
 def _skip_or_fail(server: str, url: str, reason: str) -> None:
