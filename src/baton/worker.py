@@ -28,7 +28,12 @@ import uuid
 from collections.abc import Coroutine, Iterable
 from typing import Final, final
 
-from baton.errors import InputTimeoutError, InvocationBusyError, WorkflowChangedError
+from baton.errors import (
+    InputTimeoutError,
+    InvocationBusyError,
+    StoreUnavailableError,
+    WorkflowChangedError,
+)
 from baton.runner import Runner, check_worker_id, own_prefix
 from baton.sessions.store import Claimed, Interrupt, Store, Subscription
 
@@ -97,7 +102,9 @@ class Worker:
         self._idle_check = idle_check
         self._concurrency = concurrency
         self._active: dict[str, asyncio.Task[None]] = {}  # by invocation id
-        self._retry_after: dict[str, float] = {}  # deadlines of busy runs, by invocation id
+        # Deadlines tried again later (their run was busy, or ending them failed), by
+        # invocation id: when.
+        self._retry_after: dict[str, float] = {}
         self._draining = False
         self._task: asyncio.Task[None] | None = None
         self._grace = 30.0
@@ -175,9 +182,15 @@ class Worker:
 
     async def _expire_due(self, group: asyncio.TaskGroup) -> None:
         now = self._clock()
-        for row in await self._store.due_interrupts(self.app_names, limit=self._concurrency):
-            waiting_until = self._retry_after.get(row.invocation_id, 0.0)
-            if row.invocation_id not in self._active and waiting_until <= now:
+        self._retry_after = {i: at for i, at in self._retry_after.items() if at > now}
+        free = self._concurrency - len(self._active)
+        if free < 1:
+            return
+        # Not the deadlines of runs in hand or tried again later: read first each round,
+        # they would take the places of the ones after them.
+        skip = (*self._active, *self._retry_after)
+        for row in await self._store.due_interrupts(self.app_names, limit=free, skip=skip):
+            if row.invocation_id not in self._active:  # a run with several due at once
                 self._spawn(group, row.invocation_id, self._expire(row))
 
     def _spawn(
@@ -212,15 +225,19 @@ class Worker:
 
     async def _expire(self, row: Interrupt) -> None:
         runner = self._runners[row.app_name]
+        retry: float | None = None
         try:
             await runner.expire(row)
-            self._retry_after.pop(row.invocation_id, None)
-        except InvocationBusyError:
-            # The run executes elsewhere (another branch of it); its deadline waits a moment.
-            self._retry_after[row.invocation_id] = self._clock() + _BUSY_RETRY
+        except (InvocationBusyError, StoreUnavailableError):
+            # The run executes elsewhere (another branch of it), or the database is away a
+            # moment: its deadline waits a moment.
+            retry = _BUSY_RETRY
         except InputTimeoutError as error:
             _log.info("baton worker %s: %s", self.worker_id, error)
         except Exception as error:
+            # E.g. the run started with other code: tried again a lease's time later, as a
+            # run recovery cannot continue is; the rounds meanwhile end the deadlines after it.
+            retry = self._lease_ttl.total_seconds()
             _log.warning(
                 "baton worker %s: deadline of %s in %s: %s",
                 self.worker_id,
@@ -228,6 +245,10 @@ class Worker:
                 row.invocation_id,
                 error,
             )
+        if retry is None:
+            self._retry_after.pop(row.invocation_id, None)
+        else:
+            self._retry_after[row.invocation_id] = self._clock() + retry
 
     async def _time_to_next(self) -> float:
         """Seconds until something falls due, within this store's longest sleep.
@@ -239,10 +260,13 @@ class Worker:
         """
         ttl = self._lease_ttl.total_seconds()
         longest = min(self._idle_check, ttl) if self._store_pushes else self._poll
-        due = await self._store.next_due(self.app_names)
-        if due is None:
+        # A deadline tried again later is due then, not now: no round before.
+        due = await self._store.next_due(self.app_names, skip=tuple(self._retry_after))
+        times = [*self._retry_after.values(), *([] if due is None else [due])]
+        if not times:
             return longest
-        return min(longest, max(_SHORTEST_WAIT, due - self._clock() + _SLACK))
+        soonest = min(times)
+        return min(longest, max(_SHORTEST_WAIT, soonest - self._clock() + _SLACK))
 
     @property
     def _store_pushes(self) -> bool:

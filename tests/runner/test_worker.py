@@ -4,6 +4,7 @@ answered, without any client call. Real time with short leases; every wait is bo
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from baton.sessions.store import (
     StepCommit,
     Store,
 )
-from baton.types import InvocationId
+from baton.types import InterruptId, InvocationId
 from baton.worker import Worker
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.graph import fingerprint_of
@@ -247,7 +248,10 @@ async def test_a_run_handed_over_is_continued_at_once(store: Store) -> None:
     assert counts == {"slow": 2}  # in flight at the handover: at least once
 
 
-def _asking(*, on_timeout: bool) -> Workflow:
+def _asking(*, on_timeout: bool, then: bool = False) -> Workflow:
+    """A workflow whose first node asks with a 0.3 s deadline; `then` adds a last node
+    (another version of its code)."""
+
     def ask(node_input: str):
         extra: dict[str, Any] = {"on_timeout": {"approved": False}} if on_timeout else {}
         return RequestInput(
@@ -261,7 +265,12 @@ def _asking(*, on_timeout: bool) -> Workflow:
     def decide(node_input: dict[str, Any]) -> str:
         return "approved" if node_input["approved"] else "escalated"
 
-    return Workflow(name="w", edges=[("START", ask, decide)])
+    def after(node_input: str) -> str:
+        return node_input
+
+    return Workflow(
+        name="w", edges=[("START", ask, decide, after) if then else ("START", ask, decide)]
+    )
 
 
 async def _paused(runner: Runner) -> SessionKey:
@@ -468,3 +477,33 @@ async def test_a_task_that_ends_leaves_a_newer_task_of_its_invocation_tracked() 
         await worker._finish_active()  # pyright: ignore[reportPrivateUsage] -- the end of `run`
 
     assert second.cancelled()
+
+
+async def test_a_deadline_the_worker_cannot_end_holds_back_no_other(
+    stores: StoreFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The earliest deadline belongs to a run started with other code (a deploy came in
+    # between): this worker cannot end it, and each round it comes first again. It is
+    # tried again only after a while, and the deadlines after it are ended meanwhile.
+    store = stores.open()
+    older = _runner(store, _asking(on_timeout=True), lease_ttl=LONG_TTL, clock=clock)
+    stuck = await _paused(older)
+    runner = _runner(store, _asking(on_timeout=True, then=True), lease_ttl=LONG_TTL, clock=clock)
+    key = await _paused(runner)
+    clock.advance(1)  # both deadlines passed
+    worker = Worker([runner], worker_id="here", concurrency=1)
+
+    with caplog.at_level(logging.WARNING, logger="baton.worker"):
+        async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+            for _ in range(3):  # three rounds' worth of deadlines, each round's work done
+                await worker._expire_due(group)  # pyright: ignore[reportPrivateUsage] -- a round's
+                await asyncio.gather(*worker._active.values())  # pyright: ignore[reportPrivateUsage]
+
+    (ended,) = await store.find_interrupts(key, InterruptId("approve"))
+    assert (ended.status, ended.answered_by) == (InterruptStatus.ANSWERED, TIMEOUT_ANSWERER)
+    (left,) = await store.find_interrupts(stuck, InterruptId("approve"))
+    assert left.status is InterruptStatus.OPEN
+    tries = [r for r in caplog.records if "changed since invocation" in r.getMessage()]
+    assert len(tries) == 1, [r.getMessage() for r in caplog.records]
+    # Nor do rounds come at once meanwhile (every 50 ms, each a write, while it waits).
+    assert await worker._time_to_next() > 0.5  # pyright: ignore[reportPrivateUsage] -- the sleep

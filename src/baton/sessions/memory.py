@@ -620,19 +620,25 @@ class MemoryStore:
             claimed.append(Claimed(key, row.lease))
         return claimed
 
-    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
+    async def due_interrupts(
+        self, app_names: Sequence[str], *, limit: int, skip: Sequence[str] = ()
+    ) -> list[Interrupt]:
         now = self._clock()
         due = [
             row
             for row in self._open_interrupts(app_names)
-            if row.expires_at is not None and row.expires_at <= now
+            if row.expires_at is not None
+            and row.expires_at <= now
+            and row.invocation_id not in skip
         ]
         due.sort(key=lambda row: row.expires_at or 0.0)
         return [_copied(row) for row in due[: max(0, limit)]]
 
-    async def next_due(self, app_names: Sequence[str]) -> float | None:
+    async def next_due(self, app_names: Sequence[str], *, skip: Sequence[str] = ()) -> float | None:
         deadlines = [
-            row.expires_at for row in self._open_interrupts(app_names) if row.expires_at is not None
+            row.expires_at
+            for row in self._open_interrupts(app_names)
+            if row.expires_at is not None and row.invocation_id not in skip
         ]
         lapses = [
             row.lease.expires_at if row.lease else 0.0

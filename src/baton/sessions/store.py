@@ -570,14 +570,17 @@ class Store(Protocol):
         caller, even when several processes ask at once. Oldest leases first."""
         ...
 
-    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
-        """Open interrupts of these apps whose deadline has passed, earliest first."""
+    async def due_interrupts(
+        self, app_names: Sequence[str], *, limit: int, skip: Sequence[str] = ()
+    ) -> list[Interrupt]:
+        """Open interrupts of these apps whose deadline has passed, earliest first; none
+        of the invocations in `skip` (those the caller handles already or tries later)."""
         ...
 
-    async def next_due(self, app_names: Sequence[str]) -> float | None:
+    async def next_due(self, app_names: Sequence[str], *, skip: Sequence[str] = ()) -> float | None:
         """When something of these apps next falls due, or None: the earliest deadline of
-        an open interrupt or lease expiry of a running invocation (a released one is due
-        now). A worker sleeps until then unless woken."""
+        an open interrupt (none of the invocations in `skip`) or lease expiry of a running
+        invocation (a released one is due now). A worker sleeps until then unless woken."""
         ...
 
     def subscribe(self, *, questions: bool = True) -> Subscription:

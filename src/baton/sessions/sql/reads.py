@@ -425,15 +425,21 @@ def _to_interrupt(row: Mapping[Any, Any]) -> Interrupt:
 
 
 def due_interrupts(
-    connection: Connection, app_names: tuple[str, ...], now: float, limit: int
+    connection: Connection,
+    app_names: tuple[str, ...],
+    now: float,
+    limit: int,
+    skip: tuple[str, ...] = (),
 ) -> list[Interrupt]:
-    """Open interrupts of the apps whose deadline has passed, earliest first."""
+    """Open interrupts of the apps whose deadline has passed, earliest first, of no
+    invocation in `skip`."""
     query = (
         select(interrupts)
         .where(
             interrupts.c.status == InterruptStatus.OPEN.value,
             interrupts.c.expires_at <= now,
             interrupts.c.app_name.in_(app_names),
+            *_not_of(skip),
         )
         .order_by(interrupts.c.expires_at)
         .limit(limit)
@@ -441,12 +447,15 @@ def due_interrupts(
     return interrupts_from([tuple(row) for row in connection.execute(query)])
 
 
-def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None:
+def next_due(
+    connection: Connection, app_names: tuple[str, ...], skip: tuple[str, ...] = ()
+) -> float | None:
     """When something of the apps next falls due (see `Store.next_due`), or None."""
     deadline = select(func.min(interrupts.c.expires_at)).where(
         interrupts.c.status == InterruptStatus.OPEN.value,
         interrupts.c.expires_at.is_not(None),
         interrupts.c.app_name.in_(app_names),
+        *_not_of(skip),
     )
     lapse = select(func.min(invocations.c.lease_expires_at)).where(
         invocations.c.status == InvocationStatus.RUNNING.value,
@@ -455,3 +464,9 @@ def next_due(connection: Connection, app_names: tuple[str, ...]) -> float | None
     row = connection.execute(select(deadline.scalar_subquery(), lapse.scalar_subquery())).one()
     found = [float(value) for value in row if value is not None]
     return min(found, default=None)
+
+
+def _not_of(skip: tuple[str, ...]) -> list[ColumnElement[bool]]:
+    """The condition that leaves out the interrupts of the invocations in `skip` (none
+    when it is empty: the statement as without it)."""
+    return [interrupts.c.invocation_id.not_in(skip)] if skip else []

@@ -524,17 +524,22 @@ class SqlStore:
         )
         return await self._write(writes.claim_orphans, self._dialect, request, now)
 
-    async def due_interrupts(self, app_names: Sequence[str], *, limit: int) -> list[Interrupt]:
-        """Open interrupts of these apps whose deadline has passed, earliest first."""
+    async def due_interrupts(
+        self, app_names: Sequence[str], *, limit: int, skip: Sequence[str] = ()
+    ) -> list[Interrupt]:
+        """Open interrupts of these apps whose deadline has passed, earliest first (see
+        `Store.due_interrupts`)."""
         if not app_names:
             return []
-        return await self._read_once(reads.due_interrupts, tuple(app_names), self._clock(), limit)
+        return await self._read_once(
+            reads.due_interrupts, tuple(app_names), self._clock(), limit, tuple(skip)
+        )
 
-    async def next_due(self, app_names: Sequence[str]) -> float | None:
+    async def next_due(self, app_names: Sequence[str], *, skip: Sequence[str] = ()) -> float | None:
         """When something of these apps next falls due (see `Store.next_due`), or None."""
         if not app_names:
             return None
-        return await self._read_once(reads.next_due, tuple(app_names))
+        return await self._read_once(reads.next_due, tuple(app_names), tuple(skip))
 
     async def save_artifact(self, save: ArtifactSave) -> int:
         """Add a version of an artifact (see `Store.save_artifact`)."""
