@@ -11,8 +11,18 @@
   100 times in a row on one asyncpg connection as the floor's is (prepared, arguments
   encoded beforehand), µs per step. Its ratio to pg/raw-step is what the statement
   costs beyond the floor's (the server's work and its bytes on the wire, the client's
-  being the floor's); pg/chain minus it is baton's client CPU a node (engine, encoding,
-  the store's path to asyncpg), which only the client can cut or hide.
+  being the floor's); pg/chain minus it is baton's client side a node (engine,
+  encoding, the store's path to asyncpg: its CPU and what that CPU brings, see
+  pg/raw-step+cpu), which only the client can cut or hide.
+- pg/raw-step-cpu, pg/chain-cpu: the client thread's CPU (`time.thread_time`, user and
+  system) per floor step and per chain node, in the same rounds. pg/raw-step+cpu: the
+  floor again, burning before each statement (a busy loop on the thread's CPU clock, no
+  I/O) the CPU a chain node spent beyond a floor step in the round before: the floor's
+  step with baton's client CPU and nothing else of baton's. pg/chain-beyond-cpu is
+  pg/chain against it: near 1x when what a chain step costs beyond the floor is its
+  client CPU and what that CPU brings with it (the server's backend idle meanwhile and
+  woken again; the client's CPU counts more than its own length against pg/raw-step),
+  not a wait of baton's own (a round trip, a wake-up, a thread hop).
 - pg/raw-txn3: a hand-written resume as a 3-statement asyncpg transaction (lock and
   read the checkpoint, append the answer's event, write the new checkpoint): the floor
   of a resume. pg/resume: the `run_async` call answering a paused
@@ -50,7 +60,7 @@ import asyncio
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -109,13 +119,32 @@ async def floor_connection() -> AsyncIterator[Any]:
         await bench.run_on_postgres(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-async def raw_steps(connection: Any, steps: int) -> float:
+async def raw_steps(connection: Any, steps: int, cpu: float = 0.0) -> float:
     """Mean µs of a step, one prepared statement each, over `steps` steps in a row:
-    the statistic `chain_once` gives for baton (a run's time over its nodes)."""
+    the statistic `chain_once` gives for baton (a run's time over its nodes). With
+    `cpu`, each statement is sent after burning that many seconds of this thread's CPU
+    (see pg/raw-step+cpu)."""
     started = time.perf_counter()
     for i in range(steps):
+        if cpu:
+            burn(cpu)
         await connection.execute(_RAW_STEP, "run-1", CHECKPOINT, EVENT % i)
     return (time.perf_counter() - started) / steps * 1e6
+
+
+def burn(seconds: float) -> None:
+    """Keep this thread busy until it has spent `seconds` more of CPU."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+async def on_cpu(measured: Awaitable[float]) -> tuple[float, float]:
+    """`measured`'s figure (µs per step) and this thread's CPU meanwhile, µs per step
+    (every figure here is over `bench.CHAIN_NODES` steps)."""
+    started = time.thread_time()
+    figure = await measured
+    return figure, (time.thread_time() - started) / bench.CHAIN_NODES * 1e6
 
 
 class StepStatements:
@@ -335,6 +364,7 @@ async def own_database() -> AsyncIterator[DatabaseSessionService]:
 async def measure(rounds: int, size_runs: int) -> None:
     chain: list[float] = []
     floor_step: list[float] = []
+    cpu = CpuFigures([], [], [])
     statement_step: list[float] = []
     resume: list[float] = []
     floor_txn: list[float] = []
@@ -353,9 +383,17 @@ async def measure(rounds: int, size_runs: int) -> None:
         await resume_once(service, resumer)
         await raw_steps(floor, 20)
         await statements.steps(20)
+        extra_cpu = 0.0  # seconds a chain node spent beyond a floor step, the round before
         for _ in range(rounds):
-            floor_step.append(await raw_steps(floor, bench.CHAIN_NODES))
-            chain.append(await chain_once(service, chainer))
+            step, step_cpu = await on_cpu(raw_steps(floor, bench.CHAIN_NODES))
+            floor_step.append(step)
+            node, node_cpu = await on_cpu(chain_once(service, chainer))
+            chain.append(node)
+            cpu.floor.append(step_cpu)
+            cpu.chain.append(node_cpu)
+            if extra_cpu:
+                cpu.floor_burning.append(await raw_steps(floor, bench.CHAIN_NODES, extra_cpu))
+            extra_cpu = max(0.0, node_cpu - step_cpu) / 1e6
             statement_step.append(await statements.steps(bench.CHAIN_NODES))
             floor_txn.append(await raw_transactions(floor, 5))
             floor_resume.append(await raw_resumes(floor, 5))
@@ -368,6 +406,7 @@ async def measure(rounds: int, size_runs: int) -> None:
         per_step = await bytes_per_step(service, size_runs)
     floors = Floors(floor_step, floor_txn, floor_resume)
     report(chain, statement_step, resume, floors, trips, announced, per_step)
+    report_cpu(chain, floors, cpu)
 
 
 @dataclass(frozen=True)
@@ -377,6 +416,27 @@ class Floors:
     step: list[float]  # pg/raw-step
     txn: list[float]  # pg/raw-txn3
     resume: list[float]  # pg/raw-resume
+
+
+@dataclass(frozen=True)
+class CpuFigures:
+    """The client thread's CPU per step, round by round, and the floor burning the
+    chain's extra CPU (see pg/raw-step+cpu)."""
+
+    floor: list[float]  # pg/raw-step-cpu
+    chain: list[float]  # pg/chain-cpu
+    floor_burning: list[float]  # pg/raw-step+cpu
+
+
+def report_cpu(chain: list[float], floors: Floors, cpu: CpuFigures) -> None:
+    floor_cpu, chain_cpu = statistics.median(cpu.floor), statistics.median(cpu.chain)
+    emit("pg/raw-step-cpu", floor_cpu, "us")
+    emit("pg/chain-cpu", chain_cpu, "us/node", ratio=chain_cpu / floor_cpu)
+    if cpu.floor_burning:
+        burning, raw_step = statistics.median(cpu.floor_burning), statistics.median(floors.step)
+        emit("pg/raw-step+cpu", burning, "us", ratio=burning / raw_step)
+        step = statistics.median(chain)
+        emit("pg/chain-beyond-cpu", step, "us/node", ratio=step / burning)
 
 
 def report(

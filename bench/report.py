@@ -39,6 +39,14 @@ PAGES = ("first page", "middle page", "last page")
 POSTGRES_ROWS = (  # workload, what it is, its floor's workload, what the floor is
     ("pg/chain", "chain step (µs)", "pg/raw-step", "one-statement asyncpg step"),
     ("pg/step-statement", "step statement alone (µs)", "pg/raw-step", "one-statement asyncpg step"),
+    ("pg/chain-cpu", "client CPU a step (µs)", "pg/raw-step-cpu", "one-statement asyncpg step"),
+    (
+        "pg/raw-step+cpu",
+        "floor step after burning baton's extra client CPU (µs)",
+        "pg/raw-step",
+        "one-statement asyncpg step",
+    ),
+    ("pg/chain-beyond-cpu", "chain step (µs)", "pg/raw-step+cpu", "floor step + baton's CPU"),
     ("pg/resume", "resume (ms)", "pg/raw-txn3", "3-statement asyncpg transaction"),
     ("pg/resume-durable", "resume (ms)", "pg/raw-resume", "read + 2 durable 1-statement steps"),
     ("pg/resume-round-trips", "resume round trips", "", ""),
