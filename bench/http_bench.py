@@ -1,11 +1,13 @@
 """Human-in-the-loop runs over HTTP against real `baton api_server` processes (loopback).
 
     .venv/bin/python bench/http_bench.py [--quick] [--clients 16] [--runs 4000] [--rounds 2]
-        [--seconds 60] [--backend sqlite|postgres] [--processes 1|2]
+        [--seconds 60] [--backend sqlite|postgres] [--processes 1|2] [--affinity]
 
 Each of N concurrent clients repeats a whole run: create a session, `POST /run` (the
 run asks its question and pauses), then answer it with `POST .../respond` (the run
-finishes). Requests go to the server processes in turn, as a load balancer would. The
+finishes). Requests go to the server processes in turn, as a load balancer would; with
+`--affinity`, every request of client i goes to process i mod N, as a load balancer
+keeping each session to one process would (the figures say so). The
 clients live in a load generator of their own, cheap enough that the servers' CPU is
 what is measured, not the client's: on 2 cores the two compete, and the client's CPU
 lowers the most two server processes can give. It is `http_load.c` (one thread, epoll,
@@ -191,6 +193,7 @@ class Result:
 
     processes: int
     clients: int
+    affinity: bool  # each client kept to one process (not each request to the next)
     load: Load
     server_cpu: float  # seconds, the server processes together
     # Seconds of PostgreSQL's processes (None: SQLite): the backends serving the servers,
@@ -207,6 +210,7 @@ class Result:
         return Result(
             self.processes,
             self.clients,
+            self.affinity,
             self.load + other.load,
             self.server_cpu + other.server_cpu,
             database,
@@ -225,23 +229,27 @@ class Result:
     @property
     def where(self) -> str:
         processes = f"{self.processes} process{'es' if self.processes > 1 else ''}"
-        return f"{processes}, {self.clients} clients"
+        kept = ", each client kept to one" if self.affinity and self.processes > 1 else ""
+        return f"{processes}{kept}, {self.clients} clients"
 
 
-async def measure(backend: str, processes: int, clients: int, runs: int, seconds: float) -> Result:
-    """Serve with `processes` servers and drive `clients` clients against them."""
+async def measure(
+    backend: str, processes: int, clients: int, runs: int, seconds: float, affinity: bool = False
+) -> Result:
+    """Serve with `processes` servers and drive `clients` clients against them (each kept
+    to one server with `affinity`)."""
     with tempfile.TemporaryDirectory() as folder:
         async with database(backend, Path(folder)) as db:
             servers = [await start_server(db, Path(folder) / f"s{i}.err") for i in range(processes)]
             try:
-                return await _drive(servers, backend, clients, runs, seconds)
+                return await _drive(servers, backend, clients, runs, seconds, affinity)
             finally:
                 for server in servers:
                     await server.stop()
 
 
 async def _drive(
-    servers: list[Server], backend: str, clients: int, runs: int, seconds: float
+    servers: list[Server], backend: str, clients: int, runs: int, seconds: float, affinity: bool
 ) -> Result:
     """Run the load generator against `servers`; read the CPU of every part around the
     runs it measures (after its warm-up)."""
@@ -251,6 +259,7 @@ async def _drive(
         *("--clients", str(clients), "--runs", str(runs), "--seconds", str(seconds)),
         # Warm enough that each database connection has planned its statements.
         *("--warm", str(clients * 8)),
+        *(("--affinity",) if affinity else ()),
         stdout=asyncio.subprocess.PIPE,
         # Its summary is one line with every answer's latency: past 64 KiB (some 3,000
         # runs), the default limit, reading it failed.
@@ -279,7 +288,9 @@ async def _drive(
         if load.returncode is None:
             load.kill()
         await load.wait()
-    return Result(len(servers), clients, Load(**summary), server_cpu, database, machine, statements)
+    return Result(
+        len(servers), clients, affinity, Load(**summary), server_cpu, database, machine, statements
+    )
 
 
 @dataclass(frozen=True)
@@ -613,6 +624,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=0, help="measurements per figure")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], action="append")
     parser.add_argument("--processes", type=int, choices=[1, 2], action="append")
+    parser.add_argument(
+        "--affinity", action="store_true", help="keep each client to one server process"
+    )
     args = parser.parse_args()
     runs = args.runs or (1000 if args.quick else 4000)
     seconds = args.seconds or (15.0 if args.quick else 60.0)
@@ -624,7 +638,9 @@ async def main() -> None:
         measured: dict[int, list[Result]] = {}
         for _ in range(rounds):
             for processes in sorted(set(args.processes or [1, 2])):
-                result = await measure(backend, processes, args.clients, runs, seconds)
+                result = await measure(
+                    backend, processes, args.clients, runs, seconds, args.affinity
+                )
                 measured.setdefault(processes, []).append(result)
         for results in measured.values():
             report(backend, sum(results[1:], results[0]), floor)

@@ -1,13 +1,13 @@
 /* The HTTP benchmark's load generator in C: the same runs as http_load.py, for less CPU.
 
     cc -O2 -o http_load bench/http_load.c
-    ./http_load URL [URL ...] --clients 16 --runs 1000 --seconds 60 --warm 32
+    ./http_load URL [URL ...] --clients 16 --runs 1000 --seconds 60 --warm 32 [--affinity]
 
 Built and started by http_bench.py (cached by this file's hash). The workload, the
 checks and the protocol on stdout are http_load.py's: each of N clients repeats a whole
 run (create a session, POST /run, which pauses at its question, then answer it) on
 keep-alive HTTP/1.1 connections of its own, one per server, each request going to the
-servers in turn. Every response is checked: its status, the new session's "id", that
+servers in turn (with --affinity, every request of client i to server i mod N). Every response is checked: its status, the new session's "id", that
 /run's last event is the question (a functionCall named adk_request_input) and that
 the answer's last event has the output "approved"; a run that did otherwise counts as
 a failure, with what came back. After the warm-up runs it prints `measuring`, after the
@@ -67,6 +67,7 @@ typedef struct {
 } Load;
 
 static int ports[MAX_SERVERS], servers, clients_n, turn, epfd;
+static bool affinity; /* client i keeps to server i mod N */
 static Client clients[MAX_CLIENTS];
 static Load *load;
 static long target;
@@ -215,8 +216,8 @@ static void close_conn(Conn *conn) {
 
 static bool send_request(int index, const char *path, const char *body) {
     Client *client = &clients[index];
-    int server = turn;
-    turn = (turn + 1) % servers;
+    int server = affinity ? index % servers : turn;
+    if (!affinity) turn = (turn + 1) % servers;
     Conn *conn = &client->conns[server];
     if (conn->fd < 0) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -404,6 +405,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atol(argv[++i]);
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--warm") == 0 && i + 1 < argc) warm = atol(argv[++i]);
+        else if (strcmp(argv[i], "--affinity") == 0) affinity = true;
         else {
             int port = 0, end = 0;
             if (servers == MAX_SERVERS || sscanf(argv[i], "http://127.0.0.1:%d%n", &port, &end) != 1 ||
@@ -416,7 +418,8 @@ int main(int argc, char **argv) {
         }
     }
     if (servers == 0 || clients_n < 1 || clients_n > MAX_CLIENTS) {
-        fprintf(stderr, "usage: http_load URL [URL ...] [--clients 1-%d] [--runs N] [--seconds S] [--warm N]\n",
+        fprintf(stderr, "usage: http_load URL [URL ...] [--clients 1-%d] [--runs N] [--seconds S] [--warm N] "
+                        "[--affinity]\n",
                 MAX_CLIENTS);
         return 2;
     }

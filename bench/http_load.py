@@ -1,12 +1,14 @@
 """The HTTP benchmark's load generator: N clients doing HITL runs, in a process of its own.
 
-    python bench/http_load.py URL [URL ...] --clients 16 --runs 1000 --seconds 60
+    python bench/http_load.py URL [URL ...] --clients 16 --runs 1000 --seconds 60 [--affinity]
 
 Started by `http_bench.py` where `http_load.c`, the same load generator in C at less
 than half the CPU per request, cannot be built (no C compiler); standard library only
 (plus uvloop when importable). Each client repeats a whole run (create a session, `POST
 /run`, which pauses, then answer it) on keep-alive HTTP/1.1 connections of its own, one
-per server, sending each request to the servers in turn. Every response is checked: its
+per server, sending each request to the servers in turn (with `--affinity`, every
+request of client i to server i mod N, as a load balancer keeping sessions to one
+process would). Every response is checked: its
 status, the new session's id, that `/run` ended at the question and that the answer
 ended the run with "approved" (a run that did otherwise counts as a failure, with what
 came back).
@@ -154,17 +156,19 @@ class Load:
 
 
 class _Client:
-    """One client: a connection per server, requests to the servers in turn."""
+    """One client: a connection per server, requests to the servers in turn (`step` 1)
+    or always to one (`step` 0)."""
 
-    def __init__(self, addresses: list[tuple[str, int]], turn: list[int]) -> None:
+    def __init__(self, addresses: list[tuple[str, int]], turn: list[int], step: int) -> None:
         self._addresses = addresses
         self._requests = [_Requests.for_host(f"{h}:{p}") for h, p in addresses]
         self._connections: list[_Connection | None] = [None] * len(addresses)
-        self._turn = turn  # shared by every client: the next server to send to
+        self._turn = turn  # the next server to send to: shared by every client, or its own
+        self._step = step
 
     async def _send(self, build: Callable[[_Requests], bytes]) -> tuple[int, bytes, int]:
         index = self._turn[0]
-        self._turn[0] = (index + 1) % len(self._addresses)
+        self._turn[0] = (index + self._step) % len(self._addresses)
         connection = self._connections[index]
         if connection is None or connection.closed:
             host, port = self._addresses[index]
@@ -210,10 +214,15 @@ def _expect(ok: bool, call: str, status: int, body: bytes) -> None:
         raise ResponseError(f"{call} answered {status}: {body[-300:]!r}")
 
 
-async def drive(urls: list[str], clients: int, runs: int, seconds: float, warm: int) -> None:
+async def drive(
+    urls: list[str], clients: int, runs: int, seconds: float, warm: int, *, affinity: bool
+) -> None:
     addresses = [_address(url) for url in urls]
     turn = [0]
-    every = [_Client(addresses, turn) for _ in range(clients)]
+    if affinity:  # client i keeps to server i mod N
+        every = [_Client(addresses, [i % len(addresses)], 0) for i in range(clients)]
+    else:
+        every = [_Client(addresses, turn, 1) for _ in range(clients)]
     try:
         warmed = Load()
         until = time.perf_counter() + 30
@@ -247,8 +256,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warm", type=int, default=32, help="runs before measuring")
+    parser.add_argument("--affinity", action="store_true", help="client i keeps to server i mod N")
     args = parser.parse_args()
-    coroutine = drive(args.urls, args.clients, args.runs, args.seconds, args.warm)
+    coroutine = drive(
+        args.urls, args.clients, args.runs, args.seconds, args.warm, affinity=args.affinity
+    )
     try:
         uvloop = importlib.import_module("uvloop")  # a cheaper loop, where installed
     except ImportError:

@@ -21,9 +21,12 @@ work takes longer. Where the instructions grow too, a per-function comparison of
 dumps (`callgrind_annotate`, kept with `--keep DIR`) shows what is done more often.
 
 Needs valgrind (with callgrind_control). The database is `http_bench`'s: a SQLite file,
-or a schema of its own on `BATON_BENCH_POSTGRES_URL` (the default). On SQLite its one
-try (2026-11-25) failed: the load generator's warm-up runs, bounded at 30 s, did not all
-finish under valgrind.
+or a schema of its own on `BATON_BENCH_POSTGRES_URL` (the default). On SQLite one try
+failed (the load generator's warm-up runs, bounded at 30 s, did not all finish under
+valgrind) and one ran (`--runs 100`, 2026-11-25): there the slowdown inflates what real
+time paces, the retries of a transaction waiting for the other process's write lock and
+the workers' once-a-second rounds, so two processes' count is above the work they do at
+full speed (see the README's HTTP section).
 """
 
 from __future__ import annotations
