@@ -12,6 +12,8 @@ from typing import Any
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from tests.server.processes import HTTP_TIMEOUT
+
 
 @dataclass
 class Delivery:
@@ -64,7 +66,7 @@ class Receiver:
         self.server = uvicorn.Server(config)
         sockets = None if held is None else [held]
         self.task = asyncio.create_task(self.server.serve(sockets))
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HTTP_TIMEOUT):
             while not self.server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await asyncio.sleep(0.01)
         host, bound = self.server.servers[0].sockets[0].getsockname()[:2]

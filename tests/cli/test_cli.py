@@ -23,7 +23,7 @@ from baton.cli import cli
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus, SessionKey, StepCommit
 from baton.types import InvocationId, SessionId
-from tests.server.processes import BATON, serving
+from tests.server.processes import BATON, HTTP_TIMEOUT, serving
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 APP = str(EXAMPLES / "expense_approval")
@@ -135,8 +135,8 @@ def test_a_broken_app_folder_is_named(tmp_path: Path) -> None:
 def test_web_prints_its_url_and_serves_the_inbox(tmp_path: Path) -> None:
     args = [str(BATON), "web", str(EXAMPLES), "--port", "0", "--db", str(tmp_path / "w.db")]
     with serving(args) as url:
-        assert "expense_approval" in httpx.get(f"{url}/list-apps").json()
-        assert "<title>baton" in httpx.get(url).text
+        assert "expense_approval" in httpx.get(f"{url}/list-apps", timeout=HTTP_TIMEOUT).json()
+        assert "<title>baton" in httpx.get(url, timeout=HTTP_TIMEOUT).text
 
 
 def test_run_and_list_on_a_database_url(emptied_store_url: str) -> None:
@@ -408,16 +408,23 @@ def test_api_server_enforces_its_limits(tmp_path: Path) -> None:
             found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
             assert found
             url = found.group(0)
-            big = httpx.post(f"{url}run", content=b" " * 2048, headers={"content-type": "a/json"})
+            big = httpx.post(
+                f"{url}run",
+                content=b" " * 2048,
+                headers={"content-type": "a/json"},
+                timeout=HTTP_TIMEOUT,
+            )
             assert (big.status_code, big.json()["error"]) == (413, "ContentTooLarge")
             assert "at most 1024 bytes" in big.json()["detail"]
-            with socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=5) as sock:
+            with socket.create_connection(
+                ("127.0.0.1", int(found.group(1))), timeout=HTTP_TIMEOUT
+            ) as sock:
                 sock.sendall(b"GET /health HTTP/1.1\r\n")  # and never the rest
-                reply = sock.recv(4096)  # the server's bound is 0.5 s; the socket's 5 s
+                reply = sock.recv(4096)  # the server's bound is 0.5 s; the socket's a minute
                 assert reply.startswith(b"HTTP/1.1 408"), reply
         finally:
             proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=10)
+            proc.wait(timeout=HTTP_TIMEOUT)
 
 
 @pytest.mark.slow
@@ -435,9 +442,9 @@ def test_the_access_log_has_a_line_per_request_only_when_asked(
         assert proc.stdout is not None
         found = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
         assert found
-        assert httpx.get(f"{found.group(0)}health").status_code == 200
+        assert httpx.get(f"{found.group(0)}health", timeout=HTTP_TIMEOUT).status_code == 200
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=10)
+        out, _ = proc.communicate(timeout=HTTP_TIMEOUT)
     assert ('"GET /health HTTP/1.1" 200' in out) is asked, out
 
 

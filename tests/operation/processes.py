@@ -26,6 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.server.processes import HTTP_TIMEOUT
+
 __all__ = [
     "APP",
     "WITHIN",
@@ -206,7 +208,7 @@ class BatonProcess:
             return await self.process.wait()
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, timeout=10)
+        return httpx.AsyncClient(base_url=self.url, timeout=HTTP_TIMEOUT)
 
 
 async def start_baton(*args: str, log: Path, within: float = 30.0) -> BatonProcess:

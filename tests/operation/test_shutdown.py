@@ -25,6 +25,7 @@ from tests.operation.processes import (
     write_app,
 )
 from tests.server.conftest import approval_app, serve
+from tests.server.processes import HTTP_TIMEOUT
 
 
 async def test_sigterm_ends_streams_hands_the_run_over_and_exits_0(tmp_path: Path) -> None:
@@ -74,7 +75,7 @@ async def test_a_draining_server_refuses_new_runs_with_503_and_retry_after() -> 
     app = create_app(AppCatalog.of([approval_app()], InMemorySessionService()))
     serving = await serve(app)
     try:
-        async with httpx.AsyncClient(base_url=serving.url) as client:
+        async with httpx.AsyncClient(base_url=serving.url, timeout=HTTP_TIMEOUT) as client:
             created = await client.post("/apps/approval/users/u/sessions", json={})
             drain_server(app, grace=1)
             body = {

@@ -29,6 +29,7 @@ from baton.sessions.services import (
     SqliteSessionService,
 )
 from tests.conftest import migrated_sqlite
+from tests.server.processes import HTTP_TIMEOUT
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -178,7 +179,7 @@ async def serve(app: FastAPI, limits: Limits | None = None, parser: Parser = PAR
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HTTP_TIMEOUT):
         while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
             await asyncio.sleep(0.01)
     return Serving(server, task)
@@ -242,7 +243,9 @@ class Servers:
             default_app_name=default_app_name,
         )
         serving = await serve(app, limits, parser)
-        client = httpx.AsyncClient(base_url=serving.url, headers=headers, timeout=10, verify=_TLS)
+        client = httpx.AsyncClient(
+            base_url=serving.url, headers=headers, timeout=HTTP_TIMEOUT, verify=_TLS
+        )
         live = Live(serving.url, client, service, app, serving.server)
         self.stack.append((serving, live, app))
         return live

@@ -13,6 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 BATON = Path(sys.executable).parent / "baton"
+HTTP_TIMEOUT = 60.0
+"""Seconds a test's HTTP client waits for a server (httpx's default is 5): a request is
+answered in milliseconds, but a loaded machine has taken seconds over a new server's first
+ones (imports, a database's first connection); only a server that is really stuck takes
+a minute, and pytest's own timeout (120 s) is still further."""
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/")
 
 

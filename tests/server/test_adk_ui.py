@@ -22,7 +22,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.server.conftest import EXAMPLES
-from tests.server.processes import BATON, PortTakenError, free_port, serving
+from tests.server.processes import BATON, HTTP_TIMEOUT, PortTakenError, free_port, serving
 from tests.server.test_web_page import browser as browser
 from tests.server.test_web_page import screenshot
 
@@ -98,7 +98,7 @@ async def test_the_reference_ui_answers_shows_refusals_graph_and_traces(
         await expect(page.get_by_text("baton.node").first).to_be_visible()
         await screenshot(page, "adk-ui-traces")
         sid = page.url.split("session=")[1].split("&")[0]
-        async with httpx.AsyncClient(base_url=backend) as client:
+        async with httpx.AsyncClient(base_url=backend, timeout=HTTP_TIMEOUT) as client:
             session = (await client.get(f"{SESSIONS}/{sid}")).json()
             outputs = [e.get("output") for e in session["events"] if "output" in e]
             assert outputs[-1] == paid

@@ -12,6 +12,7 @@ from uvicorn.protocols.http import httptools_impl
 
 from baton.server.httptools_protocol import HeaderCheck
 from tests.server.conftest import serve
+from tests.server.processes import HTTP_TIMEOUT
 
 pytest.importorskip("httptools")
 
@@ -52,7 +53,7 @@ async def test_a_served_response_with_a_bad_header_value_is_still_refused() -> N
     try:
         assert isinstance(httptools_impl.HEADER_RE, HeaderCheck)
         assert isinstance(httptools_impl.HEADER_VALUE_RE, HeaderCheck)
-        async with httpx.AsyncClient(base_url=serving.url) as client:
+        async with httpx.AsyncClient(base_url=serving.url, timeout=HTTP_TIMEOUT) as client:
             for _ in range(2):
                 good = await client.get("/good")
                 assert (good.status_code, good.headers["x-custom"]) == (200, "good")

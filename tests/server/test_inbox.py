@@ -12,6 +12,7 @@ import pytest
 
 from baton import App, RequestInput, ResumabilityConfig, Workflow
 from tests.server.conftest import Live
+from tests.server.processes import HTTP_TIMEOUT
 
 
 async def next_frame(lines: Any) -> dict[str, Any]:
@@ -118,7 +119,7 @@ async def test_pending_stream_sees_changes_made_by_another_process(live: Live) -
         lines = response.aiter_lines()
         assert await next_frame(lines) == {"pending": []}
         # Another server (or the CLI) on the same database: only polling can see it.
-        async with httpx.AsyncClient(base_url=live.url) as other:
+        async with httpx.AsyncClient(base_url=live.url, timeout=HTTP_TIMEOUT) as other:
             await other.post(
                 "/run",
                 json={
