@@ -26,6 +26,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Coroutine, Iterable
+from contextlib import suppress
 from typing import Final, final
 
 from baton.errors import (
@@ -177,6 +178,13 @@ class Worker:
             # here: claiming it would start it a second time in this process.
             skip=tuple(self._active),
         )
+        if self._draining:
+            # Asked to stop while claiming: the runs go back at once, for another process
+            # to continue now, instead of starting here to be cut off at the grace's end.
+            for each in claimed:
+                with suppress(StoreUnavailableError):  # then its lease lapses by itself
+                    await self._store.release(each.lease)
+            return
         for each in claimed:
             self._spawn(group, each.lease.invocation_id, self._recover(each))
 
@@ -184,12 +192,15 @@ class Worker:
         now = self._clock()
         self._retry_after = {i: at for i, at in self._retry_after.items() if at > now}
         free = self._concurrency - len(self._active)
-        if free < 1:
+        if free < 1 or self._draining:
             return
         # Not the deadlines of runs in hand or tried again later: read first each round,
         # they would take the places of the ones after them.
         skip = (*self._active, *self._retry_after)
-        for row in await self._store.due_interrupts(self.app_names, limit=free, skip=skip):
+        due = await self._store.due_interrupts(self.app_names, limit=free, skip=skip)
+        if self._draining:  # asked to stop meanwhile: none is started now
+            return
+        for row in due:
             if row.invocation_id not in self._active:  # a run with several due at once
                 self._spawn(group, row.invocation_id, self._expire(row))
 

@@ -274,7 +274,7 @@ def _asking(*, on_timeout: bool, then: bool = False) -> Workflow:
 
 
 async def _paused(runner: Runner) -> SessionKey:
-    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
     message = types.Content(role="user", parts=[types.Part(text="go")])
     async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
         pass
@@ -507,3 +507,37 @@ async def test_a_deadline_the_worker_cannot_end_holds_back_no_other(
     assert len(tries) == 1, [r.getMessage() for r in caplog.records]
     # Nor do rounds come at once meanwhile (every 50 ms, each a write, while it waits).
     assert await worker._time_to_next() > 0.5  # pyright: ignore[reportPrivateUsage] -- the sleep
+
+
+async def test_runs_claimed_as_the_worker_is_asked_to_stop_are_handed_back_not_started(
+    stores: StoreFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stop request (SIGTERM) comes while a round's claim is under way: the runs it
+    # claimed are released for another process at once, not started in the grace period,
+    # and the round starts no deadline's work either.
+    store = stores.open()
+    counts: dict[str, int] = {}
+    runner = _runner(store, _chain(counts), lease_ttl=LONG_TTL, clock=clock)
+    key = await _left_by_a_dead_process(runner, "dead-host:1/abc", ttl=LONG_TTL)
+    asking = _runner(store, _asking(on_timeout=True), name="asks", lease_ttl=LONG_TTL, clock=clock)
+    asked = await _paused(asking)
+    clock.advance(LONG_TTL.total_seconds() + 1)  # the lease lapsed, the deadline passed
+    worker = Worker([runner, asking], worker_id="here")
+    claim = store.claim_orphans
+
+    async def stopped_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        worker.drain()
+        return await claim(*args, **kwargs)
+
+    monkeypatch.setattr(store, "claim_orphans", stopped_meanwhile)
+    async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+        await worker._recover_orphans(group, reclaim_own=False)  # pyright: ignore[reportPrivateUsage] -- a round
+        await worker._expire_due(group)  # pyright: ignore[reportPrivateUsage]
+        assert worker._active == {}  # pyright: ignore[reportPrivateUsage]
+
+    assert counts == {}
+    assert await store.holder(InvocationId("inv-dead")) is None  # any process may take it now
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.status is InvocationStatus.RUNNING
+    (question,) = await store.find_interrupts(asked, InterruptId("approve"))
+    assert question.status is InterruptStatus.OPEN  # the next worker ends it
