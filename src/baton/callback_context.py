@@ -9,18 +9,25 @@ callback shapes), artifacts and memory.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.auth.auth_credential import AuthCredential
-from baton.auth.auth_flow import stored_credential
 from baton.auth.auth_tool import AuthConfig, checked_config
+from baton.auth.credential_service.base_credential_service import load_fresh_credential
+from baton.auth.token_requests import fresh_stored_credential
 from baton.context import InvocationContext
 from baton.events import EventActions, RouteValue, to_json_value
 from baton.memory import MemoryMethods, MemoryScope, no_memory
-from baton.readonly_context import ReadonlyContext, refuse_confirmation, refuse_credentials
+from baton.readonly_context import (
+    ReadonlyContext,
+    refuse_confirmation,
+    refuse_credential_request,
+    refuse_credentials,
+)
 from baton.sessions.store import Session, StatePrefixes, UndeletableKeys
 from baton.types import Content
 from baton.ui_widget import UiWidget, add_ui_widget
@@ -31,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from baton.tools.confirmation import ToolConfirmation
     from baton.workflow.nodes import Node
 
-__all__ = ["CallbackContext", "ToolState", "refuse_credential_request"]
+__all__ = ["CallbackContext", "ToolState"]
 
 
 class ToolState(UndeletableKeys, StatePrefixes, MutableMapping[str, JsonValue]):
@@ -82,6 +89,11 @@ class ToolState(UndeletableKeys, StatePrefixes, MutableMapping[str, JsonValue]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._written or key in self._delta or key in self._base
+
+    def every_value(self) -> Iterator[JsonValue]:
+        """Every value it holds, those its writes replaced too (quicker than `values()`,
+        for a scan that may over-match)."""
+        return chain(self._written.values(), self._delta.values(), self._base.values())
 
     def has_delta(self) -> bool:
         """Whether the call (or callback) wrote any key."""
@@ -281,7 +293,8 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
 
     async def load_credential(self, auth_config: AuthConfig) -> AuthCredential | None:
         """The credential the Runner's credential service keeps under
-        `auth_config.credential_key` for this user, or None.
+        `auth_config.credential_key` for this user, or None; an OAuth2 token that has
+        expired is refreshed first (see `load_fresh_credential`).
 
         Raises:
             NoCredentialServiceError: the Runner has no credential service.
@@ -289,13 +302,22 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
         service = self._invocation_context.credential_service
         if service is None:
             refuse_credentials("load_credential")
-        return await service.load_credential(checked_config(auth_config, "load_credential"), self)
+        config = checked_config(auth_config, "load_credential")
+        return await load_fresh_credential(service, config, self)
 
     def get_auth_response(self, auth_config: AuthConfig) -> AuthCredential | None:
         """The credential a user gave for `auth_config`, as the session state holds it
-        (`temp:<credential_key>` or `<credential_key>`), or None. A tool's context also
-        has the answer to its own `request_credential`."""
-        return stored_credential(checked_config(auth_config, "get_auth_response"), self.state)
+        (`temp:<credential_key>` or `<credential_key>`), or None. An OAuth2 token that
+        has expired is refreshed with its refresh token and kept back in the state (None
+        when it cannot be: ask again). A tool's context also has the answer to its own
+        `request_credential`.
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+            ValueError: an expired token's scheme names no token endpoint.
+        """
+        config = checked_config(auth_config, "get_auth_response")
+        return fresh_stored_credential(config, self.state)
 
     def request_credential(self, auth_config: AuthConfig) -> None:
         """Ask the user for a credential for the function call this context belongs to;
@@ -308,15 +330,6 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(agent_name={self.agent_name!r})"
-
-
-def refuse_credential_request(context: str) -> NoReturn:
-    """Raise the error `request_credential` raises outside a tool call."""
-    raise ValueError(
-        f"request_credential needs the function call it belongs to, and this {context} has "
-        "none; call it from a tool the model called, or keep credentials with "
-        "save_credential / load_credential."
-    )
 
 
 def _stand_in(

@@ -17,14 +17,20 @@ from pydantic import BaseModel, JsonValue
 
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.auth.auth_credential import AuthCredential
-from baton.auth.auth_flow import stored_credential
 from baton.auth.auth_tool import AuthConfig, checked_config
+from baton.auth.credential_service.base_credential_service import load_fresh_credential
+from baton.auth.token_requests import fresh_stored_credential
 from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue
 from baton.memory import BaseMemoryService, MemoryMethods, MemoryScope
 from baton.node_actions import NodeActions
 from baton.plugins.manager import NO_PLUGINS, PluginManager
-from baton.readonly_context import ReadonlyContext, refuse_confirmation
+from baton.readonly_context import (
+    ReadonlyContext,
+    refuse_confirmation,
+    refuse_credential_request,
+    refuse_credentials,
+)
 from baton.run_config import RunConfig, own_copy, run_config_in_force
 from baton.sessions.state import State
 from baton.sessions.store import Interrupt, Session, SessionKey
@@ -714,12 +720,52 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
         """The credential the user gave for `auth_config` (a node's `auth_config` puts
         the answer to its request in the state, see `baton.workflow.authorizing`), as
         the state holds it under `temp:<credential_key>` or `<credential_key>`; None
-        when it holds none.
+        when it holds none. An OAuth2 token that has expired is refreshed with its
+        refresh token and kept back in the state (None when it cannot be).
 
         Raises:
             TypeError: `auth_config` is not an AuthConfig.
+            ValueError: an expired token's scheme names no token endpoint.
         """
-        return stored_credential(checked_config(auth_config, "get_auth_response"), self.state)
+        config = checked_config(auth_config, "get_auth_response")
+        return fresh_stored_credential(config, self.state)
+
+    async def save_credential(self, auth_config: AuthConfig) -> None:
+        """Keep `auth_config.exchanged_auth_credential` in the Runner's credential service,
+        under `auth_config.credential_key`, for this user (as a tool's context does).
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+            NoCredentialServiceError: the Runner has no credential service.
+        """
+        service = self._invocation_context.credential_service
+        if service is None:
+            refuse_credentials("save_credential")
+        await service.save_credential(checked_config(auth_config, "save_credential"), self)
+
+    async def load_credential(self, auth_config: AuthConfig) -> AuthCredential | None:
+        """The credential the Runner's credential service keeps under
+        `auth_config.credential_key` for this user, or None; an OAuth2 token that has
+        expired is refreshed first (see `load_fresh_credential`).
+
+        Raises:
+            TypeError: `auth_config` is not an AuthConfig.
+            NoCredentialServiceError: the Runner has no credential service.
+        """
+        service = self._invocation_context.credential_service
+        if service is None:
+            refuse_credentials("load_credential")
+        config = checked_config(auth_config, "load_credential")
+        return await load_fresh_credential(service, config, self)
+
+    def request_credential(self, auth_config: AuthConfig) -> NoReturn:
+        """Only a tool call can ask for a credential; a node run answers no call (give the
+        node an `auth_config` to ask before it runs).
+
+        Raises:
+            ValueError: always.
+        """
+        refuse_credential_request(type(self).__name__)
 
     def request_confirmation(
         self, *, hint: str | None = None, payload: JsonValue = None

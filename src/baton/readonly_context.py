@@ -18,7 +18,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: baton.context's Context is itself a ReadonlyContext.
     from baton.context import InvocationContext
 
-__all__ = ["ReadonlyContext", "refuse_confirmation", "refuse_credentials"]
+__all__ = [
+    "ReadonlyContext",
+    "refuse_confirmation",
+    "refuse_credential_request",
+    "refuse_credentials",
+]
 
 
 class ReadonlyContext:
@@ -134,6 +139,15 @@ def refuse_credentials(method: str) -> NoReturn:
         f"{method} needs a credential service, and the Runner was given none; pass "
         "Runner(credential_service=InMemoryCredentialService()) (or "
         "SessionStateCredentialService(), from baton.auth.credential_service)."
+    )
+
+
+def refuse_credential_request(context: str) -> NoReturn:
+    """Raise the error `request_credential` raises outside a tool call."""
+    raise ValueError(
+        f"request_credential needs the function call it belongs to, and this {context} has "
+        "none; call it from a tool the model called, or keep credentials with "
+        "save_credential / load_credential."
     )
 
 

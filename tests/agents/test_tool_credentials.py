@@ -6,11 +6,14 @@ answers are refused with nothing stored."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -173,10 +176,13 @@ async def test_a_malformed_credential_is_refused_and_nothing_is_stored(
 
 class TokenEndpoint:
     """An OAuth2 token endpoint on 127.0.0.1 (a real HTTP server in a thread): it gives
-    'AT-1' for the code 'abc' and records each request's headers and form."""
+    'AT-1' (and the refresh token 'RT-1') for the code 'abc', 'AT-2' for the refresh
+    token 'RT-1', and records each request's headers and form; `hold` runs in its thread
+    before it answers."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], dict[str, list[str]]]] = []
+        self.hold: Callable[[], None] = lambda: None
         endpoint = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -184,12 +190,13 @@ class TokenEndpoint:
                 body = self.rfile.read(int(self.headers["Content-Length"])).decode()
                 form = parse_qs(body)
                 endpoint.requests.append((dict(self.headers), form))
-                ok = form.get("code") == ["abc"]
-                answer = (
-                    {"access_token": "AT-1", "refresh_token": "RT-1", "expires_in": 3600}
-                    if ok
-                    else {"error": "invalid_grant"}
-                )
+                endpoint.hold()
+                answer: dict[str, JsonValue] = {"error": "invalid_grant"}
+                if form.get("code") == ["abc"]:
+                    answer = {"access_token": "AT-1", "refresh_token": "RT-1", "expires_in": 3600}
+                elif form.get("refresh_token") == ["RT-1"]:
+                    answer = {"access_token": "AT-2", "expires_in": 3600}
+                ok = "access_token" in answer
                 data = json.dumps(answer).encode()
                 self.send_response(200 if ok else 400)
                 self.send_header("Content-Type", "application/json")
@@ -283,6 +290,116 @@ async def test_an_oauth2_sign_in_is_exchanged_for_a_token(
         "redirect_uri": ["https://app.example/cb"],
     }
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+@contextlib.asynccontextmanager
+async def answered_only_while_the_loop_runs(endpoint: TokenEndpoint) -> AsyncIterator[None]:
+    """The endpoint answers a request only once this loop has run a task after it came: a
+    loop held by the request never lets it go (the client gives up first, and fails)."""
+    loop = asyncio.get_running_loop()
+    arrived, released = asyncio.Event(), threading.Event()
+
+    def hold() -> None:
+        loop.call_soon_threadsafe(arrived.set)
+        released.wait(timeout=60)
+
+    async def release_once_arrived() -> None:
+        await arrived.wait()
+        released.set()
+
+    endpoint.hold = hold
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(release_once_arrived())
+        yield
+    endpoint.hold = lambda: None
+
+
+def build_async_agent(model: ScriptedModel, config: AuthConfig) -> LlmAgent:
+    async def fetch(tool_context: ToolContext) -> dict[str, JsonValue]:
+        """Fetch the user's data."""
+        credential = tool_context.get_auth_response(config)
+        if credential is None:
+            tool_context.request_credential(config)
+            return {"pending": True}
+        return {"token": credential.oauth2.access_token if credential.oauth2 else None}
+
+    return LlmAgent(name="a", model=model, tools=[FunctionTool(fetch)])
+
+
+async def test_an_async_tool_s_code_exchange_leaves_the_loop_running(
+    stores: StoreFactory, token_endpoint: TokenEndpoint
+) -> None:
+    model = ScriptedModel(responses=[[CALL], "done"])
+    config = oauth2_config(token_endpoint.url)
+    h = await start(stores, build_async_agent(model, config))
+    request = request_of(await h.start("fetch my data"))
+    async with answered_only_while_the_loop_runs(token_endpoint):
+        await h.answer(
+            ("adk-auth-call-1", signed_in(request)), name=REQUEST_CREDENTIAL_FUNCTION, wrap=False
+        )
+
+    assert responses(model.requests[-1]) == {"call-1": {"token": "AT-1"}}
+    assert len(token_endpoint.requests) == 1
+    assert (await h.invocation()).status == InvocationStatus.COMPLETED
+
+
+def expired(refresh_token: str) -> dict[str, JsonValue]:
+    """An exchanged OAuth2 credential, as the state keeps it, whose token expired."""
+    oauth2: dict[str, JsonValue] = {
+        "clientId": "cid",
+        "accessToken": "AT-old",
+        "refreshToken": refresh_token,
+        "expiresAt": int(time.time()) - 5,
+    }
+    return {"authType": "oauth2", "oauth2": oauth2}
+
+
+async def test_an_async_tool_s_expired_token_is_refreshed_while_the_loop_runs(
+    stores: StoreFactory, token_endpoint: TokenEndpoint
+) -> None:
+    model = ScriptedModel(responses=[[CALL], "done"])
+    config = oauth2_config(token_endpoint.url)
+    key = config.credential_key or ""
+    service = BaseSessionService(stores.open())
+    session = await service.create_session(
+        app_name="app", user_id="u", state={key: expired("RT-1")}
+    )
+    h = harness(stores, build_async_agent(model, config), session.id)
+
+    async with answered_only_while_the_loop_runs(token_endpoint):
+        events = await h.start("fetch my data")
+
+    assert asked(events) == []
+    assert responses(model.requests[-1]) == {"call-1": {"token": "AT-2"}}
+    [(headers, form)] = token_endpoint.requests
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"cid:sec").decode()
+    assert form == {"grant_type": ["refresh_token"], "refresh_token": ["RT-1"]}
+    stored = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+    assert stored is not None
+    kept = AuthCredential.model_validate(stored.state[key])
+    assert kept.oauth2 is not None
+    assert (kept.oauth2.access_token, kept.oauth2.refresh_token) == ("AT-2", "RT-1")
+    assert kept.oauth2.client_secret is None  # the state is readable by clients
+    assert (kept.oauth2.expires_at or 0) > time.time() + 3000
+
+
+async def test_a_token_that_cannot_be_refreshed_makes_the_tool_ask_again(
+    stores: StoreFactory, token_endpoint: TokenEndpoint
+) -> None:
+    counter = Counter()
+    model = ScriptedModel(responses=[[CALL], "done"])
+    config = oauth2_config(token_endpoint.url)
+    session = await BaseSessionService(stores.open()).create_session(
+        app_name="app", user_id="u", state={config.credential_key or "": expired("RT-revoked")}
+    )
+    h = harness(stores, build_agent(counter, model, config), session.id)
+
+    events = await h.start("fetch my data")
+
+    assert asked(events) == ["adk-auth-call-1"]
+    assert counter.runs == {}
+    [(_, form)] = token_endpoint.requests
+    assert form["refresh_token"] == ["RT-revoked"]
 
 
 async def test_a_sign_in_with_another_state_is_refused(

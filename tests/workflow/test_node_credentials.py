@@ -21,11 +21,18 @@ from baton import (
 )
 from baton.auth import AuthCredential, AuthCredentialTypes
 from baton.auth.auth_tool import AuthConfig
-from baton.errors import InvalidResponseError, WorkflowChangedError
+from baton.auth.credential_service import InMemoryCredentialService
+from baton.errors import InvalidResponseError, NoCredentialServiceError, WorkflowChangedError
 from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InterruptStatus, InvocationStatus
-from tests.agents.test_tool_credentials import TokenEndpoint, oauth2_config, request_of, signed_in
+from tests.agents.test_tool_credentials import (
+    TokenEndpoint,
+    expired,
+    oauth2_config,
+    request_of,
+    signed_in,
+)
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, asked, outputs
 from tests.runner.test_guarantees import snapshot
@@ -264,3 +271,128 @@ async def test_a_node_without_ctx_leaves_its_credential_for_the_nodes_after_it(
     assert outputs(resumed) == [("fetch", "fetched"), ("use", "fetched with K7")]
     assert counter.runs == {"fetch": 1}
     assert (await again.invocation()).status == InvocationStatus.COMPLETED
+
+
+async def test_a_node_s_expired_token_is_refreshed_before_it_runs(stores: StoreFactory) -> None:
+    with TokenEndpoint() as endpoint:
+        config = oauth2_config(endpoint.url)
+        key = config.credential_key or ""
+        tokens: list[str | None] = []
+
+        @node(auth_config=config)
+        async def fetch(ctx: Context) -> str:
+            credential = ctx.get_auth_response(config)
+            tokens.append(
+                credential.oauth2.access_token if credential and credential.oauth2 else None
+            )
+            return "fetched"
+
+        service = BaseSessionService(stores.open())
+        session = await service.create_session(
+            app_name="app", user_id="u", state={key: expired("RT-1")}
+        )
+        h = harness(stores, Counter(), session.id, Workflow(name="wf", edges=[("START", fetch)]))
+
+        events = await h.start()
+
+        assert asked(events) == []
+        assert tokens == ["AT-2"]
+        [(_, form)] = endpoint.requests
+        assert form == {"grant_type": ["refresh_token"], "refresh_token": ["RT-1"]}
+        stored = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert stored is not None
+        kept = AuthCredential.model_validate(stored.state[key])
+        assert kept.oauth2 is not None
+        assert (kept.oauth2.access_token, kept.oauth2.client_secret) == ("AT-2", None)
+
+
+async def test_a_node_whose_token_cannot_be_refreshed_asks_again(stores: StoreFactory) -> None:
+    with TokenEndpoint() as endpoint:
+        config = oauth2_config(endpoint.url)
+        counter = Counter()
+
+        @node(auth_config=config)
+        def fetch(ctx: Context) -> str:
+            counter.bump("fetch")
+            return "fetched"
+
+        session = await BaseSessionService(stores.open()).create_session(
+            app_name="app", user_id="u", state={config.credential_key or "": expired("RT-gone")}
+        )
+        h = harness(stores, counter, session.id, Workflow(name="wf", edges=[("START", fetch)]))
+
+        events = await h.start()
+
+        assert asked(events) == ["wf_auth:wf@1/fetch@1"]
+        assert counter.runs == {}
+        [(_, form)] = endpoint.requests
+        assert form["refresh_token"] == ["RT-gone"]
+
+
+async def test_a_node_keeps_and_loads_credentials_in_the_credential_service(
+    stores: StoreFactory,
+) -> None:
+    """A node's context has the reference's `save_credential` / `load_credential`: one
+    node keeps a credential, the next loads it, its expired token refreshed (and kept
+    refreshed in the service)."""
+    with TokenEndpoint() as endpoint:
+        config = oauth2_config(endpoint.url)
+        credentials = InMemoryCredentialService()
+
+        async def keep(ctx: Context) -> str:
+            given = AuthCredential.model_validate(expired("RT-1"))
+            await ctx.save_credential(
+                config.model_copy(update={"exchanged_auth_credential": given})
+            )
+            return "kept"
+
+        async def use(ctx: Context, node_input: str) -> str:
+            loaded = await ctx.load_credential(config)
+            token = loaded.oauth2.access_token if loaded and loaded.oauth2 else None
+            return f"{node_input}, used {token}"
+
+        use_again = FunctionNode(use, name="use_again")
+
+        service = BaseSessionService(stores.open())
+        session = await service.create_session(app_name="app", user_id="u")
+        app = App(
+            name="app",
+            root_agent=Workflow(name="wf", edges=[("START", keep, use, use_again)]),
+            resumability_config=ResumabilityConfig(is_resumable=True),
+        )
+        runner = Runner(app=app, session_service=service, credential_service=credentials)
+        h = Harness(runner, service, session.id)
+
+        events = await h.start()
+
+        assert outputs(events) == [
+            ("keep", "kept"),
+            ("use", "kept, used AT-2"),
+            ("use_again", "kept, used AT-2, used AT-2"),
+        ]
+        [(_, form)] = endpoint.requests  # the refreshed token was kept for the next load
+        assert form["grant_type"] == ["refresh_token"]
+
+
+async def test_a_node_s_credential_methods_say_what_to_do(stores: StoreFactory) -> None:
+    errors: list[str] = []
+
+    async def fetch(ctx: Context) -> str:
+        try:
+            await ctx.load_credential(CONFIG)
+        except NoCredentialServiceError as error:
+            errors.append(str(error))
+        try:
+            ctx.request_credential(CONFIG)
+        except ValueError as error:
+            errors.append(str(error))
+        return "done"
+
+    session = await BaseSessionService(stores.open()).create_session(app_name="app", user_id="u")
+    h = harness(stores, Counter(), session.id, Workflow(name="wf", edges=[("START", fetch)]))
+
+    await h.start()
+
+    [no_service, no_call] = errors
+    assert "Runner(credential_service=InMemoryCredentialService())" in no_service
+    assert "request_credential needs the function call it belongs to" in no_call

@@ -1535,7 +1535,8 @@ class LlmAgent(BaseAgent):
             known = ", ".join(tools) or "none"
             result: JsonValue = {"error": f"tool '{call.name}' does not exist; tools: {known}."}
         else:
-            result = await self._run_tool(tool, call.args or {}, tool_context, ctx.plugins)
+            run = self._run_tool(tool, call.args or {}, tool_context, ctx.plugins)
+            result = await (_run_waitable(run) if tool_context.may_request_tokens else run)
             result = self._checked_transfer(tool_context, result)
         event = Event(
             invocation_id=ctx.invocation_id,
@@ -1770,6 +1771,16 @@ def _auth_responses(answers: Mapping[str, JsonValue], key: str) -> dict[str, Jso
         if isinstance(answer, dict) and isinstance(answer.get("credentialKey"), str):
             found[cast(str, answer["credentialKey"])] = answer.get("exchangedAuthCredential")
     return found
+
+
+async def _run_waitable(run: Coroutine[Any, Any, JsonValue]) -> JsonValue:
+    """A tool call whose `get_auth_response` may ask a token endpoint (see
+    `ToolContext.may_request_tokens`), run so that the request waits on the loop
+    instead of holding it (see `baton.loop_waits`)."""
+    # Here, not at the top: greenlet loads only for such a call.
+    from baton.loop_waits import run_waitable
+
+    return await run_waitable(run)
 
 
 def _is_same_call(call: FunctionCall, other: FunctionCall) -> bool:

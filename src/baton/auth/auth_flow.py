@@ -1,15 +1,12 @@
 """A user's consent, asked and answered: the request a tool's `request_credential` sends
 (an OAuth2 sign-in link with a fresh `state` when the client is to get one; no secret of
-the agent's), the answer checked before anything is stored, and the OAuth2
-authorization-code exchange (RFC 6749 4.1.3) that turns a signed-in user's code into a
-token."""
+the agent's), and the answer checked before anything is stored (the token requests a
+sign-in's code or an expired token needs are in `baton.auth.token_requests`)."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import secrets
-import time
 from collections.abc import Mapping
 from typing import Any, Final, cast
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -23,7 +20,6 @@ from baton.auth.auth_credential import (
     HttpCredentials,
     OAuth2Auth,
 )
-from baton.auth.auth_headers import token_answer
 from baton.auth.auth_tool import AuthConfig, scheme_json, scheme_type
 from baton.errors import InvalidResponseError
 
@@ -32,10 +28,10 @@ __all__ = [
     "answered_config",
     "auth_request",
     "credential_message",
-    "exchange_code",
     "is_exchangeable",
     "read_answer",
     "stored_credential",
+    "stored_credential_at",
     "with_client",
 ]
 
@@ -53,7 +49,6 @@ CREDENTIAL_SCHEMA: Final[dict[str, JsonValue]] = {
 as text); `read_answer` checks the rest before it is stored."""
 
 _OAUTH2_SCHEMES = ("oauth2", "openIdConnect")
-_TOKEN_REQUEST_SECONDS = 10.0
 _AUTHORIZATION_FLOWS = ("authorizationCode", "implicit")
 
 
@@ -130,57 +125,25 @@ def is_exchangeable(config: AuthConfig, credential: AuthCredential) -> bool:
     return not oauth2.access_token and bool(oauth2.auth_code or oauth2.auth_response_uri)
 
 
-def exchange_code(config: AuthConfig, credential: AuthCredential) -> AuthCredential:
-    """`credential` with the access token (and refresh token, expiry) the scheme's token
-    endpoint gives for its authorization code, the client authenticated with the
-    client id and secret of `config` (HTTP basic, or in the form for
-    `client_secret_post`; none for a public client).
-
-    Raises:
-        ValueError: the scheme names no token endpoint, or the answer has no code.
-        ConnectionError: the token endpoint could not be reached, refused the code, or
-            answered without an access token.
-    """
-    assert credential.oauth2 is not None  # is_exchangeable
-    oauth2 = credential.oauth2.model_copy()
-    client = config.raw_auth_credential.oauth2 if config.raw_auth_credential else None
-    client_id = (client.client_id if client else None) or oauth2.client_id or ""
-    secret = client.client_secret if client else None
-    url = _token_url(config)
-    form = {"grant_type": "authorization_code", "code": _code(oauth2)}
-    if oauth2.redirect_uri:
-        form["redirect_uri"] = oauth2.redirect_uri
-    headers = {"Accept": "application/json"}
-    method = (client.model_extra or {}).get("token_endpoint_auth_method") if client else None
-    if secret and method != "client_secret_post":
-        pair = f"{client_id}:{secret}".encode("latin-1")
-        headers["Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
-    else:
-        form["client_id"] = client_id
-        if secret:
-            form["client_secret"] = secret
-    fields = _post_token_request(url, form, headers)
-    oauth2.access_token = str(fields["access_token"])
-    refresh, expires_in = fields.get("refresh_token"), fields.get("expires_in")
-    if isinstance(refresh, str):
-        oauth2.refresh_token = refresh
-    if isinstance(expires_in, int) and not isinstance(expires_in, bool):
-        oauth2.expires_in = expires_in
-        oauth2.expires_at = int(time.time()) + expires_in
-    return credential.model_copy(update={"oauth2": oauth2})
-
-
 def stored_credential(config: AuthConfig, state: Mapping[str, object]) -> AuthCredential | None:
     """The credential for `config` that the session state holds (`temp:<credential_key>`,
     then `<credential_key>`): a credential's JSON, or a token or API key as text."""
+    found = stored_credential_at(config, state)
+    return found[1] if found is not None else None
+
+
+def stored_credential_at(
+    config: AuthConfig, state: Mapping[str, object]
+) -> tuple[str, AuthCredential] | None:
+    """`stored_credential`, with the state key it is kept under."""
     key = config.credential_key or ""
     for name in (f"temp:{key}", key):
         value = state.get(name)
         if isinstance(value, dict):
             with contextlib.suppress(ValidationError):
-                return AuthCredential.model_validate(value)
+                return name, AuthCredential.model_validate(value)
         elif isinstance(value, str) and value:
-            return _credential_from_text(config, value)
+            return name, _credential_from_text(config, value)
     return None
 
 
@@ -256,44 +219,6 @@ def _authorization_endpoint(scheme: object) -> tuple[str, list[str]]:
         "authorizationCode flow's authorizationUrl, or an OpenID Connect configuration's "
         "authorization_endpoint); give one, or an OAuth2Auth(auth_uri=...) to send as is."
     )
-
-
-def _token_url(config: AuthConfig) -> str:
-    fields = scheme_json(config.auth_scheme)
-    flow = _fields(_fields(fields.get("flows")).get("authorizationCode"))
-    url: object = (
-        flow.get("tokenUrl") or fields.get("token_endpoint") or fields.get("tokenEndpoint")
-    )
-    if not isinstance(url, str) or not url:
-        raise ValueError(
-            f"the {scheme_type(config.auth_scheme)} scheme names no token endpoint (an "
-            "authorizationCode flow's tokenUrl, or an OpenID Connect configuration's "
-            "token_endpoint), so the signed-in user's code cannot be exchanged; give one."
-        )
-    return url
-
-
-def _code(oauth2: OAuth2Auth) -> str:
-    if oauth2.auth_code:
-        return oauth2.auth_code
-    codes = parse_qs(urlsplit(oauth2.auth_response_uri or "").query).get("code")
-    if not codes:
-        raise ValueError("the auth_response_uri carries no code to exchange for a token.")
-    return codes[0]
-
-
-def _post_token_request(
-    url: str, form: dict[str, str], headers: dict[str, str]
-) -> dict[str, object]:
-    import httpx  # here, not at the top: `import baton` and `baton --help` never need it
-
-    failed = f"the authorization-code token request to {url} failed"
-    try:
-        with httpx.Client(timeout=_TOKEN_REQUEST_SECONDS) as client:
-            answer = client.post(url, data=form, headers=headers)
-    except httpx.HTTPError as error:
-        raise ConnectionError(f"{failed}: {error}") from error
-    return token_answer(answer, failed)
 
 
 def _asked_config(request: JsonValue) -> AuthConfig:

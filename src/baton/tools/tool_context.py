@@ -17,13 +17,19 @@ from pydantic import JsonValue
 
 from baton.artifacts import ArtifactScope, BaseArtifactService
 from baton.auth.auth_credential import AuthCredential
-from baton.auth.auth_flow import auth_request, exchange_code, is_exchangeable, with_client
+from baton.auth.auth_flow import auth_request, is_exchangeable, with_client
 from baton.auth.auth_tool import AuthConfig, checked_config
-from baton.callback_context import CallbackContext, ToolState, refuse_credential_request
+from baton.auth.token_requests import (
+    exchanged_now,
+    holds_expired_token,
+    needs_refresh,
+    refreshed_now,
+)
+from baton.callback_context import CallbackContext, ToolState
 from baton.context import InvocationContext
 from baton.events import EventActions, to_json_value
 from baton.memory import MemoryScope
-from baton.readonly_context import refuse_confirmation
+from baton.readonly_context import refuse_confirmation, refuse_credential_request
 from baton.tools.confirmation import ToolConfirmation
 from baton.types import Content
 
@@ -177,8 +183,10 @@ class ToolContext(CallbackContext):
 
         An OAuth2 sign-in's answer (`auth_response_uri` or `auth_code`) is exchanged for
         a token at the scheme's token endpoint here, with the client id and secret of
-        `auth_config` (once per call; the request blocks this thread, as the
-        reference's does).
+        `auth_config` (once per call), and an OAuth2 token that has expired is refreshed
+        with its refresh token (None when it cannot be: ask again). The request never
+        holds the event loop: an async tool's call waits for it on the loop (see
+        `baton.loop_waits`), a sync tool's in its worker thread.
 
         Raises:
             TypeError: `auth_config` is not an AuthConfig.
@@ -193,9 +201,20 @@ class ToolContext(CallbackContext):
             return super().get_auth_response(auth_config)
         credential = with_client(auth_config, AuthCredential.model_validate(answer))
         if is_exchangeable(auth_config, credential):
-            credential = exchange_code(auth_config, credential)
+            credential = exchanged_now(auth_config, credential)
+        elif needs_refresh(auth_config, credential):
+            fresh = refreshed_now(auth_config, credential)
+            if fresh is None:
+                return None
+            credential = fresh
         self._exchanged[key] = credential
         return credential.model_copy(deep=True)
+
+    @property
+    def may_request_tokens(self) -> bool:
+        """Whether `get_auth_response` may ask a token endpoint: the user answered a
+        credential request of this call, or the state holds an expired OAuth2 token."""
+        return bool(self._auth_responses) or holds_expired_token(self.state.every_value())
 
     def __repr__(self) -> str:
         return (

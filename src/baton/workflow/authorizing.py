@@ -4,11 +4,11 @@ reference's: without one in the session state (`temp:<credential_key>` or
 `wf_auth:<node path>`; the answer (checked before it is stored, see
 `baton.auth.auth_flow`) is put in the run's state under `temp:<credential_key>`, an OAuth2
 sign-in's code exchanged for a token first, and the function runs, reading it with
-`ctx.get_auth_response(auth_config)`."""
+`ctx.get_auth_response(auth_config)`. A credential the state holds whose OAuth2 token
+expired is refreshed before the function runs, or asked for again when it cannot be."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import cast
 
 from pydantic import JsonValue
@@ -17,15 +17,14 @@ from baton.auth.auth_credential import AuthCredential
 from baton.auth.auth_flow import (
     auth_request,
     credential_message,
-    exchange_code,
     is_exchangeable,
-    stored_credential,
+    stored_credential_at,
     with_client,
 )
 from baton.auth.auth_tool import AuthConfig
+from baton.auth.token_requests import exchanged, kept_form, needs_refresh, refreshed
 from baton.context import Context
 from baton.events import REQUEST_CREDENTIAL_FUNCTION, Event
-from baton.threads import run_sync
 from baton.types import Content, FunctionCall, Part
 
 __all__ = ["auth_interrupt_id", "check_auth_config", "credential_gate"]
@@ -69,12 +68,9 @@ async def credential_gate(config: AuthConfig, ctx: Context) -> Event | None:
     if isinstance(answer, dict):
         answered = cast(dict[str, JsonValue], answer).get("exchangedAuthCredential")
         credential = await _credential_of(config, answered)
-        kept = credential.model_copy(deep=True)
-        if kept.oauth2 is not None:
-            kept.oauth2.client_secret = None  # session state is readable by clients
-        ctx.state[f"temp:{config.credential_key}"] = kept.model_dump(mode="json")
+        ctx.state[f"temp:{config.credential_key}"] = kept_form(credential)
         return None
-    if stored_credential(config, ctx.state) is not None:
+    if await _has_fresh_credential(config, ctx):
         return None
     request: JsonValue = auth_request(config).model_dump(
         mode="json", by_alias=True, exclude_none=True
@@ -91,6 +87,21 @@ async def credential_gate(config: AuthConfig, ctx: Context) -> Event | None:
 async def _credential_of(config: AuthConfig, answered: JsonValue) -> AuthCredential:
     credential = with_client(config, AuthCredential.model_validate(answered))
     if is_exchangeable(config, credential):
-        # The token request blocks: in a worker thread, so the loop goes on meanwhile.
-        credential = await run_sync(partial(exchange_code, config, credential))
+        credential = await exchanged(config, credential)
     return credential
+
+
+async def _has_fresh_credential(config: AuthConfig, ctx: Context) -> bool:
+    """Whether the state holds a credential for `config` the body can use: one whose
+    OAuth2 token expired is refreshed and kept back where it was; one that cannot be
+    refreshed counts as none, so the user is asked again."""
+    found = stored_credential_at(config, ctx.state)
+    if found is None:
+        return False
+    key, credential = found
+    if not needs_refresh(config, credential):
+        return True
+    fresh = await refreshed(config, credential)
+    if fresh is not None:
+        ctx.state[key] = kept_form(fresh)
+    return fresh is not None

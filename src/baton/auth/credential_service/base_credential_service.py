@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from baton.auth.auth_credential import AuthCredential
 from baton.auth.auth_tool import AuthConfig
+from baton.auth.token_requests import needs_refresh, refreshed
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: the contexts build on the auth package.
     from baton.callback_context import CallbackContext
+    from baton.context import Context
 
-__all__ = ["BaseCredentialService"]
+__all__ = ["BaseCredentialService", "load_fresh_credential"]
 
 
 class BaseCredentialService(ABC):
@@ -22,7 +24,7 @@ class BaseCredentialService(ABC):
 
     @abstractmethod
     async def load_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> AuthCredential | None:
         """The credential kept for `auth_config.credential_key` and the context's user.
 
@@ -36,7 +38,7 @@ class BaseCredentialService(ABC):
 
     @abstractmethod
     async def save_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> None:
         """Keep `auth_config.exchanged_auth_credential` under its `credential_key` for the
         context's user.
@@ -45,3 +47,24 @@ class BaseCredentialService(ABC):
             auth_config: the credential (`exchanged_auth_credential`) and its key.
             callback_context: the context asking (its app, user, state).
         """
+
+
+async def load_fresh_credential(
+    service: BaseCredentialService, config: AuthConfig, context: CallbackContext | Context
+) -> AuthCredential | None:
+    """What `service` keeps for `config`, its OAuth2 token refreshed (and kept back in
+    `service`) when it has expired, as the reference's credential manager hands a tool
+    its credential; None when none is kept, or the expired token could not be refreshed
+    (the user is then asked again).
+
+    Raises:
+        ValueError: an expired token's scheme names no token endpoint.
+    """
+    credential = await service.load_credential(config, context)
+    if credential is None or not needs_refresh(config, credential):
+        return credential
+    fresh = await refreshed(config, credential)
+    if fresh is not None:
+        kept = config.model_copy(update={"exchanged_auth_credential": fresh})
+        await service.save_credential(kept, context)
+    return fresh

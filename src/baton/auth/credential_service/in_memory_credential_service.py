@@ -10,6 +10,7 @@ from baton.auth.credential_service.base_credential_service import BaseCredential
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from baton.callback_context import CallbackContext
+    from baton.context import Context
 
 __all__ = ["InMemoryCredentialService"]
 
@@ -22,18 +23,20 @@ class InMemoryCredentialService(BaseCredentialService):
         self._credentials: dict[tuple[str, str, str | None], AuthCredential | None] = {}
 
     async def load_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> AuthCredential | None:
         found = self._credentials.get(_key(auth_config, callback_context))
         return None if found is None else found.model_copy(deep=True)
 
     async def save_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> None:
         credential = auth_config.exchanged_auth_credential
         kept = None if credential is None else credential.model_copy(deep=True)
         self._credentials[_key(auth_config, callback_context)] = kept
 
 
-def _key(auth_config: AuthConfig, context: CallbackContext) -> tuple[str, str, str | None]:
+def _key(
+    auth_config: AuthConfig, context: CallbackContext | Context
+) -> tuple[str, str, str | None]:
     return (context.app_name, context.user_id, auth_config.credential_key)

@@ -14,6 +14,7 @@ from baton.auth.credential_service.base_credential_service import BaseCredential
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from baton.callback_context import CallbackContext
+    from baton.context import Context
 
 __all__ = ["SessionStateCredentialService"]
 
@@ -24,7 +25,7 @@ class SessionStateCredentialService(BaseCredentialService):
     saves them."""
 
     async def load_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> AuthCredential | None:
         stored = callback_context.state.get(auth_config.credential_key or "")
         if not isinstance(stored, dict):
@@ -40,7 +41,7 @@ class SessionStateCredentialService(BaseCredentialService):
         return credential
 
     async def save_credential(
-        self, auth_config: AuthConfig, callback_context: CallbackContext
+        self, auth_config: AuthConfig, callback_context: CallbackContext | Context
     ) -> None:
         credential = auth_config.exchanged_auth_credential
         if credential is None:
