@@ -58,7 +58,9 @@ def _runner(store: Store, asking: Callable[[Any], RequestInput] = ask) -> Runner
 
 
 def _settings(*urls: str) -> NotifySettings:
-    return NotifySettings(urls, SECRET, timeout=2, first_retry=0.05, longest_retry=0.2)
+    # A minute per delivery: one that timed out under load would be sent again, and the
+    # receiver (which counts what it got) would see it twice.
+    return NotifySettings(urls, SECRET, timeout=60, first_retry=0.05, longest_retry=0.2)
 
 
 @asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from contextlib import suppress
 
 import pytest
 from pydantic import InstanceOf
@@ -289,14 +290,19 @@ async def test_a_non_resumable_run_streams_no_agent_checkpoints(
 
 
 class Talker(BaseAgent):
-    """Says two things, a pause apart; the first may escalate."""
+    """Says two things; the first may escalate. One that `holds` first waits up to 30 s for
+    nothing: only its branch being stopped keeps it from speaking (a pause of a set length
+    could end, on a loaded machine, before the other branch's escalation is stored)."""
 
-    pause: float = 0.0
+    holds: bool = False
     escalate: bool = False
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         for said in ("says", "again"):
-            await asyncio.sleep(self.pause)
+            if self.holds:
+                with suppress(TimeoutError):
+                    async with asyncio.timeout(30):
+                        await asyncio.Event().wait()
             yield Event(
                 author=self.name,
                 message=f"{self.name} {said}",
@@ -309,7 +315,7 @@ async def test_a_sub_agent_that_escalates_ends_its_parallel_agent_at_once(
     make: MakeRunner, resumable: bool
 ) -> None:
     par = ParallelAgent(
-        name="par", sub_agents=[Talker(name="p1", escalate=True), Talker(name="p2", pause=0.2)]
+        name="par", sub_agents=[Talker(name="p1", escalate=True), Talker(name="p2", holds=True)]
     )
     loop = LoopAgent(
         name="loop", max_iterations=2, sub_agents=[par, Step(name="after", runs=Runs())]

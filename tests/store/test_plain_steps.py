@@ -338,7 +338,7 @@ async def test_a_pooled_postgres_connection_the_server_closed_is_replaced(
     # What a server restart or an idle-connection timeout does to the pooled connections.
     ended = await _terminate(f"application_name = '{name}' AND state = 'idle'")
     assert ended, "the store kept no idle connection to end"
-    await asyncio.sleep(0.05)  # the server closes the sockets after answering
+    await _gone(f"application_name = '{name}'")  # their sockets are closed, as after a restart
 
     await store.commit_step(step(key(), "inv-1", 2, events=(event("after"),)))  # one statement
     session = await store.get_session(key())  # a read transaction
@@ -392,6 +392,20 @@ async def _terminate(which: str) -> int:
         async with admin.connect() as connection:
             query = f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {which}"
             return await connection.scalar(text(query)) or 0
+    finally:
+        await admin.dispose()
+
+
+async def _gone(which: str) -> None:
+    """Wait until no server process `which` picks is left: each closes its socket as it
+    ends, so the client's end of stream is on its way (a loaded machine takes its time)."""
+    admin = create_async_engine(POSTGRES_URL)
+    try:
+        async with admin.connect() as connection, asyncio.timeout(30):
+            query = text(f"SELECT count(*) FROM pg_stat_activity WHERE {which}")
+            while await connection.scalar(query):
+                await connection.rollback()  # a new snapshot of pg_stat_activity
+                await asyncio.sleep(0.01)
     finally:
         await admin.dispose()
 
