@@ -4,6 +4,7 @@ imports, their constructors and factory methods, and how their enums print."""
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
 from pathlib import Path
 
@@ -287,3 +288,36 @@ def test_gemini_s_speech_config_is_importable_and_refused_in_a_config_by_name() 
     assert (
         types.HarmCategory("harm_category_jailbreak") is types.HarmCategory.HARM_CATEGORY_JAILBREAK
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "value", "advice"),
+    [
+        (types.FunctionResponse, "parts", [{"text": "x"}], "put the result in response="),
+        (types.FunctionResponse, "scheduling", "SILENT", "Gemini's Live API"),
+        (types.FunctionCall, "partial_args", [], "whole, in args"),
+        (types.FunctionCall, "will_continue", True, "whole, in args"),
+        (types.FunctionCall, "partialArgs", [], "whole, in args"),
+        (types.FunctionCallingConfig, "stream_function_call_arguments", True, "whole, in args"),
+        (types.HttpOptions, "base_url", "http://h", "OpenAiModel(base_url="),
+        (types.HttpOptions, "apiVersion", "v1", "OpenAiModel(base_url="),
+        (types.HttpOptions, "httpx_async_client", object(), "make their own HTTP client"),
+        (types.HttpOptions, "extra_body", {"k": 1}, "headers, timeout and retry_options"),
+        (types.ToolConfig, "retrieval_config", {}, "function_calling_config"),
+        (types.SafetySetting, "method", "SEVERITY", "category and threshold"),
+    ],
+)
+def test_a_reference_field_baton_does_not_take_is_refused_saying_what_it_takes(
+    model: type[types.FunctionResponse], field: str, value: object, advice: str
+) -> None:
+    # pydantic's own refusal says only "Extra inputs are not permitted".
+    with pytest.raises(ValidationError) as refused:
+        model(**{field: value})
+    message = str(refused.value)
+    assert f"{model.__name__}: " in message
+    assert re.sub("([A-Z])", lambda upper: "_" + upper[1].lower(), field) in message
+    assert advice in message
+    assert "Extra inputs are not permitted" not in message
+    # A field the reference does not have either is still pydantic's plain refusal.
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        model(**{"no_such_field": 1})

@@ -8,13 +8,13 @@ written for the reference finds in `google.genai.types`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NewType, cast
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, NewType, cast
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from baton.images import Image
 from baton.wire_enums import FinishReason, Language, Outcome
-from baton.wire_model import StrictWireModel, base64_bytes
+from baton.wire_model import StrictWireModel, UntakenFields, base64_bytes
 from baton.wire_repr import ReferenceRepr
 
 __all__ = [
@@ -39,6 +39,28 @@ __all__ = [
 ]
 
 
+# What to do instead of setting a field of the reference's that baton does not take.
+STREAMED_ARGS_ADVICE: Final = (
+    "Gemini streams a call's arguments in pieces; baton's models give each call whole, in "
+    "args: leave it out."
+)
+_STREAMED_ARGS: Final = UntakenFields(
+    "FunctionCall",
+    {"partial_args": STREAMED_ARGS_ADVICE, "will_continue": STREAMED_ARGS_ADVICE},
+)
+_RESPONSE_UNTAKEN: Final = UntakenFields(
+    "FunctionResponse",
+    {
+        "parts": "baton's models are sent a function's result as the JSON of its response "
+        "(a tool result is text to chat completions), not as parts: put the result in "
+        "response={...}, and a file in an artifact (save_artifact) whose name it holds.",
+        "scheduling": "it schedules a NON_BLOCKING call's response in Gemini's Live API, which "
+        "baton does not run: leave it out (each response to a long-running call gives the "
+        "model a turn).",
+    },
+)
+
+
 class FunctionCall(ReferenceRepr, StrictWireModel):
     """A request, by the model or a node, to call a function (or to ask a person)."""
 
@@ -53,6 +75,15 @@ class FunctionCall(ReferenceRepr, StrictWireModel):
     id: str | None = None
     args: dict[str, JsonValue] | None = None
     name: str | None = None
+
+    def __init__(self, /, **data: Any) -> None:
+        _STREAMED_ARGS.refuse_arguments(data)
+        super().__init__(**data)
+
+    # Marked as pydantic marks its own, so that validating an event or a message builds
+    # its calls from their fields without this __init__ (see Part's): the check costs a
+    # direct call only, where a before-validator cost every validation ~9k instructions.
+    __init__.__pydantic_base_init__ = True  # pyright: ignore[reportFunctionMemberAccess]
 
 
 class FunctionResponse(ReferenceRepr, StrictWireModel):
@@ -73,6 +104,13 @@ class FunctionResponse(ReferenceRepr, StrictWireModel):
     id: str | None = None
     name: str | None = None
     response: dict[str, JsonValue] | None = None
+
+    def __init__(self, /, **data: Any) -> None:
+        _RESPONSE_UNTAKEN.refuse_arguments(data)
+        super().__init__(**data)
+
+    # See FunctionCall's.
+    __init__.__pydantic_base_init__ = True  # pyright: ignore[reportFunctionMemberAccess]
 
 
 class Blob(ReferenceRepr, StrictWireModel):

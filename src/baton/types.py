@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, Literal, TypeAlias, cast, get_args
+from typing import Any, ClassVar, Final, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
-from pydantic.alias_generators import to_snake
 
 from baton.gemini_configs import (
     AutomaticFunctionCallingConfig,
@@ -43,6 +42,7 @@ from baton.gemini_tool_configs import (
 from baton.images import Image
 from baton.json_schema_types import JSONSchema, JSONSchemaType, schema_fields_of
 from baton.messages import (
+    STREAMED_ARGS_ADVICE,
     Blob,
     CodeExecutionResult,
     Content,
@@ -74,7 +74,7 @@ from baton.wire_enums import (
     ThinkingLevel,
     Type,
 )
-from baton.wire_model import StrictWireModel, WireModel
+from baton.wire_model import StrictWireModel, UntakenFields, WireModel
 from baton.wire_repr import ReferenceRepr
 
 __all__ = [
@@ -441,6 +441,48 @@ class Tool(ReferenceRepr, StrictWireModel):
         ]
 
 
+# What to do instead of setting a config field of the reference's that baton does not
+# take (pydantic's own refusal says only "Extra inputs are not permitted").
+_CALLING_UNTAKEN: Final = UntakenFields(
+    "FunctionCallingConfig", {"stream_function_call_arguments": STREAMED_ARGS_ADVICE}
+)
+_GEMINI_GROUNDING: Final = (
+    "only Gemini's own API takes it (its search and maps grounding); baton's ToolConfig "
+    "takes function_calling_config: leave it out."
+)
+_TOOL_CONFIG_UNTAKEN: Final = UntakenFields(
+    "ToolConfig",
+    dict.fromkeys(("retrieval_config", "include_server_side_tool_invocations"), _GEMINI_GROUNDING),
+)
+_SAFETY_UNTAKEN: Final = UntakenFields(
+    "SafetySetting",
+    {
+        "method": "only Gemini's own API takes it; baton keeps a SafetySetting's category "
+        "and threshold (sent to no model of baton's, which have no such filter): leave it out."
+    },
+)
+_HTTP_TAKES: Final = "HttpOptions takes headers, timeout and retry_options"
+_ENDPOINT: Final = (
+    "a model's endpoint is the model's own: OpenAiModel(base_url=...), or the "
+    f"OPENAI_BASE_URL / GEMINI_BASE_URL environment variable; {_HTTP_TAKES}."
+)
+_CLIENT: Final = f"baton's models make their own HTTP client; {_HTTP_TAKES}."
+_HTTP_UNTAKEN: Final = UntakenFields(
+    "HttpOptions",
+    {
+        "base_url": _ENDPOINT,
+        "base_url_resource_scope": _ENDPOINT,
+        "api_version": _ENDPOINT,
+        "client_args": _CLIENT,
+        "async_client_args": _CLIENT,
+        "httpx_client": _CLIENT,
+        "httpx_async_client": _CLIENT,
+        "aiohttp_client": _CLIENT,
+        "extra_body": f"baton sends no extra body fields; {_HTTP_TAKES}.",
+    },
+)
+
+
 class FunctionCallingConfig(ReferenceRepr, StrictWireModel):
     """How the model calls functions: `mode`, and with ANY the names it may call."""
 
@@ -453,6 +495,12 @@ class FunctionCallingConfig(ReferenceRepr, StrictWireModel):
     mode: FunctionCallingConfigMode | None = None
     allowed_function_names: list[str] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_streamed_args(cls, data: Any) -> Any:
+        _CALLING_UNTAKEN.refuse(data)
+        return data
+
 
 class ToolConfig(ReferenceRepr, StrictWireModel):
     """How the model uses the tools it is given."""
@@ -464,6 +512,12 @@ class ToolConfig(ReferenceRepr, StrictWireModel):
     )
 
     function_calling_config: FunctionCallingConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_gemini_only_fields(cls, data: Any) -> Any:
+        _TOOL_CONFIG_UNTAKEN.refuse(data)
+        return data
 
 
 class ThinkingConfig(ReferenceRepr, StrictWireModel):
@@ -482,6 +536,12 @@ class SafetySetting(ReferenceRepr, StrictWireModel):
 
     category: HarmCategory | None = None
     threshold: HarmBlockThreshold | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_method(cls, data: Any) -> Any:
+        _SAFETY_UNTAKEN.refuse(data)
+        return data
 
 
 class HttpRetryOptions(ReferenceRepr, StrictWireModel):
@@ -516,6 +576,12 @@ class HttpOptions(ReferenceRepr, StrictWireModel):
     headers: dict[str, str] | None = None
     timeout: int | None = None
     retry_options: HttpRetryOptions | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_endpoint_nor_client(cls, data: Any) -> Any:
+        _HTTP_UNTAKEN.refuse(data)
+        return data
 
 
 class GenerateContentConfig(ReferenceRepr, StrictWireModel):
@@ -592,15 +658,7 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
     @model_validator(mode="before")
     @classmethod
     def _no_gemini_only_fields(cls, data: Any) -> Any:
-        given: object = data
-        fields = cast(dict[object, object], given) if isinstance(given, dict) else {}
-        if fields:
-            named = {to_snake(str(k)) for k in fields} & _GEMINI_ONLY
-            if named:
-                raise ValueError(
-                    f"GenerateContentConfig: {', '.join(sorted(named))}: only Gemini's own "
-                    "API takes it; baton's models (chat completions) do not: leave it out."
-                )
+        _GEMINI_ONLY.refuse(data)
         return data
 
     @field_validator("automatic_function_calling")
@@ -647,6 +705,12 @@ class GenerateContentConfig(ReferenceRepr, StrictWireModel):
 # Fields of the reference's config that only Gemini's own API takes: refused by name,
 # with what to do, rather than by pydantic's bare "extra inputs are not permitted".
 # They are the reference's fields that baton's config does not have.
-_GEMINI_ONLY: Final = frozenset(GenerateContentConfig.reference_fields).difference(
-    GenerateContentConfig.model_fields
+_GEMINI_ONLY: Final = UntakenFields(
+    "GenerateContentConfig",
+    dict.fromkeys(
+        sorted(
+            set(GenerateContentConfig.reference_fields) - GenerateContentConfig.model_fields.keys()
+        ),
+        "only Gemini's own API takes it; baton's models (chat completions) do not: leave it out.",
+    ),
 )

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Self
+from collections.abc import Mapping
+from typing import Any, Self, cast, final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["StrictWireModel", "WireModel", "base64_bytes"]
+__all__ = ["StrictWireModel", "UntakenFields", "WireModel", "base64_bytes"]
 
 
 class WireModel(BaseModel):
@@ -52,6 +54,62 @@ class StrictWireModel(WireModel):
     (google.genai's) and its EventActions refuse them: a misspelled field fails loudly."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+@final
+class UntakenFields:
+    """The fields of the reference's `model` that baton's does not take, each with what to
+    do instead (`advice`, by field name): refused by name, where pydantic would say only
+    "Extra inputs are not permitted": a before-validator calls `refuse(data)`, a model
+    whose validation is hot checks its constructor's arguments (`refuse_arguments`).
+    """
+
+    __slots__ = ("_advice", "_model", "_names")
+
+    def __init__(self, model: str, advice: Mapping[str, str]) -> None:
+        self._model = model
+        self._advice = dict(advice)
+        # Either spelling to the field's name, made once: a check is one lookup a key.
+        self._names: dict[object, str] = {to_camel(name): name for name in advice}
+        self._names.update({name: name for name in advice})
+
+    def refuse(self, data: object) -> None:
+        """Raise for the untaken fields `data` holds (when it is a dict): a before-validator's
+        check.
+
+        Raises:
+            ValueError: naming each such field and what to do instead.
+        """
+        message = self.refusal(data)
+        if message:
+            raise ValueError(message)
+
+    def refuse_arguments(self, arguments: dict[str, Any]) -> None:
+        """Raise for the untaken fields among a constructor's keyword `arguments`, as
+        pydantic raises for a field it refuses: an `__init__`'s check.
+
+        Raises:
+            ValidationError: naming each such field and what to do instead.
+        """
+        message = self.refusal(arguments)
+        if message:
+            error = PydanticCustomError("untaken_field", "{reason}", {"reason": message})
+            raise ValidationError.from_exception_data(
+                self._model, [InitErrorDetails(type=error, loc=(), input=arguments)]
+            )
+
+    def refusal(self, data: object) -> str:
+        """What `refuse` says of `data` ("" when it holds no untaken field)."""
+        if type(data) is not dict:
+            return ""
+        names = self._names
+        named = sorted({names[key] for key in cast(dict[object, object], data) if key in names})
+        by_advice: dict[str, list[str]] = {}
+        for name in named:
+            by_advice.setdefault(self._advice[name], []).append(name)
+        return "; ".join(
+            f"{self._model}: {', '.join(fields)}: {text}" for text, fields in by_advice.items()
+        )
 
 
 def base64_bytes(value: object, field: str) -> object:
