@@ -58,6 +58,7 @@ __all__ = [
     "UnknownModelError",
     "WorkflowChangedError",
     "WorkflowConfigurationError",
+    "error_class_names",
 ]
 
 
@@ -252,7 +253,28 @@ class NodeTimeoutError(BatonError, TimeoutError):
 
 
 class NodeFailedError(BatonError, RuntimeError):
-    """A node raised; the invocation can be retried with its invocation id."""
+    """A node raised; the invocation can be retried with its invocation id.
+
+    Raised in place of the node's own exception where that no longer exists: a process
+    recorded the node's failure and stopped before handing it on to the node's workflow
+    (or caller), and the process that continued the run hands on what the checkpoint
+    kept. `str()` is the node's exception's message, `error_type` its class's name and
+    `error_classes` the names of every class it was an instance of (what a RetryConfig
+    matches); `node_path` is the run that failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str = "",
+        error_classes: tuple[str, ...] = (),
+        node_path: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type or type(self).__name__
+        self.error_classes = error_classes
+        self.node_path = node_path
 
 
 class LlmCallsLimitExceededError(BatonError, RuntimeError):
@@ -303,3 +325,12 @@ class StateSchemaError(BatonError, TypeError):
 
 class NodeSchemaError(BatonError, ValueError):
     """A node's input or output does not fit its `input_schema` / `output_schema`."""
+
+
+def error_class_names(error: BaseException) -> tuple[str, ...]:
+    """The names of the classes `error` is an instance of, its own first, as a
+    RetryConfig matches them; for a failure handed on from its record (NodeFailedError
+    with `error_classes`), the recorded ones."""
+    if isinstance(error, NodeFailedError) and error.error_classes:
+        return error.error_classes
+    return tuple(c.__name__ for c in type(error).__mro__ if c is not object)

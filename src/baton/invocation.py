@@ -54,6 +54,7 @@ from baton.workflow.execution import (
     NodeRunFailedError,
     complete_with_answers,
     execute_run,
+    failure_text,
     run_stopper,
     wants_execution,
 )
@@ -160,8 +161,12 @@ class InvocationRun:
         self.has_plugins = bool(settings.plugins)
         self.outbox = _Outbox()
         self.error: BaseException | None = None
-        # The invocation's status as of the root run's last step, landed with that step.
+        # The invocation's status as of the root run's last step, landed with that step,
+        # and, when the root failed, the failure's text (landed with it too: a process
+        # stopped right after that step leaves the failed invocation saying why).
         self.final_status: InvocationStatus | None = None
+        self.final_error: str | None = None
+        self.landed_error: str | None = None
         self.status_landed = False
         # The run's last step gave the lease up (see StepCommit.release).
         self.released = False
@@ -341,6 +346,8 @@ class InvocationRun:
             mutate()
             if status is None and self.final_status is not None:
                 status, self.final_status = self.final_status, None
+                if error is None:
+                    error, self.final_error = self.final_error, None
             held = self._held
             if held is not None:
                 self._unhold()
@@ -466,6 +473,8 @@ class InvocationRun:
             self._reads.committed += parts.events
         if status is not None:
             self.status_landed = status is not InvocationStatus.RUNNING
+        if error is not None:
+            self.landed_error = error
         if parts.state_delta:
             self.invocation.session.state.update(parts.state_delta)
         self.outbox.put_all(parts.events)
@@ -591,9 +600,10 @@ class InvocationRun:
                 await self._finish()
         except NodeRunFailedError as failure:
             self.error = failure.error
-            await self._land(
-                StepParts(), lambda: None, status=InvocationStatus.FAILED, error=str(failure)
-            )
+            if self.landed_error != str(failure):  # not landed with the root's failure
+                await self._land(
+                    StepParts(), lambda: None, status=InvocationStatus.FAILED, error=str(failure)
+                )
         except Exception as broken:
             # The store failed (or the lease was lost): nothing more can be recorded, so
             # the invocation stays as its last commit left it, resumable by its id.
@@ -654,8 +664,11 @@ class InvocationRun:
             await complete_with_answers(root_node, self.root, self.invocation, self._root_finished)
 
     def _root_finished(self, root: RunRecord) -> None:
-        """Called inside the root run's last step: that step lands the invocation's status."""
+        """Called inside the root run's last step: that step lands the invocation's status
+        (and a failure's text, as the failure is reported)."""
         self.final_status = _STATUS_OF.get(root.status)
+        if root.status is RunStatus.FAILED:
+            self.final_error = failure_text(root)
 
     async def _finish(self) -> None:
         if self.status_landed:

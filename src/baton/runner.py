@@ -65,6 +65,7 @@ from baton.sessions.store import (
     Interrupt,
     InterruptStatus,
     Invocation,
+    InvocationStatus,
     Lease,
     Session,
     SessionKey,
@@ -72,7 +73,7 @@ from baton.sessions.store import (
 )
 from baton.tools.base_toolset import close_toolsets
 from baton.types import Content, InvocationId, SessionId, UserContent
-from baton.workflow.checkpoint import RunRecord
+from baton.workflow.checkpoint import RunRecord, rerun_failed
 from baton.workflow.fingerprint import describe_difference, resumes_into
 from baton.workflow.fork_state import forked_checkpoint
 from baton.workflow.graph import fingerprint_of
@@ -898,6 +899,11 @@ class Runner:
             invocation = self.planner.resumable(invocation)
         self._check_fingerprint(invocation)
         root = RunRecord.from_json(invocation.checkpoint)
+        if invocation.status is InvocationStatus.FAILED:
+            # A person continues a failed invocation: what failed runs again. (Under a
+            # run still running, a failed run is one whose failure was committed but not
+            # handed on, which continuing hands on: see `wants_execution`.)
+            rerun_failed(root)
         run = InvocationRun(
             self._settings(), plan, lease, root, version=invocation.version, run_config=run_config
         )

@@ -1,8 +1,8 @@
 """The process a crash test kills: starts, answers or resumes the crash workflow once.
 
     python -m tests.crash.child --url URL --session S --work DIR --action start|answer|resume
-        [--invocation ID] [--kill-at K] [--kill-after-claim] [--block NODE] [--replay]
-        [--ahead SECONDS]
+        [--invocation ID] [--kill-at K] [--kill-after-claim] [--block NODE] [--fail NODE]
+        [--replay] [--ahead SECONDS]
 
 `--replay` runs the app non-resumable: recovery re-walks the workflow from START and
 fast-forwards completed runs from the recorded outputs.
@@ -33,12 +33,19 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from baton import App, ResumabilityConfig, Runner, types
-from baton.errors import InvocationBusyError
+from baton.errors import InvocationBusyError, NodeFailedError
 from baton.events import REQUEST_INPUT_FUNCTION
 from baton.sessions.services import BaseSessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import AnswerClaim, Answering, SessionKey, StepCommit
-from tests.crash.workflow import APP_NAME, INTERRUPT_ID, USER_ID, Probe, build_workflow
+from tests.crash.workflow import (
+    APP_NAME,
+    INTERRUPT_ID,
+    USER_ID,
+    NodeTrouble,
+    Probe,
+    build_workflow,
+)
 
 LEASE_SECONDS = 1.0
 ANSWER: dict[str, JsonValue] = {"approved": True, "note": "window seat"}
@@ -90,7 +97,7 @@ def message_for(action: str) -> types.Content | None:
 
 async def main(args: argparse.Namespace) -> None:
     work = Path(args.work)
-    probe = Probe(counts=work / "counts", marker=work / "marker", block=args.block)
+    probe = Probe(counts=work / "counts", marker=work / "marker", block=args.block, fail=args.fail)
     store = SqlStore(args.url, clock=lambda: time.time() + args.ahead)
     count_commits(store, work / "commits", args.kill_at)
     if args.kill_after_claim:
@@ -117,11 +124,23 @@ async def main(args: argparse.Namespace) -> None:
                     async for _ in stream:
                         pass
                     return
+                except (NodeTrouble, NodeFailedError) as failure:
+                    # The run failed, as --fail asked (a process that continued it after a
+                    # kill hands the recorded failure on): what this caller was raised.
+                    with (work / "raised").open("a") as file:
+                        file.write(f"{describe(failure)}\n")
+                    return
                 except InvocationBusyError:
                     # The killed process's lease has not expired yet.
                     await asyncio.sleep(0.05)
     finally:
         await runner.close()
+
+
+def describe(failure: Exception) -> str:
+    """`<class raised>: <class it stands for>: <message>`."""
+    kind = failure.error_type if isinstance(failure, NodeFailedError) else type(failure).__name__
+    return f"{type(failure).__name__}: {kind}: {failure}"
 
 
 def run(argv: list[str], log: str) -> None:
@@ -142,6 +161,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill-at", type=int)
     parser.add_argument("--kill-after-claim", action="store_true")
     parser.add_argument("--block")
+    parser.add_argument("--fail")
     parser.add_argument("--replay", action="store_true")
     parser.add_argument("--ahead", type=float, default=0.0)
     return parser.parse_args(argv)

@@ -26,7 +26,7 @@ from baton.types import SessionId
 from baton.workflow.checkpoint import RunRecord
 from tests.conftest import sqlite_url
 from tests.crash import child
-from tests.crash.workflow import APP_NAME, USER_ID, read_counts
+from tests.crash.workflow import APP_NAME, FAILURE, USER_ID, read_counts
 
 pytestmark = pytest.mark.slow
 
@@ -76,6 +76,7 @@ class Case:
     block: str | None = None
     replay: bool = False
     kill_after_claim: bool = False
+    fail: bool = False  # `check` raises on every execution
 
     @property
     def marker(self) -> Path:
@@ -180,6 +181,43 @@ async def test_sigkill_right_after_an_answers_claim_lets_the_next_answer_through
     assert (case.work / "log-1-answer").exists()  # killed there, answered again after
 
 
+async def test_sigkill_after_every_commit_of_a_failing_run_hands_its_failure_on_once(
+    reader: SqlStore, emptied_store_url: str, tmp_path: Path
+) -> None:
+    """`check` (inside the nested workflow) raises: its failure, then `inner`'s, then the
+    run's land in turn. Killed after any commit, the process continuing the run hands on
+    what had failed instead of running it again: a node whose failure committed ran once,
+    its error is recorded once, and the run fails with the same error as without a kill."""
+    url = emptied_store_url
+    reference = await carry_to_failure(await new_case(reader, url, tmp_path, "fails", fail=True))
+    assert reference.committed_at_kill is None
+    assert reference.error == f"node run 'trip@1' failed: NodeTrouble: {FAILURE}"
+    assert reference.raised == [f"NodeTrouble: NodeTrouble: {FAILURE}"]
+    limit = asyncio.Semaphore(PARALLEL_CASES)
+
+    async def killed_after(k: int) -> Failure:
+        async with limit:
+            case = await new_case(reader, url, tmp_path, f"fails-{k}", kill_at=k, fail=True)
+            return await carry_to_failure(case)
+
+    steps = range(1, reference.commits + 1)
+    outcomes = await asyncio.gather(*(killed_after(k) for k in steps))
+    for k, outcome in zip(steps, outcomes, strict=True):
+        what = f"SIGKILL after commit {k} of {reference.commits}"
+        assert outcome.committed_at_kill is not None, what
+        assert outcome.error == reference.error, what
+        assert outcome.errors == reference.errors, what
+        if "check" in outcome.committed_at_kill:
+            assert len(outcome.executions["check"]) == 1, what
+            # Handed on from its record by the process that continued the run.
+            assert outcome.raised in ([], [f"NodeFailedError: NodeTrouble: {FAILURE}"]), what
+        else:
+            assert 1 <= len(outcome.executions["check"]) <= 2, what
+            assert outcome.raised == reference.raised, what
+        assert "ask" not in outcome.executions, what
+        assert "book" not in outcome.executions, what
+
+
 def assert_recovered(outcome: Outcome, what: str) -> None:
     """Same result as an uninterrupted run; committed nodes ran once, in-flight ones twice
     at most, always under the same idempotency key."""
@@ -191,6 +229,51 @@ def assert_recovered(outcome: Outcome, what: str) -> None:
         limit = 1 if node in committed else 2
         assert 1 <= len(keys) <= limit, f"{what}: {node} ran {len(keys)} times"
         assert set(keys) == {f"{outcome.invocation_id}/{_path_of(node)}"}, what
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failing run left behind."""
+
+    error: str | None  # the invocation's
+    errors: list[tuple[str, str | None, str | None]]  # (node, code, message) of error events
+    raised: list[str]  # what its callers were raised, in turn (see child.describe)
+    executions: dict[str, list[str]]
+    committed_at_kill: frozenset[str] | None
+    commits: int
+
+
+async def carry_to_failure(case: Case) -> Failure:
+    """Start the run, then continue it by id in new processes until it failed."""
+    store = case.store
+    committed: frozenset[str] | None = None
+    invocation_id: str | None = None
+    for attempt in range(MAX_PROCESSES):
+        action = "start" if invocation_id is None else "resume"
+        killed = await run_child(case, action, invocation_id, attempt)
+        if killed and committed is None:
+            committed = await committed_nodes(store, case.key)
+        invocation = (await store.list_invocations(case.key))[-1]
+        invocation_id = invocation.id
+        if invocation.status == InvocationStatus.FAILED:
+            session = await store.get_session(case.key)
+            assert session is not None
+            raised = case.work / "raised"
+            counter = case.work / "commits"
+            return Failure(
+                error=invocation.error,
+                errors=[
+                    (acting_node(e), e.error_code, e.error_message)
+                    for e in session.events
+                    if e.error_code
+                ],
+                raised=raised.read_text().splitlines() if raised.exists() else [],
+                executions=read_counts(case.work / "counts"),
+                committed_at_kill=committed,
+                commits=int(counter.read_text()) if counter.exists() else 0,
+            )
+        assert invocation.status == InvocationStatus.RUNNING, invocation.status
+    pytest.fail(f"{case.work.name}: not failed after {MAX_PROCESSES} processes")
 
 
 def _path_of(node: str) -> str:
@@ -208,6 +291,7 @@ async def new_case(
     block: str | None = None,
     replay: bool = False,
     kill_after_claim: bool = False,
+    fail: bool = False,
 ) -> Case:
     work = tmp_path / name
     work.mkdir()
@@ -221,6 +305,7 @@ async def new_case(
         block=block,
         replay=replay,
         kill_after_claim=kill_after_claim,
+        fail=fail,
     )
 
 
@@ -261,6 +346,8 @@ async def run_child(case: Case, action: str, invocation_id: str | None, attempt:
         argv += ["--block", str(case.block)]
     if case.replay:
         argv += ["--replay"]
+    if case.fail:
+        argv += ["--fail", "check"]
     argv += ["--ahead", str(60 * attempt)]  # the leases of the processes before have lapsed
     log = case.work / f"log-{attempt}-{action}"
     process = _FORKS.Process(target=child.run, args=(argv, str(log)), daemon=True)

@@ -7,7 +7,7 @@ Every leaf appends "<node> <idempotency key>" to the counts file (flushed and
 fsynced before it does anything else), so a test can count executions across
 processes that were SIGKILLed. The node named in `Probe.block` writes the
 marker file and blocks forever on its first execution, so a test can kill the
-process inside it.
+process inside it; the one named in `Probe.fail` raises NodeTrouble on every one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from pydantic import BaseModel
 
 from baton import Context, JoinNode, RequestInput, Workflow
 
-__all__ = ["APP_NAME", "INTERRUPT_ID", "USER_ID", "Probe", "build_workflow", "read_counts"]
+__all__ = [
+    "APP_NAME",
+    "FAILURE",
+    "INTERRUPT_ID",
+    "USER_ID",
+    "NodeTrouble",
+    "Probe",
+    "build_workflow",
+    "read_counts",
+]
 
 APP_NAME = "crash"
 USER_ID = "u"
@@ -41,12 +50,15 @@ class Probe:
     counts: Path
     marker: Path
     block: str | None = None
+    fail: str | None = None  # this node raises FAILURE on every execution
 
     async def enter(self, ctx: Context) -> None:
         with self.counts.open("a") as file:
             file.write(f"{ctx.node_name} {ctx.idempotency_key}\n")
             file.flush()
             os.fsync(file.fileno())
+        if ctx.node_name == self.fail:
+            raise NodeTrouble(FAILURE)
         if ctx.node_name == self.block and not self.marker.exists():
             # Whole or absent (written aside, then renamed): the test kills this process
             # as soon as the marker exists, and reads it.
@@ -54,6 +66,14 @@ class Probe:
             written.write_text(ctx.idempotency_key)
             written.rename(self.marker)
             await asyncio.Event().wait()  # SIGKILLed here by the test
+
+
+class NodeTrouble(ValueError):
+    """What the node named by `Probe.fail` raises: a subclass, so that the class names a
+    failure is handed on with after a restart are checked too."""
+
+
+FAILURE = "the check found trouble"
 
 
 def read_counts(counts: Path) -> dict[str, list[str]]:

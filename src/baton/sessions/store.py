@@ -722,8 +722,9 @@ def answerable(rows: Sequence[Interrupt], claim: AnswerClaim, now: float) -> Inv
 
 def ends_run(status: InvocationStatus | None, error: str | None) -> bool:
     """Whether a step landing `status` (with `error`) is the one that ends its run. A
-    failing run lands FAILED twice: with the failing node's step, then once more with the
-    failure's text; the second ends it."""
+    failing run lands FAILED with its root run's failure, and the failure's text with it
+    (see `InvocationRun._root_finished`); a failure whose text no run recorded lands
+    FAILED once more with it, which ends the run."""
     if status is InvocationStatus.FAILED:
         return error is not None
     return status is InvocationStatus.COMPLETED

@@ -34,6 +34,7 @@ __all__ = [
     "WorkflowState",
     "find_chain",
     "replay_key",
+    "rerun_failed",
 ]
 
 
@@ -103,6 +104,10 @@ class RunRecord:
     ended_agents: list[str] = field(default_factory=list)
     child: WorkflowState | None = None
     error: str | None = None
+    # A failed run's error: the names of the classes it was an instance of, its own
+    # first (what a RetryConfig matches), so that a process continuing the run can hand
+    # the failure on as it was (see `baton.workflow.execution.carried_failure`).
+    error_classes: tuple[str, ...] = ()
     # The conversation branch its events carry (None: the workflow's root, which every
     # agent sees): a run after a fan-out is on a lane of its own, a dynamic child where
     # `ctx.run_node` put it. Kept with the run, so it resumes on the branch it started on.
@@ -147,6 +152,7 @@ class RunRecord:
         run.input, run.message_input = node_input, message_input
         run.output = run.child = run.error = run.branch = run.moved_from = None
         run.output_branch = None
+        run.error_classes = ()
         run.routes, run.interrupts, run.fresh, run.expired = [], [], [], []
         run.ended_agents, run.output_for, run.terminal_of, run.yielded = [], [], [], []
         run.answers, run.agent_states = {}, {}
@@ -204,7 +210,7 @@ class RunRecord:
         if self.output is not None:
             data["output"] = self.output
         if self.error is not None:
-            data["error"] = self.error
+            self._put_error(data)
         if self.branch is not None:
             data["branch"] = self.branch
         if self.output_branch is not None:
@@ -217,6 +223,12 @@ class RunRecord:
         if self.child is not None:
             data["child"] = self.child.to_json()
         return data
+
+    def _put_error(self, data: dict[str, JsonValue]) -> None:
+        """A failed run's error, and its classes' names when known."""
+        data["error"] = self.error
+        if self.error_classes:
+            data["error_classes"] = list(self.error_classes)
 
     def _put_containers(self, data: dict[str, JsonValue]) -> None:
         """Copies of the list and mapping fields that are not empty."""
@@ -440,3 +452,21 @@ def find_chain(root: RunRecord, path: str) -> list[RunRecord] | None:
             return None
         chain.append(record)
     return chain
+
+
+def rerun_failed(record: RunRecord) -> None:
+    """Mark `record` and every run below it that failed to run again: its failure was
+    handed on and something decided to try again (its node's or a workflow's RetryConfig,
+    a person continuing the failed invocation).
+
+    A failed run left failed is one whose failure was recorded but not yet handed on: a
+    process continuing the invocation hands it on instead of running the node again (see
+    `baton.workflow.execution.wants_execution`).
+    """
+    if record.status is RunStatus.FAILED:
+        record.status = _RUNNING
+        record.error = None
+        record.error_classes = ()
+    if record.child is not None:
+        for run in record.child.runs.values():
+            rerun_failed(run)

@@ -33,6 +33,7 @@ from baton.workflow.checkpoint import (
     RunStatus,
     WorkflowState,
     replay_key,
+    rerun_failed,
 )
 from baton.workflow.nodes import FunctionNode, Node
 
@@ -197,6 +198,11 @@ class DynamicRuns:
             await asyncio.wait((running,))
             running.result()  # its failure, raised to this caller too
         else:
+            if running is not None:
+                # Called again in this execution after it failed: a retry. (A failed run
+                # this execution never called hands its recorded failure on instead: a
+                # replay of the call that failed, see `wants_execution`.)
+                rerun_failed(record)
             self._named[key] = task = self._start(node, record, request.caller)
             await task
         done = record.status is RunStatus.COMPLETED

@@ -24,9 +24,11 @@ from baton.context import Context, InvocationContext, StepParts, agent_key, curr
 from baton.errors import (
     InputTimeoutError,
     LeaseLostError,
+    NodeFailedError,
     NodeTimeoutError,
     OutputAlreadySetError,
     StoreUnavailableError,
+    error_class_names,
 )
 from baton.events import (
     ASSIGNEES_KEY,
@@ -50,7 +52,7 @@ from baton.schemas import SchemaType, check_node_data, current_state_schema
 from baton.sessions.store import Interrupt
 from baton.tracing import node_span
 from baton.types import Content
-from baton.workflow.checkpoint import RunRecord, RunStatus
+from baton.workflow.checkpoint import RunRecord, RunStatus, rerun_failed
 from baton.workflow.dynamic import ChildInterrupted, DynamicRuns
 from baton.workflow.handover import own_task
 from baton.workflow.loopwatch import watch_loop, watch_node_runs
@@ -61,12 +63,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
 __all__ = [
     "NodeRunFailedError",
+    "carried_failure",
     "carried_interrupt",
     "complete_with_answers",
     "current_record",
     "current_workflow",
     "event_author",
     "execute_run",
+    "failure_text",
     "message_value",
     "open_interrupt",
     "wants_execution",
@@ -105,14 +109,65 @@ class NodeRunFailedError(Exception):
     """A node run failed for good; carries the node's own exception up the tree."""
 
     def __init__(self, path: str, error: BaseException) -> None:
-        super().__init__(f"node run '{path}' failed: {type(error).__name__}: {error}")
+        super().__init__(f"node run '{path}' failed: {described(error)}")
         self.path = path
         self.error = error
 
 
+def described(error: BaseException) -> str:
+    """`Type: message`, as a run's failure is recorded and reported (a failure handed on
+    from its record by its own type's name, see `carried_failure`)."""
+    kind = error.error_type if isinstance(error, NodeFailedError) else type(error).__name__
+    return f"{kind}: {error}"
+
+
+def carried_failure(record: RunRecord) -> NodeRunFailedError:
+    """The failure `record` committed, to hand on now: the process that committed it
+    stopped before its workflow (or caller) took it, and the exception itself went with
+    that process. Its class names and message, as recorded, travel in a NodeFailedError.
+
+    A workflow's run records no error of its own (its failed child's is the error): the
+    first failed run below it that recorded one stands for it.
+    """
+    failed = _recorded_failure(record) or record
+    text = failed.error or "its error was not recorded"
+    classes = failed.error_classes
+    kind = classes[0] if classes else text.partition(": ")[0] if ": " in text else ""
+    message = text.removeprefix(f"{kind}: ") if kind else text
+    error = NodeFailedError(message, error_type=kind, error_classes=classes, node_path=failed.path)
+    return NodeRunFailedError(record.path, error)
+
+
+def failure_text(record: RunRecord) -> str | None:
+    """What a failed run's failure reports (`str` of its NodeRunFailedError), from the
+    error recorded at or below it; None when none was."""
+    if _recorded_failure(record) is None:
+        return None
+    return str(carried_failure(record))
+
+
+def _recorded_failure(record: RunRecord) -> RunRecord | None:
+    if record.error is not None:
+        return record
+    if record.child is None:
+        return None
+    for run in record.child.runs.values():
+        if run.status is RunStatus.FAILED and (found := _recorded_failure(run)) is not None:
+            return found
+    return None
+
+
 def wants_execution(node: Node, record: RunRecord) -> bool | None:
-    """Whether a loaded run must execute (True), complete from its answers (None) or wait."""
-    if record.status in (RunStatus.RUNNING, RunStatus.FAILED) or record.expired:
+    """Whether a loaded run must execute (True), complete from its answers (None) or wait.
+
+    Raises:
+        NodeRunFailedError: the run failed, and its failure was committed but never
+            handed on (its process stopped first): it is handed on now, the node not
+            run again. What chose to run it again marked it so (`rerun_failed`).
+    """
+    if record.status is RunStatus.FAILED:
+        raise carried_failure(record)
+    if record.status is RunStatus.RUNNING or record.expired:
         return True
     if record.status != RunStatus.WAITING or not record.fresh:
         return False
@@ -1003,7 +1058,9 @@ def _error_code(error: BaseException) -> str:
     else its class's name, as the reference codes it; a numeric `.status` (an HTTP
     client's) is no code."""
     status = getattr(error, "status", None)
-    return status if isinstance(status, str) else type(error).__name__
+    if isinstance(status, str):
+        return status
+    return error.error_type if isinstance(error, NodeFailedError) else type(error).__name__
 
 
 def _output_event(
@@ -1051,7 +1108,9 @@ async def _commit_attempt_error(
     last_author: str | None,
 ) -> None:
     event = _error_event(node, record, invocation, error, last_author)
-    await invocation.commit(StepParts(events=(event,)), lambda: None)
+    # The attempt's failed children (a workflow's, or dynamic ones) run again in the
+    # next attempt: marked so with the decision, in one step.
+    await invocation.commit(StepParts(events=(event,)), lambda: rerun_failed(record))
 
 
 async def _commit_failure(
@@ -1067,7 +1126,8 @@ async def _commit_failure(
 
     def mutate() -> None:
         record.status = RunStatus.FAILED
-        record.error = None if error is None else f"{type(error).__name__}: {error}"
+        record.error = None if error is None else described(error)
+        record.error_classes = () if error is None else error_class_names(error)
         finish(record)
 
     await invocation.commit(StepParts(events=events), mutate)

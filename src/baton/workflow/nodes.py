@@ -36,6 +36,7 @@ from pydantic import (
 
 from baton.auth.auth_tool import AuthConfig
 from baton.context import Context
+from baton.errors import error_class_names
 from baton.schemas import SchemaType
 from baton.threads import SyncSteps, run_sync
 from baton.workflow.authorizing import check_auth_config, credential_gate
@@ -124,7 +125,7 @@ class RetryConfig(BaseModel):
             return False
         if self.exceptions is None:
             return True
-        names = {c.__name__ for c in type(error).__mro__ if c is not object}
+        names = error_class_names(error)
         return any(e in names for e in self.exceptions)
 
     def delay(self, attempt: int) -> float:

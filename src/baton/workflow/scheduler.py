@@ -29,6 +29,7 @@ from baton.workflow.checkpoint import (
 )
 from baton.workflow.execution import (
     NodeRunFailedError,
+    carried_failure,
     carried_interrupt,
     complete_with_answers,
     current_record,
@@ -46,6 +47,7 @@ _START = "__START__"
 # Read as every node run ends: a global, not the enum's attribute (a lookup on an Enum
 # class passes through its metaclass's __getattr__ hook, ~1k instructions on Python 3.11).
 _COMPLETED = RunStatus.COMPLETED
+_FAILED = RunStatus.FAILED
 
 
 @final
@@ -285,6 +287,11 @@ class _Scheduler:
         self.terminal_of = [record.path, *record.stands_for]
 
     async def run(self) -> None:
+        # A run whose failure committed but was never handed on (its process stopped
+        # first) fails the workflow now, before any other run starts, as it did then.
+        for run in self.state.runs.values():
+            if run.status is _FAILED:
+                raise carried_failure(run)
         try:
             # Nothing to resume, or only a run its answers complete: maybe a chain, run alone.
             alone = not self.state.runs or await self._answered_alone()
