@@ -253,7 +253,7 @@ async def test_of_concurrent_resumes_exactly_one_runs(make_harness: MakeHarness)
 
     tasks = [asyncio.create_task(resume()) for _ in range(5)]
     await slow_started.wait()
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(30):  # a bound for a loaded machine, not a measure
         # The winner is held at the gate, so the four losers must finish on their own.
         while sum(t.done() for t in tasks) < 4:
             await asyncio.wait(

@@ -27,6 +27,7 @@ from tests.store.builders import APP, USER, claimed_since, event, key, question,
 
 TTL = timedelta(seconds=30)
 INV = InvocationId("inv-1")
+WITHIN = 30.0  # seconds a lock wait or a commit may take to be seen, on a loaded machine
 
 
 def _claim(interrupt_id: str = "q1", **fields: object) -> AnswerClaim:
@@ -357,7 +358,7 @@ async def _row_locked(
                 )
 
                 async def waiting(count: int) -> None:
-                    async with asyncio.timeout(10):
+                    async with asyncio.timeout(WITHIN):
                         await _blocked_behind(watcher, locker.get_server_pid(), count)
 
                 yield waiting
@@ -380,7 +381,7 @@ async def _row_locked(
                     "SELECT COUNT(*) FROM information_schema.processlist"
                     " WHERE db = :db AND command = 'Query' AND state = 'Updating'"
                 )
-                async with asyncio.timeout(10):
+                async with asyncio.timeout(WITHIN):
                     while (await watch.execute(query, {"db": database})).scalar_one() < count:
                         await watch.rollback()  # a new snapshot for the next look
                         await asyncio.sleep(0.01)
@@ -425,7 +426,7 @@ async def test_a_claim_that_waited_for_a_steps_lock_checks_the_questions_that_st
                 store.claim_answering(key(), _claim(occurrence=first.occurrence))
             )
             await waiting(2)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(WITHIN):
             assert await committing == 2
             answering = await claiming
         holder = await store.holder(INV)
