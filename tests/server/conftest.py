@@ -243,8 +243,17 @@ class Servers:
             default_app_name=default_app_name,
         )
         serving = await serve(app, limits, parser)
+        # The client lets an idle connection go at half the server's keep-alive: with both
+        # at 5 s (httpx's and the server's default), a request sent after about 5 s idle (a
+        # slow store call between two requests on a loaded machine) could meet the server's
+        # close on its way and fail with a ReadError (seen: test_hostile on MariaDB).
+        expiry = (limits or Limits()).keep_alive / 2
         client = httpx.AsyncClient(
-            base_url=serving.url, headers=headers, timeout=HTTP_TIMEOUT, verify=_TLS
+            base_url=serving.url,
+            headers=headers,
+            timeout=HTTP_TIMEOUT,
+            verify=_TLS,
+            limits=httpx.Limits(keepalive_expiry=expiry),
         )
         live = Live(serving.url, client, service, app, serving.server)
         self.stack.append((serving, live, app))
