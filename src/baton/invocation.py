@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
     from baton.auth.credential_service import BaseCredentialService
 
-__all__ = ["InvocationRun", "PlanKind", "RunEvents", "RunPlan", "RunSettings"]
+__all__ = ["InvocationRun", "PlanKind", "RunEvents", "RunPlan", "RunSettings", "held_here"]
 
 
 class PlanKind(enum.Enum):
@@ -833,6 +833,19 @@ async def _run_ended(*_: object) -> None:
     )
 
 
+# The invocations whose runs keep their leases in this process, by renewal (a run each,
+# so two runs of one invocation, one fenced out, are two entries). One dict operation as a
+# run starts and one as it stops, each atomic under the GIL (a sync Runner's loop thread).
+_HELD: Final[dict[object, str]] = {}
+
+
+def held_here() -> frozenset[str]:
+    """The invocations runs of this process hold: each stays in until its run stops, even
+    when its lease lapsed meanwhile (renewals stalled). A worker of this process claims
+    none of them: that would run it a second time here."""
+    return frozenset(_HELD.values())
+
+
 class _Renewal:
     """Renews the run's lease every third of its time to live, from a timer.
 
@@ -848,6 +861,7 @@ class _Renewal:
         self._interval = run.settings.lease_ttl.total_seconds() / 3
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        _HELD[self] = run.lease.invocation_id
         self._schedule()
 
     def _schedule(self) -> None:
@@ -871,6 +885,7 @@ class _Renewal:
         self._schedule()
 
     async def stop(self) -> None:
+        _HELD.pop(self, None)
         if self._timer is not None:
             self._timer.cancel()
         if self._task is not None:

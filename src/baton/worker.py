@@ -35,6 +35,7 @@ from baton.errors import (
     StoreUnavailableError,
     WorkflowChangedError,
 )
+from baton.invocation import held_here
 from baton.runner import Runner, check_worker_id, own_prefix
 from baton.sessions.store import Claimed, Interrupt, Store, Subscription
 
@@ -174,9 +175,9 @@ class Worker:
             # Runs of this worker id's earlier incarnation (a restart), not this one's.
             worker=self.worker_id if reclaim_own else None,
             spare=own_prefix(self.worker_id),
-            # A run in hand whose lease lapsed (its renewals stalled) is still running
-            # here: claiming it would start it a second time in this process.
-            skip=tuple(self._active),
+            # A run in hand, or a caller's in this process, whose lease lapsed (its
+            # renewals stalled) still runs here: claimed, it would run twice here.
+            skip=(*self._active, *held_here()),
         )
         if self._draining:
             # Asked to stop while claiming: the runs go back at once, for another process

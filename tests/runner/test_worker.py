@@ -386,7 +386,7 @@ async def test_a_worker_never_takes_back_the_runs_its_own_process_is_running(
         await gate.wait()
         return "done"
 
-    # A live lease is the point (a lapsed one is any worker's to take, this process's too).
+    # A live lease is the point (a lapsed one is any other process's to take).
     workflow = Workflow(name="w", edges=[("START", slow)])
     runner = _runner(store, workflow, worker_id="same", lease_ttl=LONG_TTL)
     session = await runner.session_service.create_session(app_name="app", user_id="u")
@@ -423,6 +423,17 @@ def _held(counts: dict[str, int], started: asyncio.Event, gate: asyncio.Event) -
     return Workflow(name="w", edges=[("START", held)])
 
 
+def _held_runner(
+    stores: StoreFactory, clock: FakeClock
+) -> tuple[Runner, dict[str, int], asyncio.Event, asyncio.Event]:
+    """A runner of `_held` on the test's clock, with its node's counts, its `started` and
+    its `gate`."""
+    counts: dict[str, int] = {}
+    started, gate = asyncio.Event(), asyncio.Event()
+    workflow = _held(counts, started, gate)
+    return _runner(stores.open(), workflow, lease_ttl=LONG_TTL, clock=clock), counts, started, gate
+
+
 async def test_a_run_this_worker_continues_is_not_started_again_when_its_lease_lapses(
     stores: StoreFactory, clock: FakeClock
 ) -> None:
@@ -430,10 +441,8 @@ async def test_a_run_this_worker_continues_is_not_started_again_when_its_lease_l
     # stalled (a loaded machine, the database away a while): by the store's clock the
     # lease lapsed while the node still runs here. The next round must not claim that
     # run and start it a second time in this process.
-    store = stores.open()
-    counts: dict[str, int] = {}
-    started, gate = asyncio.Event(), asyncio.Event()
-    runner = _runner(store, _held(counts, started, gate), lease_ttl=LONG_TTL, clock=clock)
+    runner, counts, started, gate = _held_runner(stores, clock)
+    store = runner.store
     key = await _left_by_a_dead_process(runner, "dead-host:1/abc", ttl=LONG_TTL)
     lapse = LONG_TTL.total_seconds() + 1
     clock.advance(lapse)
@@ -541,3 +550,34 @@ async def test_runs_claimed_as_the_worker_is_asked_to_stop_are_handed_back_not_s
     assert invocation.status is InvocationStatus.RUNNING
     (question,) = await store.find_interrupts(asked, InterruptId("approve"))
     assert question.status is InterruptStatus.OPEN  # the next worker ends it
+
+
+async def test_a_run_a_caller_of_this_process_holds_is_not_started_again_here(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    # A caller's run in this process (run_async) whose renewals stalled past its lease by
+    # the store's clock: the node still runs here, so this process's worker leaves it be
+    # (another process may take it over; then this one's commits are fenced out).
+    runner, counts, started, gate = _held_runner(stores, clock)
+    store = runner.store
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+
+    async def call() -> list[Any]:
+        stream = runner.run_async(user_id="u", session_id=session.id, new_message=message)
+        return [getattr(e, "output", None) async for e in stream]
+
+    caller = asyncio.create_task(call())
+    async with asyncio.timeout(WITHIN):
+        await started.wait()
+    clock.advance(LONG_TTL.total_seconds() + 1)
+    worker = Worker([runner], worker_id="here")
+    async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+        await worker._recover_orphans(group, reclaim_own=False)  # pyright: ignore[reportPrivateUsage] -- a round
+        gate.set()
+        outputs = await caller
+
+    assert counts == {"held": 1}
+    assert outputs[-1] == "done"
+    (invocation,) = await store.list_invocations(session.key)
+    assert invocation.status is InvocationStatus.COMPLETED
