@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.processes import HTTP_TIMEOUT
+from tests.server.processes import HTTP_TIMEOUT, KEEP_IDLE
 
 __all__ = [
     "APP",
@@ -208,7 +208,7 @@ class BatonProcess:
             return await self.process.wait()
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url, timeout=HTTP_TIMEOUT)
+        return httpx.AsyncClient(base_url=self.url, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE)
 
 
 async def start_baton(*args: str, log: Path, within: float = 30.0) -> BatonProcess:

@@ -12,12 +12,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+
 BATON = Path(sys.executable).parent / "baton"
 HTTP_TIMEOUT = 60.0
 """Seconds a test's HTTP client waits for a server (httpx's default is 5): a request is
 answered in milliseconds, but a loaded machine has taken seconds over a new server's first
 ones (imports, a database's first connection); only a server that is really stuck takes
 a minute, and pytest's own timeout (120 s) is still further."""
+KEEP_IDLE = httpx.Limits(keepalive_expiry=2.5)
+"""A client of a server process lets an idle connection go at half the server's keep-alive
+(5 s): with both at 5 s a request sent after about 5 s idle could meet the server's close
+on its way and fail with httpx.ReadError."""
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/")
 
 

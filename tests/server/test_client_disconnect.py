@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pydantic import JsonValue
 
-from tests.server.processes import BATON, HTTP_TIMEOUT, serving
+from tests.server.processes import BATON, HTTP_TIMEOUT, KEEP_IDLE, serving
 
 _AGENT = """
 import asyncio
@@ -100,7 +100,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
     args = [str(BATON), "api_server", str(root / "agents"), "--port", "0"]
     with (
         serving([*args, "--db", str(root / "s.db")]) as url,
-        httpx.Client(base_url=url, timeout=HTTP_TIMEOUT) as client,
+        httpx.Client(base_url=url, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE) as client,
     ):
         yield folder, url, client
 

@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from tests.server.conftest import Live, StartLive, serve
-from tests.server.processes import BATON, HTTP_TIMEOUT, serving
+from tests.server.processes import BATON, HTTP_TIMEOUT, KEEP_IDLE, serving
 
 _AGENT = """
 from baton import App, Workflow
@@ -46,7 +46,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, http
     args = [str(BATON), "api_server", str(root / "agents"), "--port", "0", "--api-key", _KEY]
     with (
         serving([*args, "--db", str(Path(root) / "s.db")]) as url,
-        httpx.Client(base_url=url, headers=_HEADERS, timeout=HTTP_TIMEOUT) as client,
+        httpx.Client(
+            base_url=url, headers=_HEADERS, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE
+        ) as client,
     ):
         client.post("/apps/hello/users/u/sessions/s1", json={}).raise_for_status()
         yield url, client

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from tests.server.conftest import EXAMPLES
-from tests.server.processes import BATON, HTTP_TIMEOUT, serving
+from tests.server.processes import BATON, HTTP_TIMEOUT, KEEP_IDLE, serving
 
 
 def start_and_answer(client: httpx.Client, user: str) -> tuple[str, str]:
@@ -37,7 +37,7 @@ def read_traces(
     route = f"/dev/apps/expense_approval/debug/trace/session/{sid}"
     spans: list[dict[str, Any]] = ann.get(route).json()
     assert bob.get(route).json() == []  # another user's key sees none of ann's spans
-    with httpx.Client(base_url=url, timeout=HTTP_TIMEOUT) as anonymous:
+    with httpx.Client(base_url=url, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE) as anonymous:
         assert anonymous.get(route).status_code == 401
     return sid, invocation, other, spans
 
@@ -46,8 +46,12 @@ def test_spans_are_kept_per_session_in_the_ui_shape(tmp_path: Path) -> None:
     args = [str(BATON), "api_server", str(EXAMPLES), "--port", "0", "--trace-to-ui"]
     args += ["--db", str(tmp_path / "t.db"), "--api-key", "ann:a1", "--api-key", "bob:b1"]
     with serving(args) as url:
-        ann = httpx.Client(base_url=url, headers={"X-API-Key": "a1"}, timeout=HTTP_TIMEOUT)
-        bob = httpx.Client(base_url=url, headers={"X-API-Key": "b1"}, timeout=HTTP_TIMEOUT)
+        ann = httpx.Client(
+            base_url=url, headers={"X-API-Key": "a1"}, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE
+        )
+        bob = httpx.Client(
+            base_url=url, headers={"X-API-Key": "b1"}, timeout=HTTP_TIMEOUT, limits=KEEP_IDLE
+        )
         with ann, bob:
             sid, invocation, other, spans = read_traces(url, ann, bob)
     calls = [s for s in spans if s["name"] == "baton.invocation"]
