@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
 
+from baton.function_signature import FunctionSignature
 from baton.gemini_configs import (
     AutomaticFunctionCallingConfig,
     GroundingMetadata,
@@ -380,9 +381,6 @@ class FunctionDeclaration(ReferenceRepr, WireModel):
                 f"{', '.join(repr(o) for o in get_args(_ApiOption))}; baton's declaration is "
                 "the same for each, so leave it out or give one of them."
             )
-        # tools.signature builds declarations from this module's types: imported here.
-        from baton.tools.signature import FunctionSignature
-
         signature = FunctionSignature.of(callable)
         return cls(
             name=signature.name,

@@ -99,6 +99,7 @@ from baton.events import (
     task_question_id,
     task_reply,
 )
+from baton.function_signature import InvalidArgumentsError
 from baton.models import BaseLlm, GenerateContentConfig, LlmRequest, LlmResponse, resolve_model
 from baton.planners import BasePlanner, BuiltInPlanner
 from baton.plugins.manager import PluginManager
@@ -123,7 +124,6 @@ from baton.tools.confirmation import (
     request_ids,
     requested_calls,
 )
-from baton.tools.signature import InvalidArgumentsError
 from baton.types import Content, FunctionCall, FunctionResponse, Part
 from baton.workflow.execution import message_value
 from baton.workflow.nodes import NodeInput

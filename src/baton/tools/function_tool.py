@@ -12,11 +12,15 @@ from typing import final
 from pydantic import JsonValue
 
 from baton.events import check_assignee, json_schema_of, to_json_value
+from baton.function_signature import (
+    TOOL_CONTEXT_PARAMETER,
+    FunctionSignature,
+    InvalidArgumentsError,
+)
 from baton.models.llm import FunctionDeclaration
 from baton.threads import run_sync
 from baton.tools.base import BaseTool, hold_for_confirmation
 from baton.tools.confirmation import ConfirmationRule, check_rule, needs_confirmation
-from baton.tools.signature import TOOL_CONTEXT_PARAMETER, FunctionSignature, InvalidArgumentsError
 from baton.tools.tool_context import ToolContext
 
 __all__ = ["LONG_RUNNING_NOTE", "ConfirmationRule", "FunctionTool", "LongRunningFunctionTool"]
@@ -75,7 +79,10 @@ class FunctionTool(BaseTool):
         Returns:
             The declaration.
         """
-        return self.signature.declaration(description=self.description)
+        signature = self.signature
+        return FunctionDeclaration(
+            name=signature.name, description=self.description, parameters=signature.parameters
+        )
 
     async def run(self, args: dict[str, JsonValue], tool_context: ToolContext) -> JsonValue:
         """Validate the arguments and call the function.

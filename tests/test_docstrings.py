@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from baton.tools.docstring import Docstring, parse_docstring
+from baton.docstrings import Docstring, parse_docstring
 
 
 def test_google_style_args_with_types_and_continuation_lines() -> None:

@@ -1,4 +1,5 @@
-"""A Python function as a tool: its declaration, and its arguments validated and bound.
+"""A Python function as a tool sees it: its name, description and parameters' JSON schema
+(what a `FunctionDeclaration` declares), and its arguments validated and bound.
 
 The JSON schema comes from the signature's type hints (pydantic does the work, so
 models, Optional, lists, enums and Literal all work) and the per-parameter
@@ -17,8 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
-from baton.models.llm import FunctionDeclaration
-from baton.tools.docstring import parse_docstring
+from baton.docstrings import parse_docstring
 
 __all__ = ["TOOL_CONTEXT_PARAMETER", "BoundCall", "FunctionSignature", "InvalidArgumentsError"]
 
@@ -98,18 +98,6 @@ class FunctionSignature:
             takes_tool_context=TOOL_CONTEXT_PARAMETER in inspect.signature(func).parameters,
             accepted=frozenset(p.name for p in params),
         )
-
-    def declaration(self, *, description: str | None = None) -> FunctionDeclaration:
-        """The declaration the model sees.
-
-        Args:
-            description: replaces the docstring's description.
-
-        Returns:
-            The declaration.
-        """
-        text = self.description if description is None else description
-        return FunctionDeclaration(name=self.name, description=text, parameters=self.parameters)
 
     def bind(self, args: dict[str, JsonValue]) -> BoundCall:
         """Validate the model's arguments and coerce them into the annotated types.
