@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pydantic import JsonValue
 
 from baton.answers import unwrap_response
-from baton.events import REQUEST_INPUT_FUNCTION, Event, UiWidget
+from baton.auth.credential_asking import masked_credential, masked_credentials_in
+from baton.events import REQUEST_CREDENTIAL_FUNCTION, REQUEST_INPUT_FUNCTION, Event, UiWidget
 from baton.sessions.store import Interrupt, InterruptStatus
 from baton.types import FunctionCall, FunctionResponse, WireModel
 
@@ -105,7 +106,7 @@ def _describe(event: Event, index: AnswerIndex) -> list[_Found]:
     if event.output is not None:
         found.append((EntryKind.OUTPUT, f"→ {compact(event.output)}", event.output, None))
     if not found and event.actions.state_delta:
-        delta: JsonValue = dict(event.actions.state_delta)
+        delta: JsonValue = masked_credentials_in(dict(event.actions.state_delta))
         found.append((EntryKind.STATE, f"state {compact(delta)}", delta, None))
     found.extend(_widget(w) for w in event.actions.render_ui_widgets or ())
     return found
@@ -148,6 +149,10 @@ def _answered(event: Event, response: FunctionResponse, index: AnswerIndex) -> _
     row = index.get((event.invocation_id, response.id or ""))
     answered = row is not None and row.status is InterruptStatus.ANSWERED
     value = row.answer if row is not None and answered else unwrap_response(response.response)
+    if response.name == REQUEST_CREDENTIAL_FUNCTION or (
+        row is not None and row.function_name == REQUEST_CREDENTIAL_FUNCTION
+    ):
+        value = masked_credential(value)  # the user's secret: never shown
     detail: JsonValue = {"interruptId": response.id, "answer": value}
     by = row.answered_by if row is not None else None
     return EntryKind.ANSWERED, f"answered [{response.id}]: {compact(value)}", detail, by

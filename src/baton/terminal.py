@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import os
 import signal
 import sys
-from collections.abc import AsyncGenerator, Callable
+import termios
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Final, TextIO, final
 
@@ -25,13 +27,14 @@ from rich.table import Table
 from rich.text import Text
 
 from baton.answers import schema_problem, validate_answer
+from baton.auth.credential_asking import CredentialAsk, credential_ask
 from baton.errors import (
     BatonError,
     InvalidResponseError,
     InvocationFinishedError,
     InvocationNotFoundError,
 )
-from baton.events import REQUEST_INPUT_FUNCTION, Event
+from baton.events import REQUEST_CREDENTIAL_FUNCTION, REQUEST_INPUT_FUNCTION, Event
 from baton.history import EntryKind, TimelineEntry, acting_node, describe_event
 from baton.keyboard import read_typed_line
 from baton.runner import Runner
@@ -83,15 +86,19 @@ class Terminal:
     """What `baton resume SESSION` needs to find the session again (e.g. `-p examples/`)."""
     answered_by: str | None = None
     """Who answers at this terminal (`--as`); None: the session's user."""
+    read_secret: ReadLine | None = None
+    """Reads a secret (a credential request's key or token) without showing it; None:
+    `read_line`."""
 
     @classmethod
     def standard(cls, *, as_json: bool = False) -> Terminal:
         """stdout for events; stdin for answers (prompting only when it is a terminal)."""
         interactive = sys.stdin.isatty()
         console = Console(stderr=as_json)
-        return cls(
-            console, prompt_reader(console) if interactive else _stdin_reader, interactive, as_json
-        )
+        if not interactive:
+            return cls(console, _stdin_reader, interactive, as_json)
+        secret = prompt_reader(console, secret=True)
+        return cls(console, prompt_reader(console), interactive, as_json, read_secret=secret)
 
 
 def _stdin_reader(_: str) -> str | None:
@@ -99,27 +106,50 @@ def _stdin_reader(_: str) -> str | None:
     return line.rstrip("\n") if line else None
 
 
-def prompt_reader(console: Console, stdin: TextIO | None = None) -> ReadLine:
+def prompt_reader(
+    console: Console, stdin: TextIO | None = None, *, secret: bool = False
+) -> ReadLine:
     """Reads answers at a terminal prompt (`stdin`, default sys.stdin); Ctrl-C or Ctrl-D
-    ends input (None), at once."""
+    ends input (None), at once. A `secret` reader turns the terminal's echo off while
+    the line is typed, as `getpass` does, so the key or token is never on the screen."""
 
     def read(prompt: str) -> str | None:
         # The command's asyncio.Runner takes SIGINT to cancel its task, which can only
         # happen once this blocking read returns (after Enter): while reading, Ctrl-C
         # raises KeyboardInterrupt here instead, wherever it lands (see baton.keyboard).
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        stream = stdin or sys.stdin
         try:
             console.print(f"[bold cyan]{prompt}[/] ", end="")
-            line = read_typed_line(stdin or sys.stdin)
+            with unechoed(stream) if secret else contextlib.nullcontext():
+                line = read_typed_line(stream)
         except KeyboardInterrupt:
             line = None
         finally:
             signal.signal(signal.SIGINT, previous)
-        if line is None:  # Ctrl-C or Ctrl-D: stop asking, stay paused
-            console.print()
+        if line is None or secret:  # Ctrl-C or Ctrl-D: stop asking, stay paused
+            console.print()  # (a secret's Enter was not echoed either)
         return line
 
     return read
+
+
+@contextlib.contextmanager
+def unechoed(stream: TextIO) -> Iterator[None]:
+    """The terminal `stream` does not echo what is typed meanwhile (and is restored after,
+    whatever happens); a stream that is no terminal is left as it is."""
+    fd = stream.fileno()
+    if not os.isatty(fd):
+        yield
+        return
+    before = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~termios.ECHO  # lflag
+    termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, before)
 
 
 _STYLES: Final = {
@@ -354,6 +384,8 @@ async def ask_answers(terminal: Terminal, rows: list[Interrupt]) -> Answers | No
 
 async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
     """The checked answer (in a 1-tuple, as it may be null), or None at end of input."""
+    if row.function_name == REQUEST_CREDENTIAL_FUNCTION:
+        return _ask_credential(terminal, row)
     terminal.console.print(_question_panel(row))
     fields = _object_fields(row.response_schema) if terminal.interactive else None
     if fields:
@@ -377,6 +409,45 @@ async def _ask(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
             if not terminal.interactive:
                 raise  # piped input cannot be retyped: refuse, the run stays paused
             terminal.console.print(Text(str(error), style="red"))
+
+
+def _ask_credential(terminal: Terminal, row: Interrupt) -> tuple[JsonValue] | None:
+    """A credential request asked in a person's words (see `baton.auth.credential_asking`):
+    the key or token read without echo, or the sign-in link and the address it sent the
+    person to; the checked answer, or None at end of input. Piped input may also give the
+    whole answer as JSON."""
+    ask = credential_ask(row.payload)
+    terminal.console.print(_credential_panel(row, ask))
+    read = (terminal.read_secret or terminal.read_line) if ask.is_secret else terminal.read_line
+    prompt = f"{ask.typed[0].upper()}{ask.typed[1:]} (not shown)>" if ask.is_secret else "Address>"
+    while True:
+        line = read(prompt)
+        if line is None:
+            return None
+        try:
+            if not terminal.interactive and line.lstrip().startswith("{"):
+                return (parse_answer(row, line),)
+            if not line.strip():
+                raise InvalidResponseError(f"type the {ask.typed} first; nothing was sent.")
+            return (validate_answer(row, ask.answer(line)),)
+        except InvalidResponseError as error:
+            if not terminal.interactive:
+                raise  # piped input cannot be retyped: refuse, the run stays paused
+            terminal.console.print(Text(str(error), style="red"))
+
+
+def _credential_panel(row: Interrupt, ask: CredentialAsk) -> Panel:
+    parts = [Text(f"Asks for: {ask.what}", style="bold")]
+    if row.message and not (ask.link and ask.link in row.message):
+        parts.append(Text(row.message))
+    if ask.link:
+        parts.append(Text(f"Sign in at {ask.provider}: ", style="bold").append(ask.link, "link"))
+        parts.append(Text("Then paste the address the sign-in sent you to.", style="dim"))
+    else:
+        parts.append(Text(f"Type the {ask.typed}; it is not shown as you type.", style="dim"))
+    asker = row.node_path.rsplit("/", 1)[-1]
+    title = Text(f"{asker} asks [{row.interrupt_id}]")
+    return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
 
 
 @dataclass(frozen=True)
