@@ -170,7 +170,8 @@ class EventsCompactionConfig(BaseModel):
         event_retention_size: ...all but this many of the newest events.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    # defer_build: see WireModel.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     summarizer: BaseEventsSummarizer | None = None
     compaction_interval: int | None = Field(default=None, gt=0)

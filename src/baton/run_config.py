@@ -75,7 +75,7 @@ class ToolThreadPoolConfig(BaseModel):
     `max_workers` bounds how many of one run's calls are in a thread at a time.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see WireModel
 
     max_workers: int = Field(default=4, ge=1)
 
@@ -93,7 +93,7 @@ class RunConfig(BaseModel):
     `telemetry`, `save_input_blobs_as_artifacts`, and the live-mode fields.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see WireModel
 
     streaming_mode: StreamingMode = StreamingMode.NONE
     """SSE: model replies reach the caller in `partial=True` pieces as they arrive."""

@@ -96,6 +96,8 @@ __all__ = [
 class ResumabilityConfig(BaseModel):
     """Whether runs resume at the interrupted node from their checkpoint."""
 
+    model_config = ConfigDict(defer_build=True)  # see WireModel
+
     is_resumable: bool = False
 
 
@@ -110,7 +112,8 @@ class App(BaseModel):
     `name` defaults to the root agent's name.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    # defer_build: see WireModel.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     name: str = Field(default="", validate_default=True)
     root_agent: Any

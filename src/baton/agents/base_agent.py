@@ -95,7 +95,8 @@ class BaseAgent(BaseModel):
         TypeError: the class does not implement `_run_async_impl`.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    # defer_build: see WireModel.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     commits_each_event: ClassVar[bool] = True
     # An agent signs its own events, in a workflow too (function nodes' carry the workflow's

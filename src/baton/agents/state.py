@@ -54,7 +54,7 @@ class BaseAgentState(BaseModel, metaclass=_AgentStateMeta):
     must not redo, and read the last one back with `self._load_agent_state(ctx, StateCls)`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # see WireModel
 
 
 class SequentialAgentState(BaseAgentState):

@@ -26,7 +26,10 @@ class _Part(BaseModel, hide_input_in_errors=True):
     (the reference allows them) but never shown."""
 
     model_config = ConfigDict(
-        extra="allow", alias_generator=alias_generators.to_camel, populate_by_name=True
+        extra="allow",
+        alias_generator=alias_generators.to_camel,
+        populate_by_name=True,
+        defer_build=True,  # see WireModel
     )
 
     def __repr_args__(self) -> Any:

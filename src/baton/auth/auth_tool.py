@@ -36,6 +36,7 @@ class _Model(BaseModel, hide_input_in_errors=True):
         alias_generator=alias_generators.to_camel,
         populate_by_name=True,
         arbitrary_types_allowed=True,
+        defer_build=True,  # see WireModel
     )
 
 

@@ -131,7 +131,7 @@ class BaseLlm(BaseModel, ABC):
             strings such as "openai/gpt-4o-mini" to a model class.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)  # see WireModel
 
     model: str
 

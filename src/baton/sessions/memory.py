@@ -20,7 +20,7 @@ from types import UnionType
 from typing import Final, TypeVar, Union, cast, final, get_args, get_origin
 
 from pydantic import BaseModel, JsonValue
-from pydantic_core import from_json, to_json
+from pydantic_core import SchemaSerializer, from_json, to_json
 
 from baton.errors import (
     InvocationNotFoundError,
@@ -68,9 +68,19 @@ __all__ = ["MemoryStore"]
 _T = TypeVar("_T")
 # Read on every step: globals, not class attributes (a lookup on an Enum or a pydantic
 # model class passes through its metaclass's __getattr__ hook, ~1k instructions apiece).
-_EVENT_SERIALIZER: Final = Event.__pydantic_serializer__
+# Each event class's serializer, found on its first commit: Event's is built on first use
+# (see WireModel's defer_build), so it cannot be read when this module loads.
+_SERIALIZERS: Final[dict[type[Event], SchemaSerializer]] = {}
 _REWOUND: Final = InvocationStatus.REWOUND
 _M = TypeVar("_M", bound=BaseModel)
+
+
+def _serializer_of(cls: type[Event]) -> SchemaSerializer:
+    """`cls`'s serializer, built now if it was not yet, and kept in `_SERIALIZERS`."""
+    if not cls.__pydantic_complete__:
+        cls.model_rebuild()
+    serializer = _SERIALIZERS[cls] = cls.__pydantic_serializer__
+    return serializer
 
 
 @dataclass(slots=True)
@@ -264,9 +274,7 @@ class MemoryStore:
             # Found once, not on the class nor the instance: through either (pydantic's
             # metaclass's and model's __getattr__ hooks) the lookup alone costs 500-1k
             # instructions.
-            serializer = (
-                _EVENT_SERIALIZER if type(event) is Event else type(event).__pydantic_serializer__
-            )
+            serializer = _SERIALIZERS.get(type(event)) or _serializer_of(type(event))
             stored = serializer.to_json(event, exclude_none=True)
             data.events.append(stored)
             # Found, not `setdefault(id, [])`: that builds a list to throw away, every event.

@@ -13,7 +13,7 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import TypeVar
 
-from pydantic import BaseModel, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from baton.errors import InvalidIdError
 from baton.events import Event
@@ -53,6 +53,8 @@ class GetSessionConfig(BaseModel):
     `num_recent_events` (0: none), and of those only the ones from `after_timestamp` on
     (the reference's filter: what follows the last event older than it)."""
 
+    model_config = ConfigDict(defer_build=True)  # see WireModel
+
     num_recent_events: int | None = None
     after_timestamp: float | None = None
 
@@ -66,6 +68,8 @@ class GetSessionConfig(BaseModel):
 
 class ListSessionsResponse(BaseModel):
     """The result of `list_sessions`."""
+
+    model_config = ConfigDict(defer_build=True)  # see WireModel
 
     sessions: list[Session] = Field(default_factory=list[Session])
 

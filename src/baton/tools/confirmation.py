@@ -76,7 +76,11 @@ class ToolConfirmation(BaseModel):
     """
 
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        defer_build=True,  # see WireModel
     )
 
     hint: str = ""

@@ -78,7 +78,8 @@ class RetryConfig(BaseModel):
     """
 
     # Assignments are checked (and classes named) as the constructor checks its arguments.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # defer_build: see WireModel.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
     max_attempts: int | None = Field(default=None, ge=0)
     initial_delay: float | None = Field(default=None, ge=0)
@@ -195,7 +196,8 @@ class BaseNode(BaseModel):
             stored (see `baton.schemas`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    # defer_build: see WireModel.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     commits_each_event: ClassVar[bool] = False
     # Declared here (read with getattr, as agents have them too): a missing attribute of a
