@@ -31,7 +31,8 @@ from baton.readonly_context import (
     refuse_credential_request,
     refuse_credentials,
 )
-from baton.run_config import RunConfig, own_copy, run_config_in_force
+from baton.run_config import RunConfig, own_copy
+from baton.run_config import run_config_in_force as _in_force
 from baton.sessions.state import State
 from baton.sessions.store import Interrupt, Session, SessionKey
 from baton.types import Content, InvocationId
@@ -157,6 +158,9 @@ class InvocationContext:
             credentials (`Runner(credential_service=...)`).
         plugins: the Runner's plugins.
         run_config: what the call asked for (a `RunConfig`; default `RunConfig()`).
+        run_config_in_force: `run_config_in_force(run_config)`, when the caller already
+            has it (baton's Runner, which checks it first): `ADK_MAX_LLM_CALLS` is then
+            not read a second time for the call (~9k instructions).
         agent, session_service: kept for code written for the reference.
         resumability_config: a `ResumabilityConfig`.
         agent_states, end_of_agents: agents' checkpoints and ended marks to resume from.
@@ -190,6 +194,7 @@ class InvocationContext:
         session_service: object = None,
         resumability_config: object = None,
         run_config: RunConfig | None = None,
+        run_config_in_force: RunConfig | None = None,
         agent_states: dict[str, JsonValue] | None = None,
         end_of_agents: dict[str, bool] | None = None,
         branch: str | None = None,
@@ -216,7 +221,9 @@ class InvocationContext:
         self.resumability_config = resumability_config
         # What the run goes by (see `current_run_config`), and the run's own config: the
         # caller's, or a copy of the default that `run_config` makes when first read.
-        self._current_run_config = run_config_in_force(run_config)
+        self._current_run_config = (
+            _in_force(run_config) if run_config_in_force is None else run_config_in_force
+        )
         self._run_config = None if run_config is None else self._current_run_config
         # Set by an agent's own code, a tool or a callback to end the running agent's run
         # where the reference ends it (see `BaseAgent.run_async`); its parent goes on.

@@ -149,6 +149,7 @@ class InvocationRun:
         version: int,
         *,
         run_config: RunConfig | None = None,
+        run_config_in_force: RunConfig | None = None,
     ) -> None:
         self.settings = settings
         self.store = settings.store
@@ -199,6 +200,7 @@ class InvocationRun:
             plugins=settings.plugins,
             session_service=settings.session_service,
             run_config=run_config,
+            run_config_in_force=run_config_in_force,
         )
         self.invocation.stream_partial = self._stream_partial
         # Merged into every event of the call (the reference's RunConfig.custom_metadata).

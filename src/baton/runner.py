@@ -390,7 +390,9 @@ class Runner:
                 calls its model first names a key or artifact the session does not have;
                 before anything changed (see `check_first_instructions`).
         """
-        run_config_in_force(run_config)  # refused before anything changes
+        # Refused before anything changes; handed to the run, which then reads no
+        # environment variable again.
+        in_force = run_config_in_force(run_config)
         key = self.planner.session_key(user_id, session_id, session)
         self._check_agents()
         # A write the app's state_schema refuses is refused before anything is stored.
@@ -428,7 +430,7 @@ class Runner:
         run: InvocationRun | None = None
         seal: Event | None = None
         try:
-            run = await self._open_run(plan, lease, answered_by, invocation, run_config)
+            run = await self._open_run(plan, lease, answered_by, invocation, run_config, in_force)
             run.invocation.abort_signal = abort_signal
             run.invocation.first_artifacts = first_artifacts
             async with run.events(yield_user_message) as events:
@@ -879,6 +881,7 @@ class Runner:
         answered_by: str | None,
         invocation: Invocation | None = None,
         run_config: RunConfig | None = None,
+        in_force: RunConfig | None = None,
     ) -> InvocationRun:
         if plan.kind is PlanKind.START:
             root = RunRecord(
@@ -892,7 +895,13 @@ class Runner:
                 message_input=plan.message is not None,
             )
             run = InvocationRun(
-                self._settings(), plan, lease, root, version=0, run_config=run_config
+                self._settings(),
+                plan,
+                lease,
+                root,
+                version=0,
+                run_config=run_config,
+                run_config_in_force=in_force,
             )
             await run.begin(answered_by)
             return run
@@ -908,7 +917,13 @@ class Runner:
             # handed on, which continuing hands on: see `wants_execution`.)
             rerun_failed(root)
         run = InvocationRun(
-            self._settings(), plan, lease, root, version=invocation.version, run_config=run_config
+            self._settings(),
+            plan,
+            lease,
+            root,
+            version=invocation.version,
+            run_config=run_config,
+            run_config_in_force=in_force,
         )
         await run.begin(answered_by)
         return run

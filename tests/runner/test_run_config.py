@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 from pydantic import JsonValue, ValidationError
@@ -25,11 +26,12 @@ from baton import (
     Workflow,
     types,
 )
+from baton import run_config as run_config_module
 from baton.agents import LlmAgent
 from baton.errors import LlmCallsLimitExceededError, RunConfigError
 from baton.events import Event
 from baton.models import ScriptedModel
-from baton.run_config import check_run_config
+from baton.run_config import check_run_config, run_config_in_force
 from baton.tools import FunctionTool, ToolContext
 from baton.types import FunctionCall
 from tests.harness import Harness, MakeHarness
@@ -170,6 +172,32 @@ async def test_max_llm_calls_counts_per_call_so_a_resume_gets_a_fresh_allowance(
 
     assert tool_runs == [0, 1, 2]  # the committed tool calls did not run again
     assert [e.content.text for e in events if e.content and e.content.text] == ["done"]
+
+
+async def test_a_call_without_a_run_config_reads_adk_max_llm_calls_once(
+    make_harness: MakeHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Runner checks the call's config before anything changes and hands it to the run
+    # (a read of an unset variable raises and catches a KeyError: ~9k instructions).
+    reads: list[str] = []
+
+    class _Environ(dict[str, str]):
+        def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+            reads.append(key)
+            return super().get(key, default)
+
+    environ = SimpleNamespace(environ=_Environ({"ADK_MAX_LLM_CALLS": "2"}))
+    monkeypatch.setattr(run_config_module, "os", environ)
+    run_config_in_force(None)  # RunConfig() of this value made (and cached) once
+    tool_runs: list[int] = []
+    h = await make_harness(_looping_agent(tool_runs, 3))
+    reads.clear()
+
+    with pytest.raises(LlmCallsLimitExceededError, match=r"max_llm_calls=2"):
+        await h.collect(new_message=_go())
+
+    assert tool_runs == [0, 1]
+    assert reads == ["ADK_MAX_LLM_CALLS"]
 
 
 async def test_zero_or_less_max_llm_calls_is_no_limit(make_harness: MakeHarness) -> None:
