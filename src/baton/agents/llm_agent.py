@@ -1096,7 +1096,10 @@ class LlmAgent(BaseAgent):
 
     async def _request(self, ctx: AgentContext, progress: _Progress) -> LlmRequest:
         llm = self.canonical_model
-        config = (self.generate_content_config or GenerateContentConfig()).model_copy(deep=True)
+        # The agent's config is copied (the request's is changed below); a new one is not:
+        # a deep copy of its empty fields costs more than making one again.
+        own = self.generate_content_config
+        config = GenerateContentConfig() if own is None else own.model_copy(deep=True)
         apply_run_config(config, ctx.current_run_config)
         contents = _with_input_context(ctx, await self._contents(ctx, progress))
         request = LlmRequest(model=llm.model, contents=contents, config=config)
