@@ -321,3 +321,19 @@ def test_a_reference_field_baton_does_not_take_is_refused_saying_what_it_takes(
     # A field the reference does not have either is still pydantic's plain refusal.
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         model(**{"no_such_field": 1})
+
+
+def test_a_function_response_is_made_from_an_mcp_result_as_genai_makes_it() -> None:
+    mcp_types = pytest.importorskip("mcp.types")
+    four = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="4")])
+    failed = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text="no")], is_error=True
+    )
+
+    # genai keeps the SDK's content objects; baton their JSON, which a session stores.
+    assert types.FunctionResponse.from_mcp_response(name="add", response=four) == (
+        types.FunctionResponse(name="add", response={"result": [{"type": "text", "text": "4"}]})
+    )
+    assert types.FunctionResponse.from_mcp_response(name="add", response=failed) == (
+        types.FunctionResponse(name="add", response={"error": "MCP response is error."})
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, NewType, cast
 
-from pydantic import ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from baton.images import Image
 from baton.wire_enums import FinishReason, Language, Outcome
@@ -111,6 +111,22 @@ class FunctionResponse(ReferenceRepr, StrictWireModel):
 
     # See FunctionCall's.
     __init__.__pydantic_base_init__ = True  # pyright: ignore[reportFunctionMemberAccess]
+
+    @classmethod
+    def from_mcp_response(cls, *, name: str, response: BaseModel) -> FunctionResponse:
+        """The response of function `name` from an MCP tool's result (the SDK's
+        `CallToolResult`), as genai makes it: `{"error": "MCP response is error."}` for a
+        failed call, else `{"result": [content items]}`, each item as JSON (genai keeps
+        the SDK's objects, which a session could not store).
+
+        Args:
+            name: the function's name.
+            response: the MCP SDK's `CallToolResult`, of either major version.
+        """
+        fields = response.model_dump(mode="json", exclude_none=True)
+        if fields.get("is_error") or fields.get("isError"):
+            return cls(name=name, response={"error": "MCP response is error."})
+        return cls(name=name, response={"result": fields.get("content", [])})
 
 
 class Blob(ReferenceRepr, StrictWireModel):
