@@ -11,6 +11,8 @@ invocation still runs what failed again. On every backend.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import suppress
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -30,7 +32,8 @@ from baton.errors import NodeFailedError
 from baton.events import Event
 from baton.history import acting_node
 from baton.sessions.services import BaseSessionService
-from baton.sessions.store import InvocationStatus, StepCommit, Store
+from baton.sessions.store import InvocationStatus, Notification, StepCommit, Store
+from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, attach_harness, build_harness, outputs
 
@@ -61,6 +64,16 @@ def stop_after_the_first_failure(store: Store) -> Callable[[], None]:
 
     setattr(store, "commit_step", committing)  # noqa: B010 -- SqlStore is final, as in tests/crash
     return lambda: delattr(store, "commit_step")
+
+
+async def drain(store: Store) -> list[Notification]:
+    """Every notification recorded since the last drain, oldest first."""
+    taken: list[Notification] = []
+    ttl = timedelta(seconds=30)
+    while claimed := await store.claim_notifications("http://r.test", "t", ttl=ttl, limit=1):
+        taken += claimed.notifications
+        await store.accept_notification("http://r.test", "t", taken[-1].seq, ttl=ttl)
+    return taken
 
 
 def errors(events: list[Event]) -> list[tuple[str, str | None, str | None]]:
@@ -260,3 +273,89 @@ async def test_a_node_runner_child_s_failure_is_handed_again_on_a_rerun_and_retr
 
 def _text(text: str) -> types.Content:
     return types.Content(role="user", parts=[types.Part(text=text)])
+
+
+class Lost(LookupError):
+    """The failure a caller does not catch, after one it caught."""
+
+
+def catching_then_failing(counter: Counter, *, retry: RetryConfig | None = None) -> Workflow:
+    """START -> caller: its first child fails with NodeTrouble, which it catches and goes
+    on; its second child fails with Lost, which it does not: the caller fails with Lost."""
+
+    def first(node_input: str) -> str:
+        counter.bump("first")
+        raise NodeTrouble(TROUBLE)
+
+    def second(node_input: str) -> str:
+        counter.bump("second")
+        raise Lost("the second child lost it")
+
+    async def caller(ctx: Context, node_input: str) -> str:
+        counter.bump("caller")
+        with suppress(Exception):  # caught: the caller goes on
+            await ctx.run_node(first, "x")
+        return await ctx.run_node(second, "y")
+
+    return Workflow(name="wf", edges=[("START", FunctionNode(caller))], retry_config=retry)
+
+
+async def test_a_run_fails_with_its_child_s_failure_not_one_it_caught_before(
+    stores: StoreFactory,
+) -> None:
+    """The failed run's failure is the one that ended it: the invocation's error (landed
+    with the root's failure, once) names Lost, not the NodeTrouble the caller caught."""
+    counter = Counter()
+    root = catching_then_failing(counter)
+    h = await build_harness(root, BaseSessionService(stores.open()), resumable=True)
+    await drain(h.service.store)
+    with pytest.raises(Lost):
+        await h.start()
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.FAILED
+    assert invocation.error == "node run 'wf@1' failed: Lost: the second child lost it"
+    ended = [n.body["run"] for n in await drain(h.service.store) if n.kind == "run.failed"]
+    assert ended == [{"status": "failed", "error": invocation.error}]
+
+
+async def test_a_committed_failure_after_a_caught_one_is_handed_on_as_it_was(
+    stores: StoreFactory,
+) -> None:
+    """The process stops right after the caller's failure commits (its workflow still
+    running): the continuing process hands on Lost, which the workflow's RetryConfig (for
+    NodeTrouble only) does not retry, as the stopped process would not have."""
+    retry = RetryConfig(exceptions=["NodeTrouble"], max_attempts=2, initial_delay=0, jitter=0)
+    counter = Counter()
+    root = catching_then_failing(counter, retry=retry)
+    store = stores.open()
+    commit = store.commit_step
+    stopped = False
+
+    async def committing(step: StepCommit) -> int:
+        nonlocal stopped
+        if stopped:
+            raise ConnectionError("the process stopped")
+        version = await commit(step)
+        checkpoint = step.checkpoint
+        chain = find_chain(RunRecord.from_json(checkpoint), "wf@1/caller@1") if checkpoint else None
+        if chain and chain[-1].status is RunStatus.FAILED:
+            stopped = True
+            raise ConnectionError("the process stopped right after this commit")
+        return version
+
+    setattr(store, "commit_step", committing)  # noqa: B010 -- as above
+    h = await build_harness(root, BaseSessionService(store), resumable=True)
+    with pytest.raises(ConnectionError, match="the process stopped"):
+        await h.start()
+    delattr(store, "commit_step")
+    invocation_id = (await h.invocation()).id
+    assert counter.runs == {"caller": 1, "first": 1, "second": 1}
+
+    again = restarted(h, stores, root)
+    with pytest.raises(NodeFailedError) as raised:
+        await again.collect(invocation_id=invocation_id)
+    assert counter.runs == {"caller": 1, "first": 1, "second": 1}  # not retried
+    assert (raised.value.error_type, str(raised.value)) == ("Lost", "the second child lost it")
+    assert raised.value.node_path == "wf@1/caller@1/second@1"
+    invocation = await again.invocation()
+    assert invocation.error == "node run 'wf@1' failed: Lost: the second child lost it"

@@ -124,10 +124,9 @@ def described(error: BaseException) -> str:
 def carried_failure(record: RunRecord) -> NodeRunFailedError:
     """The failure `record` committed, to hand on now: the process that committed it
     stopped before its workflow (or caller) took it, and the exception itself went with
-    that process. Its class names and message, as recorded, travel in a NodeFailedError.
-
-    A workflow's run records no error of its own (its failed child's is the error): the
-    first failed run below it that recorded one stands for it.
+    that process. Its class names and message, as recorded, travel in a NodeFailedError,
+    whose `node_path` is the run the exception came from (`record`, or the failed run
+    below it whose failure `record` took on).
     """
     failed = _recorded_failure(record) or record
     text = failed.error or "its error was not recorded"
@@ -147,14 +146,34 @@ def failure_text(record: RunRecord) -> str | None:
 
 
 def _recorded_failure(record: RunRecord) -> RunRecord | None:
+    """The run whose exception `record` failed with: the one below it that recorded the
+    error `record` recorded as its own (a child's failure it took on, see `_execute`), or
+    itself. A run that recorded none (written before failed runs recorded their children's
+    errors): the first failed run below it that recorded one."""
     if record.error is not None:
-        return record
+        return _origin(record)
     if record.child is None:
         return None
     for run in record.child.runs.values():
         if run.status is RunStatus.FAILED and (found := _recorded_failure(run)) is not None:
             return found
     return None
+
+
+def _origin(record: RunRecord) -> RunRecord:
+    """The deepest failed run at or below `record` that recorded `record`'s failure. Not
+    just any failed child: a dynamic child whose failure its caller caught stays failed
+    in the caller's checkpoint (a rerun of the caller hands it that failure again)."""
+    child = record.child
+    if child is not None:
+        for run in reversed(child.runs.values()):
+            if (
+                run.status is RunStatus.FAILED
+                and run.error == record.error
+                and run.error_classes == record.error_classes
+            ):
+                return _origin(run)
+    return record
 
 
 def wants_execution(node: Node, record: RunRecord) -> bool | None:
@@ -813,7 +832,9 @@ async def _execute(
                     node, record, invocation, error, collector.last_author
                 ):
                     continue
-                await _commit_failure(node, record, invocation, None, finish)
+                # The child's failure is this run's: recorded as its own (no event: the
+                # child's said it), so that it is the one handed on from this run's record.
+                await _commit_failure(node, record, invocation, error, finish, said=True)
                 raise NodeRunFailedError(record.path, failure.error) from failure.error
             except Exception as error:
                 await _settle(children, cancel=True)
@@ -1117,17 +1138,20 @@ async def _commit_failure(
     node: Node,
     record: RunRecord,
     invocation: InvocationContext,
-    error: BaseException | None,
+    error: BaseException,
     finish: Finish,
     *,
     last_author: str | None = None,
+    said: bool = False,
 ) -> None:
-    events = () if error is None else (_error_event(node, record, invocation, error, last_author),)
+    """Commit the run failed with `error`, with its error event unless one `said` it
+    already (a child's, whose failure this run took on)."""
+    events = () if said else (_error_event(node, record, invocation, error, last_author),)
 
     def mutate() -> None:
         record.status = RunStatus.FAILED
-        record.error = None if error is None else described(error)
-        record.error_classes = () if error is None else error_class_names(error)
+        record.error = described(error)
+        record.error_classes = error_class_names(error)
         finish(record)
 
     await invocation.commit(StepParts(events=events), mutate)
