@@ -19,21 +19,27 @@ import pytest
 from pydantic import JsonValue
 
 from baton import (
+    App,
     BaseNode,
     Context,
     FunctionNode,
     NodeRunner,
     RequestInput,
+    ResumabilityConfig,
     RetryConfig,
+    Runner,
     Workflow,
     types,
 )
+from baton.agents import ParallelAgent, SequentialAgent
 from baton.errors import NodeFailedError
 from baton.events import Event
 from baton.history import acting_node
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus, Notification, StepCommit, Store
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
+from baton.workflow.nodes import Node
+from tests.agents.agents import Runs, Step, texts
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, attach_harness, build_harness, outputs
 
@@ -123,7 +129,7 @@ async def crashed_after_the_failure(
     return h, invocation.id
 
 
-def restarted(h: Harness, stores: StoreFactory, root: Workflow) -> Harness:
+def restarted(h: Harness, stores: StoreFactory, root: Node) -> Harness:
     resumable = h.runner.is_resumable
     return attach_harness(
         root, BaseSessionService(stores.open()), h.session_id, resumable=resumable
@@ -359,3 +365,107 @@ async def test_a_committed_failure_after_a_caught_one_is_handed_on_as_it_was(
     assert raised.value.node_path == "wf@1/caller@1/second@1"
     invocation = await again.invocation()
     assert invocation.error == "node run 'wf@1' failed: Lost: the second child lost it"
+
+
+def _asking(counter: Counter) -> Workflow:
+    """START -> inner[START -> ask]: `ask` asks with a minute's deadline and no on_timeout."""
+
+    def ask(node_input: str) -> RequestInput:
+        counter.bump("ask")
+        return RequestInput(interrupt_id="ok", message="ok?", timeout=60)
+
+    inner = Workflow(name="inner", edges=[("START", FunctionNode(ask))])
+    return Workflow(name="wf", edges=[("START", inner)])
+
+
+def _clocked(root: Workflow, store: Store, stores: StoreFactory, session_id: str) -> Harness:
+    """A process's Runner for `root`, reading the stores' clock (deadlines are judged by it)."""
+    service = BaseSessionService(store)
+    app = App(
+        name="app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True)
+    )
+    return Harness(
+        Runner(app=app, session_service=service, clock=stores.clock), service, session_id
+    )
+
+
+async def test_a_deadline_s_committed_failure_is_handed_on_not_asked_again(
+    stores: StoreFactory,
+) -> None:
+    """The expiry fails `ask` with InputTimeoutError and the process stops right after that
+    commit: the continuing process fails the run with it, recorded once, the question not
+    asked again, and one run.failed notification says why."""
+    counter = Counter()
+    root = _asking(counter)
+    store = stores.open()
+    session = await BaseSessionService(store).create_session(app_name="app", user_id="u")
+    h = _clocked(root, store, stores, session.id)
+    await h.start()
+    await drain(store)
+    stores.clock.advance(61)
+    [row] = await h.runner.pending(user_id="u")
+    undo = stop_after_the_first_failure(store)
+    with pytest.raises(ConnectionError, match="the process stopped"):
+        await h.runner.expire(row)
+    undo()
+    invocation = await h.invocation()
+    assert invocation.status == InvocationStatus.RUNNING
+
+    again = _clocked(root, stores.open(), stores, session.id)
+    with pytest.raises(NodeFailedError) as raised:
+        await again.collect(invocation_id=invocation.id)
+
+    assert raised.value.error_type == "InputTimeoutError"
+    assert counter.runs == {"ask": 1}
+    assert await again.runner.pending(user_id="u") == []
+    [(node, code, _)] = errors(await stored_events(again))
+    assert (node, code) == ("ask", "InputTimeoutError")
+    invocation = await again.invocation()
+    assert invocation.status == InvocationStatus.FAILED
+    assert invocation.error is not None
+    assert invocation.error.startswith("node run 'wf@1' failed: InputTimeoutError: node 'ask'")
+    kinds = [n.kind for n in await drain(store)]
+    assert kinds == ["question.expired", "run.failed"]
+
+
+@pytest.mark.parametrize("in_workflow", [True, False], ids=["in-a-workflow", "as-the-root"])
+async def test_a_parallel_agent_s_committed_failure_fails_once_and_a_continue_reruns_its_branch(
+    stores: StoreFactory, in_workflow: bool
+) -> None:
+    """A sequence around a parallel agent whose branch `q` fails: the process stops right
+    after that failure commits. The continuing process (in a workflow) hands it on: nothing
+    runs again, the run fails once saying why. A person continuing the failed invocation
+    then runs only `q` and what comes after it (issue 11 item 2)."""
+    runs = Runs(fail={"q": {1}})
+    par = ParallelAgent(
+        name="par", sub_agents=[Step(name="p", runs=runs), Step(name="q", runs=runs)]
+    )
+    seq = SequentialAgent(name="seq", sub_agents=[Step(name="first", runs=runs), par])
+    root: Node = Workflow(name="wf", edges=[("START", seq)]) if in_workflow else seq
+    store = stores.open()
+    h = await build_harness(root, BaseSessionService(store), resumable=True)
+    await drain(store)
+    undo = stop_after_the_first_failure(store)
+    with pytest.raises(ConnectionError, match="the process stopped"):
+        await h.start()
+    undo()
+    invocation = await h.invocation()
+    failed = f"node run '{root.name}@1' failed: Boom: q fails on run 1"
+    if in_workflow:
+        assert invocation.status == InvocationStatus.RUNNING
+        again = restarted(h, stores, root)
+        with pytest.raises(NodeFailedError):
+            await again.collect(invocation_id=invocation.id)
+        invocation = await again.invocation()
+    assert runs.count == {"first": 1, "p": 1, "q": 1}
+    assert (invocation.status, invocation.error) == (InvocationStatus.FAILED, failed)
+    assert [n.body["run"] for n in await drain(store) if n.kind == "run.failed"] == [
+        {"status": "failed", "error": failed}
+    ]
+
+    person = restarted(h, stores, root)
+    events = await person.collect(invocation_id=invocation.id)
+    assert runs.count == {"first": 1, "p": 1, "q": 2}
+    assert texts(events)[0] == ("q", "q done")
+    assert (await person.invocation()).status == InvocationStatus.COMPLETED
+    assert [code for _, code, _ in errors(await stored_events(person))] == ["Boom"]
