@@ -457,7 +457,8 @@ class CallPlanner:
         assert row.expires_at is not None  # checked above
         when = datetime.fromtimestamp(row.expires_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         outcome = (
-            "it was answered with its on_timeout answer"
+            "it is answered with its on_timeout answer (a failed invocation's once it is "
+            "continued)"
             if row.answers_on_timeout
             else "its run fails with InputTimeoutError (continue the invocation to ask again)"
         )

@@ -783,19 +783,26 @@ class Runner:
     async def expire(self, row: Interrupt) -> None:
         """End a question whose deadline passed: answer it with its `on_timeout` (recorded
         as answered by `system:timeout`) and continue the run, or fail the node that asked
-        with InputTimeoutError. Does nothing when it was answered meanwhile.
+        with InputTimeoutError. Does nothing when it was answered meanwhile, or when its
+        invocation ended (failed or completed): a deadline does not continue a run nobody
+        asked to continue; a person's continuing it makes the deadline count again.
 
         Raises:
             InvocationBusyError: the invocation is executing elsewhere right now (retry).
             InputTimeoutError: the node failed for want of an answer (recorded).
         """
         owner = f"{own_prefix(self.worker_id)}expire-{uuid.uuid4().hex[:8]}"
-        lease = await self.store.claim(InvocationId(row.invocation_id), owner, self.lease_ttl)
+        key = SessionKey(row.app_name, row.user_id, SessionId(row.session_id))
+        lease, invocation = await self.store.claim_loaded(
+            key, InvocationId(row.invocation_id), owner, self.lease_ttl
+        )
         run: InvocationRun | None = None
         try:
-            plan = await self.planner.expiring(row)
+            # Due when read, the invocation may have failed since (another branch's error).
+            live = invocation.status in (InvocationStatus.RUNNING, InvocationStatus.PAUSED)
+            plan = await self.planner.expiring(row) if live else None
             if plan is not None:
-                run = await self._open_run(plan, lease, TIMEOUT_ANSWERER)
+                run = await self._open_run(plan, lease, TIMEOUT_ANSWERER, invocation)
                 await self._drain(run)
         finally:
             await self._release(lease, run)

@@ -11,7 +11,9 @@ loops over three kinds of work, all found through the store's indexes:
   commit. At start the worker also takes back the runs its own identity held before
   a restart, without waiting for their leases to lapse.
 - **deadlines**: open questions whose `timeout` passed are answered with their
-  `on_timeout` (as `system:timeout`) or fail the node that asked.
+  `on_timeout` (as `system:timeout`) or fail the node that asked. Not those of an
+  invocation that failed (another branch's error): ending one would continue the run
+  nobody asked to continue; they count again once a person continues it.
 - **waiting**: between rounds it sleeps until the next thing falls due (a deadline,
   a lease expiry), or until the store wakes it: a question with a deadline opened, or
   a running invocation was released (answers and questions without a deadline do not

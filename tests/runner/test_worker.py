@@ -29,6 +29,7 @@ from baton.sessions.store import (
 )
 from baton.types import InterruptId, InvocationId
 from baton.worker import Worker
+from baton.workflow import JoinNode
 from baton.workflow.checkpoint import RunRecord
 from baton.workflow.graph import fingerprint_of
 from tests.conftest import FakeClock, StoreFactory
@@ -581,3 +582,129 @@ async def test_a_run_a_caller_of_this_process_holds_is_not_started_again_here(
     assert outputs[-1] == "done"
     (invocation,) = await store.list_invocations(session.key)
     assert invocation.status is InvocationStatus.COMPLETED
+
+
+def _asking_beside_a_failure(boomed: list[int], *, fails: int) -> Workflow:
+    """Two branches: one asks with a 0.3 s deadline and `on_timeout`, the other fails its
+    first `fails` times (after the question is asked), failing the invocation."""
+    asked = asyncio.Event()
+
+    def ask(node_input: str):
+        asked.set()
+        return RequestInput(
+            interrupt_id="approve",
+            message="Approve?",
+            response_schema=Decision,
+            timeout=0.3,
+            on_timeout={"approved": False},
+        )
+
+    async def boom(node_input: str) -> str:
+        boomed.append(1)
+        await asked.wait()
+        if len(boomed) <= fails:
+            raise RuntimeError("boom")
+        return "fine"
+
+    return Workflow(name="w", edges=[("START", (ask, boom), JoinNode(name="j"))])
+
+
+async def _failed_with_a_question_open(runner: Runner) -> SessionKey:
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+    key = session.key
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    with pytest.raises(RuntimeError, match="boom"):
+        await _drain(runner.run_async(user_id="u", session_id=session.id, new_message=message))
+    (invocation,) = await runner.store.list_invocations(key)
+    assert invocation.status is InvocationStatus.FAILED
+    (row,) = await runner.store.find_interrupts(key, InterruptId("approve"))
+    assert row.status is InterruptStatus.OPEN
+    return key
+
+
+async def _rounds(worker: Worker, count: int) -> None:
+    """`count` rounds' worth of deadlines, each round's work done."""
+    async with asyncio.timeout(WITHIN), asyncio.TaskGroup() as group:
+        for _ in range(count):
+            await worker._expire_due(group)  # pyright: ignore[reportPrivateUsage] -- a round's
+            await asyncio.gather(*worker._active.values())  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_deadline_does_not_continue_a_failed_invocation_until_a_person_does(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    # A branch failed the invocation while the other's question was open. Its deadline
+    # passing must not continue the run (the failed branch would run again, nobody having
+    # asked), nor keep the worker busy; a person continuing the run makes it count again.
+    store = stores.open()
+    boomed: list[int] = []
+    runner = _runner(
+        store, _asking_beside_a_failure(boomed, fails=1), lease_ttl=LONG_TTL, clock=clock
+    )
+    key = await _failed_with_a_question_open(runner)
+    clock.advance(1)  # the deadline passed
+    worker = Worker([runner], worker_id="here")
+
+    await _rounds(worker, 2)
+
+    assert len(boomed) == 1
+    assert await store.due_interrupts(["app"], limit=5) == []
+    (row,) = await store.find_interrupts(key, InterruptId("approve"))
+    assert (row.status, row.answered_by) == (InterruptStatus.OPEN, None)
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.status is InvocationStatus.FAILED
+    # Nothing is due: the worker sleeps instead of a round every 50 ms.
+    assert await store.next_due(["app"]) is None
+    assert await worker._time_to_next() > 0.5  # pyright: ignore[reportPrivateUsage] -- the sleep
+
+    # A person's answer is refused as after any deadline, and changes nothing.
+    late = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id="approve", name="adk_request_input", response={"approved": True}
+                )
+            )
+        ],
+    )
+    with pytest.raises(InputExpiredError, match="once it is continued"):
+        await _drain(runner.run_async(user_id="u", session_id=key.session_id, new_message=late))
+    assert len(boomed) == 1
+
+    # A person continues it: the failed branch runs again and the run waits on the question,
+    # whose deadline, long past, the worker now ends.
+    await _drain(
+        runner.run_async(user_id="u", session_id=key.session_id, invocation_id=row.invocation_id)
+    )
+    assert len(boomed) == 2
+    await _status_becomes(store, key, InvocationStatus.PAUSED)
+    await _rounds(worker, 1)
+
+    (row,) = await store.find_interrupts(key, InterruptId("approve"))
+    assert (row.status, row.answered_by) == (InterruptStatus.ANSWERED, TIMEOUT_ANSWERER)
+    await _status_becomes(store, key, InvocationStatus.COMPLETED)
+    assert len(boomed) == 2
+
+
+async def test_a_deadline_read_before_its_invocation_failed_leaves_it(
+    stores: StoreFactory, clock: FakeClock
+) -> None:
+    # The worker read the deadline while the run was paused; the run failed before the
+    # worker claimed it. Ending the question then would continue the failed run.
+    store = stores.open()
+    boomed: list[int] = []
+    runner = _runner(
+        store, _asking_beside_a_failure(boomed, fails=1), lease_ttl=LONG_TTL, clock=clock
+    )
+    key = await _failed_with_a_question_open(runner)
+    clock.advance(1)
+    (row,) = await store.find_interrupts(key, InterruptId("approve"))
+
+    await runner.expire(row)  # as the worker does with what it read
+
+    assert len(boomed) == 1
+    (row,) = await store.find_interrupts(key, InterruptId("approve"))
+    assert row.status is InterruptStatus.OPEN
+    (invocation,) = await store.list_invocations(key)
+    assert invocation.status is InvocationStatus.FAILED

@@ -638,6 +638,7 @@ class MemoryStore:
             if row.expires_at is not None
             and row.expires_at <= now
             and row.invocation_id not in skip
+            and self._of_live_invocation(row)
         ]
         due.sort(key=lambda row: row.expires_at or 0.0)
         return [_copied(row) for row in due[: max(0, limit)]]
@@ -646,7 +647,9 @@ class MemoryStore:
         deadlines = [
             row.expires_at
             for row in self._open_interrupts(app_names)
-            if row.expires_at is not None and row.invocation_id not in skip
+            if row.expires_at is not None
+            and row.invocation_id not in skip
+            and self._of_live_invocation(row)
         ]
         lapses = [
             row.lease.expires_at if row.lease else 0.0
@@ -672,6 +675,14 @@ class MemoryStore:
             for row in data.interrupts.values()
             if row.status is InterruptStatus.OPEN
         ]
+
+    def _of_live_invocation(self, row: Interrupt) -> bool:
+        """Its invocation runs or is paused: the deadlines of ended ones are not due."""
+        held = self._rows.get(row.invocation_id)
+        return held is not None and held.invocation.status in (
+            InvocationStatus.RUNNING,
+            InvocationStatus.PAUSED,
+        )
 
     def _invocation_row(self, invocation_id: str) -> _InvocationRow | None:
         return self._rows.get(invocation_id)

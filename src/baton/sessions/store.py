@@ -574,12 +574,14 @@ class Store(Protocol):
         self, app_names: Sequence[str], *, limit: int, skip: Sequence[str] = ()
     ) -> list[Interrupt]:
         """Open interrupts of these apps whose deadline has passed, earliest first; none
-        of the invocations in `skip` (those the caller handles already or tries later)."""
+        of the invocations in `skip` (those the caller handles already or tries later),
+        and none of an invocation that is not running or paused (a failed one's deadline
+        is due again once a person continues it)."""
         ...
 
     async def next_due(self, app_names: Sequence[str], *, skip: Sequence[str] = ()) -> float | None:
         """When something of these apps next falls due, or None: the earliest deadline of
-        an open interrupt (none of the invocations in `skip`) or lease expiry of a running
+        an open interrupt (as `due_interrupts` counts them) or lease expiry of a running
         invocation (a released one is due now). A worker sleeps until then unless woken."""
         ...
 

@@ -432,7 +432,7 @@ def due_interrupts(
     skip: tuple[str, ...] = (),
 ) -> list[Interrupt]:
     """Open interrupts of the apps whose deadline has passed, earliest first, of no
-    invocation in `skip`."""
+    invocation in `skip` and none that ended (see `_of_live_invocation`)."""
     query = (
         select(interrupts)
         .where(
@@ -440,6 +440,7 @@ def due_interrupts(
             interrupts.c.expires_at <= now,
             interrupts.c.app_name.in_(app_names),
             *_not_of(skip),
+            _of_live_invocation(),
         )
         .order_by(interrupts.c.expires_at)
         .limit(limit)
@@ -456,6 +457,7 @@ def next_due(
         interrupts.c.expires_at.is_not(None),
         interrupts.c.app_name.in_(app_names),
         *_not_of(skip),
+        _of_live_invocation(),
     )
     lapse = select(func.min(invocations.c.lease_expires_at)).where(
         invocations.c.status == InvocationStatus.RUNNING.value,
@@ -464,6 +466,22 @@ def next_due(
     row = connection.execute(select(deadline.scalar_subquery(), lapse.scalar_subquery())).one()
     found = [float(value) for value in row if value is not None]
     return min(found, default=None)
+
+
+def _of_live_invocation() -> ColumnElement[bool]:
+    """The interrupt's invocation is running or paused: a deadline does not continue a
+    failed (or completed) invocation; continued by a person, its deadlines count again.
+
+    Its status looked up by primary key for each due row (a correlated subquery, as
+    `session_in_apps`): the deadlines' index is read in order and the first live rows end
+    the walk, whatever the statistics say.
+    """
+    status = (
+        select(invocations.c.status)
+        .where(invocations.c.id == interrupts.c.invocation_id)
+        .scalar_subquery()
+    )
+    return status.in_((InvocationStatus.RUNNING.value, InvocationStatus.PAUSED.value))
 
 
 def _not_of(skip: tuple[str, ...]) -> list[ColumnElement[bool]]:
