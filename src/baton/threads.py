@@ -18,12 +18,18 @@ than `HANDOFF_WAIT` by it, and a function whose last call took longer than
 (`_slow`), until one of its calls is quick again.
 
 A call abandoned by a timeout or a cancellation keeps running in its thread to
-its end (Python cannot stop a thread); its result is discarded.
+its end (Python cannot stop a thread); its result is discarded. At interpreter exit
+(`atexit`) the process waits up to `EXIT_WAIT` seconds for such calls to end: the
+worker threads are daemon threads, and one that takes the GIL back once the
+interpreter is finalizing is ended with `pthread_exit`, whose unwinding aborts the
+process (SIGABRT, exit 134) when the call is inside C++ or Rust code (pydantic-core,
+greenlet). A call still running after `EXIT_WAIT` is left to that fate, with a log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import logging
 import os
@@ -37,6 +43,7 @@ from functools import partial
 from typing import Any, Final, TypeVar, cast
 
 __all__ = [
+    "EXIT_WAIT",
     "HANDOFF_WAIT",
     "IDLE_SECONDS",
     "PIPED_WORKERS",
@@ -69,6 +76,13 @@ marks no quick function slow."""
 
 IDLE_SECONDS: Final = 30.0
 """An idle worker thread ends after this many seconds without work."""
+
+EXIT_WAIT = 30.0
+"""Seconds the interpreter's exit waits at most for calls still running in worker
+threads (`_Pool.finish`); as long as a worker's default drain grace."""
+
+_EXIT_POLL: Final = 0.005
+"""How often the exit's wait looks whether the running calls have ended."""
 
 
 class _Job:
@@ -262,6 +276,7 @@ class _Pool:
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
         self._piped: set[_Worker] = set()  # the living workers woken through a pipe
+        self._living: set[_Worker] = set()  # every started worker not yet retired
         self._numbers = itertools.count(1)
 
     def submit(self, job: _Job) -> None:
@@ -277,12 +292,14 @@ class _Pool:
         worker = _Worker(self, next(self._numbers), wake)
         if isinstance(wake, _Pipe):
             self._piped.add(worker)
+        self._living.add(worker)
         worker.give(job)
         try:
             worker.start()
         except BaseException:
             # No thread to run it (the process is at its limit): nothing would close its pipe.
             self._piped.discard(worker)
+            self._living.discard(worker)
             wake.close()
             raise
 
@@ -292,6 +309,7 @@ class _Pool:
             worker.wake.close()
         self._idle = []
         self._piped = set()
+        self._living = set()
 
     def rest(self, worker: _Worker) -> None:
         self._idle.append(worker)
@@ -302,15 +320,51 @@ class _Pool:
             self._idle.remove(worker)
         except ValueError:
             return False
+        self._living.discard(worker)
         if worker in self._piped:
             # Out of the set before closing: a child forked in between closes nothing twice.
             self._piped.discard(worker)
             worker.wake.close()
         return True
 
+    def busy(self) -> list[_Worker]:
+        """The workers running a call (or cleaning up after one) now."""
+        idle = set(self._idle)  # copies: other threads change these as we read
+        return [worker for worker in set(self._living) if worker not in idle]
+
+    def finish(self) -> None:
+        """At interpreter exit: wait up to `EXIT_WAIT` seconds for the running calls.
+
+        Runs as an `atexit` function, before the interpreter finalizes: a daemon worker
+        that takes the GIL back after that is ended with `pthread_exit`, which aborts
+        the process when the call is inside C++ or Rust code.
+        """
+        busy = self.busy()
+        if not busy:
+            return
+        logger.warning(
+            "baton: at exit, waiting up to %s s for %d sync call(s) still running "
+            "in worker threads (%s)",
+            EXIT_WAIT,
+            len(busy),
+            ", ".join(sorted(worker.name for worker in busy)),
+        )
+        deadline = time.monotonic() + EXIT_WAIT
+        while busy and time.monotonic() < deadline:
+            time.sleep(_EXIT_POLL)
+            busy = self.busy()
+        if busy:
+            logger.error(
+                "baton: exiting with %d sync call(s) still running in worker threads (%s); "
+                "one that takes the GIL back while the interpreter finalizes may abort the process",
+                len(busy),
+                ", ".join(sorted(worker.name for worker in busy)),
+            )
+
 
 _POOL: Final = _Pool()
 os.register_at_fork(after_in_child=_POOL.forget)
+atexit.register(_POOL.finish)
 
 
 def _carry_back(ran: Context) -> None:

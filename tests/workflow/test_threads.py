@@ -7,6 +7,8 @@ import errno
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -501,3 +503,74 @@ async def test_a_worker_thread_that_cannot_start_leaves_no_pipe_open(
     # None opened and kept (idle workers of earlier tests may close theirs meanwhile).
     assert set(os.listdir("/proc/self/fd")) - opened == set()
     assert await run_sync(lambda: "served") == "served"
+
+
+# A run fails (its async node raises) while its plain node is still inside Rust code
+# (a pydantic-core validator calling back into Python). The node keeps going past the
+# start of the interpreter's exit, then returns. Exit code 3 is the script's own.
+_NODE_RUNNING_AT_EXIT = """
+import asyncio, sys, threading, time
+from pydantic import BaseModel, field_validator
+from baton import InMemorySessionService, Runner, Workflow, threads, types
+
+threads.EXIT_WAIT = float(sys.argv[1])
+started = threading.Event()
+
+class Slow(BaseModel):
+    value: int
+
+    @field_validator("value")
+    @classmethod
+    def outlive_the_run(cls, value: int) -> int:
+        started.set()
+        if sys.argv[2] == "forever":
+            threading.Event().wait()
+        while threading.main_thread().is_alive():  # until the interpreter starts to exit
+            time.sleep(0.001)
+        # on, in Rust code, until the interpreter finalizes (or a while, if it waits)
+        ends = time.monotonic() + 1.0
+        while not sys.is_finalizing() and time.monotonic() < ends:
+            time.sleep(0.001)
+        print("node finished", flush=True)
+        return value
+
+def slow(node_input: str) -> int:
+    return Slow(value=1).value
+
+async def fail(node_input: str) -> str:
+    await asyncio.get_running_loop().run_in_executor(None, started.wait)
+    raise RuntimeError("sibling failed")
+
+async def main() -> None:
+    flow = Workflow(name="w", edges=[("START", (slow, fail))])
+    runner = Runner(app_name="app", agent=flow, session_service=InMemorySessionService())
+    session = await runner.session_service.create_session(app_name="app", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="go")])
+    try:
+        async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+            pass
+    except RuntimeError as error:
+        print("run failed:", error, flush=True)
+
+asyncio.run(main())
+sys.exit(3)
+"""
+
+
+def _exit_with_a_node_running(exit_wait: float, node: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", _NODE_RUNNING_AT_EXIT, str(exit_wait), node]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_process_exits_normally_when_a_failed_run_left_a_sync_node_running() -> None:
+    done = _exit_with_a_node_running(30.0, "returns")
+    assert done.returncode == 3, done.stderr  # was -6 (SIGABRT: "exception not rethrown")
+    assert done.stdout.splitlines() == ["run failed: sibling failed", "node finished"]
+    assert "waiting up to 30.0 s for 1 sync call(s) still running" in done.stderr
+
+
+def test_exit_waits_only_exit_wait_for_a_sync_node_that_never_returns() -> None:
+    done = _exit_with_a_node_running(0.2, "forever")
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.splitlines() == ["run failed: sibling failed"]
+    assert "exiting with 1 sync call(s) still running in worker threads" in done.stderr
