@@ -10,6 +10,7 @@ invocation still runs what failed again. On every backend.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import suppress
 from datetime import timedelta
@@ -469,3 +470,58 @@ async def test_a_parallel_agent_s_committed_failure_fails_once_and_a_continue_re
     assert texts(events)[0] == ("q", "q done")
     assert (await person.invocation()).status == InvocationStatus.COMPLETED
     assert [code for _, code, _ in errors(await stored_events(person))] == ["Boom"]
+
+
+async def test_a_caught_failure_under_a_waiting_run_is_not_rerun_when_a_person_continues(
+    stores: StoreFactory,
+) -> None:
+    """`asker` catches its child's failure and asks; its sibling `failer` fails the run. A
+    person continuing the failed invocation runs `failer` again, not `flaky`: `asker` was
+    waiting, not failed, and resumes as it stood, its child's failure handed to it again."""
+    counter = Counter()
+
+    def flaky(node_input: str) -> str:
+        counter.bump("flaky")
+        raise NodeTrouble(TROUBLE)
+
+    async def asker(ctx: Context, node_input: str) -> RequestInput | str:
+        counter.bump("asker")
+        with suppress(Exception):  # caught: the asker goes on
+            await ctx.run_node(flaky, "x")
+        if "go" not in ctx.resume_inputs:
+            return RequestInput(interrupt_id="go", message="go on?")
+        return "asked"
+
+    asked = asyncio.Event()
+
+    async def failer(node_input: str) -> None:
+        counter.bump("failer")
+        if counter.runs["failer"] == 1:
+            await asked.wait()
+            raise Lost("the first run lost it")
+
+    store = stores.open()
+    commit = store.commit_step
+
+    async def committing(step: StepCommit) -> int:
+        version = await commit(step)
+        checkpoint = step.checkpoint
+        chain = find_chain(RunRecord.from_json(checkpoint), "wf@1/asker@1") if checkpoint else None
+        if chain and chain[-1].status is RunStatus.WAITING:
+            asked.set()  # `failer` fails once `asker` waits
+        return version
+
+    setattr(store, "commit_step", committing)  # noqa: B010 -- as above
+    root = Workflow(name="wf", edges=[("START", (FunctionNode(asker), FunctionNode(failer)))])
+    h = await build_harness(root, BaseSessionService(store), resumable=True)
+    with pytest.raises(Lost):
+        await h.start()
+    invocation_id = (await h.invocation()).id
+    assert counter.runs == {"asker": 1, "flaky": 1, "failer": 1}
+    delattr(store, "commit_step")
+
+    await restarted(h, stores, root).collect(invocation_id=invocation_id)
+    assert (await h.invocation()).status == InvocationStatus.PAUSED
+    events = await restarted(h, stores, root).answer(("go", "yes"))
+    assert outputs(events)[-1] == ("asker", "asked")
+    assert counter.runs == {"asker": 2, "flaky": 1, "failer": 2}

@@ -462,11 +462,17 @@ def rerun_failed(record: RunRecord) -> None:
     A failed run left failed is one whose failure was recorded but not yet handed on: a
     process continuing the invocation hands it on instead of running the node again (see
     `baton.workflow.execution.wants_execution`).
+
+    A waiting run is not tried again but resumes as it stands: a failed run below it (a
+    dynamic child whose failure its code caught before it asked) keeps its failure, which
+    the resumed caller gets again.
     """
     if record.status is RunStatus.FAILED:
         record.status = _RUNNING
         record.error = None
         record.error_classes = ()
+    elif record.status is RunStatus.WAITING:
+        return
     if record.child is not None:
         for run in record.child.runs.values():
             rerun_failed(run)
