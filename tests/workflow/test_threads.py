@@ -401,7 +401,7 @@ async def test_a_function_that_outlasted_the_quick_wait_leaves_the_loop_free_on_
 
     # No function known slow: had an earlier test's slow function the id this one gets,
     # the first call would go through the loop, end quick and take the id off again.
-    monkeypatch.setattr(threads, "_slow", set())
+    monkeypatch.setattr(threads, "_slow", set[int]())
     monkeypatch.setattr(threads, "HANDOFF_WAIT", 0.01)
     assert await call()  # the loop was held for the quick wait, 0.01 s, then ran it
     # A quick wait now would outlast the call's own wait: the loop would be held throughout.
