@@ -33,12 +33,13 @@ from baton import (
     types,
 )
 from baton.agents import ParallelAgent, SequentialAgent
-from baton.errors import NodeFailedError
+from baton.errors import NodeFailedError, error_class_names
 from baton.events import Event
 from baton.history import acting_node
 from baton.sessions.services import BaseSessionService
 from baton.sessions.store import InvocationStatus, Notification, StepCommit, Store
 from baton.workflow.checkpoint import RunRecord, RunStatus, find_chain
+from baton.workflow.execution import carried_failure
 from baton.workflow.nodes import Node
 from tests.agents.agents import Runs, Step, texts
 from tests.conftest import StoreFactory
@@ -525,3 +526,22 @@ async def test_a_caught_failure_under_a_waiting_run_is_not_rerun_when_a_person_c
     events = await restarted(h, stores, root).answer(("go", "yes"))
     assert outputs(events)[-1] == ("asker", "asked")
     assert counter.runs == {"asker": 2, "flaky": 1, "failer": 2}
+
+
+def test_a_failure_recorded_without_its_classes_is_handed_on_with_its_own_class_s_name() -> None:
+    """A checkpoint written before failed runs kept their classes' names: the recorded
+    text's class still matches a RetryConfig naming it."""
+    record = RunRecord.from_json(
+        {
+            "node": "check",
+            "path": "wf@1/check@1",
+            "run_id": "1",
+            "status": "failed",
+            "error": f"NodeTrouble: {TROUBLE}",
+        }
+    )
+    failure = carried_failure(record).error
+    assert isinstance(failure, NodeFailedError)
+    assert (failure.error_type, str(failure)) == ("NodeTrouble", TROUBLE)
+    assert error_class_names(failure) == ("NodeTrouble",)
+    assert RetryConfig(exceptions=["NodeTrouble"]).should_retry(failure, 1)

@@ -133,6 +133,10 @@ def carried_failure(record: RunRecord) -> NodeRunFailedError:
     classes = failed.error_classes
     kind = classes[0] if classes else text.partition(": ")[0] if ": " in text else ""
     message = text.removeprefix(f"{kind}: ") if kind else text
+    if not classes and kind:
+        # Recorded before failed runs kept their classes: its own class's name at least,
+        # so that a RetryConfig naming it still matches.
+        classes = (kind,)
     error = NodeFailedError(message, error_type=kind, error_classes=classes, node_path=failed.path)
     return NodeRunFailedError(record.path, error)
 
