@@ -10,7 +10,8 @@ PostgreSQL would later refuse) into a refusal that names the field and the rule.
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Iterable
+from typing import Any, Final
 
 from baton.errors import InvalidIdError, InvalidMessageError
 from baton.events import Event
@@ -142,21 +143,27 @@ def check_depth(field: str, value: object) -> None:
     Raises:
         InvalidMessageError: naming `field` and the limit.
     """
-    pending: list[tuple[object, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())  # pyright: ignore[reportUnknownArgumentType] -- any JSON object
-        elif isinstance(item, list | tuple):
-            children = list(item)  # pyright: ignore[reportUnknownArgumentType] -- any JSON array
-        else:
-            continue
+    # Level by level, holding only the arrays and objects of the next one: no (item,
+    # depth) pair for every value, nor a list of each container's children. Every call
+    # that answers or writes state checks its values: a one-key answer 3.5 -> 1.8 us,
+    # an empty delta 2.5 -> 1.5 (timeit, in turn with the pair-per-value walk).
+    level: list[Any] = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 1
+    while level:
         if depth > MAX_JSON_DEPTH:
             raise InvalidMessageError(
                 f"{field} nests JSON deeper than {MAX_JSON_DEPTH} levels (arrays and objects "
                 "inside each other), deeper than stores read back; send a flatter value."
             )
-        pending.extend((child, depth + 1) for child in children)
+        inner: list[Any] = []
+        for item in level:
+            children: Iterable[Any] = item.values() if isinstance(item, dict) else item  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType] -- any JSON object or array
+            inner += [child for child in children if isinstance(child, _CONTAINERS)]
+        level = inner
+        depth += 1
+
+
+_CONTAINERS: Final = (dict, list, tuple)
 
 
 def _shown(value: str) -> str:
