@@ -33,7 +33,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 from starlette.background import BackgroundTask
 
 from baton.aborting import AbortSignal
@@ -235,6 +235,30 @@ class _Server:
         return self.group
 
 
+def _build_models() -> None:
+    """Build baton's pydantic models that are not built yet (`defer_build`: see WireModel),
+    before the routes are made.
+
+    FastAPI makes a route's body and response validators as the route is made, with the
+    warnings pydantic gives for its own field metadata silenced; pydantic defers the
+    validator of a model whose config says `defer_build`, built or not, leaving a
+    stand-in that builds on the first request, outside that silence (a warning per
+    process, an error where warnings are errors: every `/run` answered 500 under the
+    test suite). A server builds them all once at its start, which `import baton` does
+    not pay, and marks them no longer deferred.
+    """
+    pending: list[type[BaseModel]] = [BaseModel]
+    while pending:
+        for model in pending.pop().__subclasses__():
+            pending.append(model)
+            if not model.__module__.startswith("baton."):
+                continue
+            if not model.__pydantic_complete__:
+                model.model_rebuild(raise_errors=False)
+            if model.__pydantic_complete__ and model.model_config.get("defer_build"):
+                model.model_config["defer_build"] = False
+
+
 def create_app(
     catalog: AppCatalog,
     *,
@@ -285,6 +309,7 @@ def create_app(
     """
     if default_app_name is not None:
         catalog.runner(default_app_name)  # a default that is not served fails here, not per run
+    _build_models()
     server = _Server(catalog, api_keys or ApiKeys(), poll_interval, keepalive, default_app_name)
 
     @asynccontextmanager
