@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,18 @@ from baton.sessions.sql import SqlStore
 from tests.harness import attach_harness, outputs
 
 Log = Callable[[str], None]
+
+
+class Drive(BaseNode):
+    """An orchestration node whose body is `script`: yields what it returns, if anything."""
+
+    rerun_on_resume: bool = True
+    script: Callable[[Context], Awaitable[Any]]
+
+    async def _run_impl(self, *, ctx: Context, node_input: Any) -> AsyncGenerator[Any, None]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
+        result = await self.script(ctx)
+        if result is not None:
+            yield result
 
 
 class Drafter(BaseNode):

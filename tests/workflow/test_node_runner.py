@@ -14,30 +14,18 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from baton import BaseNode, Context, FunctionNode, NodeRunner, RequestInput, Workflow
+from baton import Context, FunctionNode, NodeRunner, RequestInput, Workflow
 from baton.events import Event
 from baton.sessions.services import BaseSessionService, InMemorySessionService
 from baton.sessions.sql import SqlStore
 from baton.sessions.store import InvocationStatus
 from tests.conftest import StoreFactory
 from tests.harness import asked, attach_harness, build_harness, outputs
-from tests.workflow.node_runner_app import editor, file_log, pipeline
+from tests.workflow.node_runner_app import Drive, editor, file_log, pipeline
 
 
 def paths(events: list[Event]) -> list[str]:
     return [e.node_info.path for e in events if e.node_info]
-
-
-class Drive(BaseNode):
-    """An orchestration node whose body is `script`: yields what it returns, if anything."""
-
-    rerun_on_resume: bool = True
-    script: Callable[[Context], Awaitable[Any]]
-
-    async def _run_impl(self, *, ctx: Context, node_input: Any) -> AsyncGenerator[Any, None]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
-        result = await self.script(ctx)
-        if result is not None:
-            yield result
 
 
 def answers_to(ctx: Context, *ids: str) -> dict[str, Any]:

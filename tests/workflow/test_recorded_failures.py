@@ -11,17 +11,15 @@ invocation still runs what failed again. On every backend.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from pydantic import JsonValue
 
 from baton import (
     App,
-    BaseNode,
     Context,
     FunctionNode,
     NodeRunner,
@@ -44,6 +42,7 @@ from baton.workflow.nodes import Node
 from tests.agents.agents import Runs, Step, texts
 from tests.conftest import StoreFactory
 from tests.harness import Counter, Harness, attach_harness, build_harness, outputs
+from tests.workflow.node_runner_app import Drive
 
 TROUBLE = "the check found trouble"
 
@@ -52,9 +51,9 @@ class NodeTrouble(ValueError):
     """A subclass, so that the class names a failure is handed on with are checked."""
 
 
-def stop_after_the_first_failure(store: Store) -> Callable[[], None]:
-    """Make the store's process stop right after it commits the first step that records a
-    node's error: that commit lands, then every commit raises as a lost database would, so
+def stop_after(store: Store, last: Callable[[StepCommit], bool]) -> Callable[[], None]:
+    """Make the store's process stop right after it commits the first step `last` says
+    is its last: that commit lands, then every commit raises as a lost database would, so
     nothing after it is recorded. Returns what undoes it (the memory store is shared by the
     'processes' of a test)."""
     commit = store.commit_step
@@ -65,13 +64,18 @@ def stop_after_the_first_failure(store: Store) -> Callable[[], None]:
         if stopped:
             raise ConnectionError("the process stopped")
         version = await commit(step)
-        if any(e.error_code for e in step.events):
+        if last(step):
             stopped = True
             raise ConnectionError("the process stopped right after this commit")
         return version
 
     setattr(store, "commit_step", committing)  # noqa: B010 -- SqlStore is final, as in tests/crash
     return lambda: delattr(store, "commit_step")
+
+
+def stop_after_the_first_failure(store: Store) -> Callable[[], None]:
+    """`stop_after` the first step that records a node's error."""
+    return stop_after(store, lambda step: any(e.error_code for e in step.events))
 
 
 async def drain(store: Store) -> list[Notification]:
@@ -210,33 +214,15 @@ async def test_a_person_continuing_a_failed_run_runs_the_failed_node_again_even_
     invocation_id = (await h.invocation()).id
 
     # The continue's first commit (its message) lands; the process stops before `check`.
-    commit = store.commit_step
-
-    async def first_only(step: StepCommit) -> int:
-        await commit(step)
-        raise ConnectionError("the process stopped right after this commit")
-
-    setattr(store, "commit_step", first_only)  # noqa: B010 -- as above
+    undo = stop_after(store, lambda _: True)
     with pytest.raises(ConnectionError, match="the process stopped"):
         await h.collect(invocation_id=invocation_id, new_message=_text("try again"))
-    delattr(store, "commit_step")
+    undo()
     assert counter.runs == {"prepare": 1, "check": 1}
 
     events = await restarted(h, stores, root).collect(invocation_id=invocation_id)
     assert counter.runs == {"prepare": 1, "check": 2, "book": 1}
     assert outputs(events)[-1] == ("book", "booked after checked")
-
-
-class Drive(BaseNode):
-    """An orchestration node whose body is `script`: yields what it returns, if anything."""
-
-    rerun_on_resume: bool = True
-    script: Callable[[Context], Awaitable[Any]]
-
-    async def _run_impl(self, *, ctx: Context, node_input: Any) -> AsyncGenerator[Any, None]:  # pyright: ignore[reportIncompatibleMethodOverride] -- an async generator
-        result = await self.script(ctx)
-        if result is not None:
-            yield result
 
 
 async def test_a_node_runner_child_s_failure_is_handed_again_on_a_rerun_and_retried_on_request(
@@ -336,26 +322,17 @@ async def test_a_committed_failure_after_a_caught_one_is_handed_on_as_it_was(
     counter = Counter()
     root = catching_then_failing(counter, retry=retry)
     store = stores.open()
-    commit = store.commit_step
-    stopped = False
 
-    async def committing(step: StepCommit) -> int:
-        nonlocal stopped
-        if stopped:
-            raise ConnectionError("the process stopped")
-        version = await commit(step)
+    def caller_failed(step: StepCommit) -> bool:
         checkpoint = step.checkpoint
         chain = find_chain(RunRecord.from_json(checkpoint), "wf@1/caller@1") if checkpoint else None
-        if chain and chain[-1].status is RunStatus.FAILED:
-            stopped = True
-            raise ConnectionError("the process stopped right after this commit")
-        return version
+        return chain is not None and chain[-1].status is RunStatus.FAILED
 
-    setattr(store, "commit_step", committing)  # noqa: B010 -- as above
+    undo = stop_after(store, caller_failed)
     h = await build_harness(root, BaseSessionService(store), resumable=True)
     with pytest.raises(ConnectionError, match="the process stopped"):
         await h.start()
-    delattr(store, "commit_step")
+    undo()
     invocation_id = (await h.invocation()).id
     assert counter.runs == {"caller": 1, "first": 1, "second": 1}
 
