@@ -11,10 +11,11 @@ import asyncio
 import multiprocessing
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from pydantic import JsonValue
@@ -61,6 +62,7 @@ EXPECTED_OUTPUTS: list[tuple[str, JsonValue]] = [
     ),
 ]
 MAX_PROCESSES = 6  # start, resume, answer, resume: a run needs at most four
+T = TypeVar("T")
 PARALLEL_CASES = 4  # children mostly wait out a dead holder's lease
 
 
@@ -136,15 +138,13 @@ async def sweep_step_kills(store: SqlStore, url: str, tmp_path: Path, *, replay:
     reference = await carry_through(
         await new_case(store, url, tmp_path, "reference", replay=replay)
     )
-    limit = asyncio.Semaphore(PARALLEL_CASES)
 
     async def killed_after(k: int) -> Outcome:
-        async with limit:
-            case = await new_case(store, url, tmp_path, f"kill-{k}", kill_at=k, replay=replay)
-            return await carry_through(case)
+        case = await new_case(store, url, tmp_path, f"kill-{k}", kill_at=k, replay=replay)
+        return await carry_through(case)
 
     steps = range(1, reference.commits + 1)
-    outcomes = await asyncio.gather(*(killed_after(k) for k in steps))
+    outcomes = await each_limited(killed_after, steps)
     for k, outcome in zip(steps, outcomes, strict=True):
         assert outcome.committed_at_kill is not None, f"commit {k}: nothing was killed"
         assert_recovered(outcome, f"SIGKILL after commit {k} of {reference.commits}")
@@ -193,15 +193,13 @@ async def test_sigkill_after_every_commit_of_a_failing_run_hands_its_failure_on_
     assert reference.committed_at_kill is None
     assert reference.error == f"node run 'trip@1' failed: NodeTrouble: {FAILURE}"
     assert reference.raised == [f"NodeTrouble: NodeTrouble: {FAILURE}"]
-    limit = asyncio.Semaphore(PARALLEL_CASES)
 
     async def killed_after(k: int) -> Failure:
-        async with limit:
-            case = await new_case(reader, url, tmp_path, f"fails-{k}", kill_at=k, fail=True)
-            return await carry_to_failure(case)
+        case = await new_case(reader, url, tmp_path, f"fails-{k}", kill_at=k, fail=True)
+        return await carry_to_failure(case)
 
     steps = range(1, reference.commits + 1)
-    outcomes = await asyncio.gather(*(killed_after(k) for k in steps))
+    outcomes = await each_limited(killed_after, steps)
     for k, outcome in zip(steps, outcomes, strict=True):
         what = f"SIGKILL after commit {k} of {reference.commits}"
         assert outcome.committed_at_kill is not None, what
@@ -216,6 +214,17 @@ async def test_sigkill_after_every_commit_of_a_failing_run_hands_its_failure_on_
             assert outcome.raised == reference.raised, what
         assert "ask" not in outcome.executions, what
         assert "book" not in outcome.executions, what
+
+
+async def each_limited(carry: Callable[[int], Awaitable[T]], steps: range) -> list[T]:
+    """`carry(k)` for each k in `steps`, side by side, PARALLEL_CASES at a time."""
+    limit = asyncio.Semaphore(PARALLEL_CASES)
+
+    async def limited(k: int) -> T:
+        async with limit:
+            return await carry(k)
+
+    return await asyncio.gather(*(limited(k) for k in steps))
 
 
 def assert_recovered(outcome: Outcome, what: str) -> None:
