@@ -17,7 +17,10 @@ from pydantic import JsonValue
 from baton.artifacts import ArtifactMethods, ArtifactScope
 from baton.auth.auth_credential import AuthCredential
 from baton.auth.auth_tool import AuthConfig, checked_config
-from baton.auth.credential_service.base_credential_service import load_fresh_credential
+from baton.auth.credential_service.base_credential_service import (
+    load_from_service,
+    save_to_service,
+)
 from baton.auth.token_requests import fresh_stored_credential
 from baton.context import InvocationContext
 from baton.events import EventActions, RouteValue, to_json_value
@@ -26,7 +29,6 @@ from baton.readonly_context import (
     ReadonlyContext,
     refuse_confirmation,
     refuse_credential_request,
-    refuse_credentials,
 )
 from baton.sessions.store import Session, StatePrefixes, UndeletableKeys
 from baton.types import Content
@@ -287,9 +289,7 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
             NoCredentialServiceError: the Runner has no credential service.
         """
         service = self._invocation_context.credential_service
-        if service is None:
-            refuse_credentials("save_credential")
-        await service.save_credential(checked_config(auth_config, "save_credential"), self)
+        await save_to_service(service, auth_config, self)
 
     async def load_credential(self, auth_config: AuthConfig) -> AuthCredential | None:
         """The credential the Runner's credential service keeps under
@@ -300,10 +300,7 @@ class CallbackContext(ReadonlyContext, ArtifactMethods, MemoryMethods):
             NoCredentialServiceError: the Runner has no credential service.
         """
         service = self._invocation_context.credential_service
-        if service is None:
-            refuse_credentials("load_credential")
-        config = checked_config(auth_config, "load_credential")
-        return await load_fresh_credential(service, config, self)
+        return await load_from_service(service, auth_config, self)
 
     def get_auth_response(self, auth_config: AuthConfig) -> AuthCredential | None:
         """The credential a user gave for `auth_config`, as the session state holds it

@@ -18,7 +18,10 @@ from pydantic import BaseModel, JsonValue
 from baton.artifacts import ArtifactMethods, ArtifactScope, BaseArtifactService
 from baton.auth.auth_credential import AuthCredential
 from baton.auth.auth_tool import AuthConfig, checked_config
-from baton.auth.credential_service.base_credential_service import load_fresh_credential
+from baton.auth.credential_service.base_credential_service import (
+    load_from_service,
+    save_to_service,
+)
 from baton.auth.token_requests import fresh_stored_credential
 from baton.errors import LlmCallsLimitExceededError
 from baton.events import Event, RouteValue
@@ -29,7 +32,6 @@ from baton.readonly_context import (
     ReadonlyContext,
     refuse_confirmation,
     refuse_credential_request,
-    refuse_credentials,
 )
 from baton.run_config import RunConfig, own_copy
 from baton.run_config import run_config_in_force as _in_force
@@ -746,9 +748,7 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
             NoCredentialServiceError: the Runner has no credential service.
         """
         service = self._invocation_context.credential_service
-        if service is None:
-            refuse_credentials("save_credential")
-        await service.save_credential(checked_config(auth_config, "save_credential"), self)
+        await save_to_service(service, auth_config, self)
 
     async def load_credential(self, auth_config: AuthConfig) -> AuthCredential | None:
         """The credential the Runner's credential service keeps under
@@ -760,10 +760,7 @@ class Context(ReadonlyContext, ArtifactMethods, MemoryMethods):
             NoCredentialServiceError: the Runner has no credential service.
         """
         service = self._invocation_context.credential_service
-        if service is None:
-            refuse_credentials("load_credential")
-        config = checked_config(auth_config, "load_credential")
-        return await load_fresh_credential(service, config, self)
+        return await load_from_service(service, auth_config, self)
 
     def request_credential(self, auth_config: AuthConfig) -> NoReturn:
         """Only a tool call can ask for a credential; a node run answers no call (give the

@@ -7,15 +7,21 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from baton.auth.auth_credential import AuthCredential
-from baton.auth.auth_tool import AuthConfig
+from baton.auth.auth_tool import AuthConfig, checked_config
 from baton.auth.token_requests import needs_refresh, refreshed
+from baton.readonly_context import refuse_credentials
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     # Only a type here: the contexts build on the auth package.
     from baton.callback_context import CallbackContext
     from baton.context import Context
 
-__all__ = ["BaseCredentialService", "load_fresh_credential"]
+__all__ = [
+    "BaseCredentialService",
+    "load_fresh_credential",
+    "load_from_service",
+    "save_to_service",
+]
 
 
 class BaseCredentialService(ABC):
@@ -68,3 +74,33 @@ async def load_fresh_credential(
         kept = config.model_copy(update={"exchanged_auth_credential": fresh})
         await service.save_credential(kept, context)
     return fresh
+
+
+async def save_to_service(
+    service: BaseCredentialService | None, auth_config: object, context: CallbackContext | Context
+) -> None:
+    """A context's `save_credential`: `auth_config`, checked, kept in `service`.
+
+    Raises:
+        TypeError: `auth_config` is not an AuthConfig.
+        NoCredentialServiceError: there is no service (the Runner was given none).
+    """
+    if service is None:
+        refuse_credentials("save_credential")
+    await service.save_credential(checked_config(auth_config, "save_credential"), context)
+
+
+async def load_from_service(
+    service: BaseCredentialService | None, auth_config: object, context: CallbackContext | Context
+) -> AuthCredential | None:
+    """A context's `load_credential`: what `service` keeps for `auth_config`, checked, an
+    expired OAuth2 token refreshed first (see `load_fresh_credential`).
+
+    Raises:
+        TypeError: `auth_config` is not an AuthConfig.
+        NoCredentialServiceError: there is no service (the Runner was given none).
+    """
+    if service is None:
+        refuse_credentials("load_credential")
+    config = checked_config(auth_config, "load_credential")
+    return await load_fresh_credential(service, config, context)
